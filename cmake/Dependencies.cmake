@@ -1,0 +1,35 @@
+# Finds the libraries dnmf builds on. Required: BLAS (OpenBLAS preferred, its OpenMP flavour so that
+# BLAS calls made inside our own parallel regions stay single-threaded), OpenMP, threads.
+# Optional, by option and by presence: CUDA toolkit, MPI, HDF5.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+
+find_library(DNMF_OPENBLAS_LIBRARY NAMES openblas
+  PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
+  NO_DEFAULT_PATH)
+if(NOT DNMF_OPENBLAS_LIBRARY)
+  find_library(DNMF_OPENBLAS_LIBRARY NAMES openblas)
+endif()
+find_path(DNMF_CBLAS_INCLUDE_DIR NAMES cblas.h PATH_SUFFIXES openblas)
+if(NOT DNMF_OPENBLAS_LIBRARY OR NOT DNMF_CBLAS_INCLUDE_DIR)
+  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-openmp-dev (scripts/install-deps.sh does)")
+endif()
+message(STATUS "dnmf: BLAS ${DNMF_OPENBLAS_LIBRARY}")
+add_library(dnmf_blas INTERFACE)
+add_library(dnmf::blas ALIAS dnmf_blas)
+target_link_libraries(dnmf_blas INTERFACE ${DNMF_OPENBLAS_LIBRARY})
+target_include_directories(dnmf_blas INTERFACE ${DNMF_CBLAS_INCLUDE_DIR})
+
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 REQUIRED)
+
+set(DNMF_HAVE_CUDA OFF)
+if(DNMF_ENABLE_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(DNMF_HAVE_CUDA ON)
+  else()
+    message(STATUS "dnmf: no CUDA compiler found; the CUDA backend is not built")
+  endif()
+endif()

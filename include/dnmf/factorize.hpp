@@ -1,0 +1,42 @@
+// dnmf: the factorisation entry point.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dnmf/matrix.hpp"
+#include "dnmf/options.hpp"
+
+namespace dnmf {
+
+/// Outcome of factorize(): A ≈ W H with W (m x k) and H (k x n) non-negative.
+template <class T>
+struct FactorResult {
+  DenseMatrix<T> W;                          ///< m x k, column-major
+  DenseMatrix<T> H;                          ///< k x n, column-major
+  int iterations = 0;
+  bool converged = false;                    ///< stopped by tol rather than by max_iterations
+  double rel_error = 0;                      ///< ||A - WH||_F / ||A||_F of the returned factors
+  double objective = 0;                      ///< final value of the algorithm's loss
+  std::vector<double> rel_error_history;     ///< one entry per iteration
+  std::vector<double> objective_history;     ///< one entry per iteration
+  double seconds = 0;                        ///< iterations only (init excluded)
+  double init_seconds = 0;
+  std::string backend;                       ///< backend name as run
+  int threads = 1;
+  bool fused = false;                        ///< whether the single-pass iteration ran
+  long long nnls_cap_hits = 0;               ///< bpp: columns whose pivoting hit its round cap (a warning)
+};
+
+/// Factorises A (dense or CSR, all entries finite and >= 0) into W H.
+/// W0/H0 are used when options.init == InitMethod::given (copied, not modified).
+/// Throws dnmf::Error for bad options (rank outside 1..min(m,n), negative penalties, ...).
+template <class T>
+FactorResult<T> factorize(const MatrixRef<T>& A, const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr,
+                          const DenseMatrix<T>* H0 = nullptr);
+
+/// ||A - W H||_F / ||A||_F computed directly (one pass, float64 sums): a check for the Gram identity.
+template <class T>
+double relative_error_direct(const MatrixRef<T>& A, DenseView<const T> W, DenseView<const T> H);
+
+}  // namespace dnmf

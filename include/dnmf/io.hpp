@@ -1,0 +1,74 @@
+// dnmf: reading and writing matrices (.npy, Matrix Market) and atomic result files.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "dnmf/matrix.hpp"
+
+namespace dnmf::io {
+
+/// What a .npy header says about the array that follows it.
+struct NpyHeader {
+  char kind = 'f';              ///< numpy dtype kind: 'f' float, 'i' signed, 'u' unsigned integer
+  std::size_t word_size = 8;    ///< bytes per element
+  bool little_endian = true;    ///< byte order of the stored elements
+  bool fortran_order = false;   ///< true: column-major on disk
+  index_t rows = 0;             ///< first dimension (a 1-D array is read as rows x 1)
+  index_t cols = 0;             ///< second dimension
+  std::size_t data_offset = 0;  ///< byte offset of the first element in the file
+};
+
+/// Parses and checks the header of a .npy file (magic, version, dict, shape, file length).
+NpyHeader read_npy_header(const std::string& path);
+
+/// Reads a whole 2-D .npy array (f4 or f8, C or Fortran order) into a column-major matrix of T.
+template <class T>
+DenseMatrix<T> read_npy(const std::string& path);
+
+/// Reads columns [first, last) only, touching no other bytes of a Fortran-order file
+/// (a C-order file is read row by row, each row's slice only).
+template <class T>
+DenseMatrix<T> read_npy_columns(const std::string& path, index_t first, index_t last);
+
+/// Reads rows [first, last) only (the mirror of read_npy_columns).
+template <class T>
+DenseMatrix<T> read_npy_rows(const std::string& path, index_t first, index_t last);
+
+/// Writes a column-major matrix as a Fortran-order .npy (atomically).
+template <class T>
+void write_npy(const std::string& path, DenseView<const T> matrix);
+
+/// Writes a matrix given as its row-major storage (data[i * cols + j]) as a C-order .npy (atomically).
+template <class T>
+void write_npy_row_major(const std::string& path, const T* data, index_t rows, index_t cols);
+
+/// Reads a Matrix Market coordinate file (real, integer or pattern; general or symmetric) into CSR.
+/// Duplicate entries are summed; column indices come out sorted.
+template <class T>
+CsrMatrix<T> read_mtx(const std::string& path);
+
+/// Writes CSR as a Matrix Market "coordinate real general" file (atomically).
+template <class T>
+void write_mtx(const std::string& path, CsrView<T> matrix);
+
+/// Writes a file atomically: `write` fills a temporary file beside `path`, which is then renamed over
+/// `path`. A failure (or an exception from `write`) removes the temporary and leaves `path` untouched.
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+/// Throws dnmf::Error naming `source` and the (0-based) row and column of the first negative,
+/// NaN or infinite entry.
+template <class T>
+void check_nonnegative(DenseView<const T> matrix, const std::string& source);
+template <class T>
+void check_nonnegative(CsrView<T> matrix, const std::string& source);
+
+/// Input formats recognised by file name.
+enum class FileFormat { npy, matrix_market };
+
+/// Picks the format from the extension (.npy, .mtx); throws dnmf::Error for anything else.
+FileFormat format_of(const std::string& path);
+
+}  // namespace dnmf::io

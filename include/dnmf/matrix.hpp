@@ -1,0 +1,131 @@
+// dnmf: matrix containers and non-owning views (dense column-major, CSR sparse).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+namespace dnmf {
+
+/// Row/column counts, leading dimensions and CSR row pointers.
+using index_t = std::int64_t;
+/// CSR column indices: 32 bits keep the index stream small; a local block wider than 2^31 is rejected.
+using col_index_t = std::int32_t;
+
+/// Non-owning view of a dense column-major matrix: entry (i, j) lives at data[i + j * ld].
+/// T may be const-qualified for read-only views.
+template <class T>
+struct DenseView {
+  T* data = nullptr;
+  index_t rows = 0;
+  index_t cols = 0;
+  index_t ld = 0;
+
+  DenseView() = default;
+  DenseView(T* data_, index_t rows_, index_t cols_, index_t ld_) : data(data_), rows(rows_), cols(cols_), ld(ld_) {}
+  DenseView(T* data_, index_t rows_, index_t cols_) : DenseView(data_, rows_, cols_, rows_ > 0 ? rows_ : 1) {}
+  /// Views convert to their read-only counterpart.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  DenseView(const DenseView<U>& other) : data(other.data), rows(other.rows), cols(other.cols), ld(other.ld) {}
+
+  T& operator()(index_t i, index_t j) const { return data[i + j * ld]; }
+  [[nodiscard]] index_t size() const { return rows * cols; }
+  [[nodiscard]] bool empty() const { return rows == 0 || cols == 0; }
+  /// True when the entries form one contiguous run (no padding between columns).
+  [[nodiscard]] bool contiguous() const { return ld == rows || cols <= 1; }
+  /// Columns [first, last) as a view sharing storage.
+  [[nodiscard]] DenseView columns(index_t first, index_t last) const {
+    return {data + first * ld, rows, last - first, ld};
+  }
+  /// Rows [first, last) as a view sharing storage.
+  [[nodiscard]] DenseView row_range(index_t first, index_t last) const { return {data + first, last - first, cols, ld}; }
+};
+
+/// Owning dense column-major matrix (contiguous, ld == rows).
+template <class T>
+class DenseMatrix {
+ public:
+  DenseMatrix() = default;
+  DenseMatrix(index_t rows, index_t cols, T fill = T(0))
+      : rows_(rows), cols_(cols), storage_(static_cast<std::size_t>(rows * cols), fill) {}
+
+  [[nodiscard]] index_t rows() const { return rows_; }
+  [[nodiscard]] index_t cols() const { return cols_; }
+  [[nodiscard]] T* data() { return storage_.data(); }
+  [[nodiscard]] const T* data() const { return storage_.data(); }
+  T& operator()(index_t i, index_t j) { return storage_[static_cast<std::size_t>(i + j * rows_)]; }
+  const T& operator()(index_t i, index_t j) const { return storage_[static_cast<std::size_t>(i + j * rows_)]; }
+  [[nodiscard]] DenseView<T> view() { return {data(), rows_, cols_, rows_ > 0 ? rows_ : 1}; }
+  [[nodiscard]] DenseView<const T> view() const { return {data(), rows_, cols_, rows_ > 0 ? rows_ : 1}; }
+  [[nodiscard]] std::vector<T>& storage() { return storage_; }
+  [[nodiscard]] const std::vector<T>& storage() const { return storage_; }
+
+ private:
+  index_t rows_ = 0;
+  index_t cols_ = 0;
+  std::vector<T> storage_;
+};
+
+/// Non-owning view of a CSR matrix. indptr has rows + 1 entries; indptr[0] may be non-zero
+/// (a row range of a larger matrix), so entries of row i are [indptr[i], indptr[i + 1]).
+template <class T>
+struct CsrView {
+  index_t rows = 0;
+  index_t cols = 0;
+  const index_t* indptr = nullptr;
+  const col_index_t* indices = nullptr;
+  const T* values = nullptr;
+
+  [[nodiscard]] index_t nnz() const { return rows > 0 ? indptr[rows] - indptr[0] : 0; }
+  /// Rows [first, last) as a view sharing storage.
+  [[nodiscard]] CsrView row_range(index_t first, index_t last) const {
+    return {last - first, cols, indptr + first, indices, values};
+  }
+};
+
+/// Owning CSR matrix; column indices within a row are sorted and unique.
+template <class T>
+class CsrMatrix {
+ public:
+  CsrMatrix() : indptr_(1, 0) {}
+  CsrMatrix(index_t rows, index_t cols, std::vector<index_t> indptr, std::vector<col_index_t> indices,
+            std::vector<T> values)
+      : rows_(rows), cols_(cols), indptr_(std::move(indptr)), indices_(std::move(indices)), values_(std::move(values)) {}
+
+  [[nodiscard]] index_t rows() const { return rows_; }
+  [[nodiscard]] index_t cols() const { return cols_; }
+  [[nodiscard]] index_t nnz() const { return static_cast<index_t>(values_.size()); }
+  [[nodiscard]] const std::vector<index_t>& indptr() const { return indptr_; }
+  [[nodiscard]] const std::vector<col_index_t>& indices() const { return indices_; }
+  [[nodiscard]] const std::vector<T>& values() const { return values_; }
+  [[nodiscard]] std::vector<T>& values() { return values_; }
+  [[nodiscard]] CsrView<T> view() const { return {rows_, cols_, indptr_.data(), indices_.data(), values_.data()}; }
+
+ private:
+  index_t rows_ = 0;
+  index_t cols_ = 0;
+  std::vector<index_t> indptr_;
+  std::vector<col_index_t> indices_;
+  std::vector<T> values_;
+};
+
+/// The input matrix A as the solvers see it: a dense or a CSR view.
+template <class T>
+using MatrixRef = std::variant<DenseView<const T>, CsrView<T>>;
+
+template <class T>
+[[nodiscard]] index_t rows_of(const MatrixRef<T>& a) {
+  return std::visit([](const auto& v) { return v.rows; }, a);
+}
+template <class T>
+[[nodiscard]] index_t cols_of(const MatrixRef<T>& a) {
+  return std::visit([](const auto& v) { return v.cols; }, a);
+}
+template <class T>
+[[nodiscard]] bool is_sparse(const MatrixRef<T>& a) {
+  return std::holds_alternative<CsrView<T>>(a);
+}
+
+}  // namespace dnmf

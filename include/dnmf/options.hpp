@@ -1,0 +1,75 @@
+// dnmf: options of a factorisation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "dnmf/matrix.hpp"
+
+namespace dnmf {
+
+/// The update rule of the alternating iteration (DESIGN §3).
+enum class Algorithm {
+  mu,    ///< multiplicative updates, Frobenius loss
+  kl,    ///< multiplicative updates, generalised Kullback-Leibler divergence
+  hals,  ///< hierarchical alternating least squares (exact coordinate updates)
+  bpp,   ///< alternating non-negative least squares, block principal pivoting
+};
+
+/// How W and H are initialised.
+enum class InitMethod {
+  random,   ///< uniform, scaled to A's mean; keyed by (seed, global index) so it does not depend on the split
+  nndsvd,   ///< non-negative double SVD (zeros kept)
+  nndsvda,  ///< NNDSVD with zeros replaced by the mean of A (better for multiplicative updates)
+  given,    ///< caller supplies W and H
+};
+
+/// Where the kernels run.
+enum class BackendKind {
+  reference,  ///< plain loops in float64 accumulation: the oracle for tests
+  cpu,        ///< BLAS + OpenMP
+  cuda,       ///< cuBLAS / cuSPARSE (when built with CUDA)
+};
+
+/// Optional penalties: l1 * sum(X) + 0.5 * l2 * ||X||_F^2 added to the Frobenius objective.
+struct Penalties {
+  double l1_w = 0, l2_w = 0, l1_h = 0, l2_h = 0;
+};
+
+/// What the progress callback is told after each iteration.
+struct IterationInfo {
+  int iteration = 0;        ///< 1-based
+  int max_iterations = 0;
+  double rel_error = 0;     ///< ||A - WH||_F / ||A||_F
+  double objective = 0;     ///< the loss the algorithm decreases (Frobenius: 0.5||A-WH||^2 + penalties; KL: divergence)
+  double seconds = 0;       ///< wall time since the iterations started
+};
+
+/// Options of factorize(); defaults are what the CLI uses.
+struct FactorOptions {
+  index_t rank = 0;                        ///< k, 1 <= k <= min(m, n)
+  Algorithm algorithm = Algorithm::mu;
+  int max_iterations = 200;
+  double tol = 1e-4;                       ///< stop when the objective's relative change falls below tol (0: never)
+  InitMethod init = InitMethod::random;
+  std::uint64_t seed = 1;
+  Penalties penalties;
+  BackendKind backend = BackendKind::cpu;
+  int threads = 0;                         ///< 0: OpenMP's default
+  bool fused = true;                       ///< single pass over A per iteration where the layout allows
+  bool normalize = true;                   ///< W's columns sum to 1, H absorbs the scale
+  std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
+};
+
+/// Parses "mu", "kl", "hals", "bpp" (throws dnmf::Error otherwise).
+Algorithm parse_algorithm(const std::string& name);
+/// Parses "random", "nndsvd", "nndsvda".
+InitMethod parse_init(const std::string& name);
+/// Parses "reference", "cpu", "cuda".
+BackendKind parse_backend(const std::string& name);
+std::string to_string(Algorithm a);
+std::string to_string(InitMethod i);
+std::string to_string(BackendKind b);
+
+}  // namespace dnmf

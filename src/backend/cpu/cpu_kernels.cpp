@@ -1,0 +1,491 @@
+#include "backend/cpu/cpu_kernels.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/blas.hpp"
+#include "backend/tiles.hpp"
+#include "backend/update_rules.hpp"
+
+namespace dnmf::backend {
+namespace {
+
+int as_int(index_t v) { return static_cast<int>(v); }
+int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
+
+template <class T>
+void scale_columns(View<T> out, T beta, index_t first, index_t last) {
+  for (index_t c = first; c < last; ++c) {
+    T* col = out.data + c * out.ld;
+    if (beta == T(0)) {
+      std::fill(col, col + out.rows, T(0));
+    } else if (beta != T(1)) {
+      for (index_t l = 0; l < out.rows; ++l) col[l] *= beta;
+    }
+  }
+}
+
+// out[:, i] = beta·out[:, i] + Σ_p a_ip·Y[:, col_p] for rows [first, last): a gather, no write conflicts.
+template <class T>
+void csr_gather(const CsrView<T>& s, CView<T> y, View<T> out, T beta, index_t first, index_t last) {
+  const index_t k = y.rows;
+  std::vector<T> acc(static_cast<std::size_t>(k));
+  for (index_t i = first; i < last; ++i) {
+    std::fill(acc.begin(), acc.end(), T(0));
+    for (index_t p = s.indptr[i]; p < s.indptr[i + 1]; ++p) {
+      const T v = s.values[p];
+      const T* yc = y.data + static_cast<index_t>(s.indices[p]) * y.ld;
+#pragma omp simd
+      for (index_t l = 0; l < k; ++l) acc[static_cast<std::size_t>(l)] += v * yc[l];
+    }
+    T* oc = out.data + i * out.ld;
+    if (beta == T(0)) {
+      for (index_t l = 0; l < k; ++l) oc[l] = acc[static_cast<std::size_t>(l)];
+    } else {
+      for (index_t l = 0; l < k; ++l) oc[l] = beta * oc[l] + acc[static_cast<std::size_t>(l)];
+    }
+  }
+}
+
+// out[:, col_p] += a_ip·Y[:, i] for rows [first, last): a scatter, so each thread owns its `out`.
+template <class T>
+void csr_scatter(const CsrView<T>& s, CView<T> y, T* out, index_t ldo, index_t first, index_t last) {
+  const index_t k = y.rows;
+  for (index_t i = first; i < last; ++i) {
+    const T* yc = y.data + i * y.ld;
+    for (index_t p = s.indptr[i]; p < s.indptr[i + 1]; ++p) {
+      const T v = s.values[p];
+      T* oc = out + static_cast<index_t>(s.indices[p]) * ldo;
+#pragma omp simd
+      for (index_t l = 0; l < k; ++l) oc[l] += v * yc[l];
+    }
+  }
+}
+
+// KL on CSR rows [first, last): forms r = a / (Wt[:, i]·H[:, j]) at the stored entries and either gathers
+// r·H[:, j] into out[:, i] (Side::W) or scatters r·Wt[:, i] into out[:, j] (Side::H, private `out`).
+template <class T>
+KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, index_t ldo, T beta, index_t first,
+              index_t last) {
+  const index_t k = wt.rows;
+  KlSums sums;
+  std::vector<T> acc(static_cast<std::size_t>(k));
+  for (index_t i = first; i < last; ++i) {
+    const T* wc = wt.data + i * wt.ld;
+    std::fill(acc.begin(), acc.end(), T(0));
+    for (index_t p = s.indptr[i]; p < s.indptr[i + 1]; ++p) {
+      const index_t j = s.indices[p];
+      const T* hc = h.data + j * h.ld;
+      T m = 0;
+#pragma omp simd reduction(+ : m)
+      for (index_t l = 0; l < k; ++l) m += wc[l] * hc[l];
+      const double a = static_cast<double>(s.values[p]);
+      const double md = static_cast<double>(m);
+      sums.a_times_m += a * md;
+      if (a > 0) sums.a_log_a_over_m += a * std::log(a / std::max(md, kl_model_floor));
+      const T r = static_cast<T>(kl_ratio(a, md));
+      if (side == Side::W) {
+#pragma omp simd
+        for (index_t l = 0; l < k; ++l) acc[static_cast<std::size_t>(l)] += r * hc[l];
+      } else {
+        T* oc = out + j * ldo;
+#pragma omp simd
+        for (index_t l = 0; l < k; ++l) oc[l] += r * wc[l];
+      }
+    }
+    if (side == Side::W) {
+      T* oc = out + i * ldo;
+      for (index_t l = 0; l < k; ++l)
+        oc[l] = (beta == T(0) ? T(0) : beta * oc[l]) + acc[static_cast<std::size_t>(l)];
+    }
+  }
+  return sums;
+}
+
+// KL on dense columns [first, last) of A: M = Wtᵀ H_tile in `scratch` (m x width), R = A ⊘ M in place, then
+// out = beta·out + Wt·R (Side::H; out is the tile's k x width block) or out += H_tile·Rᵀ (Side::W; out is
+// k x m, scaled by the caller beforehand).
+template <class T>
+KlSums dense_kl(const DenseView<const T>& d, Side side, CView<T> wt, CView<T> h, View<T> out, T beta, index_t first,
+                index_t last, T* scratch) {
+  KlSums sums;
+  const index_t m = d.rows;
+  const index_t width = last - first;
+  const index_t k = wt.rows;
+  if (width == 0) return sums;
+  const index_t lds = std::max<index_t>(m, 1);
+  if (m > 0 && k > 0) {
+    blas::gemm(true, false, as_int(m), as_int(width), as_int(k), T(1), wt.data, ld_of(wt.ld), h.data + first * h.ld,
+               ld_of(h.ld), T(0), scratch, as_int(lds));
+  } else {
+    std::fill(scratch, scratch + m * width, T(0));
+  }
+  for (index_t c = 0; c < width; ++c) {
+    const T* ac = d.data + (first + c) * d.ld;
+    T* mc = scratch + c * lds;
+    for (index_t i = 0; i < m; ++i) {
+      const double a = static_cast<double>(ac[i]);
+      const double md = static_cast<double>(mc[i]);
+      sums.a_times_m += a * md;
+      if (a > 0) sums.a_log_a_over_m += a * std::log(a / std::max(md, kl_model_floor));
+      mc[i] = static_cast<T>(kl_ratio(a, md));
+    }
+  }
+  if (side == Side::H) {
+    if (m > 0) {
+      blas::gemm(false, false, as_int(k), as_int(width), as_int(m), T(1), wt.data, ld_of(wt.ld), scratch, as_int(lds),
+                 beta, out.data, ld_of(out.ld));
+    } else {
+      scale_columns(out, beta, 0, width);
+    }
+  } else if (m > 0) {
+    blas::gemm(false, true, as_int(k), as_int(m), as_int(width), T(1), h.data + first * h.ld, ld_of(h.ld), scratch,
+               as_int(lds), T(1), out.data, ld_of(out.ld));
+  }
+  return sums;
+}
+
+// Sums the threads' private k x cols accumulators into dst (dst itself is thread 0's accumulator).
+template <class T>
+void reduce_into(View<T> dst, const std::vector<std::vector<T>>& privates) {
+  if (privates.empty()) return;
+#pragma omp parallel for schedule(static)
+  for (index_t c = 0; c < dst.cols; ++c)
+    for (const auto& priv : privates) {
+      const T* src = priv.data() + c * dst.rows;
+      T* out = dst.data + c * dst.ld;
+      for (index_t l = 0; l < dst.rows; ++l) out[l] += src[l];
+    }
+}
+
+template <class T>
+void mirror_upper(View<T> g) {
+  for (index_t q = 0; q < g.cols; ++q)
+    for (index_t p = q + 1; p < g.rows; ++p) g(p, q) = g(q, p);
+}
+
+// Rows handed to each thread for a CSR kernel: nnz-balanced, several chunks per thread.
+template <class T>
+std::vector<index_t> csr_chunks(const CsrView<T>& s) {
+  const double per_chunk = static_cast<double>(s.nnz() + s.rows) / (8.0 * omp_get_max_threads()) + 1.0;
+  return tile_bounds<T>(MatrixRef<T>{s}, Side::W, std::max(per_chunk, 256.0));
+}
+
+}  // namespace
+
+template <class T>
+int CpuKernels<T>::concurrency() const {
+  return omp_get_max_threads();
+}
+
+template <class T>
+T* CpuKernels<T>::allocate(std::size_t count) {
+  return new T[std::max<std::size_t>(count, 1)]();
+}
+template <class T>
+void CpuKernels<T>::deallocate(T* ptr) noexcept {
+  delete[] ptr;
+}
+template <class T>
+void CpuKernels<T>::copy_to_backend(const T* host, T* dst, std::size_t count) {
+  if (count > 0) std::memcpy(dst, host, count * sizeof(T));
+}
+template <class T>
+void CpuKernels<T>::copy_to_host(const T* src, T* host, std::size_t count) {
+  if (count > 0) std::memcpy(host, src, count * sizeof(T));
+}
+
+template <class T>
+void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<T> out, T beta) {
+  const index_t k = y.rows;
+  if (k == 0 || out.cols == 0) return;
+  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
+    const index_t inner = side == Side::H ? d->rows : d->cols;
+    if (inner == 0) {
+      scale_columns(out, beta, 0, out.cols);
+      return;
+    }
+    if (side == Side::H) {
+      blas::gemm(false, false, as_int(k), as_int(d->cols), as_int(d->rows), T(1), y.data, ld_of(y.ld), d->data,
+                 ld_of(d->ld), beta, out.data, ld_of(out.ld));
+    } else {
+      blas::gemm(false, true, as_int(k), as_int(d->rows), as_int(d->cols), T(1), y.data, ld_of(y.ld), d->data,
+                 ld_of(d->ld), beta, out.data, ld_of(out.ld));
+    }
+    return;
+  }
+  const auto& s = std::get<CsrView<T>>(a);
+  const auto chunks = csr_chunks(s);
+  const auto n_chunks = static_cast<index_t>(chunks.size()) - 1;
+  if (side == Side::W) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (index_t c = 0; c < n_chunks; ++c) csr_gather(s, y, out, beta, chunks[c], chunks[c + 1]);
+    return;
+  }
+  scale_columns(out, beta, 0, out.cols);
+  std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(omp_get_max_threads() - 1, 0)));
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num();
+    T* acc = out.data;
+    index_t ld = out.ld;
+    if (t > 0) {
+      auto& priv = privates[static_cast<std::size_t>(t - 1)];
+      priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+      acc = priv.data();
+      ld = k;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (index_t c = 0; c < n_chunks; ++c) csr_scatter(s, y, acc, ld, chunks[c], chunks[c + 1]);
+  }
+  for (auto& priv : privates)
+    if (priv.empty()) priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+  reduce_into(out, privates);
+}
+
+template <class T>
+KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, CView<T> x, View<T> out, T beta) {
+  const CView<T> wt = side == Side::H ? y : x;
+  const CView<T> h = side == Side::H ? x : y;
+  const index_t k = y.rows;
+  KlSums total;
+  if (k == 0) return total;
+  const int threads = omp_get_max_threads();
+  std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(threads - 1, 0)));
+  std::vector<KlSums> partial(static_cast<std::size_t>(threads));
+  const bool scatter = (side == Side::H && is_sparse(a)) || (side == Side::W && !is_sparse(a));
+  if (scatter) scale_columns(out, beta, 0, out.cols);
+  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
+    const auto bounds = tile_bounds(a, Side::H, 256.0 * 1024 / sizeof(T));
+    const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
+    index_t widest = 0;
+    for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num();
+      std::vector<T> scratch(static_cast<std::size_t>(std::max<index_t>(d->rows, 1) * widest));
+      View<T> acc = out;
+      if (side == Side::W && t > 0) {
+        auto& priv = privates[static_cast<std::size_t>(t - 1)];
+        priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+        acc = View<T>{priv.data(), k, out.cols, k};
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (index_t tile = 0; tile < n_tiles; ++tile)
+        partial[static_cast<std::size_t>(t)] +=
+            dense_kl(*d, side, wt, h, side == Side::H ? acc.columns(bounds[tile], bounds[tile + 1]) : acc, beta,
+                     bounds[tile], bounds[tile + 1], scratch.data());
+    }
+  } else {
+    const auto& s = std::get<CsrView<T>>(a);
+    const auto chunks = csr_chunks(s);
+    const auto n_chunks = static_cast<index_t>(chunks.size()) - 1;
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num();
+      T* acc = out.data;
+      index_t ld = out.ld;
+      if (side == Side::H && t > 0) {
+        auto& priv = privates[static_cast<std::size_t>(t - 1)];
+        priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+        acc = priv.data();
+        ld = k;
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (index_t c = 0; c < n_chunks; ++c)
+        partial[static_cast<std::size_t>(t)] += csr_kl(s, side, wt, h, acc, ld, beta, chunks[c], chunks[c + 1]);
+    }
+  }
+  if (scatter) {
+    for (auto& priv : privates)
+      if (priv.empty()) priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+    reduce_into(out, privates);
+  }
+  for (const auto& p : partial) total += p;
+  return total;
+}
+
+template <class T>
+MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
+  double sum = 0;
+  double sq = 0;
+  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
+#pragma omp parallel for reduction(+ : sum, sq) schedule(static)
+    for (index_t j = 0; j < d->cols; ++j)
+      for (index_t i = 0; i < d->rows; ++i) {
+        const double v = static_cast<double>((*d)(i, j));
+        sum += v;
+        sq += v * v;
+      }
+  } else {
+    const auto& s = std::get<CsrView<T>>(a);
+    const index_t first = s.rows > 0 ? s.indptr[0] : 0;
+    const index_t nnz = s.nnz();
+#pragma omp parallel for reduction(+ : sum, sq) schedule(static)
+    for (index_t p = first; p < first + nnz; ++p) {
+      const double v = static_cast<double>(s.values[p]);
+      sum += v;
+      sq += v * v;
+    }
+  }
+  return {sum, sq};
+}
+
+template <class T>
+void CpuKernels<T>::gram(CView<T> x, View<T> g, T beta) {
+  const index_t k = x.rows;
+  if (k == 0) return;
+  if (x.cols == 0) {
+    scale_columns(g, beta, 0, g.cols);
+    return;
+  }
+  blas::syrk(as_int(k), as_int(x.cols), T(1), x.data, ld_of(x.ld), beta, g.data, ld_of(g.ld));
+  mirror_upper(g);
+}
+
+template <class T>
+void CpuKernels<T>::fill(View<T> x, T value) {
+#pragma omp parallel for schedule(static)
+  for (index_t c = 0; c < x.cols; ++c) std::fill(x.data + c * x.ld, x.data + c * x.ld + x.rows, value);
+}
+
+template <class T>
+double CpuKernels<T>::dot(CView<T> x, CView<T> y) {
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+  for (index_t c = 0; c < x.cols; ++c)
+    for (index_t l = 0; l < x.rows; ++l) s += static_cast<double>(x(l, c)) * static_cast<double>(y(l, c));
+  return s;
+}
+
+template <class T>
+void CpuKernels<T>::row_sums(CView<T> x, T* out) {
+  std::vector<double> acc(static_cast<std::size_t>(x.rows), 0.0);
+  for (index_t c = 0; c < x.cols; ++c)
+    for (index_t l = 0; l < x.rows; ++l) acc[static_cast<std::size_t>(l)] += static_cast<double>(x(l, c));
+  for (index_t l = 0; l < x.rows; ++l) out[l] = static_cast<T>(acc[static_cast<std::size_t>(l)]);
+}
+
+template <class T>
+int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) {
+  // NNLS groups columns by passive set and parallelises over groups itself.
+  if (rule.algorithm == Algorithm::bpp) return update_columns(rule, x, numer, g, y_row_sums, 0, x.cols);
+  constexpr index_t chunk = 64;
+  const index_t n_chunks = (x.cols + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static)
+  for (index_t c = 0; c < n_chunks; ++c)
+    update_columns(rule, x, numer, g, y_row_sums, c * chunk, std::min(x.cols, (c + 1) * chunk));
+  return 0;
+}
+
+template <class T>
+FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
+                                    CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx) {
+  const bool dense = !is_sparse(a);
+  if (dense != (side == Side::H)) {
+    return Kernels<T>::fused_pass(a, side, rule, x, y, gy, y_row_sums, other_numer, gx);
+  }
+  const bool kl = rule.algorithm == Algorithm::kl;
+  const index_t k = x.rows;
+  const double work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
+  const auto bounds = tile_bounds(a, side, work);
+  const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
+  index_t widest = 0;
+  for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
+  const int threads = omp_get_max_threads();
+  std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(threads - 1, 0)));
+  std::vector<std::vector<T>> gram_privates(static_cast<std::size_t>(threads));
+  std::vector<FusedSums> partial(static_cast<std::size_t>(threads));
+  fill(other_numer, T(0));
+  const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
+
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num();
+    FusedSums& mine = partial[static_cast<std::size_t>(t)];
+    std::vector<T> numer_buf(static_cast<std::size_t>(std::max<index_t>(k * widest, 1)));
+    std::vector<T> kl_scratch(kl && dense ? static_cast<std::size_t>(std::max<index_t>(m_rows, 1) * widest) : 0);
+    View<T> acc = other_numer;
+    if (t > 0) {
+      auto& priv = privates[static_cast<std::size_t>(t - 1)];
+      priv.assign(static_cast<std::size_t>(k * other_numer.cols), T(0));
+      acc = View<T>{priv.data(), k, other_numer.cols, std::max<index_t>(k, 1)};
+    }
+    auto& gpriv = gram_privates[static_cast<std::size_t>(t)];
+    gpriv.assign(static_cast<std::size_t>(k * k), T(0));
+    View<T> gacc{gpriv.data(), k, k, std::max<index_t>(k, 1)};
+
+#pragma omp for schedule(dynamic, 1)
+    for (index_t tile = 0; tile < n_tiles; ++tile) {
+      const index_t first = bounds[tile];
+      const index_t last = bounds[tile + 1];
+      const index_t width = last - first;
+      View<T> x_tile = x.columns(first, last);
+      View<T> numer{numer_buf.data(), k, width, std::max<index_t>(k, 1)};
+      if (dense) {
+        const auto& d = std::get<DenseView<const T>>(a);
+        // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
+        if (kl) {
+          mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
+        } else if (m_rows > 0) {
+          blas::gemm(false, false, as_int(k), as_int(width), as_int(m_rows), T(1), y.data, ld_of(y.ld),
+                     d.data + first * d.ld, ld_of(d.ld), T(0), numer.data, ld_of(numer.ld));
+        } else {
+          std::fill(numer_buf.begin(), numer_buf.end(), T(0));
+        }
+        mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+        if (kl) {
+          mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
+        } else if (m_rows > 0) {
+          blas::gemm(false, true, as_int(k), as_int(m_rows), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld),
+                     d.data + first * d.ld, ld_of(d.ld), T(1), acc.data, ld_of(acc.ld));
+        }
+      } else {
+        const auto& s = std::get<CsrView<T>>(a);
+        // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
+        const CsrView<T> rows = s.row_range(first, last);
+        if (kl) {
+          mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
+        } else {
+          csr_gather(rows, y, numer, T(0), 0, width);
+        }
+        mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+        if (kl) {
+          mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
+        } else {
+          csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
+        }
+      }
+      double c = 0;
+      for (index_t col = 0; col < width; ++col)
+        for (index_t l = 0; l < k; ++l) c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
+      mine.cross += c;
+      if (k > 0) blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
+    }
+  }
+  for (auto& priv : privates)
+    if (priv.empty()) priv.assign(static_cast<std::size_t>(k * other_numer.cols), T(0));
+  reduce_into(other_numer, privates);
+  fill(gx, T(0));
+  for (const auto& gp : gram_privates)
+    for (index_t q = 0; q < k; ++q)
+      for (index_t p = 0; p <= q; ++p) gx(p, q) += gp[static_cast<std::size_t>(p + q * k)];
+  mirror_upper(gx);
+  FusedSums total;
+  for (const auto& p : partial) {
+    total.cross += p.cross;
+    total.kl_numer += p.kl_numer;
+    total.kl_accum += p.kl_accum;
+    total.nnls_cap_hits += p.nnls_cap_hits;
+  }
+  return total;
+}
+
+template class CpuKernels<float>;
+template class CpuKernels<double>;
+
+}  // namespace dnmf::backend

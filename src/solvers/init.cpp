@@ -1,0 +1,125 @@
+#include "solvers/init.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "dnmf/error.hpp"
+#include "solvers/truncated_svd.hpp"
+#include "util/random.hpp"
+
+namespace dnmf::solvers {
+namespace {
+
+template <class T>
+Factors<T> random_factors(index_t m, index_t n, index_t k, std::uint64_t seed, double mean) {
+  // Scaled so that W·H has about A's mean: each entry of the product sums k terms of mean scale² / 4.
+  const double scale = 2.0 * std::sqrt(std::max(mean, 1e-300) / static_cast<double>(k));
+  Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
+  for (index_t i = 0; i < m; ++i)
+    for (index_t l = 0; l < k; ++l)
+      f.wt(l, i) = static_cast<T>(scale * util::uniform01(seed, util::Stream::init_w, static_cast<std::uint64_t>(i * k + l)));
+  for (index_t j = 0; j < n; ++j)
+    for (index_t l = 0; l < k; ++l)
+      f.h(l, j) = static_cast<T>(scale * util::uniform01(seed, util::Stream::init_h, static_cast<std::uint64_t>(j * k + l)));
+  return f;
+}
+
+double norm2(const double* x, index_t len) {
+  double s = 0;
+  for (index_t i = 0; i < len; ++i) s += x[i] * x[i];
+  return std::sqrt(s);
+}
+
+// Boutsidis & Gallopoulos (2008): each singular pair contributes its dominant non-negative part.
+template <class T>
+Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, index_t k, std::uint64_t seed,
+                          double fill) {
+  const index_t m = rows_of(a);
+  const index_t n = cols_of(a);
+  const TruncatedSvd svd = truncated_svd(kernels, a, k, seed);
+  Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
+  std::vector<double> up(static_cast<std::size_t>(m)), un(static_cast<std::size_t>(m));
+  std::vector<double> vp(static_cast<std::size_t>(n)), vn(static_cast<std::size_t>(n));
+  for (index_t l = 0; l < svd.rank; ++l) {
+    const double* u = svd.u.data() + l * m;
+    const double* v = svd.v.data() + l * n;
+    for (index_t i = 0; i < m; ++i) {
+      up[static_cast<std::size_t>(i)] = std::max(u[i], 0.0);
+      un[static_cast<std::size_t>(i)] = std::max(-u[i], 0.0);
+    }
+    for (index_t j = 0; j < n; ++j) {
+      vp[static_cast<std::size_t>(j)] = std::max(v[j], 0.0);
+      vn[static_cast<std::size_t>(j)] = std::max(-v[j], 0.0);
+    }
+    const double nup = norm2(up.data(), m), nun = norm2(un.data(), m);
+    const double nvp = norm2(vp.data(), n), nvn = norm2(vn.data(), n);
+    const bool positive = nup * nvp >= nun * nvn;
+    const double mass = positive ? nup * nvp : nun * nvn;
+    const double nu = positive ? nup : nun;
+    const double nv = positive ? nvp : nvn;
+    const double s = std::sqrt(svd.sigma[static_cast<std::size_t>(l)] * mass);
+    const auto& uu = positive ? up : un;
+    const auto& vv = positive ? vp : vn;
+    for (index_t i = 0; i < m; ++i)
+      f.wt(l, i) = static_cast<T>(nu > 0 ? s * uu[static_cast<std::size_t>(i)] / nu : 0.0);
+    for (index_t j = 0; j < n; ++j)
+      f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[static_cast<std::size_t>(j)] / nv : 0.0);
+  }
+  if (fill > 0) {
+    for (auto& x : f.wt.storage())
+      if (x == T(0)) x = static_cast<T>(fill);
+    for (auto& x : f.h.storage())
+      if (x == T(0)) x = static_cast<T>(fill);
+  }
+  return f;
+}
+
+template <class T>
+void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
+  if (x == nullptr) throw Error(std::string("init 'given' needs ") + name);
+  if (x->rows() != rows || x->cols() != cols)
+    throw Error(std::string("initial ") + name + " is " + std::to_string(x->rows()) + "x" + std::to_string(x->cols()) +
+                ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
+  for (index_t j = 0; j < cols; ++j)
+    for (index_t i = 0; i < rows; ++i)
+      if (!(std::isfinite(static_cast<double>((*x)(i, j))) && (*x)(i, j) >= T(0)))
+        throw Error(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
+                    std::to_string(j) + " is negative or not finite");
+}
+
+}  // namespace
+
+template <class T>
+Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>& a, const FactorOptions& options,
+                      const backend::MatrixStats& stats, const DenseMatrix<T>* w0, const DenseMatrix<T>* h0) {
+  const index_t m = rows_of(a);
+  const index_t n = cols_of(a);
+  const index_t k = options.rank;
+  const double mean = stats.sum / (static_cast<double>(m) * static_cast<double>(n));
+  switch (options.init) {
+    case InitMethod::random:
+      return random_factors<T>(m, n, k, options.seed, mean);
+    case InitMethod::nndsvd:
+      return nndsvd_factors(host_kernels, a, k, options.seed, 0.0);
+    case InitMethod::nndsvda:
+      return nndsvd_factors(host_kernels, a, k, options.seed, mean);
+    case InitMethod::given: {
+      check_given(w0, m, k, "W");
+      check_given(h0, k, n, "H");
+      Factors<T> f{DenseMatrix<T>(k, m), *h0};
+      for (index_t l = 0; l < k; ++l)
+        for (index_t i = 0; i < m; ++i) f.wt(l, i) = (*w0)(i, l);
+      return f;
+    }
+  }
+  throw Error("unknown init method");
+}
+
+template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>&, const FactorOptions&,
+                                          const backend::MatrixStats&, const DenseMatrix<float>*,
+                                          const DenseMatrix<float>*);
+template Factors<double> initialise<double>(backend::Kernels<double>&, const MatrixRef<double>&, const FactorOptions&,
+                                            const backend::MatrixStats&, const DenseMatrix<double>*,
+                                            const DenseMatrix<double>*);
+
+}  // namespace dnmf::solvers

@@ -1,0 +1,106 @@
+#include "dnmf/planted.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#include "util/random.hpp"
+
+namespace dnmf {
+namespace {
+
+constexpr std::uint64_t kFactorW = 11, kFactorH = 12, kNoise = 13, kSupport = 14;
+
+double draw(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  return util::uniform01(seed, static_cast<util::Stream>(stream), index);
+}
+
+// A factor entry: zero with probability 1 - keep, else uniform in (0.1, 1].
+double factor_entry(std::uint64_t seed, std::uint64_t stream, std::uint64_t index, double keep) {
+  if (draw(seed, kSupport * 100 + stream, index) > keep) return 0.0;
+  return 0.1 + 0.9 * draw(seed, stream, index);
+}
+
+double noisy(double value, double noise, std::uint64_t seed, std::uint64_t index) {
+  if (noise == 0 || value == 0) return value;
+  const double xi = std::sqrt(3.0) * (2.0 * draw(seed, kNoise, index) - 1.0);
+  return std::max(0.0, value * (1.0 + noise * xi));
+}
+
+}  // namespace
+
+template <class T>
+Planted<T> make_planted(const PlantedOptions& o) {
+  if (o.rows < 1 || o.cols < 1) throw Error("planted matrix needs rows >= 1 and cols >= 1");
+  if (o.rank < 1 || o.rank > std::min(o.rows, o.cols))
+    throw Error("planted rank " + std::to_string(o.rank) + " must be between 1 and min(rows, cols) = " +
+                std::to_string(std::min(o.rows, o.cols)));
+  if (!(o.density > 0) || o.density > 1) throw Error("density must be in (0, 1], got " + std::to_string(o.density));
+  if (!(o.noise >= 0) || !std::isfinite(o.noise)) throw Error("noise must be >= 0");
+  const index_t m = o.rows, n = o.cols, r = o.rank;
+  Planted<T> p;
+  p.sparse = o.density < 1;
+  // Dense: half the factor entries are zero. Sparse: each factor keeps sqrt(density / rank) of its entries,
+  // so that a product entry is non-zero with probability about `density`.
+  const double keep = p.sparse ? std::min(1.0, std::sqrt(o.density / static_cast<double>(r))) : 0.5;
+  p.W = DenseMatrix<T>(m, r);
+  p.H = DenseMatrix<T>(r, n);
+  for (index_t l = 0; l < r; ++l) {
+    for (index_t i = 0; i < m; ++i)
+      p.W(i, l) = static_cast<T>(factor_entry(o.seed, kFactorW, static_cast<std::uint64_t>(i * r + l), keep));
+    for (index_t j = 0; j < n; ++j)
+      p.H(l, j) = static_cast<T>(factor_entry(o.seed, kFactorH, static_cast<std::uint64_t>(j * r + l), keep));
+    // Every component appears at least once, or the planted rank would be a lie.
+    p.W(l % m, l) = T(1);
+    p.H(l, l % n) = T(1);
+  }
+  if (!p.sparse) {
+    p.dense = DenseMatrix<T>(m, n);
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < m; ++i) {
+        double s = 0;
+        for (index_t l = 0; l < r; ++l) s += static_cast<double>(p.W(i, l)) * static_cast<double>(p.H(l, j));
+        p.dense(i, j) = static_cast<T>(noisy(s, o.noise, o.seed, static_cast<std::uint64_t>(i + j * m)));
+      }
+    return p;
+  }
+  // Sparse product row by row: only the non-zeros of W's row and H's rows are visited.
+  std::vector<std::vector<std::pair<col_index_t, double>>> h_rows(static_cast<std::size_t>(r));
+  for (index_t l = 0; l < r; ++l)
+    for (index_t j = 0; j < n; ++j)
+      if (p.H(l, j) != T(0)) h_rows[static_cast<std::size_t>(l)].emplace_back(static_cast<col_index_t>(j), p.H(l, j));
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  std::vector<double> acc(static_cast<std::size_t>(n), 0.0);
+  std::vector<col_index_t> touched;
+  for (index_t i = 0; i < m; ++i) {
+    touched.clear();
+    for (index_t l = 0; l < r; ++l) {
+      const double w = static_cast<double>(p.W(i, l));
+      if (w == 0) continue;
+      for (const auto& [j, h] : h_rows[static_cast<std::size_t>(l)]) {
+        if (acc[static_cast<std::size_t>(j)] == 0) touched.push_back(j);
+        acc[static_cast<std::size_t>(j)] += w * h;
+      }
+    }
+    std::sort(touched.begin(), touched.end());
+    for (col_index_t j : touched) {
+      const double v = noisy(acc[static_cast<std::size_t>(j)], o.noise, o.seed, static_cast<std::uint64_t>(i + j * m));
+      acc[static_cast<std::size_t>(j)] = 0;
+      if (v == 0) continue;
+      indices.push_back(j);
+      values.push_back(static_cast<T>(v));
+    }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  p.csr = CsrMatrix<T>(m, n, std::move(indptr), std::move(indices), std::move(values));
+  return p;
+}
+
+template Planted<float> make_planted<float>(const PlantedOptions&);
+template Planted<double> make_planted<double>(const PlantedOptions&);
+
+}  // namespace dnmf

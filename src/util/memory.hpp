@@ -1,0 +1,11 @@
+// Process memory figures for reports.
+#pragma once
+
+#include <cstdint>
+
+namespace dnmf::util {
+
+/// Peak resident set size of this process in bytes (getrusage), 0 where unknown.
+std::int64_t peak_rss_bytes();
+
+}  // namespace dnmf::util

@@ -1,0 +1,41 @@
+// Counter-based random numbers: a value depends only on (seed, stream, index), never on call order,
+// so results do not depend on how A is split across threads, tiles, processes or devices (DESIGN §4).
+// The generator is Philox-4x32 with 10 rounds (Salmon et al., SC'11).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace dnmf::util {
+
+/// Streams in use; each purpose draws from its own so that adding one never shifts another.
+enum class Stream : std::uint64_t { init_w = 1, init_h = 2, svd_sketch = 3, perturbation = 4 };
+
+/// Philox-4x32-10 block for counter (index, stream) and key seed.
+inline std::array<std::uint32_t, 4> philox4x32(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  std::uint32_t c0 = static_cast<std::uint32_t>(index), c1 = static_cast<std::uint32_t>(index >> 32);
+  std::uint32_t c2 = static_cast<std::uint32_t>(stream), c3 = static_cast<std::uint32_t>(stream >> 32);
+  std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const std::uint64_t p0 = static_cast<std::uint64_t>(0xD2511F53u) * c0;
+    const std::uint64_t p1 = static_cast<std::uint64_t>(0xCD9E8D57u) * c2;
+    const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ c1 ^ k0;
+    const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    c1 = static_cast<std::uint32_t>(p1);
+    c3 = static_cast<std::uint32_t>(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return {c0, c1, c2, c3};
+}
+
+/// Uniform double in (0, 1]: never exactly zero, so a random factor has no entry stuck at zero under MU.
+inline double uniform01(std::uint64_t seed, Stream stream, std::uint64_t index) {
+  const auto r = philox4x32(seed, static_cast<std::uint64_t>(stream), index);
+  const std::uint64_t bits = (static_cast<std::uint64_t>(r[0]) << 32 | r[1]) >> 11;
+  return static_cast<double>(bits + 1) * 0x1.0p-53;
+}
+
+}  // namespace dnmf::util

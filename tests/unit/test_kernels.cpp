@@ -1,0 +1,178 @@
+// Every cpu kernel against the reference backend, on random shapes including empty and one-wide ones.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "backend/cpu/cpu_kernels.hpp"
+#include "backend/reference/reference_kernels.hpp"
+#include "support/random_matrices.hpp"
+
+namespace dnmf {
+namespace {
+
+using backend::Side;
+
+template <class T>
+double tolerance() {
+  return std::is_same_v<T, float> ? 2e-5 : 1e-12;
+}
+
+struct Shape {
+  index_t m, n, k;
+};
+
+const Shape kShapes[] = {{37, 29, 5}, {1, 17, 3}, {23, 1, 4}, {40, 33, 1}, {0, 7, 3}, {9, 0, 2}, {64, 130, 16}};
+
+template <class T>
+class KernelsTest : public ::testing::Test {
+ protected:
+  backend::ReferenceKernels<T> ref;
+  backend::CpuKernels<T> cpu;
+};
+
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(KernelsTest, Precisions);
+
+// Runs `check` on the dense and CSR forms of the same random matrix (with zeros, so CSR rows vary).
+template <class T, class F>
+void for_each_layout(const Shape& s, std::uint64_t seed, F&& check) {
+  const DenseMatrix<T> dense = test::random_dense<T>(s.m, s.n, seed, 0.4);
+  const CsrMatrix<T> csr = test::to_csr(dense);
+  check(MatrixRef<T>{dense.view()}, "dense");
+  check(MatrixRef<T>{csr.view()}, "csr");
+}
+
+TYPED_TEST(KernelsTest, MultiplyMatchesReferenceBothSidesAndBetas) {
+  using T = TypeParam;
+  std::uint64_t seed = 1;
+  for (const Shape& s : kShapes) {
+    for_each_layout<T>(s, seed++, [&](const MatrixRef<T>& a, const char* layout) {
+      for (Side side : {Side::H, Side::W}) {
+        const index_t inner = side == Side::H ? s.m : s.n;
+        const index_t outer = side == Side::H ? s.n : s.m;
+        const DenseMatrix<T> y = test::random_dense<T>(s.k, inner, seed + 100);
+        for (T beta : {T(0), T(1), T(0.5)}) {
+          DenseMatrix<T> out_ref = test::random_dense<T>(s.k, outer, seed + 200);
+          DenseMatrix<T> out_cpu = out_ref;
+          this->ref.multiply(a, side, y.view(), out_ref.view(), beta);
+          this->cpu.multiply(a, side, y.view(), out_cpu.view(), beta);
+          EXPECT_LE(test::max_relative_difference(out_cpu, out_ref), tolerance<T>())
+              << layout << " m=" << s.m << " n=" << s.n << " k=" << s.k << " side=" << (side == Side::H ? "H" : "W")
+              << " beta=" << beta;
+        }
+      }
+    });
+  }
+}
+
+TYPED_TEST(KernelsTest, KlMultiplyMatchesReference) {
+  using T = TypeParam;
+  std::uint64_t seed = 7;
+  for (const Shape& s : kShapes) {
+    for_each_layout<T>(s, seed++, [&](const MatrixRef<T>& a, const char* layout) {
+      const DenseMatrix<T> wt = test::random_dense<T>(s.k, s.m, seed + 1);
+      const DenseMatrix<T> h = test::random_dense<T>(s.k, s.n, seed + 2);
+      for (Side side : {Side::H, Side::W}) {
+        const auto& y = side == Side::H ? wt : h;
+        const auto& x = side == Side::H ? h : wt;
+        const index_t outer = side == Side::H ? s.n : s.m;
+        DenseMatrix<T> out_ref = test::random_dense<T>(s.k, outer, seed + 3);
+        DenseMatrix<T> out_cpu = out_ref;
+        const auto sr = this->ref.kl_multiply(a, side, y.view(), x.view(), out_ref.view(), T(1));
+        const auto sc = this->cpu.kl_multiply(a, side, y.view(), x.view(), out_cpu.view(), T(1));
+        EXPECT_LE(test::max_relative_difference(out_cpu, out_ref), tolerance<T>()) << layout;
+        EXPECT_NEAR(sc.a_times_m, sr.a_times_m, 1e-4 * (1 + std::abs(sr.a_times_m))) << layout;
+        EXPECT_NEAR(sc.a_log_a_over_m, sr.a_log_a_over_m, 1e-4 * (1 + std::abs(sr.a_log_a_over_m))) << layout;
+      }
+    });
+  }
+}
+
+TYPED_TEST(KernelsTest, FactorSizedKernelsMatchReference) {
+  using T = TypeParam;
+  for (const Shape& s : kShapes) {
+    const DenseMatrix<T> x = test::random_dense<T>(s.k, s.n, 11);
+    const DenseMatrix<T> y = test::random_dense<T>(s.k, s.n, 12);
+    DenseMatrix<T> g_ref = test::random_dense<T>(s.k, s.k, 13);
+    for (index_t q = 0; q < s.k; ++q)  // gram() accumulates into a symmetric matrix
+      for (index_t p = q + 1; p < s.k; ++p) g_ref(p, q) = g_ref(q, p);
+    DenseMatrix<T> g_cpu = g_ref;
+    this->ref.gram(x.view(), g_ref.view(), T(1));
+    this->cpu.gram(x.view(), g_cpu.view(), T(1));
+    EXPECT_LE(test::max_relative_difference(g_cpu, g_ref), tolerance<T>());
+    EXPECT_NEAR(this->cpu.dot(x.view(), y.view()), this->ref.dot(x.view(), y.view()),
+                tolerance<T>() * (1 + s.k * s.n));
+    DenseMatrix<T> sums_ref(s.k, 1), sums_cpu(s.k, 1);
+    this->ref.row_sums(x.view(), sums_ref.data());
+    this->cpu.row_sums(x.view(), sums_cpu.data());
+    EXPECT_LE(test::max_relative_difference(sums_cpu, sums_ref), tolerance<T>());
+  }
+}
+
+TYPED_TEST(KernelsTest, UpdateRulesMatchReference) {
+  using T = TypeParam;
+  for (Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
+    for (const Shape& s : kShapes) {
+      const DenseMatrix<T> numer = test::random_dense<T>(s.k, s.n, 21);
+      const DenseMatrix<T> y = test::random_dense<T>(s.k, s.m + 3, 22);
+      DenseMatrix<T> g(s.k, s.k), sums(s.k, 1);
+      this->ref.gram(y.view(), g.view(), T(0));
+      this->ref.row_sums(y.view(), sums.data());
+      DenseMatrix<T> x_ref = test::random_dense<T>(s.k, s.n, 23);
+      DenseMatrix<T> x_cpu = x_ref;
+      const backend::UpdateRule rule{algo, 1e-16, 0.01, 0.02};
+      this->ref.update(rule, x_ref.view(), numer.view(), g.view(), sums.data());
+      this->cpu.update(rule, x_cpu.view(), numer.view(), g.view(), sums.data());
+      EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), tolerance<T>()) << to_string(algo) << " k=" << s.k;
+      for (T v : x_cpu.storage()) ASSERT_TRUE(v >= T(0)) << to_string(algo);
+    }
+  }
+}
+
+// The cpu fused pass (threads over tiles, private accumulators) against the reference's generic pass.
+TYPED_TEST(KernelsTest, FusedPassMatchesReference) {
+  using T = TypeParam;
+  for (Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
+    for (const Shape& s : kShapes) {
+      if (s.m == 0 || s.n == 0) continue;
+      for_each_layout<T>(s, 31, [&](const MatrixRef<T>& a, const char* layout) {
+        const Side side = this->cpu.fused_side(a);
+        const index_t dx = side == Side::H ? s.n : s.m;
+        const index_t dy = side == Side::H ? s.m : s.n;
+        const DenseMatrix<T> y = test::random_dense<T>(s.k, dy, 32);
+        DenseMatrix<T> gy(s.k, s.k), ysum(s.k, 1);
+        this->ref.gram(y.view(), gy.view(), T(0));
+        this->ref.row_sums(y.view(), ysum.data());
+        DenseMatrix<T> x_ref = test::random_dense<T>(s.k, dx, 33);
+        DenseMatrix<T> x_cpu = x_ref;
+        DenseMatrix<T> other_ref(s.k, dy, T(7)), other_cpu(s.k, dy, T(7)), gx_ref(s.k, s.k, T(3)), gx_cpu(s.k, s.k, T(3));
+        this->cpu.set_tile_bytes(512);  // many small tiles, so the schedule and the reduction are exercised
+        const backend::UpdateRule rule{algo, 1e-16, 0.0, 0.0};
+        const auto sr = this->ref.fused_pass(a, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),
+                                             other_ref.view(), gx_ref.view());
+        const auto sc = this->cpu.fused_pass(a, side, rule, x_cpu.view(), y.view(), gy.view(), ysum.data(),
+                                             other_cpu.view(), gx_cpu.view());
+        const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-11;
+        EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), tol) << layout << " " << to_string(algo);
+        EXPECT_LE(test::max_relative_difference(other_cpu, other_ref), tol) << layout << " " << to_string(algo);
+        EXPECT_LE(test::max_relative_difference(gx_cpu, gx_ref), tol) << layout << " " << to_string(algo);
+        EXPECT_NEAR(sc.cross, sr.cross, tol * (1 + std::abs(sr.cross))) << layout;
+        EXPECT_NEAR(sc.kl_accum.a_times_m, sr.kl_accum.a_times_m, tol * (1 + std::abs(sr.kl_accum.a_times_m)));
+      });
+    }
+  }
+}
+
+TYPED_TEST(KernelsTest, StatsMatchReference) {
+  using T = TypeParam;
+  for (const Shape& s : kShapes)
+    for_each_layout<T>(s, 41, [&](const MatrixRef<T>& a, const char* layout) {
+      const auto r = this->ref.stats(a);
+      const auto c = this->cpu.stats(a);
+      EXPECT_NEAR(c.sum, r.sum, 1e-9 * (1 + r.sum)) << layout;
+      EXPECT_NEAR(c.squared_norm, r.squared_norm, 1e-9 * (1 + r.squared_norm)) << layout;
+    });
+}
+
+}  // namespace
+}  // namespace dnmf

@@ -1,0 +1,332 @@
+// Solvers end to end through factorize(): independent float64 reference, planted recovery, identities.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
+#include "dnmf/planted.hpp"
+#include "solvers/truncated_svd.hpp"
+#include "backend/cpu/cpu_kernels.hpp"
+#include "support/random_matrices.hpp"
+#include "util/random.hpp"
+
+namespace dnmf {
+namespace {
+
+FactorOptions options_for(Algorithm algo, index_t k, int iters) {
+  FactorOptions o;
+  o.rank = k;
+  o.algorithm = algo;
+  o.max_iterations = iters;
+  o.tol = 0;
+  o.seed = 5;
+  return o;
+}
+
+const Algorithm kAll[] = {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp};
+
+// Plain float64 multiplicative updates written from the textbook formulas, independent of the library:
+// H <- H .* (WᵀA) ./ (WᵀW H + eps), then W <- W .* (A Hᵀ) ./ (W H Hᵀ + eps).
+void plain_mu(const DenseMatrix<double>& a, DenseMatrix<double>& w, DenseMatrix<double>& h, int iters, double eps) {
+  const index_t m = a.rows(), n = a.cols(), k = w.cols();
+  for (int it = 0; it < iters; ++it) {
+    for (index_t j = 0; j < n; ++j) {
+      std::vector<double> num(k, 0.0), den(k, 0.0);
+      for (index_t l = 0; l < k; ++l)
+        for (index_t i = 0; i < m; ++i) num[l] += w(i, l) * a(i, j);
+      for (index_t l = 0; l < k; ++l)
+        for (index_t i = 0; i < m; ++i) {
+          double wh = 0;
+          for (index_t p = 0; p < k; ++p) wh += w(i, p) * h(p, j);
+          den[l] += w(i, l) * wh;
+        }
+      for (index_t l = 0; l < k; ++l) h(l, j) = h(l, j) * num[l] / (den[l] + eps);
+    }
+    DenseMatrix<double> w_new = w;
+    for (index_t i = 0; i < m; ++i) {
+      std::vector<double> model(n, 0.0);
+      for (index_t j = 0; j < n; ++j)
+        for (index_t p = 0; p < k; ++p) model[j] += w(i, p) * h(p, j);
+      for (index_t l = 0; l < k; ++l) {
+        double num = 0, den = 0;
+        for (index_t j = 0; j < n; ++j) {
+          num += a(i, j) * h(l, j);
+          den += model[j] * h(l, j);
+        }
+        w_new(i, l) = w(i, l) * num / (den + eps);
+      }
+    }
+    w = w_new;
+  }
+}
+
+double plain_error(const DenseMatrix<double>& a, const DenseMatrix<double>& w, const DenseMatrix<double>& h) {
+  double num = 0, den = 0;
+  for (index_t j = 0; j < a.cols(); ++j)
+    for (index_t i = 0; i < a.rows(); ++i) {
+      double wh = 0;
+      for (index_t p = 0; p < w.cols(); ++p) wh += w(i, p) * h(p, j);
+      num += (a(i, j) - wh) * (a(i, j) - wh);
+      den += a(i, j) * a(i, j);
+    }
+  return std::sqrt(num / den);
+}
+
+TEST(Solvers, MuMatchesIndependentFloat64ImplementationAfter200Iterations) {
+  const DenseMatrix<double> a = test::random_dense<double>(60, 45, 3, 0.2);
+  DenseMatrix<double> w = test::random_dense<double>(60, 6, 4);
+  DenseMatrix<double> h = test::random_dense<double>(6, 45, 5);
+  FactorOptions o = options_for(Algorithm::mu, 6, 200);
+  o.init = InitMethod::given;
+  o.normalize = false;
+  for (bool fused : {true, false}) {
+    o.fused = fused;
+    const auto r = factorize<double>(a.view(), o, &w, &h);
+    DenseMatrix<double> wp = w, hp = h;
+    plain_mu(a, wp, hp, 200, 1e-16);
+    const double expected = plain_error(a, wp, hp);
+    EXPECT_NEAR(r.rel_error, expected, 1e-6 * expected) << "fused=" << fused;
+    EXPECT_LE(test::max_relative_difference(r.W, wp), 1e-8);
+    EXPECT_LE(test::max_relative_difference(r.H, hp), 1e-8);
+  }
+}
+
+TEST(Solvers, FusedSinglePassGivesTheSameIteratesAsTwoPasses) {
+  PlantedOptions po{.rows = 120, .cols = 90, .rank = 4, .density = 1.0, .noise = 0.05, .seed = 2};
+  const auto dense = make_planted<double>(po);
+  po.density = 0.2;
+  const auto sparse = make_planted<double>(po);
+  for (const auto* p : {&dense, &sparse})
+    for (Algorithm algo : kAll) {
+      FactorOptions o = options_for(algo, 5, 30);
+      o.fused = true;
+      const auto one = factorize<double>(p->matrix(), o);
+      o.fused = false;
+      const auto two = factorize<double>(p->matrix(), o);
+      EXPECT_LE(test::max_relative_difference(one.W, two.W), 1e-10) << to_string(algo) << " sparse=" << p->sparse;
+      EXPECT_LE(test::max_relative_difference(one.H, two.H), 1e-10) << to_string(algo) << " sparse=" << p->sparse;
+      EXPECT_NEAR(one.rel_error, two.rel_error, 1e-12);
+    }
+}
+
+TEST(Solvers, CpuBackendMatchesReferenceBackend) {
+  PlantedOptions po{.rows = 70, .cols = 50, .rank = 3, .density = 1.0, .noise = 0.02, .seed = 9};
+  const auto dense = make_planted<double>(po);
+  po.density = 0.3;
+  const auto sparse = make_planted<double>(po);
+  for (const auto* p : {&dense, &sparse})
+    for (Algorithm algo : kAll) {
+      FactorOptions o = options_for(algo, 4, 20);
+      const auto cpu = factorize<double>(p->matrix(), o);
+      o.backend = BackendKind::reference;
+      const auto ref = factorize<double>(p->matrix(), o);
+      EXPECT_LE(test::max_relative_difference(cpu.W, ref.W), 1e-9) << to_string(algo);
+      EXPECT_LE(test::max_relative_difference(cpu.H, ref.H), 1e-9) << to_string(algo);
+    }
+}
+
+TEST(Solvers, MultiplicativeObjectivesNeverIncrease) {
+  PlantedOptions po{.rows = 150, .cols = 100, .rank = 5, .density = 1.0, .noise = 0.05, .seed = 4};
+  const auto dense = make_planted<double>(po);
+  po.density = 0.15;
+  const auto sparse = make_planted<double>(po);
+  for (const auto* p : {&dense, &sparse})
+    for (Algorithm algo : {Algorithm::mu, Algorithm::kl})
+      for (bool fused : {true, false}) {
+        FactorOptions o = options_for(algo, 6, 150);
+        o.fused = fused;
+        const auto r = factorize<double>(p->matrix(), o);
+        ASSERT_EQ(r.objective_history.size(), 150u);
+        for (std::size_t t = 1; t < r.objective_history.size(); ++t)
+          ASSERT_LE(r.objective_history[t], r.objective_history[t - 1] * (1 + 1e-12))
+              << to_string(algo) << " iteration " << t + 1 << " sparse=" << p->sparse;
+        EXPECT_LT(r.objective_history.back(), 0.5 * r.objective_history.front());
+      }
+}
+
+// Best one-to-one match of recovered to true columns by cosine (exhaustive; k is small here).
+double worst_matched_cosine(const DenseMatrix<double>& truth, const DenseMatrix<double>& got) {
+  const index_t k = truth.cols();
+  std::vector<std::vector<double>> cos(k, std::vector<double>(k));
+  for (index_t p = 0; p < k; ++p)
+    for (index_t q = 0; q < k; ++q) {
+      double d = 0, a = 0, b = 0;
+      for (index_t i = 0; i < truth.rows(); ++i) {
+        d += truth(i, p) * got(i, q);
+        a += truth(i, p) * truth(i, p);
+        b += got(i, q) * got(i, q);
+      }
+      cos[p][q] = d / std::sqrt(a * b + 1e-300);
+    }
+  std::vector<index_t> perm(k);
+  std::iota(perm.begin(), perm.end(), 0);
+  double best = -1;
+  do {
+    double worst = 2;
+    for (index_t p = 0; p < k; ++p) worst = std::min(worst, cos[p][perm[p]]);
+    best = std::max(best, worst);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
+}
+
+TEST(Solvers, RecoversPlantedFactorsDenseAndSparse) {
+  for (double density : {1.0, 0.3}) {
+    PlantedOptions po{.rows = 400, .cols = 300, .rank = 6, .density = density, .noise = 0.0, .seed = 1};
+    const auto p = make_planted<double>(po);
+    for (Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
+      FactorOptions o = options_for(algo, 6, 600);
+      o.init = InitMethod::nndsvda;
+      const auto r = factorize<double>(p.matrix(), o);
+      EXPECT_LT(r.rel_error, 1e-3) << to_string(algo) << " density " << density;
+      EXPECT_GE(worst_matched_cosine(p.W, r.W), 0.99) << to_string(algo) << " density " << density;
+    }
+  }
+}
+
+TEST(Solvers, GramIdentityErrorEqualsDirectError) {
+  PlantedOptions po{.rows = 80, .cols = 60, .rank = 3, .density = 1.0, .noise = 0.1, .seed = 3};
+  const auto dense = make_planted<double>(po);
+  po.density = 0.25;
+  const auto sparse = make_planted<double>(po);
+  for (const auto* p : {&dense, &sparse})
+    for (Algorithm algo : kAll) {
+      const auto r = factorize<double>(p->matrix(), options_for(algo, 4, 25));
+      const double direct = relative_error_direct<double>(p->matrix(), r.W.view(), r.H.view());
+      EXPECT_NEAR(r.rel_error, direct, 1e-10 * (1 + direct)) << to_string(algo);
+      if (algo != Algorithm::kl) {
+        EXPECT_NEAR(r.rel_error_history.back(), direct, 1e-9 * (1 + direct));
+      }
+    }
+}
+
+TEST(Solvers, ZeroRowsAndColumnsStayFinite) {
+  DenseMatrix<double> a = test::random_dense<double>(30, 20, 8);
+  for (index_t j = 0; j < 20; ++j) a(4, j) = 0;
+  for (index_t i = 0; i < 30; ++i) a(i, 7) = 0;
+  const auto csr = test::to_csr(a);
+  for (Algorithm algo : kAll)
+    for (InitMethod init : {InitMethod::random, InitMethod::nndsvd, InitMethod::nndsvda})
+      for (const MatrixRef<double>& m : {MatrixRef<double>{a.view()}, MatrixRef<double>{csr.view()}}) {
+        FactorOptions o = options_for(algo, 8, 40);
+        o.init = init;
+        const auto r = factorize<double>(m, o);
+        for (double v : r.W.storage()) ASSERT_TRUE(std::isfinite(v) && v >= 0) << to_string(algo);
+        for (double v : r.H.storage()) ASSERT_TRUE(std::isfinite(v) && v >= 0) << to_string(algo);
+        EXPECT_TRUE(std::isfinite(r.rel_error));
+        EXPECT_LT(r.rel_error, 1.0);
+      }
+}
+
+TEST(Solvers, FloatPrecisionConverges) {
+  PlantedOptions po{.rows = 200, .cols = 150, .rank = 4, .density = 1.0, .noise = 0.0, .seed = 6};
+  const auto p = make_planted<float>(po);
+  for (Algorithm algo : kAll) {
+    FactorOptions o = options_for(algo, 4, 300);
+    o.init = InitMethod::nndsvda;
+    const auto r = factorize<float>(p.matrix(), o);
+    EXPECT_LT(r.rel_error, algo == Algorithm::mu || algo == Algorithm::kl ? 5e-2 : 5e-3) << to_string(algo);
+  }
+}
+
+TEST(Solvers, NormalisationMakesWColumnsSumToOneWithoutChangingTheProduct) {
+  PlantedOptions po{.rows = 50, .cols = 40, .rank = 3, .seed = 2};
+  const auto p = make_planted<double>(po);
+  FactorOptions o = options_for(Algorithm::hals, 3, 30);
+  const auto normed = factorize<double>(p.matrix(), o);
+  for (index_t l = 0; l < 3; ++l) {
+    double s = 0;
+    for (index_t i = 0; i < 50; ++i) s += normed.W(i, l);
+    EXPECT_NEAR(s, 1.0, 1e-12);
+  }
+  o.normalize = false;
+  const auto raw = factorize<double>(p.matrix(), o);
+  // The Gram identity loses digits to cancellation at tiny errors, so compare the direct errors.
+  EXPECT_NEAR(relative_error_direct<double>(p.matrix(), normed.W.view(), normed.H.view()),
+              relative_error_direct<double>(p.matrix(), raw.W.view(), raw.H.view()), 1e-12);
+}
+
+TEST(Solvers, ToleranceStopsEarly) {
+  PlantedOptions po{.rows = 100, .cols = 80, .rank = 3, .seed = 2};
+  const auto p = make_planted<double>(po);
+  FactorOptions o = options_for(Algorithm::hals, 3, 5000);
+  o.tol = 1e-6;
+  const auto r = factorize<double>(p.matrix(), o);
+  EXPECT_TRUE(r.converged);
+  EXPECT_LT(r.iterations, 5000);
+  const auto n = r.objective_history.size();
+  ASSERT_GE(n, 2u);
+  EXPECT_LE(std::abs(r.objective_history[n - 2] - r.objective_history[n - 1]), 1e-6 * r.objective_history[n - 2]);
+}
+
+TEST(Solvers, L1PenaltyMakesHSparser) {
+  PlantedOptions po{.rows = 100, .cols = 80, .rank = 4, .noise = 0.05, .seed = 3};
+  const auto p = make_planted<double>(po);
+  FactorOptions o = options_for(Algorithm::hals, 4, 100);
+  const auto plain = factorize<double>(p.matrix(), o);
+  o.penalties.l1_h = 5.0;
+  const auto sparse = factorize<double>(p.matrix(), o);
+  auto zeros = [](const DenseMatrix<double>& x) { return std::count(x.storage().begin(), x.storage().end(), 0.0); };
+  EXPECT_GT(zeros(sparse.H), zeros(plain.H));
+}
+
+TEST(Solvers, BadOptionsAreClearErrors) {
+  const DenseMatrix<double> a = test::random_dense<double>(10, 6, 1);
+  for (index_t k : {index_t{0}, index_t{7}, index_t{-1}}) {
+    try {
+      (void)factorize<double>(a.view(), options_for(Algorithm::mu, k, 5));
+      FAIL() << "k=" << k << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("1 <= k <= 6"), std::string::npos) << e.what();
+    }
+  }
+  const DenseMatrix<double> zeros(5, 5, 0.0);
+  EXPECT_THROW((void)factorize<double>(zeros.view(), options_for(Algorithm::mu, 2, 5)), Error);
+  FactorOptions o = options_for(Algorithm::mu, 2, 5);
+  o.penalties.l2_w = -1;
+  EXPECT_THROW((void)factorize<double>(a.view(), o), Error);
+}
+
+TEST(Solvers, NndsvdStartsCloserThanRandom) {
+  PlantedOptions po{.rows = 200, .cols = 120, .rank = 5, .seed = 4};
+  const auto p = make_planted<double>(po);
+  FactorOptions o = options_for(Algorithm::mu, 5, 0);
+  const double random_start = factorize<double>(p.matrix(), o).rel_error;
+  o.init = InitMethod::nndsvd;
+  const double svd_start = factorize<double>(p.matrix(), o).rel_error;
+  EXPECT_LT(svd_start, 0.5 * random_start);
+}
+
+TEST(Solvers, TruncatedSvdCapturesAllEnergyOfAnExactlyLowRankMatrix) {
+  PlantedOptions po{.rows = 150, .cols = 90, .rank = 4, .seed = 8};
+  const auto p = make_planted<double>(po);
+  backend::CpuKernels<double> cpu;
+  const auto svd = solvers::truncated_svd(cpu, p.matrix(), 4, 1);
+  double energy = 0;
+  for (double s : svd.sigma) energy += s * s;
+  const double norm2 = cpu.stats(p.matrix()).squared_norm;
+  EXPECT_NEAR(energy, norm2, 1e-8 * norm2);
+  for (std::size_t t = 1; t < svd.sigma.size(); ++t) EXPECT_GE(svd.sigma[t - 1], svd.sigma[t]);
+}
+
+TEST(Random, CounterBasedValuesDependOnlyOnTheirKey) {
+  const double a = util::uniform01(7, util::Stream::init_w, 123);
+  for (int i = 0; i < 1000; ++i) (void)util::uniform01(7, util::Stream::init_w, static_cast<std::uint64_t>(i));
+  EXPECT_EQ(a, util::uniform01(7, util::Stream::init_w, 123));
+  EXPECT_NE(a, util::uniform01(8, util::Stream::init_w, 123));
+  EXPECT_NE(a, util::uniform01(7, util::Stream::init_h, 123));
+  double sum = 0;
+  for (std::uint64_t i = 0; i < 100000; ++i) {
+    const double u = util::uniform01(1, util::Stream::perturbation, i);
+    ASSERT_GT(u, 0.0);
+    ASSERT_LE(u, 1.0);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 100000, 0.5, 0.005);
+}
+
+}  // namespace
+}  // namespace dnmf
