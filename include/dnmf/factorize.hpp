@@ -35,6 +35,20 @@ template <class T>
 FactorResult<T> factorize(const MatrixRef<T>& A, const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr,
                           const DenseMatrix<T>* H0 = nullptr);
 
+/// Coefficients of new data on a fixed basis (see transform()).
+template <class T>
+struct TransformResult {
+  DenseMatrix<T> H;             ///< k x n, non-negative
+  double rel_error = 0;         ///< ||A - W H||_F / ||A||_F
+  long long nnls_cap_hits = 0;  ///< columns whose pivoting hit its round cap (a warning, answer still feasible)
+};
+
+/// Solves H = argmin ||A - W H||_F subject to H >= 0 with W (m x k) fixed, each column exactly by block
+/// principal pivoting: projecting new data onto learned features, and NMFk's regression step.
+/// Throws dnmf::Error when W's row count differs from A's or W has a negative or non-finite entry.
+template <class T>
+TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, BackendKind backend = BackendKind::cpu);
+
 /// ||A - W H||_F / ||A||_F computed directly (one pass, float64 sums): a check for the Gram identity.
 template <class T>
 double relative_error_direct(const MatrixRef<T>& A, DenseView<const T> W, DenseView<const T> H);

@@ -330,3 +330,52 @@ TEST(Random, CounterBasedValuesDependOnlyOnTheirKey) {
 
 }  // namespace
 }  // namespace dnmf
+
+namespace dnmf {
+namespace {
+
+// k well above the true rank makes the Gram matrices singular: the case where NNLS solvers that factorise
+// them without care abort. BPP must run to the end with finite, non-negative factors.
+TEST(Bpp, RankDeficientProblemRunsToTheEnd) {
+  PlantedOptions po{.rows = 400, .cols = 300, .rank = 10, .density = 1.0, .noise = 0.01, .seed = 1};
+  const auto p = make_planted<double>(po);
+  for (InitMethod init : {InitMethod::random, InitMethod::nndsvd}) {
+    FactorOptions o = options_for(Algorithm::bpp, 16, 200);
+    o.init = init;
+    const auto r = factorize<double>(p.matrix(), o);
+    EXPECT_EQ(r.iterations, 200);
+    for (double v : r.W.storage()) ASSERT_TRUE(std::isfinite(v) && v >= 0);
+    for (double v : r.H.storage()) ASSERT_TRUE(std::isfinite(v) && v >= 0);
+    EXPECT_LT(r.rel_error, 0.02);  // the noise floor is 1%
+  }
+}
+
+TEST(Bpp, NeedsFewerIterationsThanHalsAndMuToReachAnError) {
+  PlantedOptions po{.rows = 300, .cols = 200, .rank = 6, .density = 1.0, .noise = 0.0, .seed = 3};
+  const auto p = make_planted<double>(po);
+  auto iterations_to = [&](Algorithm algo, double target) {
+    const auto r = factorize<double>(p.matrix(), options_for(algo, 6, 2000));
+    for (std::size_t t = 0; t < r.rel_error_history.size(); ++t)
+      if (r.rel_error_history[t] <= target) return static_cast<int>(t + 1);
+    return 1 << 30;
+  };
+  const int bpp = iterations_to(Algorithm::bpp, 1e-3);
+  EXPECT_LT(bpp, iterations_to(Algorithm::hals, 1e-3));
+  EXPECT_LT(bpp, iterations_to(Algorithm::mu, 1e-3));
+}
+
+TEST(Transform, RecoversPlantedCoefficientsExactly) {
+  PlantedOptions po{.rows = 120, .cols = 80, .rank = 5, .seed = 2};
+  const auto p = make_planted<double>(po);
+  const auto t = transform<double>(p.matrix(), p.W.view());
+  EXPECT_LT(t.rel_error, 1e-10);
+  EXPECT_LE(test::max_relative_difference(t.H, p.H), 1e-8);
+  po.density = 0.3;
+  const auto s = make_planted<double>(po);
+  EXPECT_LT(transform<double>(s.matrix(), s.W.view()).rel_error, 1e-10);
+  DenseMatrix<double> wrong(7, 5, 1.0);
+  EXPECT_THROW((void)transform<double>(p.matrix(), wrong.view()), Error);
+}
+
+}  // namespace
+}  // namespace dnmf

@@ -1,0 +1,97 @@
+// Input checks that turn a bad matrix into a message a scientist can act on, before any solver
+// silently produces NaN factors from it.
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <string>
+
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+
+namespace dnmf::io {
+namespace {
+
+// -0.0 passes (it compares equal to 0); NaN fails because every comparison with it is false.
+template <class T>
+bool acceptable(T value) {
+  return value >= T(0) && value <= std::numeric_limits<T>::max();
+}
+
+template <class T>
+std::string shortest_repr(T value) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
+
+template <class T>
+[[noreturn]] void report(const std::string& source, index_t row, index_t col, T value) {
+  std::string message =
+      source + ": entry at row " + std::to_string(row) + ", column " + std::to_string(col) + " (0-based) is ";
+  if (std::isnan(value)) {
+    message += "NaN; input must be finite and non-negative";
+  } else if (std::isinf(value)) {
+    message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";
+  } else {
+    message += shortest_repr(value) + "; input must be non-negative";
+  }
+  throw Error(message);
+}
+
+// Branch-free over the whole run so that the common all-good case vectorises; the rare bad run is
+// scanned a second time to find the culprit.
+template <class T>
+bool all_acceptable(const T* values, index_t count) {
+  bool good = true;
+  for (index_t k = 0; k < count; ++k) good &= acceptable(values[k]);
+  return good;
+}
+
+}  // namespace
+
+template <class T>
+void check_nonnegative(DenseView<const T> matrix, const std::string& source) {
+  for (index_t j = 0; j < matrix.cols; ++j) {
+    const T* column = matrix.data + j * matrix.ld;
+    if (all_acceptable(column, matrix.rows)) continue;
+    const auto bad = std::find_if(column, column + matrix.rows, [](T v) { return !acceptable(v); });
+    report(source, bad - column, j, *bad);
+  }
+}
+
+template <class T>
+void check_nonnegative(CsrView<T> matrix, const std::string& source) {
+  for (index_t i = 0; i < matrix.rows; ++i) {
+    const index_t begin = matrix.indptr[i];
+    const index_t end = matrix.indptr[i + 1];
+    if (all_acceptable(matrix.values + begin, end - begin)) continue;
+    for (index_t k = begin; k < end; ++k) {
+      if (!acceptable(matrix.values[k])) report(source, i, index_t{matrix.indices[k]}, matrix.values[k]);
+    }
+  }
+}
+
+FileFormat format_of(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);  // npos + 1 == 0: no directory part
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const auto ends_with = [&name](const char* suffix) { return name.ends_with(suffix); };
+  if (ends_with(".npy")) return FileFormat::npy;
+  if (ends_with(".mtx")) return FileFormat::matrix_market;
+  for (const char* compressed : {".gz", ".bz2", ".xz", ".zst"}) {
+    if (ends_with(compressed)) {
+      throw Error(path + ": compressed input is not supported (decompress it first; expected .npy or .mtx)");
+    }
+  }
+  throw Error(path + ": unknown input format (expected .npy or .mtx)");
+}
+
+template void check_nonnegative<float>(DenseView<const float>, const std::string&);
+template void check_nonnegative<double>(DenseView<const double>, const std::string&);
+template void check_nonnegative<float>(CsrView<float>, const std::string&);
+template void check_nonnegative<double>(CsrView<double>, const std::string&);
+
+}  // namespace dnmf::io
