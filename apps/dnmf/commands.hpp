@@ -1,0 +1,33 @@
+// dnmf CLI: the subcommands. Each lives in its own file and only turns arguments into library calls.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace dnmf::cli {
+
+/// A registered subcommand: its CLI11 node and what to run once the command line has been parsed.
+struct Command {
+  CLI::App* app = nullptr;
+  /// Returns the exit status; throws dnmf::Error (one line, naming the file) for anything the user must fix.
+  std::function<int()> run;
+};
+
+/// `dnmf gen`: writes a planted problem A = W·H (+ noise) and its true factors.
+Command add_gen(CLI::App& parent);
+
+/// `dnmf info`: shape, format and entry statistics of a matrix file.
+Command add_info(CLI::App& parent);
+
+/// `dnmf factor`: factorises a matrix file into OUTDIR/W.npy, OUTDIR/H.npy and OUTDIR/report.json.
+Command add_factor(CLI::App& parent);
+
+/// A validator accepting finite numbers >= `bound`, with a short message otherwise ("must be >= 0, got -1");
+/// CLI11's own range validators print their (huge) default bounds.
+CLI::Validator at_least(double bound);
+
+/// Adds `--precision f32|f64` (default f64) bound to `precision`.
+void add_precision_option(CLI::App& app, std::string& precision);
+
+}  // namespace dnmf::cli

@@ -1,0 +1,93 @@
+// `dnmf gen`: a matrix with a planted non-negative factorisation, plus the true factors beside it.
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "commands.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "dnmf/planted.hpp"
+#include "input.hpp"
+
+namespace dnmf::cli {
+namespace {
+
+struct GenArgs {
+  PlantedOptions planted;
+  std::string precision = "f64";
+  std::string output;
+};
+
+/// Lower-case extension of `path` including the dot ("" when there is none).
+std::string extension_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return ext;
+}
+
+/// dir/A.npy -> dir/A.W.npy (which = "W") or dir/A.H.npy.
+std::string truth_path(const std::string& output, const char* which) {
+  std::filesystem::path path(output);
+  path.replace_extension();
+  return path.string() + "." + which + ".npy";
+}
+
+/// Refuses an -o name whose extension does not match what will be written, before any work is done.
+void check_output_name(const GenArgs& args) {
+  const double density = args.planted.density;
+  if (!(density > 0 && density <= 1)) return;  // make_planted reports a bad density itself
+  const bool sparse = args.planted.density < 1;
+  const std::string ext = extension_of(args.output);
+  if (sparse && ext != ".mtx") {
+    throw Error(args.output + ": --density < 1 writes a sparse Matrix Market file; the -o name must end in .mtx");
+  }
+  if (!sparse && ext != ".npy") {
+    throw Error(args.output + ": --density 1 writes a dense .npy file; the -o name must end in .npy");
+  }
+}
+
+template <class T>
+int generate(const GenArgs& args) {
+  check_output_name(args);
+  const Planted<T> planted = make_planted<T>(args.planted);
+  if (planted.sparse) {
+    io::write_mtx<T>(args.output, planted.csr.view());
+  } else {
+    io::write_npy<T>(args.output, planted.dense.view());
+  }
+  const std::string w_path = truth_path(args.output, "W");
+  const std::string h_path = truth_path(args.output, "H");
+  io::write_npy<T>(w_path, planted.W.view());
+  io::write_npy<T>(h_path, planted.H.view());
+
+  const EntryStats stats = entry_stats(planted.matrix());
+  std::printf("gen: %lldx%lld %s %s, nnz %lld, rank %lld -> %s (truth %s, %s)\n", static_cast<long long>(stats.rows),
+              static_cast<long long>(stats.cols), planted.sparse ? "sparse" : "dense", args.precision.c_str(),
+              static_cast<long long>(stats.stored), static_cast<long long>(args.planted.rank), args.output.c_str(),
+              w_path.c_str(), h_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_gen(CLI::App& parent) {
+  auto args = std::make_shared<GenArgs>();
+  CLI::App* app = parent.add_subcommand("gen", "write a matrix with a planted factorisation (and its W, H)");
+  app->add_option("--rows", args->planted.rows, "rows of A")->required()->check(at_least(1));
+  app->add_option("--cols", args->planted.cols, "columns of A")->required()->check(at_least(1));
+  app->add_option("--rank", args->planted.rank, "planted rank k")->required()->check(at_least(1));
+  app->add_option("--density", args->planted.density, "fraction of non-zero entries; below 1 writes sparse .mtx")
+      ->capture_default_str();
+  app->add_option("--noise", args->planted.noise, "relative multiplicative noise")->capture_default_str();
+  app->add_option("--seed", args->planted.seed, "random seed")->check(at_least(0))->capture_default_str();
+  add_precision_option(*app, args->precision);
+  app->add_option("-o,--output", args->output, "A.npy (dense) or A.mtx (sparse); truth goes to A.W.npy, A.H.npy")
+      ->required();
+  return {app, [args] { return args->precision == "f32" ? generate<float>(*args) : generate<double>(*args); }};
+}
+
+}  // namespace dnmf::cli

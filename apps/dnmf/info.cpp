@@ -1,0 +1,96 @@
+// `dnmf info`: what a matrix file holds, and whether `dnmf factor` will accept it.
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "commands.hpp"
+#include "dnmf/io.hpp"
+#include "input.hpp"
+
+namespace dnmf::cli {
+namespace {
+
+struct InfoArgs {
+  std::string path;
+  bool json = false;
+};
+
+/// "f8, Fortran order" for .npy; Matrix Market values are reported as read (float64).
+std::string dtype_of(const std::string& path, io::FileFormat format, bool& fortran_order) {
+  fortran_order = false;
+  if (format != io::FileFormat::npy) return "f8";
+  const io::NpyHeader header = io::read_npy_header(path);
+  fortran_order = header.fortran_order;
+  return std::string(1, header.kind) + std::to_string(header.word_size);
+}
+
+int show_info(const InfoArgs& args) {
+  const io::FileFormat format = io::format_of(args.path);
+  bool fortran_order = false;
+  const std::string dtype = dtype_of(args.path, format, fortran_order);
+  // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
+  const LoadedMatrix<double> matrix = load_matrix<double>(args.path);
+  const EntryStats s = entry_stats(matrix.ref());
+  const double entries = static_cast<double>(s.rows) * static_cast<double>(s.cols);
+  const double density = entries > 0 ? static_cast<double>(s.nonzeros) / entries : 0.0;
+  const bool sparse = format == io::FileFormat::matrix_market;
+
+  if (args.json) {
+    nlohmann::json j;
+    j["path"] = args.path;
+    j["format"] = format_name(format);
+    j["dtype"] = dtype;
+    if (!sparse) j["fortran_order"] = fortran_order;
+    j["rows"] = s.rows;
+    j["cols"] = s.cols;
+    j["stored"] = s.stored;
+    j["nnz"] = s.nonzeros;
+    j["density"] = density;
+    j["min"] = s.min;  // NaN and infinities become null in JSON
+    j["max"] = s.max;
+    j["sum"] = s.sum;
+    j["negative"] = s.negative;
+    j["nan"] = s.nan;
+    j["inf"] = s.infinite;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("file      %s\n", args.path.c_str());
+    const std::string layout =
+        sparse ? "CSR, values read as f8" : dtype + (fortran_order ? ", Fortran order" : ", C order");
+    std::printf("format    %s (%s)\n", format_name(format).c_str(), layout.c_str());
+    std::printf("shape     %lld x %lld\n", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
+    if (sparse) std::printf("stored    %lld\n", static_cast<long long>(s.stored));
+    std::printf("nnz       %lld\n", static_cast<long long>(s.nonzeros));
+    std::printf("density   %.6g\n", density);
+    std::printf("min       %.10g\n", s.min);
+    std::printf("max       %.10g\n", s.max);
+    std::printf("sum       %.10g\n", s.sum);
+    std::printf("negative  %lld\n", static_cast<long long>(s.negative));
+    std::printf("nan       %lld\n", static_cast<long long>(s.nan));
+    std::printf("inf       %lld\n", static_cast<long long>(s.infinite));
+  }
+  // info is a diagnostic: a bad matrix is a finding, not a failure, but it must not go unnoticed.
+  if (s.negative + s.nan + s.infinite > 0) {
+    std::fprintf(stderr,
+                 "dnmf: warning: %s: %lld negative, %lld NaN and %lld infinite entries; dnmf factor needs finite, "
+                 "non-negative input\n",
+                 args.path.c_str(), static_cast<long long>(s.negative), static_cast<long long>(s.nan),
+                 static_cast<long long>(s.infinite));
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_info(CLI::App& parent) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* app = parent.add_subcommand("info", "shape, format, nnz and entry statistics of a matrix file");
+  app->add_option("FILE", args->path, "matrix file (.npy or .mtx)")->required();
+  app->add_flag("--json", args->json, "print one JSON object instead of text");
+  return {app, [args] { return show_info(*args); }};
+}
+
+}  // namespace dnmf::cli

@@ -1,0 +1,28 @@
+// See progress.hpp.
+
+#include "progress.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace dnmf::cli {
+
+void ProgressPrinter::operator()(const IterationInfo& info) {
+  // Every one of the first iterations shows whether the run is sane at all; later a line every 2% of the
+  // budget, or after 2 seconds of silence so that slow iterations still show signs of life.
+  constexpr int kEveryIteration = 10;
+  constexpr double kMaxSilence = 2.0;
+  const int step = std::max(1, info.max_iterations / 50);
+  const bool due = info.iteration <= kEveryIteration || info.iteration - last_iteration_ >= step ||
+                   info.seconds - last_seconds_ >= kMaxSilence || info.iteration == info.max_iterations;
+  if (!due) return;
+  last_iteration_ = info.iteration;
+  last_seconds_ = info.seconds;
+  const double per_iteration = info.iteration > 0 ? info.seconds / info.iteration : 0.0;
+  // The ETA assumes the whole budget runs; a converging run finishes sooner.
+  const double eta = per_iteration * std::max(0, info.max_iterations - info.iteration);
+  std::fprintf(stderr, "iter %d/%d  rel_error %.3e  %.3g s/iter  ETA %.1f s\n", info.iteration, info.max_iterations,
+               info.rel_error, per_iteration, eta);
+}
+
+}  // namespace dnmf::cli

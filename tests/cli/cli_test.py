@@ -1,0 +1,590 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the dnmf command-line tool.
+
+Run one case:   cli_test.py --dnmf path/to/dnmf --work scratch/dir CASE
+Check wiring:   cli_test.py --registered case1,case2,...   (the cases CMake registered)
+
+Standard library only: .npy and Matrix Market files are written and parsed here by hand, so the tests
+need neither numpy nor scipy and do not share code (or bugs) with the reader under test.
+"""
+
+import argparse
+import ast
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import traceback
+
+NPY_MAGIC = b"\x93NUMPY"
+CASES = {}
+
+
+def case(function):
+    """Registers a test case under its function name."""
+    CASES[function.__name__] = function
+    return function
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+# ------------------------------------------------------------------------------------------------
+# Files
+
+
+def npy_bytes(rows, values=None, descr="<f8", fortran=False, header_text=None):
+    """A .npy file: `rows` is a list of row lists; values are laid out in C or Fortran order."""
+    shape = (len(rows), len(rows[0]) if rows else 0)
+    if header_text is None:
+        header_text = "{'descr': '%s', 'fortran_order': %s, 'shape': (%d, %d), }" % (
+            descr, fortran, shape[0], shape[1])
+    # numpy pads the header with spaces so that the data starts on a 64-byte boundary.
+    unpadded = len(NPY_MAGIC) + 2 + 2 + len(header_text) + 1
+    header = header_text + " " * ((64 - unpadded % 64) % 64) + "\n"
+    if fortran:
+        flat = [rows[i][j] for j in range(shape[1]) for i in range(shape[0])]
+    else:
+        flat = [v for row in rows for v in row]
+    code = {"<f8": "d", "<f4": "f"}[descr]
+    data = struct.pack("<%d%s" % (len(flat), code), *flat)
+    return NPY_MAGIC + b"\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class Npy:
+    """A parsed .npy file: header dict, shape and element access by (row, column)."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            raw = f.read()
+        check(raw[:6] == NPY_MAGIC, "%s: no .npy magic" % path)
+        if raw[6] == 1:
+            length, start = struct.unpack("<H", raw[8:10])[0], 10
+        else:
+            length, start = struct.unpack("<I", raw[8:12])[0], 12
+        self.header = ast.literal_eval(raw[start:start + length].decode("latin1"))
+        self.shape = tuple(self.header["shape"])
+        self.descr = self.header["descr"]
+        check(self.descr in ("<f8", "<f4"), "%s: unexpected dtype %s" % (path, self.descr))
+        check(len(self.shape) == 2, "%s: expected a 2-D array, shape %s" % (path, self.shape))
+        data = raw[start + length:]
+        count = self.shape[0] * self.shape[1]
+        size = int(self.descr[2:])
+        check(len(data) == count * size,
+              "%s: %d data bytes for shape %s %s" % (path, len(data), self.shape, self.descr))
+        self.values = struct.unpack("<%d%s" % (count, "d" if size == 8 else "f"), data)
+
+    def __call__(self, i, j):
+        rows, cols = self.shape
+        return self.values[i + j * rows] if self.header["fortran_order"] else self.values[i * cols + j]
+
+
+def mtx_size_line(path):
+    """(rows, cols, entries) from a Matrix Market file's size line."""
+    with open(path) as f:
+        check(f.readline().startswith("%%MatrixMarket"), "%s: no Matrix Market banner" % path)
+        for line in f:
+            if line.strip() and not line.startswith("%"):
+                return tuple(int(x) for x in line.split())
+    raise Failure("%s: no size line" % path)
+
+
+# ------------------------------------------------------------------------------------------------
+# Running dnmf
+
+
+class Result:
+    def __init__(self, args, completed):
+        self.args = args
+        self.rc = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+
+    def describe(self):
+        return "dnmf %s -> rc %d\n--- stdout\n%s--- stderr\n%s" % (" ".join(self.args), self.rc, self.stdout,
+                                                                   self.stderr)
+
+
+class Context:
+    def __init__(self, dnmf, work):
+        self.dnmf = dnmf
+        self.work = work
+
+    def path(self, *parts):
+        return os.path.join(self.work, *parts)
+
+    def run(self, *args, timeout=240):
+        """Runs dnmf with the scratch directory as working directory (so messages carry short names)."""
+        args = [str(a) for a in args]
+        completed = subprocess.run([self.dnmf] + args, cwd=self.work, capture_output=True, text=True,
+                                   timeout=timeout)
+        result = Result(args, completed)
+        print(result.describe()[-4000:])
+        return result
+
+    def ok(self, *args):
+        result = self.run(*args)
+        check(result.rc == 0, "expected success:\n" + result.describe())
+        return result
+
+    def gen(self, rows, cols, rank, output, *extra):
+        return self.ok("gen", "--rows", rows, "--cols", cols, "--rank", rank, "--seed", 1, *extra, "-o", output)
+
+    def report(self, out_dir):
+        with open(self.path(out_dir, "report.json")) as f:
+            return json.load(f)
+
+    def expect_error(self, args, needles, out_dir="out"):
+        """A failure: non-zero exit, one line `dnmf: error: ...` on stderr containing every needle, no output."""
+        if out_dir and os.path.isdir(self.path(out_dir)):
+            before = sorted(os.listdir(self.path(out_dir)))
+        else:
+            before = None
+        result = self.run(*args)
+        check(result.rc != 0, "expected failure:\n" + result.describe())
+        lines = result.stderr.splitlines()
+        check(len(lines) == 1, "expected exactly one line on stderr, got %d:\n%s" % (len(lines), result.stderr))
+        check(lines[0].startswith("dnmf: error: "), "stderr does not start with 'dnmf: error: ': " + lines[0])
+        for needle in needles:
+            check(needle in lines[0], "error message lacks %r: %s" % (needle, lines[0]))
+        check(result.stdout == "", "expected nothing on stdout, got: " + result.stdout)
+        if out_dir:
+            after = sorted(os.listdir(self.path(out_dir))) if os.path.isdir(self.path(out_dir)) else None
+            check(after == before, "output directory %s changed: %s -> %s" % (out_dir, before, after))
+        return lines[0]
+
+
+def check_summary_line(stdout, k, algo, out_dir):
+    lines = stdout.splitlines()
+    check(len(lines) == 1, "expected one summary line on stdout, got: " + stdout)
+    pattern = r"k=%d algo=%s iterations=\d+ rel_error=\S+ seconds=\S+ \(\S+ s/iter\) -> %s$" % (
+        k, algo, re.escape(out_dir))
+    check(re.match(pattern, lines[0]), "summary line %r does not match %r" % (lines[0], pattern))
+
+
+def small_dense(ctx, name="A.npy", rows=20, cols=10, rank=3):
+    ctx.gen(rows, cols, rank, name)
+    return name
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases: the must-show run and the report
+
+
+@case
+def must_show(ctx):
+    ctx.gen(2000, 1500, 8, "A.npy", "--noise", 0)
+    result = ctx.ok("factor", "A.npy", "-k", 8, "--algo", "hals", "--iters", 1000, "-o", "out/")
+    report = ctx.report("out")
+    check(report["rel_error"] < 1e-3, "rel_error %g is not below 1e-3" % report["rel_error"])
+    w, h = Npy(ctx.path("out", "W.npy")), Npy(ctx.path("out", "H.npy"))
+    check(w.shape == (2000, 8), "W.npy shape %s, expected (2000, 8)" % (w.shape,))
+    check(h.shape == (8, 1500), "H.npy shape %s, expected (8, 1500)" % (h.shape,))
+    check(w.descr == "<f8" and h.descr == "<f8", "default precision must write f8")
+    check(min(w.values) >= 0 and min(h.values) >= 0, "factors must be non-negative")
+    check_summary_line(result.stdout, 8, "hals", "out/")
+
+
+@case
+def gen_truth_files(ctx):
+    os.makedirs(ctx.path("data"))
+    result = ctx.gen(30, 20, 3, "data/A.npy", "--noise", 0)
+    check(len(result.stdout.splitlines()) == 1, "gen must print one summary line")
+    for needle in ("30x20", "rank 3", "data/A.npy", "data/A.W.npy", "data/A.H.npy"):
+        check(needle in result.stdout, "gen summary lacks %r: %s" % (needle, result.stdout))
+    a, w, h = (Npy(ctx.path("data", name)) for name in ("A.npy", "A.W.npy", "A.H.npy"))
+    check(a.shape == (30, 20) and w.shape == (30, 3) and h.shape == (3, 20),
+          "shapes %s %s %s" % (a.shape, w.shape, h.shape))
+    # Without noise the truth must reproduce A.
+    worst = max(abs(a(i, j) - sum(w(i, l) * h(l, j) for l in range(3))) for i in range(30) for j in range(20))
+    scale = max(abs(v) for v in a.values)
+    check(worst <= 1e-12 * scale + 1e-300, "A != W H: max difference %g (scale %g)" % (worst, scale))
+    check(min(a.values) >= 0, "planted A must be non-negative")
+    # f32 output really is f32.
+    ctx.gen(10, 8, 2, "B.npy", "--precision", "f32")
+    check(Npy(ctx.path("B.npy")).descr == "<f4", "--precision f32 must write <f4")
+    check(Npy(ctx.path("B.W.npy")).descr == "<f4", "--precision f32 must write <f4 truth")
+
+
+@case
+def report_fields(ctx):
+    small_dense(ctx, rows=120, cols=90, rank=4)
+    ctx.ok("factor", "A.npy", "-k", 4, "--algo", "mu", "--iters", 30, "--tol", 0, "--seed", 7, "--threads", 2,
+           "--grid", "1x1", "-o", "out")
+    r = ctx.report("out")
+    check(sorted(os.listdir(ctx.path("out"))) == ["H.npy", "W.npy", "report.json"],
+          "out/ must hold exactly W.npy, H.npy, report.json: %s" % os.listdir(ctx.path("out")))
+    expected_types = {
+        "input": str, "format": str, "m": int, "n": int, "nnz": int, "k": int, "algo": str, "init": str,
+        "seed": int, "precision": str, "backend": str, "threads": int, "fused": bool, "iterations": int,
+        "max_iterations": int, "tol": (int, float), "converged": bool, "rel_error": float,
+        "rel_error_history": list, "objective_history": list, "seconds": (int, float),
+        "init_seconds": (int, float), "seconds_per_iteration": (int, float), "peak_rss_bytes": int, "grid": str,
+        "version": str, "timestamp": str,
+    }
+    for key, kind in expected_types.items():
+        check(key in r, "report.json lacks %r" % key)
+        check(isinstance(r[key], kind) and not (kind is int and isinstance(r[key], bool)),
+              "report.json %r = %r is not %s" % (key, r[key], kind))
+    exact = {"input": "A.npy", "format": "npy", "m": 120, "n": 90, "k": 4, "algo": "mu", "init": "random",
+             "seed": 7, "precision": "f64", "backend": "cpu", "threads": 2, "max_iterations": 30, "tol": 0,
+             "grid": "1x1"}
+    for key, value in exact.items():
+        check(r[key] == value, "report.json %r = %r, expected %r" % (key, r[key], value))
+    check(0 < r["nnz"] <= 120 * 90, "nnz %d out of range" % r["nnz"])
+    check(1 <= r["iterations"] <= r["max_iterations"], "iterations %d vs max %d" % (r["iterations"],
+                                                                                   r["max_iterations"]))
+    check(r["iterations"] == 30 and r["converged"] is False, "with --tol 0 all 30 iterations must run")
+    check(len(r["rel_error_history"]) == r["iterations"], "len(rel_error_history) != iterations")
+    check(len(r["objective_history"]) == r["iterations"], "len(objective_history) != iterations")
+    check(all(isinstance(v, (int, float)) and math.isfinite(v) for v in r["rel_error_history"]),
+          "rel_error_history must be finite numbers")
+    check(0 <= r["rel_error"] < 1, "rel_error %g not in [0, 1)" % r["rel_error"])
+    check(r["rel_error_history"][-1] <= r["rel_error_history"][0], "MU must not increase the error overall")
+    check(r["seconds"] >= 0 and r["init_seconds"] >= 0, "negative timings")
+    check(math.isclose(r["seconds_per_iteration"], r["seconds"] / r["iterations"], rel_tol=1e-9, abs_tol=1e-12),
+          "seconds_per_iteration != seconds / iterations")
+    check(r["peak_rss_bytes"] > 0, "peak_rss_bytes must be > 0")
+    check(re.match(r"\d+\.\d+\.\d+", r["version"]), "version %r" % r["version"])
+    check(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", r["timestamp"]), "timestamp %r" % r["timestamp"])
+
+    # A second run into the same directory: f32, no fusion, grid auto; the files are replaced.
+    ctx.ok("factor", "A.npy", "-k", 4, "--iters", 5, "--precision", "f32", "--no-fuse", "--grid", "auto",
+           "--quiet", "-o", "out")
+    r = ctx.report("out")
+    check(r["precision"] == "f32" and r["fused"] is False, "precision %r fused %r" % (r["precision"], r["fused"]))
+    check(Npy(ctx.path("out", "W.npy")).descr == "<f4", "f32 run must write <f4 factors")
+    check(sorted(os.listdir(ctx.path("out"))) == ["H.npy", "W.npy", "report.json"],
+          "no temporary files may remain: %s" % os.listdir(ctx.path("out")))
+
+
+@case
+def sparse(ctx):
+    result = ctx.gen(600, 400, 4, "S.mtx", "--density", 0.01)
+    rows, cols, entries = mtx_size_line(ctx.path("S.mtx"))
+    check((rows, cols) == (600, 400), "S.mtx size line %d %d" % (rows, cols))
+    check(0 < entries < 600 * 400 * 0.05, "S.mtx has %d entries for density 0.01" % entries)
+    check(str(entries) in result.stdout, "gen summary must give nnz %d: %s" % (entries, result.stdout))
+    check(Npy(ctx.path("S.W.npy")).shape == (600, 4) and Npy(ctx.path("S.H.npy")).shape == (4, 400),
+          "sparse truth shapes")
+    ctx.ok("factor", "S.mtx", "-k", 4, "--algo", "hals", "--iters", 50, "--precision", "f32", "-o", "out")
+    r = ctx.report("out")
+    check(r["format"] == "mtx" and r["precision"] == "f32", "format %r precision %r" % (r["format"],
+                                                                                         r["precision"]))
+    check(r["nnz"] == entries, "report nnz %d != %d entries in S.mtx" % (r["nnz"], entries))
+    check((r["m"], r["n"]) == (600, 400), "report shape %dx%d" % (r["m"], r["n"]))
+    check(math.isfinite(r["rel_error"]) and r["rel_error"] < 1, "rel_error %r" % r["rel_error"])
+    check(Npy(ctx.path("out", "W.npy")).shape == (600, 4), "W.npy shape")
+    check(Npy(ctx.path("out", "H.npy")).shape == (4, 400), "H.npy shape")
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases: info
+
+
+def info_fields(stdout):
+    """The `key  value` lines of `dnmf info` as a dict of strings."""
+    fields = {}
+    for line in stdout.splitlines():
+        key, _, value = line.partition(" ")
+        fields[key] = value.strip()
+    return fields
+
+
+@case
+def info_good(ctx):
+    rows = [[0.0, 1.5, 2.0], [3.0, 0.0, 0.25]]
+    write_bytes(ctx.path("good.npy"), npy_bytes(rows, fortran=True))
+    result = ctx.ok("info", "good.npy")
+    check(result.stderr == "", "info on a good file must print nothing on stderr")
+    f = info_fields(result.stdout)
+    expected = {"shape": "2 x 3", "nnz": "4", "min": "0", "max": "3", "sum": "6.75", "negative": "0", "nan": "0",
+                "inf": "0"}
+    for key, value in expected.items():
+        check(f.get(key) == value, "info %s = %r, expected %r\n%s" % (key, f.get(key), value, result.stdout))
+    check("f8" in f.get("format", "") and "Fortran" in f.get("format", ""), "format line %r" % f.get("format"))
+    check(float(f["density"]) == 4 / 6 or abs(float(f["density"]) - 4 / 6) < 1e-5, "density %r" % f["density"])
+
+
+@case
+def info_json(ctx):
+    rows = [[0.0, 1.0, 2.0], [3.0, 0.0, 5.0]]
+    write_bytes(ctx.path("a.npy"), npy_bytes(rows, descr="<f4"))
+    j = json.loads(ctx.ok("info", "a.npy", "--json").stdout)
+    expected = {"path": "a.npy", "format": "npy", "dtype": "f4", "fortran_order": False, "rows": 2, "cols": 3,
+                "nnz": 4, "min": 0, "max": 5, "sum": 11, "negative": 0, "nan": 0, "inf": 0}
+    for key, value in expected.items():
+        check(j.get(key) == value, "info --json %s = %r, expected %r" % (key, j.get(key), value))
+    check(abs(j["density"] - 4 / 6) < 1e-12, "density %r" % j["density"])
+    # Sparse: implicit zeros take part in min; duplicates are summed; stored counts what the file holds.
+    write_text(ctx.path("s.mtx"), "%%MatrixMarket matrix coordinate real general\n% comment\n4 5 3\n"
+                                  "1 1 2.5\n2 3 4\n4 5 1\n")
+    j = json.loads(ctx.ok("info", "s.mtx", "--json").stdout)
+    expected = {"format": "mtx", "rows": 4, "cols": 5, "stored": 3, "nnz": 3, "min": 0, "max": 4, "sum": 7.5,
+                "negative": 0}
+    for key, value in expected.items():
+        check(j.get(key) == value, "info --json (mtx) %s = %r, expected %r" % (key, j.get(key), value))
+
+
+@case
+def info_negative(ctx):
+    inf, nan = float("inf"), float("nan")
+    rows = [[1.0, -2.0, 0.0], [nan, 4.0, -0.5], [inf, -inf, 3.0], [-1.0, nan, 1.0]]
+    write_bytes(ctx.path("bad.npy"), npy_bytes(rows))
+    result = ctx.run("info", "bad.npy")
+    check(result.rc == 0, "info must succeed on a matrix with negatives (it is diagnostic)")
+    f = info_fields(result.stdout)
+    # Counted all, not just the first: finite negatives -2, -0.5, -1; NaN twice; +inf and -inf.
+    for key, value in {"negative": "3", "nan": "2", "inf": "2", "shape": "4 x 3"}.items():
+        check(f.get(key) == value, "info %s = %r, expected %r\n%s" % (key, f.get(key), value, result.stdout))
+    lines = result.stderr.splitlines()
+    check(len(lines) == 1 and "warning" in lines[0] and "bad.npy" in lines[0],
+          "expected one warning line naming bad.npy, got: %r" % result.stderr)
+    j = json.loads(ctx.run("info", "--json", "bad.npy").stdout)
+    check((j["negative"], j["nan"], j["inf"]) == (3, 2, 2), "info --json counts %r" % j)
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases: progress, --help
+
+
+PROGRESS_LINE = re.compile(r"^iter (\d+)/(\d+)  rel_error \d\.\d{3}e[-+]\d+  \S+ s/iter  ETA \d+\.\d s$")
+
+
+@case
+def quiet(ctx):
+    small_dense(ctx, rows=100, cols=80)
+    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 20, "--tol", 0, "--quiet", "-o", "out")
+    check(result.stderr == "", "--quiet must print nothing on stderr, got: %r" % result.stderr)
+    check_summary_line(result.stdout, 3, "mu", "out")
+
+
+@case
+def progress(ctx):
+    small_dense(ctx, rows=100, cols=80)
+    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 200, "--tol", 0, "-o", "out")
+    lines = result.stderr.splitlines()
+    check(lines, "expected progress lines on stderr")
+    iterations = []
+    for line in lines:
+        match = PROGRESS_LINE.match(line)
+        check(match, "not a progress line: %r" % line)
+        check(match.group(2) == "200", "budget in %r" % line)
+        iterations.append(int(match.group(1)))
+    check(iterations[:10] == list(range(1, 11)), "the first 10 iterations each get a line: %s" % iterations[:12])
+    check(iterations[-1] == 200, "the last iteration gets a line: %s" % iterations[-3:])
+    check(iterations == sorted(set(iterations)), "iterations must increase: %s" % iterations)
+    # About every 2% (4 iterations) after the first 10, never a line per iteration for all 200.
+    check(len(iterations) <= 10 + 200 // 4 + 2, "too many progress lines: %d" % len(iterations))
+    check(all(b - a <= 4 for a, b in zip(iterations, iterations[1:])), "gaps over 2%%: %s" % iterations)
+    check_summary_line(result.stdout, 3, "mu", "out")
+
+
+@case
+def help(ctx):
+    result = ctx.ok("--help")
+    for word in ("gen", "info", "factor"):
+        check(word in result.stdout, "dnmf --help lacks %r" % word)
+    result = ctx.ok("factor", "--help")
+    for flag in ("--algo", "--iters", "--tol", "--init", "--seed", "--precision", "--backend", "--threads",
+                 "--no-fuse", "--l1-w", "--l2-h", "--memory-budget", "--grid", "--quiet", "--output"):
+        check(flag in result.stdout, "dnmf factor --help lacks %s" % flag)
+    ctx.expect_error([], ["subcommand"], out_dir=None)
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases: errors. Each must fail with one line naming the file and the problem, and write nothing.
+
+
+def matrix_with(value, at, rows=5, cols=4):
+    data = [[float(1 + i + j) for j in range(cols)] for i in range(rows)]
+    data[at[0]][at[1]] = value
+    return data
+
+
+@case
+def err_negative(ctx):
+    write_bytes(ctx.path("neg.npy"), npy_bytes(matrix_with(-2.5, (3, 2))))
+    ctx.expect_error(["factor", "neg.npy", "-k", 2, "-o", "out"], ["neg.npy", "row 3", "column 2", "-2.5"])
+    # Fortran order on disk must report the same logical position.
+    write_bytes(ctx.path("negf.npy"), npy_bytes(matrix_with(-7.0, (1, 3)), fortran=True))
+    ctx.expect_error(["factor", "negf.npy", "-k", 2, "-o", "out"], ["negf.npy", "row 1", "column 3", "-7"])
+    # An existing output directory keeps its contents untouched.
+    os.makedirs(ctx.path("keep"))
+    write_text(ctx.path("keep", "notes.txt"), "mine\n")
+    ctx.expect_error(["factor", "neg.npy", "-k", 2, "-o", "keep"], ["neg.npy", "row 3"], out_dir="keep")
+    # Sparse input names the position too (1-based 3 2 in the file is row 2, column 1).
+    write_text(ctx.path("neg.mtx"), "%%MatrixMarket matrix coordinate real general\n4 4 2\n1 1 1.0\n3 2 -0.5\n")
+    ctx.expect_error(["factor", "neg.mtx", "-k", 2, "-o", "out"], ["neg.mtx", "row 2", "column 1"])
+
+
+@case
+def err_nan(ctx):
+    write_bytes(ctx.path("nan.npy"), npy_bytes(matrix_with(float("nan"), (1, 3))))
+    ctx.expect_error(["factor", "nan.npy", "-k", 2, "-o", "out"], ["nan.npy", "row 1", "column 3", "NaN"])
+
+
+@case
+def err_inf(ctx):
+    write_bytes(ctx.path("inf.npy"), npy_bytes(matrix_with(float("inf"), (4, 0))))
+    ctx.expect_error(["factor", "inf.npy", "-k", 2, "-o", "out"], ["inf.npy", "row 4", "column 0", "inf"])
+
+
+@case
+def err_truncated_npy(ctx):
+    data = npy_bytes([[1.0] * 10 for _ in range(10)])
+    write_bytes(ctx.path("cut.npy"), data[:-300])
+    ctx.expect_error(["factor", "cut.npy", "-k", 2, "-o", "out"], ["cut.npy", "truncated"])
+
+
+@case
+def err_malformed_npy_header(ctx):
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4 }"
+    write_bytes(ctx.path("bad.npy"), npy_bytes([[1.0] * 4 for _ in range(3)], header_text=header))
+    ctx.expect_error(["factor", "bad.npy", "-k", 2, "-o", "out"], ["bad.npy", "malformed header"])
+
+
+@case
+def err_malformed_mtx_header(ctx):
+    write_text(ctx.path("bad.mtx"), "%%MatrixMarket matrix coordinate real\n3 3 1\n1 1 1.0\n")
+    ctx.expect_error(["factor", "bad.mtx", "-k", 2, "-o", "out"], ["bad.mtx", "header"])
+
+
+@case
+def err_mtx_index_out_of_range(ctx):
+    write_text(ctx.path("range.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 2 1.0\n")
+    ctx.expect_error(["factor", "range.mtx", "-k", 2, "-o", "out"], ["range.mtx", "out of range"])
+
+
+@case
+def err_truncated_mtx(ctx):
+    write_text(ctx.path("cut.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 2 1.0\n")
+    ctx.expect_error(["factor", "cut.mtx", "-k", 2, "-o", "out"], ["cut.mtx", "truncated"])
+
+
+@case
+def err_k_zero(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 0, "-o", "out"], ["A.npy", "k=0", "20x10"])
+
+
+@case
+def err_k_too_large(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 11, "-o", "out"], ["A.npy", "k=11", "k <= 10"])
+
+
+@case
+def err_unknown_flag(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--bogus-flag", "-o", "out"], ["--bogus-flag"])
+
+
+@case
+def err_unwritable_proc(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "/proc/dnmf_out"], ["/proc/dnmf_out"], out_dir=None)
+    check(not os.path.exists("/proc/dnmf_out"), "/proc/dnmf_out must not exist")
+
+
+@case
+def err_unwritable_under_file(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "A.npy/out"], ["A.npy/out", "directory"], out_dir=None)
+    check(os.path.isfile(ctx.path("A.npy")), "the input must be left alone")
+    # A missing directory tree is created, and removed again when the run fails later (here: bad k).
+    ctx.expect_error(["factor", "A.npy", "-k", 99, "-o", "new/deep/out"], ["A.npy", "k=99"], out_dir=None)
+    check(not os.path.exists(ctx.path("new")), "directories created for a failed run must be removed")
+
+
+@case
+def err_missing_input(ctx):
+    ctx.expect_error(["factor", "nothere.npy", "-k", 2, "-o", "out"], ["nothere.npy", "No such file"])
+    ctx.expect_error(["info", "nothere.mtx"], ["nothere.mtx", "No such file"], out_dir=None)
+
+
+@case
+def err_unknown_extension(ctx):
+    write_text(ctx.path("data.csv"), "1,2\n3,4\n")
+    ctx.expect_error(["factor", "data.csv", "-k", 1, "-o", "out"], ["data.csv", "format"])
+
+
+@case
+def err_grid(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"], ["--grid", "MPI"])
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "two", "-o", "out"], ["--grid", "two"])
+
+
+@case
+def err_memory_budget(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "2GiB", "-o", "out"],
+                     ["--memory-budget", "not available"])
+
+
+@case
+def err_gen_sparse_npy_name(ctx):
+    ctx.expect_error(["gen", "--rows", 50, "--cols", 40, "--rank", 2, "--density", 0.1, "-o", "S.npy"],
+                     ["S.npy", ".mtx"], out_dir=None)
+    check(os.listdir(ctx.work) == [], "gen must write nothing on a bad -o name: %s" % os.listdir(ctx.work))
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dnmf", help="path of the dnmf executable")
+    parser.add_argument("--work", help="scratch directory (emptied first)")
+    parser.add_argument("--registered", help="comma-separated cases CMake registered: check none is missing")
+    parser.add_argument("case", nargs="?", choices=sorted(CASES))
+    args = parser.parse_args()
+
+    if args.registered is not None:
+        registered = set(filter(None, args.registered.split(",")))
+        missing, unknown = sorted(set(CASES) - registered), sorted(registered - set(CASES))
+        if missing or unknown:
+            print("not registered in CMakeLists.txt: %s; registered but unknown: %s" % (missing, unknown))
+            return 1
+        return 0
+    if not (args.dnmf and args.work and args.case):
+        parser.error("--dnmf, --work and a case are required")
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    try:
+        CASES[args.case](Context(os.path.abspath(args.dnmf), args.work))
+    except Failure as failure:
+        print("FAIL %s: %s" % (args.case, failure))
+        return 1
+    except Exception:  # a missing or unparsable output file is a failure of dnmf, not of this script
+        traceback.print_exc(file=sys.stdout)
+        print("FAIL %s: unexpected exception (see above)" % args.case)
+        return 1
+    print("PASS %s" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
