@@ -29,6 +29,25 @@ if(DNMF_ENABLE_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(DNMF_HAVE_CUDA ON)
+    # Ampere and Hopper unless the user chose (-DCMAKE_CUDA_ARCHITECTURES or CUDAARCHS): the GPUs the
+    # backend is written for; must be set before the language is enabled, which would pick nvcc's default.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    # The shared CUDA runtime, as cuBLAS and cuSPARSE use it, for every target (executables that link
+    # dnmf_core get the runtime of their own CUDA_RUNTIME_LIBRARY): one runtime in the process.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    enable_language(CUDA)
+    # Kernels are C++20 like the rest. CMake before 3.26 or so knows no C++20 flag for nvcc (and takes the
+    # CUDA dialect from CMAKE_CXX_STANDARD), so it is told the flag here.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION OR CMAKE_CUDA20_STANDARD_COMPILE_OPTION STREQUAL "")
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    message(STATUS "dnmf: CUDA backend, nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
   else()
     message(STATUS "dnmf: no CUDA compiler found; the CUDA backend is not built")
   endif()

@@ -2,12 +2,22 @@
 #include "backend/kernels.hpp"
 #include "backend/reference/reference_kernels.hpp"
 #include "dnmf/error.hpp"
+#if DNMF_WITH_CUDA
+#include "backend/cuda/cuda_kernels.hpp"
+#include "backend/cuda/device_query.hpp"
+#endif
 
 namespace dnmf::backend {
 
 bool backend_available(BackendKind kind, std::string* why_not) {
   if (kind != BackendKind::cuda) return true;
+#if DNMF_WITH_CUDA
+  std::string why;
+  if (cuda::device_present(&why)) return true;
+  if (why_not) *why_not = "no CUDA device is visible (" + why + ")";
+#else
   if (why_not) *why_not = "this build of dnmf has no CUDA backend";
+#endif
   return false;
 }
 
@@ -19,7 +29,11 @@ std::unique_ptr<Kernels<T>> make_kernels(BackendKind kind) {
     case BackendKind::cpu:
       return std::make_unique<CpuKernels<T>>();
     case BackendKind::cuda:
+#if DNMF_WITH_CUDA
+      return std::make_unique<CudaKernels<T>>();  // throws with the reason when no device is visible
+#else
       break;
+#endif
   }
   std::string why;
   backend_available(kind, &why);
