@@ -39,8 +39,7 @@ double copy_bandwidth(int reps) {
   const double s = best_of(reps, [&] {
     const std::size_t chunk = bytes / static_cast<std::size_t>(omp_get_max_threads());
 #pragma omp parallel for
-    for (int t = 0; t < omp_get_max_threads(); ++t)
-      std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk);
+    for (int t = 0; t < omp_get_max_threads(); ++t) std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk);
   });
   return 2.0 * static_cast<double>(bytes) / s;
 }
@@ -58,8 +57,8 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
   const index_t m = po.rows, n = po.cols;
   const double nnz = planted.sparse ? static_cast<double>(planted.csr.nnz()) : static_cast<double>(m) * n;
   const double flops = 4.0 * nnz * static_cast<double>(k);  // the two products with A per iteration
-  const double a_bytes = planted.sparse ? nnz * (sizeof(T) + sizeof(dnmf::col_index_t)) + (m + 1.0) * sizeof(index_t)
-                                        : nnz * sizeof(T);
+  const double a_bytes =
+      planted.sparse ? nnz * (sizeof(T) + sizeof(dnmf::col_index_t)) + (m + 1.0) * sizeof(index_t) : nnz * sizeof(T);
   std::vector<Row> rows;
 
   // The two plain products, as a two-pass iteration would issue them.
@@ -101,10 +100,14 @@ int main(int argc, char** argv) {
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--quick") quick = true;
-    else if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (arg == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
+    if (arg == "--quick")
+      quick = true;
+    else if (arg == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (arg == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (arg == "--json" && i + 1 < argc)
+      json_path = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_iteration [--quick] [--threads N] [--reps R] [--json FILE]\n");
       return 2;
@@ -115,21 +118,34 @@ int main(int argc, char** argv) {
   const double copy_bw = copy_bandwidth(reps);
   const index_t scale = quick ? 4 : 1;
   std::vector<Row> rows;
-  const dnmf::PlantedOptions dense{.rows = 4000 / scale, .cols = 3000 / scale, .rank = 10, .density = 1.0, .noise = 0.01, .seed = 1};
-  const dnmf::PlantedOptions sparse{.rows = 20000 / scale, .cols = 10000 / scale, .rank = 10, .density = 0.005, .noise = 0.01, .seed = 1};
-  for (auto& r : run_workload<double>("dense f64 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols), dense, 16, iters, reps, copy_bw)) rows.push_back(r);
-  for (auto& r : run_workload<float>("dense f32 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols), dense, 16, iters, reps, copy_bw)) rows.push_back(r);
-  for (auto& r : run_workload<double>("sparse f64 " + std::to_string(sparse.rows) + "x" + std::to_string(sparse.cols), sparse, 16, iters, reps, copy_bw)) rows.push_back(r);
+  const dnmf::PlantedOptions dense{
+      .rows = 4000 / scale, .cols = 3000 / scale, .rank = 10, .density = 1.0, .noise = 0.01, .seed = 1};
+  const dnmf::PlantedOptions sparse{
+      .rows = 20000 / scale, .cols = 10000 / scale, .rank = 10, .density = 0.005, .noise = 0.01, .seed = 1};
+  for (auto& r : run_workload<double>("dense f64 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
+                                      dense, 16, iters, reps, copy_bw))
+    rows.push_back(r);
+  for (auto& r : run_workload<float>("dense f32 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
+                                     dense, 16, iters, reps, copy_bw))
+    rows.push_back(r);
+  for (auto& r : run_workload<double>("sparse f64 " + std::to_string(sparse.rows) + "x" + std::to_string(sparse.cols),
+                                      sparse, 16, iters, reps, copy_bw))
+    rows.push_back(r);
 
   std::printf("\nthreads=%d  k=16  copy bandwidth (read+write) %.2f GB/s\n", threads, copy_bw / 1e9);
   std::printf("%-24s %-18s %12s %10s %16s %14s %12s\n", "workload", "what", "s/iter", "GFLOP/s", "iter/(2 prod)",
               "A bytes/s", "of copy bw");
-  nlohmann::json out = {{"threads", threads}, {"k", 16}, {"copy_bandwidth_bytes_per_s", copy_bw}, {"rows", nlohmann::json::array()}};
+  nlohmann::json out = {
+      {"threads", threads}, {"k", 16}, {"copy_bandwidth_bytes_per_s", copy_bw}, {"rows", nlohmann::json::array()}};
   for (const auto& r : rows) {
     std::printf("%-24s %-18s %12.5f %10.2f %16.3f %12.2e %11.1f%%\n", r.workload.c_str(), r.what.c_str(),
                 r.seconds_per_iter, r.gflops, r.ratio, r.bytes_per_s, 100.0 * r.bytes_per_s / copy_bw);
-    out["rows"].push_back({{"workload", r.workload}, {"what", r.what}, {"seconds_per_iteration", r.seconds_per_iter},
-                           {"gflops", r.gflops}, {"ratio_to_two_products", r.ratio}, {"a_bytes_per_s", r.bytes_per_s},
+    out["rows"].push_back({{"workload", r.workload},
+                           {"what", r.what},
+                           {"seconds_per_iteration", r.seconds_per_iter},
+                           {"gflops", r.gflops},
+                           {"ratio_to_two_products", r.ratio},
+                           {"a_bytes_per_s", r.bytes_per_s},
                            {"fraction_of_copy_bandwidth", r.bytes_per_s / copy_bw}});
   }
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";

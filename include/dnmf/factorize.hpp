@@ -12,20 +12,20 @@ namespace dnmf {
 /// Outcome of factorize(): A ≈ W H with W (m x k) and H (k x n) non-negative.
 template <class T>
 struct FactorResult {
-  DenseMatrix<T> W;                          ///< m x k, column-major
-  DenseMatrix<T> H;                          ///< k x n, column-major
+  DenseMatrix<T> W;  ///< m x k, column-major
+  DenseMatrix<T> H;  ///< k x n, column-major
   int iterations = 0;
-  bool converged = false;                    ///< stopped by tol rather than by max_iterations
-  double rel_error = 0;                      ///< ||A - WH||_F / ||A||_F of the returned factors
-  double objective = 0;                      ///< final value of the algorithm's loss
-  std::vector<double> rel_error_history;     ///< one entry per iteration
-  std::vector<double> objective_history;     ///< one entry per iteration
-  double seconds = 0;                        ///< iterations only (init excluded)
+  bool converged = false;                 ///< stopped by tol rather than by max_iterations
+  double rel_error = 0;                   ///< ||A - WH||_F / ||A||_F of the returned factors
+  double objective = 0;                   ///< final value of the algorithm's loss
+  std::vector<double> rel_error_history;  ///< one entry per iteration
+  std::vector<double> objective_history;  ///< one entry per iteration
+  double seconds = 0;                     ///< iterations only (init excluded)
   double init_seconds = 0;
-  std::string backend;                       ///< backend name as run
+  std::string backend;  ///< backend name as run
   int threads = 1;
-  bool fused = false;                        ///< whether the single-pass iteration ran
-  long long nnls_cap_hits = 0;               ///< bpp: columns whose pivoting hit its round cap (a warning)
+  bool fused = false;           ///< whether the single-pass iteration ran
+  long long nnls_cap_hits = 0;  ///< bpp: columns whose pivoting hit its round cap (a warning)
 };
 
 /// Factorises A (dense or CSR, all entries finite and >= 0) into W H.

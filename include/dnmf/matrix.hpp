@@ -40,7 +40,9 @@ struct DenseView {
     return {data + first * ld, rows, last - first, ld};
   }
   /// Rows [first, last) as a view sharing storage.
-  [[nodiscard]] DenseView row_range(index_t first, index_t last) const { return {data + first, last - first, cols, ld}; }
+  [[nodiscard]] DenseView row_range(index_t first, index_t last) const {
+    return {data + first, last - first, cols, ld};
+  }
 };
 
 /// Owning dense column-major matrix (contiguous, ld == rows).
@@ -92,7 +94,11 @@ class CsrMatrix {
   CsrMatrix() : indptr_(1, 0) {}
   CsrMatrix(index_t rows, index_t cols, std::vector<index_t> indptr, std::vector<col_index_t> indices,
             std::vector<T> values)
-      : rows_(rows), cols_(cols), indptr_(std::move(indptr)), indices_(std::move(indices)), values_(std::move(values)) {}
+      : rows_(rows),
+        cols_(cols),
+        indptr_(std::move(indptr)),
+        indices_(std::move(indices)),
+        values_(std::move(values)) {}
 
   [[nodiscard]] index_t rows() const { return rows_; }
   [[nodiscard]] index_t cols() const { return cols_; }

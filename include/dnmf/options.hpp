@@ -39,26 +39,26 @@ struct Penalties {
 
 /// What the progress callback is told after each iteration.
 struct IterationInfo {
-  int iteration = 0;        ///< 1-based
+  int iteration = 0;  ///< 1-based
   int max_iterations = 0;
-  double rel_error = 0;     ///< ||A - WH||_F / ||A||_F
-  double objective = 0;     ///< the loss the algorithm decreases (Frobenius: 0.5||A-WH||^2 + penalties; KL: divergence)
-  double seconds = 0;       ///< wall time since the iterations started
+  double rel_error = 0;  ///< ||A - WH||_F / ||A||_F
+  double objective = 0;  ///< the loss the algorithm decreases (Frobenius: 0.5||A-WH||^2 + penalties; KL: divergence)
+  double seconds = 0;    ///< wall time since the iterations started
 };
 
 /// Options of factorize(); defaults are what the CLI uses.
 struct FactorOptions {
-  index_t rank = 0;                        ///< k, 1 <= k <= min(m, n)
+  index_t rank = 0;  ///< k, 1 <= k <= min(m, n)
   Algorithm algorithm = Algorithm::mu;
   int max_iterations = 200;
-  double tol = 1e-4;                       ///< stop when the objective's relative change falls below tol (0: never)
+  double tol = 1e-4;  ///< stop when the objective's relative change falls below tol (0: never)
   InitMethod init = InitMethod::random;
   std::uint64_t seed = 1;
   Penalties penalties;
   BackendKind backend = BackendKind::cpu;
-  int threads = 0;                         ///< 0: OpenMP's default
-  bool fused = true;                       ///< single pass over A per iteration where the layout allows
-  bool normalize = true;                   ///< W's columns sum to 1, H absorbs the scale
+  int threads = 0;                                     ///< 0: OpenMP's default
+  bool fused = true;                                   ///< single pass over A per iteration where the layout allows
+  bool normalize = true;                               ///< W's columns sum to 1, H absorbs the scale
   std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
 };
 

@@ -13,7 +13,7 @@ struct PlantedOptions {
   index_t cols = 0;
   index_t rank = 0;
   double density = 1.0;  ///< fraction of non-zero entries of A (sparse output below 1)
-  double noise = 0.0;    ///< relative multiplicative noise: a = (WH)·(1 + noise·ξ), ξ of unit variance, clipped at 0
+  double noise = 0.0;  ///< relative multiplicative noise: a = (WH)·(1 + noise·ξ), ξ of unit variance, clipped at 0
   std::uint64_t seed = 1;
 };
 
@@ -26,9 +26,7 @@ struct Planted {
   CsrMatrix<T> csr;      ///< A when sparse
   DenseMatrix<T> W;
   DenseMatrix<T> H;
-  [[nodiscard]] MatrixRef<T> matrix() const {
-    return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()};
-  }
+  [[nodiscard]] MatrixRef<T> matrix() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
 };
 
 /// Builds the planted problem; deterministic for a given seed. Throws dnmf::Error for bad sizes.

@@ -48,9 +48,9 @@ struct KlSums {
 
 /// What a fused pass returns beside the factor it updated.
 struct FusedSums {
-  double cross = 0;   ///< Σ over tiles of <X_tile (updated), numerator_tile>
-  KlSums kl_numer;    ///< KL sums of the ratio formed for the numerator (state before the update)
-  KlSums kl_accum;    ///< KL sums of the ratio formed for the other side's numerator (after the update)
+  double cross = 0;  ///< Σ over tiles of <X_tile (updated), numerator_tile>
+  KlSums kl_numer;   ///< KL sums of the ratio formed for the numerator (state before the update)
+  KlSums kl_accum;   ///< KL sums of the ratio formed for the other side's numerator (after the update)
   int nnls_cap_hits = 0;
 };
 

@@ -47,7 +47,8 @@ std::vector<index_t> tile_bounds(const MatrixRef<T>& a, Side side, double target
   }
   const auto& d = std::get<DenseView<const T>>(a);
   const index_t other = side == Side::H ? d.rows : d.cols;
-  const auto width = std::max<index_t>(1, static_cast<index_t>(target_work / static_cast<double>(std::max<index_t>(other, 1))));
+  const auto width =
+      std::max<index_t>(1, static_cast<index_t>(target_work / static_cast<double>(std::max<index_t>(other, 1))));
   for (index_t t = width; t < extent; t += width) bounds.push_back(t);
   bounds.push_back(extent);
   return bounds;

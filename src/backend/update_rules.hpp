@@ -73,7 +73,8 @@ int update_columns(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g
       std::vector<T> bp(static_cast<std::size_t>(k * std::max<index_t>(bs.cols, 0)));
       for (index_t q = 0; q < k; ++q)
         for (index_t p = 0; p < k; ++p)
-          gp[static_cast<std::size_t>(p + q * k)] = static_cast<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));
+          gp[static_cast<std::size_t>(p + q * k)] =
+              static_cast<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));
       for (index_t c = 0; c < bs.cols; ++c)
         for (index_t l = 0; l < k; ++l)
           bp[static_cast<std::size_t>(l + c * k)] = static_cast<T>(static_cast<double>(bs(l, c)) - rule.l1);

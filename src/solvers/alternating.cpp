@@ -105,8 +105,8 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, const MatrixRef<T>& a, con
   const auto start = std::chrono::steady_clock::now();
   double previous_objective = std::numeric_limits<double>::quiet_NaN();
   for (int it = 1; it <= options.max_iterations; ++it) {
-    double cross = 0;           // <Wt, H·Aᵀ> at the state the error is reported for
-    backend::KlSums kl_sums;    // KL: ratio sums at (W_{t-1}, H_t)
+    double cross = 0;         // <Wt, H·Aᵀ> at the state the error is reported for
+    backend::KlSums kl_sums;  // KL: ratio sums at (W_{t-1}, H_t)
     if (!fused || fused_side == Side::H) {
       if (fused) {
         const auto sums = kernels.fused_pass(a, Side::H, rule_h, h.view(), wt.cview(), gw.cview(), w_sums.data(),
@@ -137,8 +137,8 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, const MatrixRef<T>& a, con
       kernels.gram(h.cview(), gh.view(), T(0));
       if (kl) kernels.row_sums(h.cview(), h_sums.data());
       swap(gw, gw_prev);
-      const auto sums = kernels.fused_pass(a, Side::W, rule_w, wt.view(), h.cview(), gh.cview(), h_sums.data(),
-                                           p.view(), gw.view());
+      const auto sums =
+          kernels.fused_pass(a, Side::W, rule_w, wt.view(), h.cview(), gh.cview(), h_sums.data(), p.view(), gw.view());
       result.nnls_cap_hits += sums.nnls_cap_hits;
       cross = sums.cross;
       kl_sums = sums.kl_numer;
@@ -182,7 +182,7 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, const MatrixRef<T>& a, con
 
 template FactorResult<float> iterate<float>(backend::Kernels<float>&, const MatrixRef<float>&, const FactorOptions&,
                                             const backend::MatrixStats&, Factors<float>&);
-template FactorResult<double> iterate<double>(backend::Kernels<double>&, const MatrixRef<double>&,
-                                              const FactorOptions&, const backend::MatrixStats&, Factors<double>&);
+template FactorResult<double> iterate<double>(backend::Kernels<double>&, const MatrixRef<double>&, const FactorOptions&,
+                                              const backend::MatrixStats&, Factors<double>&);
 
 }  // namespace dnmf::solvers

@@ -83,8 +83,8 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   check_options(options, m, n);
   if (options.threads > 0) omp_set_num_threads(options.threads);
   auto kernels = backend::make_kernels<T>(options.backend);
-  auto host = backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference
-                                                                                   : BackendKind::cpu);
+  auto host =
+      backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   const auto init_start = std::chrono::steady_clock::now();
   const backend::MatrixStats stats = host->stats(a);
   if (!(stats.squared_norm > 0)) throw Error("the matrix is all zeros: there is nothing to factorise");

@@ -17,10 +17,12 @@ Factors<T> random_factors(index_t m, index_t n, index_t k, std::uint64_t seed, d
   Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
   for (index_t i = 0; i < m; ++i)
     for (index_t l = 0; l < k; ++l)
-      f.wt(l, i) = static_cast<T>(scale * util::uniform01(seed, util::Stream::init_w, static_cast<std::uint64_t>(i * k + l)));
+      f.wt(l, i) =
+          static_cast<T>(scale * util::uniform01(seed, util::Stream::init_w, static_cast<std::uint64_t>(i * k + l)));
   for (index_t j = 0; j < n; ++j)
     for (index_t l = 0; l < k; ++l)
-      f.h(l, j) = static_cast<T>(scale * util::uniform01(seed, util::Stream::init_h, static_cast<std::uint64_t>(j * k + l)));
+      f.h(l, j) =
+          static_cast<T>(scale * util::uniform01(seed, util::Stream::init_h, static_cast<std::uint64_t>(j * k + l)));
   return f;
 }
 
@@ -62,8 +64,7 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
     const auto& vv = positive ? vp : vn;
     for (index_t i = 0; i < m; ++i)
       f.wt(l, i) = static_cast<T>(nu > 0 ? s * uu[static_cast<std::size_t>(i)] / nu : 0.0);
-    for (index_t j = 0; j < n; ++j)
-      f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[static_cast<std::size_t>(j)] / nv : 0.0);
+    for (index_t j = 0; j < n; ++j) f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[static_cast<std::size_t>(j)] / nv : 0.0);
   }
   if (fill > 0) {
     for (auto& x : f.wt.storage())

@@ -1,8 +1,9 @@
+#include "dnmf/options.hpp"
+
 #include <array>
 #include <utility>
 
 #include "dnmf/error.hpp"
-#include "dnmf/options.hpp"
 
 namespace dnmf {
 namespace {

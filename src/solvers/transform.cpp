@@ -13,8 +13,7 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
   const index_t k = w.cols;
-  if (w.rows != m)
-    throw Error("transform: W has " + std::to_string(w.rows) + " rows but A has " + std::to_string(m));
+  if (w.rows != m) throw Error("transform: W has " + std::to_string(w.rows) + " rows but A has " + std::to_string(m));
   if (k < 1) throw Error("transform: W has no columns");
   // The basis is given by the caller, so it is checked like input data.
   DenseMatrix<T> wt(k, m);
@@ -27,7 +26,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
       wt(l, i) = v;
     }
   // NNLS runs on the host; the products with A run where the backend says (host kernels here).
-  auto kernels = backend::make_kernels<T>(backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
+  auto kernels =
+      backend::make_kernels<T>(backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   DenseMatrix<T> p(k, n), g(k, k), gh(k, k);
   kernels->multiply(a, backend::Side::H, wt.view(), p.view(), T(0));
   kernels->gram(wt.view(), g.view(), T(0));
@@ -36,7 +36,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(g.view(), p.view(), result.H.view()).rounds_cap_hits);
   kernels->gram(result.H.view(), gh.view(), T(0));
   const auto stats = kernels->stats(a);
-  const double sq = stats.squared_norm - 2 * kernels->dot(p.view(), result.H.view()) + kernels->dot(g.view(), gh.view());
+  const double sq =
+      stats.squared_norm - 2 * kernels->dot(p.view(), result.H.view()) + kernels->dot(g.view(), gh.view());
   result.rel_error = stats.squared_norm > 0 ? std::sqrt(std::max(sq, 0.0) / stats.squared_norm) : 0.0;
   return result;
 }

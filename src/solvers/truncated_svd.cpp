@@ -41,7 +41,8 @@ std::vector<double> multiply_rows(backend::Kernels<T>& kernels, const MatrixRef<
                                   const std::vector<double>& y, index_t r, index_t y_cols, index_t out_cols) {
   const std::vector<T> yt = to_precision<T>(y);
   std::vector<T> out(static_cast<std::size_t>(r * out_cols));
-  kernels.multiply(a, side, backend::CView<T>{yt.data(), r, y_cols, r}, backend::View<T>{out.data(), r, out_cols, r}, T(0));
+  kernels.multiply(a, side, backend::CView<T>{yt.data(), r, y_cols, r}, backend::View<T>{out.data(), r, out_cols, r},
+                   T(0));
   return {out.begin(), out.end()};
 }
 
@@ -56,7 +57,8 @@ TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, 
   using backend::Side;
   // Sketch: rows of Ωᵀ (r x n) uniform in [-1, 1); Yᵀ = Ωᵀ·Aᵀ spans (nearly) A's leading column space.
   std::vector<double> omega(static_cast<std::size_t>(r * n));
-  for (std::size_t i = 0; i < omega.size(); ++i) omega[i] = 2.0 * util::uniform01(seed, util::Stream::svd_sketch, i) - 1.0;
+  for (std::size_t i = 0; i < omega.size(); ++i)
+    omega[i] = 2.0 * util::uniform01(seed, util::Stream::svd_sketch, i) - 1.0;
   std::vector<double> qt = multiply_rows(kernels, a, Side::W, omega, r, n, m);
   orthonormalise_rows(qt, r, m);
   for (int it = 0; it < power_iterations; ++it) {
@@ -71,7 +73,8 @@ TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, 
   for (index_t p = 0; p < r; ++p)
     for (index_t q = 0; q < r; ++q) {
       double s = 0;
-      for (index_t j = 0; j < n; ++j) s += b[static_cast<std::size_t>(p + j * r)] * b[static_cast<std::size_t>(q + j * r)];
+      for (index_t j = 0; j < n; ++j)
+        s += b[static_cast<std::size_t>(p + j * r)] * b[static_cast<std::size_t>(q + j * r)];
       c[static_cast<std::size_t>(p + q * r)] = s;
     }
   std::vector<double> eig(static_cast<std::size_t>(r));
@@ -109,7 +112,7 @@ TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, 
 
 template TruncatedSvd truncated_svd<float>(backend::Kernels<float>&, const MatrixRef<float>&, index_t, std::uint64_t,
                                            int);
-template TruncatedSvd truncated_svd<double>(backend::Kernels<double>&, const MatrixRef<double>&, index_t,
-                                            std::uint64_t, int);
+template TruncatedSvd truncated_svd<double>(backend::Kernels<double>&, const MatrixRef<double>&, index_t, std::uint64_t,
+                                            int);
 
 }  // namespace dnmf::solvers

@@ -100,8 +100,7 @@ TYPED_TEST(KernelsTest, FactorSizedKernelsMatchReference) {
     this->ref.gram(x.view(), g_ref.view(), T(1));
     this->cpu.gram(x.view(), g_cpu.view(), T(1));
     EXPECT_LE(test::max_relative_difference(g_cpu, g_ref), tolerance<T>());
-    EXPECT_NEAR(this->cpu.dot(x.view(), y.view()), this->ref.dot(x.view(), y.view()),
-                tolerance<T>() * (1 + s.k * s.n));
+    EXPECT_NEAR(this->cpu.dot(x.view(), y.view()), this->ref.dot(x.view(), y.view()), tolerance<T>() * (1 + s.k * s.n));
     DenseMatrix<T> sums_ref(s.k, 1), sums_cpu(s.k, 1);
     this->ref.row_sums(x.view(), sums_ref.data());
     this->cpu.row_sums(x.view(), sums_cpu.data());
@@ -145,7 +144,8 @@ TYPED_TEST(KernelsTest, FusedPassMatchesReference) {
         this->ref.row_sums(y.view(), ysum.data());
         DenseMatrix<T> x_ref = test::random_dense<T>(s.k, dx, 33);
         DenseMatrix<T> x_cpu = x_ref;
-        DenseMatrix<T> other_ref(s.k, dy, T(7)), other_cpu(s.k, dy, T(7)), gx_ref(s.k, s.k, T(3)), gx_cpu(s.k, s.k, T(3));
+        DenseMatrix<T> other_ref(s.k, dy, T(7)), other_cpu(s.k, dy, T(7)), gx_ref(s.k, s.k, T(3)),
+            gx_cpu(s.k, s.k, T(3));
         this->cpu.set_tile_bytes(512);  // many small tiles, so the schedule and the reduction are exercised
         const backend::UpdateRule rule{algo, 1e-16, 0.0, 0.0};
         const auto sr = this->ref.fused_pass(a, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),

@@ -6,11 +6,11 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/cpu/cpu_kernels.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/planted.hpp"
 #include "solvers/truncated_svd.hpp"
-#include "backend/cpu/cpu_kernels.hpp"
 #include "support/random_matrices.hpp"
 #include "util/random.hpp"
 

@@ -99,8 +99,7 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
     }
     if (side == Side::W) {
       T* oc = out + i * ldo;
-      for (index_t l = 0; l < k; ++l)
-        oc[l] = (beta == T(0) ? T(0) : beta * oc[l]) + acc[static_cast<std::size_t>(l)];
+      for (index_t l = 0; l < k; ++l) oc[l] = (beta == T(0) ? T(0) : beta * oc[l]) + acc[static_cast<std::size_t>(l)];
     }
   }
   return sums;

@@ -228,11 +228,11 @@ void CudaKernels<T>::gram(CView<T> x, View<T> g, T beta) {
     cuda::launch_scale(g, beta, c.stream());
     return;
   }
-  // syrk fills one triangle from one set of sums; the mirror makes g exactly symmetric (a gemm would
-  // round the two triangles differently, and BPP's Cholesky wants symmetry).
-  const T alpha = T(1);
-  DNMF_CUDA_CHECK(cuda::blas::syrk(c.blas(), CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, k, x.cols, &alpha, x.data,
-                                   std::max<index_t>(x.ld, 1), &beta, g.data, std::max<index_t>(g.ld, 1)));
+  // A gemm rather than syrk: with a k x k output and a long inner dimension, cuBLAS's syrk runs on very few
+  // blocks (it measured slower than the two products with A in float on an H200), while gemm splits the
+  // inner dimension. The mirror then makes g exactly symmetric, which BPP's Cholesky wants.
+  gemm(c, false, true, k, k, x.cols, T(1), x.data, std::max<index_t>(x.ld, 1), x.data, std::max<index_t>(x.ld, 1), beta,
+       g.data, std::max<index_t>(g.ld, 1));
   cuda::launch_mirror_lower(g, c.stream());
 }
 

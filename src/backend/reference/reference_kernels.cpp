@@ -62,13 +62,13 @@ void ReferenceKernels<T>::copy_to_host(const T* src, T* host, std::size_t count)
 template <class T>
 void ReferenceKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<T> out, T beta) {
   std::vector<double> acc(static_cast<std::size_t>(out.rows * out.cols), 0.0);
-  for_each_entry(a, [&](index_t i, index_t j, T v) { accumulate(acc, out.rows, side, y, i, j, static_cast<double>(v)); });
+  for_each_entry(a,
+                 [&](index_t i, index_t j, T v) { accumulate(acc, out.rows, side, y, i, j, static_cast<double>(v)); });
   store(acc, out, beta);
 }
 
 template <class T>
-KlSums ReferenceKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, CView<T> x, View<T> out,
-                                        T beta) {
+KlSums ReferenceKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, CView<T> x, View<T> out, T beta) {
   const CView<T> wt = side == Side::H ? y : x;
   const CView<T> h = side == Side::H ? x : y;
   std::vector<double> acc(static_cast<std::size_t>(out.rows * out.cols), 0.0);
