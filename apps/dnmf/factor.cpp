@@ -92,6 +92,10 @@ int factor(FactorArgs args) {
   io::write_file_atomically(report_path, [&report](std::ostream& stream) { stream << report; });
   out.commit();
 
+  // A warning, not a failure: the capped columns were still solved exactly by the fallback.
+  if (result.nnls_cap_hits > 0)
+    std::fprintf(stderr, "dnmf: warning: %lld NNLS solves hit the pivoting round cap (see report.json)\n",
+                 result.nnls_cap_hits);
   const double per_iteration = result.iterations > 0 ? result.seconds / result.iterations : 0.0;
   std::printf("k=%lld algo=%s iterations=%d rel_error=%.2e seconds=%.3g (%.3g s/iter) -> %s\n",
               static_cast<long long>(options.rank), args.algo.c_str(), result.iterations, result.rel_error,

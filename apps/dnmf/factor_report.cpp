@@ -54,6 +54,10 @@ std::string factor_report_json(const RunDescription& run, const FactorResult<T>&
   j["init_seconds"] = result.init_seconds;
   j["seconds_per_iteration"] = result.iterations > 0 ? result.seconds / result.iterations : 0.0;
   if (o.algorithm == Algorithm::bpp) j["nnls_cap_hits"] = result.nnls_cap_hits;
+  j["warnings"] = nlohmann::json::array();
+  if (result.nnls_cap_hits > 0)
+    j["warnings"].push_back(std::to_string(result.nnls_cap_hits) +
+                            " NNLS solves hit the pivoting round cap and were finished by an exact active-set solve");
   j["peak_rss_bytes"] = util::peak_rss_bytes();
   j["grid"] = run.grid;
   j["version"] = DNMF_VERSION;
