@@ -16,6 +16,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "support/temp_dir_test.hpp"
 
 namespace {
 
@@ -24,16 +25,8 @@ using dnmf::Error;
 using testing::HasSubstr;
 
 /// A fresh directory per test, removed afterwards.
-class AtomicFileTest : public testing::Test {
+class AtomicFileTest : public dnmf::test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "dnmf_atomic_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  [[nodiscard]] std::string path(const std::string& name) const { return (dir_ / name).string(); }
   [[nodiscard]] std::vector<std::string> entries() const {
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(dir_)) names.push_back(entry.path().filename().string());
@@ -45,8 +38,6 @@ class AtomicFileTest : public testing::Test {
     text << in.rdbuf();
     return text.str();
   }
-
-  fs::path dir_;
 };
 
 template <class F>

@@ -14,6 +14,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "support/temp_dir_test.hpp"
 
 namespace {
 
@@ -25,15 +26,8 @@ using dnmf::index_t;
 using testing::ElementsAre;
 using testing::HasSubstr;
 
-class MtxTest : public testing::Test {
+class MtxTest : public dnmf::test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "dnmf_mtx_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   /// Writes `text` to a file named `name` in the test directory and returns its path.
   std::string file(const std::string& text, const std::string& name = "A.mtx") {
     const std::string path = (dir_ / name).string();
@@ -60,8 +54,6 @@ class MtxTest : public testing::Test {
     ADD_FAILURE() << "expected dnmf::Error";
     return {};
   }
-
-  fs::path dir_;
 };
 
 template <class T>

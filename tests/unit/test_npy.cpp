@@ -17,6 +17,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "support/temp_dir_test.hpp"
 
 namespace {
 
@@ -28,17 +29,8 @@ using dnmf::index_t;
 using testing::HasSubstr;
 
 /// Fixture owning a fresh temporary directory.
-class NpyTest : public testing::Test {
+class NpyTest : public dnmf::test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "dnmf_npy_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  [[nodiscard]] std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
 };
 
 template <class T>
