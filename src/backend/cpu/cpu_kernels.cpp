@@ -15,6 +15,10 @@ namespace dnmf::backend {
 namespace {
 
 int as_int(index_t v) { return static_cast<int>(v); }
+
+// Below this many element operations a loop runs on one thread: waking the team costs more than the work,
+// and on a loaded machine waiting threads spin on cores the others need (small NMFk problems suffer most).
+bool parallel_worth(index_t operations) { return operations >= 32768; }
 int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
 
 template <class T>
@@ -152,7 +156,7 @@ KlSums dense_kl(const DenseView<const T>& d, Side side, CView<T> wt, CView<T> h,
 template <class T>
 void reduce_into(View<T> dst, const std::vector<std::vector<T>>& privates) {
   if (privates.empty()) return;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(dst.size()))
   for (index_t c = 0; c < dst.cols; ++c)
     for (const auto& priv : privates) {
       const T* src = priv.data() + c * dst.rows;
@@ -348,14 +352,14 @@ void CpuKernels<T>::gram(CView<T> x, View<T> g, T beta) {
 
 template <class T>
 void CpuKernels<T>::fill(View<T> x, T value) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(x.size()))
   for (index_t c = 0; c < x.cols; ++c) std::fill(x.data + c * x.ld, x.data + c * x.ld + x.rows, value);
 }
 
 template <class T>
 double CpuKernels<T>::dot(CView<T> x, CView<T> y) {
   double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static)
+#pragma omp parallel for reduction(+ : s) schedule(static) if (parallel_worth(x.size()))
   for (index_t c = 0; c < x.cols; ++c)
     for (index_t l = 0; l < x.rows; ++l) s += static_cast<double>(x(l, c)) * static_cast<double>(y(l, c));
   return s;
@@ -375,7 +379,7 @@ int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CVi
   if (rule.algorithm == Algorithm::bpp) return update_columns(rule, x, numer, g, y_row_sums, 0, x.cols);
   constexpr index_t chunk = 64;
   const index_t n_chunks = (x.cols + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(x.size() * x.rows))
   for (index_t c = 0; c < n_chunks; ++c)
     update_columns(rule, x, numer, g, y_row_sums, c * chunk, std::min(x.cols, (c + 1) * chunk));
   return 0;
@@ -402,7 +406,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   fill(other_numer, T(0));
   const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
 
-#pragma omp parallel
+#pragma omp parallel if (n_tiles > 1)
   {
     const int t = omp_get_thread_num();
     FusedSums& mine = partial[static_cast<std::size_t>(t)];
@@ -470,9 +474,11 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
     if (priv.empty()) priv.assign(static_cast<std::size_t>(k * other_numer.cols), T(0));
   reduce_into(other_numer, privates);
   fill(gx, T(0));
-  for (const auto& gp : gram_privates)
+  for (const auto& gp : gram_privates) {
+    if (gp.empty()) continue;  // a thread that did not run (serial region)
     for (index_t q = 0; q < k; ++q)
       for (index_t p = 0; p <= q; ++p) gx(p, q) += gp[static_cast<std::size_t>(p + q * k)];
+  }
   mirror_upper(gx);
   FusedSums total;
   for (const auto& p : partial) {
