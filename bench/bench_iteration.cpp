@@ -92,9 +92,7 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
   return rows;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   bool quick = false;
   int threads = 2, reps = 5;
   std::string json_path;
@@ -150,4 +148,15 @@ int main(int argc, char** argv) {
   }
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_iteration: error: %s\n", e.what());
+    return 1;
+  }
 }
