@@ -16,6 +16,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "support/error_message.hpp"
 #include "support/temp_dir_test.hpp"
 
 namespace {
@@ -40,16 +41,7 @@ class AtomicFileTest : public dnmf::test::TempDirTest {
   }
 };
 
-template <class F>
-std::string error_message(F&& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected dnmf::Error";
-  return {};
-}
+using dnmf::test::error_message;
 
 TEST_F(AtomicFileTest, WritesContentAndLeavesNoTemporary) {
   dnmf::io::write_file_atomically(path("out.txt"), [](std::ostream& out) { out << "hello " << 42; });

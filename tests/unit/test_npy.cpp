@@ -17,6 +17,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "support/error_message.hpp"
 #include "support/temp_dir_test.hpp"
 
 namespace {
@@ -38,16 +39,7 @@ class NpyTypedTest : public NpyTest {};
 using Precisions = testing::Types<float, double>;
 TYPED_TEST_SUITE(NpyTypedTest, Precisions);
 
-template <class F>
-std::string error_message(F&& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected dnmf::Error";
-  return {};
-}
+using dnmf::test::error_message;
 
 /// The bytes of a .npy file built by hand, independently of the library's writer.
 std::string npy_bytes(const std::string& dict, const std::string& data, int major = 1) {
