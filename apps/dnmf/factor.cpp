@@ -43,6 +43,9 @@ void check_unavailable_features(const FactorArgs& args) {
     }
     throw Error("--grid " + args.grid + ": a grid other than 1x1 needs an MPI build");
   }
+  if (args.options.tf32 && args.options.backend != BackendKind::cuda) {
+    throw Error("--tf32: tensor-core float math needs --backend cuda");
+  }
   if (!args.memory_budget.empty()) {
     throw Error("--memory-budget: out-of-memory streaming is not available in this build");
   }
@@ -128,6 +131,7 @@ Command add_factor(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--threads", o.threads, "OpenMP threads (0: OpenMP's default)")->check(at_least(0));
   app->add_flag("--no-fuse", args->no_fuse, "never use the single-pass (fused) iteration");
+  app->add_flag("--tf32", args->options.tf32, "cuda, f32: TF32 tensor-core products (off by default)");
   app->add_option("--l1-w", o.penalties.l1_w, "L1 penalty on W")->check(at_least(0));
   app->add_option("--l2-w", o.penalties.l2_w, "L2 penalty on W")->check(at_least(0));
   app->add_option("--l1-h", o.penalties.l1_h, "L1 penalty on H")->check(at_least(0));

@@ -42,6 +42,7 @@ std::string factor_report_json(const RunDescription& run, const FactorResult<T>&
   j["fused"] = result.fused;
   j["penalties"] = {
       {"l1_w", o.penalties.l1_w}, {"l2_w", o.penalties.l2_w}, {"l1_h", o.penalties.l1_h}, {"l2_h", o.penalties.l2_h}};
+  j["tf32"] = o.tf32;
   j["iterations"] = result.iterations;
   j["max_iterations"] = o.max_iterations;
   j["tol"] = o.tol;

@@ -56,9 +56,10 @@ struct FactorOptions {
   std::uint64_t seed = 1;
   Penalties penalties;
   BackendKind backend = BackendKind::cpu;
-  int threads = 0;                                     ///< 0: OpenMP's default
-  bool fused = true;                                   ///< single pass over A per iteration where the layout allows
-  bool normalize = true;                               ///< W's columns sum to 1, H absorbs the scale
+  int threads = 0;        ///< 0: OpenMP's default
+  bool tf32 = false;      ///< cuda, float: TF32 tensor-core products (rounding ~1e-3 per product)
+  bool fused = true;      ///< single pass over A per iteration where the layout allows
+  bool normalize = true;  ///< W's columns sum to 1, H absorbs the scale
   std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
 };
 

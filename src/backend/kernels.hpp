@@ -67,6 +67,8 @@ class Kernels {
  public:
   virtual ~Kernels() = default;
   [[nodiscard]] virtual std::string name() const = 0;
+  /// TF32 tensor-core math for float products where the backend has it; the others ignore the request.
+  virtual void set_tf32(bool on) { (void)on; }
   /// Threads (cpu) or devices (cuda) the backend computes with.
   [[nodiscard]] virtual int concurrency() const { return 1; }
 

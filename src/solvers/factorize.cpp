@@ -83,6 +83,7 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   check_options(options, m, n);
   if (options.threads > 0) omp_set_num_threads(options.threads);
   auto kernels = backend::make_kernels<T>(options.backend);
+  kernels->set_tf32(options.tf32);
   auto host =
       backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   const auto init_start = std::chrono::steady_clock::now();

@@ -537,6 +537,12 @@ def err_grid(ctx):
 
 
 @case
+def err_tf32_without_cuda(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--tf32", "-o", "out"], ["--tf32", "--backend cuda"])
+
+
+@case
 def err_memory_budget(ctx):
     small_dense(ctx)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "2GiB", "-o", "out"],

@@ -51,7 +51,7 @@ class CudaKernels final : public Kernels<T> {
                        const T* y_row_sums, View<T> other_numer, View<T> gx) override;
 
   /// TF32 tensor-core math for float products (cuBLAS); off by default, no effect for double.
-  void set_tf32(bool on);
+  void set_tf32(bool on) override;
   /// Bytes of the model tile dense KL forms at a time (default 256 MiB; at least one column). Exposed so
   /// tests can force many tiles.
   void set_kl_tile_bytes(double bytes) { kl_tile_bytes_ = bytes; }
