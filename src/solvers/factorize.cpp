@@ -67,9 +67,7 @@ double final_relative_error(backend::Kernels<T>& host, const MatrixRef<T>& a, co
   const double noise_floor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
   const bool affordable = !is_sparse(a) || static_cast<double>(m) * static_cast<double>(n) <= 5e7;
   if (identity >= noise_floor || !affordable) return identity;
-  DenseMatrix<T> w(m, k);
-  for (index_t i = 0; i < m; ++i)
-    for (index_t l = 0; l < k; ++l) w(i, l) = f.wt(l, i);
+  const DenseMatrix<T> w = transpose(f.wt);
   return relative_error_direct<T>(a, w.view(), f.h.view());
 }
 

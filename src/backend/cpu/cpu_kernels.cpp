@@ -15,11 +15,11 @@ namespace dnmf::backend {
 namespace {
 
 int as_int(index_t v) { return static_cast<int>(v); }
+int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
 
 // Below this many element operations a loop runs on one thread: waking the team costs more than the work,
 // and on a loaded machine waiting threads spin on cores the others need (small NMFk problems suffer most).
 bool parallel_worth(index_t operations) { return operations >= 32768; }
-int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
 
 template <class T>
 void scale_columns(View<T> out, T beta, index_t first, index_t last) {
