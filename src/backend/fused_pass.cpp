@@ -8,7 +8,7 @@ namespace dnmf::backend {
 
 template <class T>
 FusedSums Kernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
-                                 CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx) {
+                                 CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate) {
   FusedSums sums;
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
@@ -18,8 +18,10 @@ FusedSums Kernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateR
   for (std::size_t t = 1; t < bounds.size(); ++t) widest = std::max(widest, bounds[t] - bounds[t - 1]);
   T* numer_buffer = allocate(static_cast<std::size_t>(std::max<index_t>(k * widest, 1)));
   try {
-    fill(other_numer, T(0));
-    fill(gx, T(0));
+    if (!accumulate) {
+      fill(other_numer, T(0));
+      fill(gx, T(0));
+    }
     for (std::size_t t = 1; t < bounds.size(); ++t) {
       const index_t first = bounds[t - 1];
       const index_t last = bounds[t];

@@ -71,6 +71,8 @@ class Kernels {
   virtual void set_tf32(bool on) { (void)on; }
   /// Threads (cpu) or devices (cuda) the backend computes with.
   [[nodiscard]] virtual int concurrency() const { return 1; }
+  /// True when the backend's buffers are ordinary host memory (a host communicator can use them directly).
+  [[nodiscard]] virtual bool host_memory() const { return true; }
 
   // ---- memory --------------------------------------------------------------------------------
   /// A zero-filled buffer of `count` elements in the backend's memory.
@@ -107,10 +109,11 @@ class Kernels {
   /// The side a single pass can update tile by tile for this layout (dense: H, CSR: W).
   [[nodiscard]] virtual Side fused_side(const MatrixRef<T>& a) const { return is_sparse(a) ? Side::W : Side::H; }
   /// One pass over A, tile by tile along `side`: numerator of the tile, update of X's tile, then the other
-  /// side's numerator accumulated into `other_numer` (k x other dim, overwritten) and X·Xᵀ into `gx`
-  /// (overwritten). `gy` and `y_row_sums` describe Y as update() needs them.
+  /// side's numerator accumulated into `other_numer` (k x other dim) and X·Xᵀ into `gx`, both overwritten
+  /// or, with `accumulate`, added to (a streamed pass calls this once per tile). `gy` and `y_row_sums`
+  /// describe Y as update() needs them.
   virtual FusedSums fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
-                               CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx);
+                               CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate);
 };
 
 /// Creates the backend of the given kind for precision T; throws dnmf::Error when it is not built in.

@@ -1,18 +1,21 @@
-// The alternating iteration shared by every solver (DESIGN §3): H half, then W half, each through the
-// kernel interface; fused into one pass over A where the layout allows.
+// The alternating iteration shared by every solver (DESIGN §3-4): H half, then W half, each through the
+// kernel interface and the communicator; fused into one pass over A where the layout and grid allow.
 #pragma once
 
 #include "backend/kernels.hpp"
+#include "dist/grid.hpp"
 #include "dnmf/factorize.hpp"
 #include "solvers/init.hpp"
+#include "solvers/operand.hpp"
 
 namespace dnmf::solvers {
 
-/// Runs the iteration from `start` (host factors, Wt k x m and H k x n) and returns the host factors in
-/// the same layout together with the history. `a` must already be resident on `kernels`.
-/// `stats` is A's sum and squared norm. The result's W/H fields are left empty (the caller lays them out).
+/// Runs the iteration on this rank's block `a` (layout.a_rows x layout.a_cols, on `kernels`) from its
+/// factor pieces `factors` (host; Wt: k x layout.w_rows, H: k x layout.h_cols) and leaves the final pieces
+/// there. `stats` is A's global sum and squared norm. Every rank of `grid` calls it together. The result's
+/// W/H fields are left empty (the caller lays them out); the history is the global one, on every rank.
 template <class T>
-FactorResult<T> iterate(backend::Kernels<T>& kernels, const MatrixRef<T>& a, const FactorOptions& options,
-                        const backend::MatrixStats& stats, Factors<T>& factors);
+FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
+                        const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors);
 
 }  // namespace dnmf::solvers

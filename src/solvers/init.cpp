@@ -10,18 +10,20 @@
 namespace dnmf::solvers {
 namespace {
 
+// Entry (l, i) of W and (l, j) of H are keyed by their global index, so any split of the factors over ranks
+// draws the same numbers.
 template <class T>
-Factors<T> random_factors(index_t m, index_t n, index_t k, std::uint64_t seed, double mean) {
+Factors<T> random_factors(dist::Range w_rows, dist::Range h_cols, index_t k, std::uint64_t seed, double mean) {
   // Scaled so that W·H has about A's mean: each entry of the product sums k terms of mean scale² / 4.
   const double scale = 2.0 * std::sqrt(std::max(mean, 1e-300) / static_cast<double>(k));
-  Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
-  for (index_t i = 0; i < m; ++i)
+  Factors<T> f{DenseMatrix<T>(k, w_rows.size()), DenseMatrix<T>(k, h_cols.size())};
+  for (index_t i = w_rows.first; i < w_rows.last; ++i)
     for (index_t l = 0; l < k; ++l)
-      f.wt(l, i) =
+      f.wt(l, i - w_rows.first) =
           static_cast<T>(scale * util::uniform01(seed, util::Stream::init_w, static_cast<std::uint64_t>(i * k + l)));
-  for (index_t j = 0; j < n; ++j)
+  for (index_t j = h_cols.first; j < h_cols.last; ++j)
     for (index_t l = 0; l < k; ++l)
-      f.h(l, j) =
+      f.h(l, j - h_cols.first) =
           static_cast<T>(scale * util::uniform01(seed, util::Stream::init_h, static_cast<std::uint64_t>(j * k + l)));
   return f;
 }
@@ -91,36 +93,42 @@ void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char
 }  // namespace
 
 template <class T>
-Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>& a, const FactorOptions& options,
-                      const backend::MatrixStats& stats, const DenseMatrix<T>* w0, const DenseMatrix<T>* h0) {
-  const index_t m = rows_of(a);
-  const index_t n = cols_of(a);
+Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
+                      const FactorOptions& options, const backend::MatrixStats& stats, const DenseMatrix<T>* w0,
+                      const DenseMatrix<T>* h0) {
+  const index_t m = layout.m;
+  const index_t n = layout.n;
   const index_t k = options.rank;
   const double mean = stats.sum / (static_cast<double>(m) * static_cast<double>(n));
   switch (options.init) {
     case InitMethod::random:
-      return random_factors<T>(m, n, k, options.seed, mean);
+      return random_factors<T>(layout.w_rows, layout.h_cols, k, options.seed, mean);
     case InitMethod::nndsvd:
-      return nndsvd_factors(host_kernels, a, k, options.seed, 0.0);
     case InitMethod::nndsvda:
-      return nndsvd_factors(host_kernels, a, k, options.seed, mean);
+      if (whole == nullptr)
+        throw Error("--init " + to_string(options.init) +
+                    " needs the whole matrix in memory on one process; use --init random on a grid or when streaming");
+      return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0);
     case InitMethod::given: {
       check_given(w0, m, k, "W");
       check_given(h0, k, n, "H");
-      Factors<T> f{DenseMatrix<T>(k, m), *h0};
+      Factors<T> f{DenseMatrix<T>(k, layout.w_rows.size()), DenseMatrix<T>(k, layout.h_cols.size())};
       for (index_t l = 0; l < k; ++l)
-        for (index_t i = 0; i < m; ++i) f.wt(l, i) = (*w0)(i, l);
+        for (index_t i = layout.w_rows.first; i < layout.w_rows.last; ++i)
+          f.wt(l, i - layout.w_rows.first) = (*w0)(i, l);
+      for (index_t j = layout.h_cols.first; j < layout.h_cols.last; ++j)
+        for (index_t l = 0; l < k; ++l) f.h(l, j - layout.h_cols.first) = (*h0)(l, j);
       return f;
     }
   }
   throw Error("unknown init method");
 }
 
-template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>&, const FactorOptions&,
-                                          const backend::MatrixStats&, const DenseMatrix<float>*,
+template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>*, const dist::Layout&,
+                                          const FactorOptions&, const backend::MatrixStats&, const DenseMatrix<float>*,
                                           const DenseMatrix<float>*);
-template Factors<double> initialise<double>(backend::Kernels<double>&, const MatrixRef<double>&, const FactorOptions&,
-                                            const backend::MatrixStats&, const DenseMatrix<double>*,
-                                            const DenseMatrix<double>*);
+template Factors<double> initialise<double>(backend::Kernels<double>&, const MatrixRef<double>*, const dist::Layout&,
+                                            const FactorOptions&, const backend::MatrixStats&,
+                                            const DenseMatrix<double>*, const DenseMatrix<double>*);
 
 }  // namespace dnmf::solvers

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "backend/kernels.hpp"
+#include "dist/grid.hpp"
 #include "dnmf/matrix.hpp"
 #include "dnmf/options.hpp"
 
@@ -14,11 +15,13 @@ struct Factors {
   DenseMatrix<T> h;
 };
 
-/// Builds the initial factors on the host. `host_kernels` serves NNDSVD's products with A; `stats` is
-/// A's sum and squared norm (the random init is scaled to A's mean). Given factors are checked for
-/// shape and sign (dnmf::Error otherwise).
+/// Builds this rank's pieces of the initial factors on the host (Wt: k x layout.w_rows, H: k x layout.h_cols).
+/// `whole` is the whole matrix when it is resident on one process (NNDSVD needs it; nullptr otherwise: NNDSVD
+/// is then refused). `stats` is A's global sum and squared norm (the random init is scaled to A's mean).
+/// Given factors are the full W (m x k) and H (k x n), checked for shape and sign (dnmf::Error otherwise).
 template <class T>
-Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>& a, const FactorOptions& options,
-                      const backend::MatrixStats& stats, const DenseMatrix<T>* w0, const DenseMatrix<T>* h0);
+Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
+                      const FactorOptions& options, const backend::MatrixStats& stats, const DenseMatrix<T>* w0,
+                      const DenseMatrix<T>* h0);
 
 }  // namespace dnmf::solvers

@@ -256,11 +256,11 @@ TYPED_TEST(CudaKernelsTest, FusedPassesMatchReference) {
         const BackendMatrix<T> x_own(gpu, x_ref), other_own(gpu, other_ref), gx_own(gpu, gx_ref);
         const BackendMatrix<T> x_gen(gpu, x_ref), other_gen(gpu, other_ref), gx_gen(gpu, gx_ref);
         const auto sr = this->ref.fused_pass(host, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),
-                                             other_ref.view(), gx_ref.view());
+                                             other_ref.view(), gx_ref.view(), false);
         const auto so = gpu.fused_pass(dev, side, rule, x_own.view(), y_dev.view(), gy_dev.view(), ysum_dev.data(),
-                                       other_own.view(), gx_own.view());
+                                       other_own.view(), gx_own.view(), false);
         const auto sg = gpu.backend::Kernels<T>::fused_pass(dev, side, rule, x_gen.view(), y_dev.view(), gy_dev.view(),
-                                                            ysum_dev.data(), other_gen.view(), gx_gen.view());
+                                                            ysum_dev.data(), other_gen.view(), gx_gen.view(), false);
         const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-11;
         for (Pass pass : {Pass::own, Pass::generic}) {
           const std::string what = describe(layout, s, side) + " " + to_string(algo) +

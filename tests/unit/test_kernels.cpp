@@ -128,37 +128,46 @@ TYPED_TEST(KernelsTest, UpdateRulesMatchReference) {
   }
 }
 
-// The cpu fused pass (threads over tiles, private accumulators) against the reference's generic pass.
+// The cpu fused pass (threads over tiles, private accumulators) against the reference's generic pass; with
+// `accumulate` the products must land on top of what the buffers held (a streamed pass relies on it).
 TYPED_TEST(KernelsTest, FusedPassMatchesReference) {
   using T = TypeParam;
   for (Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     for (const Shape& s : kShapes) {
       if (s.m == 0 || s.n == 0) continue;
-      for_each_layout<T>(s, 31, [&](const MatrixRef<T>& a, const char* layout) {
-        const Side side = this->cpu.fused_side(a);
-        const index_t dx = side == Side::H ? s.n : s.m;
-        const index_t dy = side == Side::H ? s.m : s.n;
-        const DenseMatrix<T> y = test::random_dense<T>(s.k, dy, 32);
-        DenseMatrix<T> gy(s.k, s.k), ysum(s.k, 1);
-        this->ref.gram(y.view(), gy.view(), T(0));
-        this->ref.row_sums(y.view(), ysum.data());
-        DenseMatrix<T> x_ref = test::random_dense<T>(s.k, dx, 33);
-        DenseMatrix<T> x_cpu = x_ref;
-        DenseMatrix<T> other_ref(s.k, dy, T(7)), other_cpu(s.k, dy, T(7)), gx_ref(s.k, s.k, T(3)),
-            gx_cpu(s.k, s.k, T(3));
-        this->cpu.set_tile_bytes(512);  // many small tiles, so the schedule and the reduction are exercised
-        const backend::UpdateRule rule{algo, 1e-16, 0.0, 0.0};
-        const auto sr = this->ref.fused_pass(a, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),
-                                             other_ref.view(), gx_ref.view());
-        const auto sc = this->cpu.fused_pass(a, side, rule, x_cpu.view(), y.view(), gy.view(), ysum.data(),
-                                             other_cpu.view(), gx_cpu.view());
-        const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-11;
-        EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), tol) << layout << " " << to_string(algo);
-        EXPECT_LE(test::max_relative_difference(other_cpu, other_ref), tol) << layout << " " << to_string(algo);
-        EXPECT_LE(test::max_relative_difference(gx_cpu, gx_ref), tol) << layout << " " << to_string(algo);
-        EXPECT_NEAR(sc.cross, sr.cross, tol * (1 + std::abs(sr.cross))) << layout;
-        EXPECT_NEAR(sc.kl_accum.a_times_m, sr.kl_accum.a_times_m, tol * (1 + std::abs(sr.kl_accum.a_times_m)));
-      });
+      for (bool accumulate : {false, true}) {
+        for_each_layout<T>(s, 31, [&](const MatrixRef<T>& a, const char* layout) {
+          const Side side = this->cpu.fused_side(a);
+          const index_t dx = side == Side::H ? s.n : s.m;
+          const index_t dy = side == Side::H ? s.m : s.n;
+          const DenseMatrix<T> y = test::random_dense<T>(s.k, dy, 32);
+          DenseMatrix<T> gy(s.k, s.k), ysum(s.k, 1);
+          this->ref.gram(y.view(), gy.view(), T(0));
+          this->ref.row_sums(y.view(), ysum.data());
+          DenseMatrix<T> x_ref = test::random_dense<T>(s.k, dx, 33);
+          DenseMatrix<T> x_cpu = x_ref;
+          // The reference overwrites; its buffers start as garbage to show that it does.
+          DenseMatrix<T> other_ref(s.k, dy, T(5)), gx_ref(s.k, s.k, T(5));
+          DenseMatrix<T> other_cpu(s.k, dy, T(7)), gx_cpu(s.k, s.k, T(3));
+          this->cpu.set_tile_bytes(512);  // many small tiles, so the schedule and the reduction are exercised
+          const backend::UpdateRule rule{algo, 1e-16, 0.0, 0.0};
+          const auto sr = this->ref.fused_pass(a, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),
+                                               other_ref.view(), gx_ref.view(), false);
+          const auto sc = this->cpu.fused_pass(a, side, rule, x_cpu.view(), y.view(), gy.view(), ysum.data(),
+                                               other_cpu.view(), gx_cpu.view(), accumulate);
+          if (accumulate) {
+            for (T& v : other_ref.storage()) v += T(7);
+            for (T& v : gx_ref.storage()) v += T(3);
+          }
+          const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-11;
+          const std::string what = std::string(layout) + " " + to_string(algo) + (accumulate ? " accumulate" : "");
+          EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), tol) << what;
+          EXPECT_LE(test::max_relative_difference(other_cpu, other_ref), tol) << what;
+          EXPECT_LE(test::max_relative_difference(gx_cpu, gx_ref), tol) << what;
+          EXPECT_NEAR(sc.cross, sr.cross, tol * (1 + std::abs(sr.cross))) << what;
+          EXPECT_NEAR(sc.kl_accum.a_times_m, sr.kl_accum.a_times_m, tol * (1 + std::abs(sr.kl_accum.a_times_m)));
+        });
+      }
     }
   }
 }

@@ -387,10 +387,11 @@ int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CVi
 
 template <class T>
 FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
-                                    CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx) {
+                                    CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx,
+                                    bool accumulate) {
   const bool dense = !is_sparse(a);
   if (dense != (side == Side::H)) {
-    return Kernels<T>::fused_pass(a, side, rule, x, y, gy, y_row_sums, other_numer, gx);
+    return Kernels<T>::fused_pass(a, side, rule, x, y, gy, y_row_sums, other_numer, gx, accumulate);
   }
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
@@ -403,7 +404,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(threads - 1, 0)));
   std::vector<std::vector<T>> gram_privates(static_cast<std::size_t>(threads));
   std::vector<FusedSums> partial(static_cast<std::size_t>(threads));
-  fill(other_numer, T(0));
+  if (!accumulate) fill(other_numer, T(0));
   const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
 
 #pragma omp parallel if (n_tiles > 1)
@@ -473,7 +474,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   for (auto& priv : privates)
     if (priv.empty()) priv.assign(static_cast<std::size_t>(k * other_numer.cols), T(0));
   reduce_into(other_numer, privates);
-  fill(gx, T(0));
+  if (!accumulate) fill(gx, T(0));
   for (const auto& gp : gram_privates) {
     if (gp.empty()) continue;  // a thread that did not run (serial region)
     for (index_t q = 0; q < k; ++q)

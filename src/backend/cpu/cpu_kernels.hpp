@@ -24,7 +24,7 @@ class CpuKernels final : public Kernels<T> {
   void row_sums(CView<T> x, T* out) override;
   int update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) override;
   FusedSums fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy,
-                       const T* y_row_sums, View<T> other_numer, View<T> gx) override;
+                       const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate) override;
 
   /// Bytes of A per fused tile (default about half of one core's L2). Exposed for the benchmark's sweep.
   void set_tile_bytes(double bytes) { tile_bytes_ = bytes; }

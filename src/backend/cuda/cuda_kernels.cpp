@@ -283,7 +283,8 @@ int CudaKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CV
 
 template <class T>
 FusedSums CudaKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
-                                     CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx) {
+                                     CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx,
+                                     bool accumulate) {
   FusedSums sums;
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
@@ -297,11 +298,11 @@ FusedSums CudaKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upd
   sums.nnls_cap_hits = update(rule, x, numer, gy, y_row_sums);
   sums.cross = dot(x, numer);
   if (kl) {
-    sums.kl_accum = kl_multiply(a, other(side), x, y, other_numer, T(0));
+    sums.kl_accum = kl_multiply(a, other(side), x, y, other_numer, accumulate ? T(1) : T(0));
   } else {
-    multiply(a, other(side), x, other_numer, T(0));
+    multiply(a, other(side), x, other_numer, accumulate ? T(1) : T(0));
   }
-  gram(x, gx, T(0));
+  gram(x, gx, accumulate ? T(1) : T(0));
   return sums;
 }
 

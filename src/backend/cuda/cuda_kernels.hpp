@@ -31,6 +31,7 @@ class CudaKernels final : public Kernels<T> {
   CudaKernels& operator=(const CudaKernels&) = delete;
 
   [[nodiscard]] std::string name() const override { return "cuda"; }
+  [[nodiscard]] bool host_memory() const override { return false; }
   [[nodiscard]] T* allocate(std::size_t count) override;
   void deallocate(T* ptr) noexcept override;
   void copy_to_backend(const T* host, T* dst, std::size_t count) override;
@@ -48,7 +49,7 @@ class CudaKernels final : public Kernels<T> {
   /// A is resident in device memory, so cache-sized tiles buy nothing: the pass runs as one tile (the
   /// same sequence as Kernels::fused_pass with a single tile), with full-size products.
   FusedSums fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy,
-                       const T* y_row_sums, View<T> other_numer, View<T> gx) override;
+                       const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate) override;
 
   /// TF32 tensor-core math for float products (cuBLAS); off by default, no effect for double.
   void set_tf32(bool on) override;

@@ -1,0 +1,77 @@
+// Collectives on the backend's buffers: a host communicator gets device buffers through a host copy, and a
+// communicator of one rank moves nothing (the caller aliases its pieces and blocks instead).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "backend/kernels.hpp"
+#include "dist/communicator.hpp"
+#include "dnmf/error.hpp"
+
+namespace dnmf::solvers {
+
+template <class T>
+class Exchange {
+ public:
+  explicit Exchange(backend::Kernels<T>& kernels) : kernels_(kernels) {}
+
+  /// data (count elements, backend memory) = Σ over the communicator.
+  void allreduce(dist::Communicator& c, T* data, std::size_t count) {
+    if (c.size() == 1) return;
+    if (direct(c)) {
+      c.allreduce_sum(data, count);
+      return;
+    }
+    stage_.resize(count);
+    kernels_.copy_to_host(data, stage_.data(), count);
+    c.allreduce_sum(stage_.data(), count);
+    kernels_.copy_to_backend(stage_.data(), data, count);
+  }
+
+  /// recv = this rank's piece of Σ send (pieces of counts[r] elements, in rank order).
+  void reduce_scatter(dist::Communicator& c, const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    if (c.size() == 1) return require_alias(send, recv);
+    const std::size_t total = sum(counts), mine = counts[static_cast<std::size_t>(c.rank())];
+    if (direct(c)) {
+      c.reduce_scatter_sum(send, recv, counts, dist::scalar_of<T>());
+      return;
+    }
+    stage_.resize(total + mine);
+    kernels_.copy_to_host(send, stage_.data(), total);
+    c.reduce_scatter_sum(stage_.data(), stage_.data() + total, counts, dist::scalar_of<T>());
+    kernels_.copy_to_backend(stage_.data() + total, recv, mine);
+  }
+
+  /// recv = every rank's piece in rank order.
+  void allgather(dist::Communicator& c, const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    if (c.size() == 1) return require_alias(send, recv);
+    const std::size_t total = sum(counts), mine = counts[static_cast<std::size_t>(c.rank())];
+    if (direct(c)) {
+      c.allgather(send, recv, counts, dist::scalar_of<T>());
+      return;
+    }
+    stage_.resize(total + mine);
+    kernels_.copy_to_host(send, stage_.data() + total, mine);
+    c.allgather(stage_.data() + total, stage_.data(), counts, dist::scalar_of<T>());
+    kernels_.copy_to_backend(stage_.data(), recv, total);
+  }
+
+ private:
+  [[nodiscard]] bool direct(const dist::Communicator& c) const {
+    return (c.memory() == dist::Memory::host) == kernels_.host_memory();
+  }
+  static std::size_t sum(const std::vector<std::size_t>& counts) {
+    std::size_t s = 0;
+    for (std::size_t c : counts) s += c;
+    return s;
+  }
+  static void require_alias(const T* send, const T* recv) {
+    if (send != recv) throw Error("internal: a one-rank exchange expects its send and receive blocks aliased");
+  }
+
+  backend::Kernels<T>& kernels_;
+  std::vector<T> stage_;
+};
+
+}  // namespace dnmf::solvers

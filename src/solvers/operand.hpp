@@ -1,0 +1,84 @@
+// The local block of A as the iteration sees it: the products of DESIGN §3 and the fused single pass,
+// whether the block is resident in the backend's memory or streamed through it in tiles (src/stream/).
+#pragma once
+
+#include <string>
+
+#include "backend/kernels.hpp"
+
+namespace dnmf::solvers {
+
+/// How an operand moved A, for report.json (zeros for a resident one).
+struct OperandStats {
+  long long passes = 0;        ///< full passes over A
+  long long tiles = 0;         ///< tiles delivered
+  double bytes_read = 0;       ///< bytes of A brought in (file or host -> device)
+  double seconds_waiting = 0;  ///< time the compute side waited for a tile
+  double seconds_reading = 0;  ///< time the producer spent reading
+};
+
+/// A (one rank's block, m_i x n_j) for the solver. Products follow backend::Kernels' conventions; the
+/// views passed in live in the kernels' memory.
+template <class T>
+class Operand {
+ public:
+  virtual ~Operand() = default;
+  [[nodiscard]] virtual index_t rows() const = 0;
+  [[nodiscard]] virtual index_t cols() const = 0;
+  [[nodiscard]] virtual bool sparse() const = 0;
+  /// "resident" or "streamed".
+  [[nodiscard]] virtual std::string mode() const = 0;
+  /// The resident matrix, or nullptr when the operand is streamed (NNDSVD and direct checks need it).
+  [[nodiscard]] virtual const MatrixRef<T>* resident() const = 0;
+
+  /// Sum and squared norm of the block (one pass).
+  [[nodiscard]] virtual backend::MatrixStats stats() = 0;
+  /// out = Y·A (Side::H) or Y·Aᵀ (Side::W), plus beta·out: one pass.
+  virtual void multiply(backend::Side side, backend::CView<T> y, backend::View<T> out, T beta) = 0;
+  /// The KL ratio product (Kernels::kl_multiply) over the whole block: one pass.
+  virtual backend::KlSums kl_multiply(backend::Side side, backend::CView<T> y, backend::CView<T> x,
+                                      backend::View<T> out, T beta) = 0;
+  /// The side a single pass can update tile by tile (the layout's or the stream's tiling direction).
+  [[nodiscard]] virtual backend::Side fused_side() const = 0;
+  /// Whether fused_pass can tile along `side` (fused_side() always can).
+  [[nodiscard]] virtual bool can_fuse(backend::Side side) const = 0;
+  /// Kernels::fused_pass over the whole block (other_numer and gx overwritten): one pass.
+  virtual backend::FusedSums fused_pass(backend::Side side, const backend::UpdateRule& rule, backend::View<T> x,
+                                        backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
+                                        backend::View<T> other_numer, backend::View<T> gx) = 0;
+  [[nodiscard]] virtual OperandStats operand_stats() const { return {}; }
+};
+
+/// A block held whole in the kernels' memory (made resident by the caller).
+template <class T>
+class ResidentOperand final : public Operand<T> {
+ public:
+  ResidentOperand(backend::Kernels<T>& kernels, MatrixRef<T> a) : kernels_(kernels), a_(a) {}
+  [[nodiscard]] index_t rows() const override { return rows_of(a_); }
+  [[nodiscard]] index_t cols() const override { return cols_of(a_); }
+  [[nodiscard]] bool sparse() const override { return is_sparse(a_); }
+  [[nodiscard]] std::string mode() const override { return "resident"; }
+  [[nodiscard]] const MatrixRef<T>* resident() const override { return &a_; }
+  [[nodiscard]] backend::MatrixStats stats() override { return kernels_.stats(a_); }
+  void multiply(backend::Side side, backend::CView<T> y, backend::View<T> out, T beta) override {
+    kernels_.multiply(a_, side, y, out, beta);
+  }
+  backend::KlSums kl_multiply(backend::Side side, backend::CView<T> y, backend::CView<T> x, backend::View<T> out,
+                              T beta) override {
+    return kernels_.kl_multiply(a_, side, y, x, out, beta);
+  }
+  [[nodiscard]] backend::Side fused_side() const override { return kernels_.fused_side(a_); }
+  /// Dense blocks tile either way; CSR only by rows.
+  [[nodiscard]] bool can_fuse(backend::Side side) const override { return !is_sparse(a_) || side == backend::Side::W; }
+  backend::FusedSums fused_pass(backend::Side side, const backend::UpdateRule& rule, backend::View<T> x,
+                                backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
+                                backend::View<T> other_numer, backend::View<T> gx) override {
+    return kernels_.fused_pass(a_, side, rule, x, y, gy, y_row_sums, other_numer, gx, false);
+  }
+
+ private:
+  backend::Kernels<T>& kernels_;
+  MatrixRef<T> a_;
+};
+
+}  // namespace dnmf::solvers

@@ -1,0 +1,191 @@
+#include "solvers/solve.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#include "solvers/alternating.hpp"
+
+namespace dnmf::solvers {
+namespace {
+
+// A buffer in the kernels' memory for the final check.
+template <class T>
+class BackendBuffer {
+ public:
+  BackendBuffer(backend::Kernels<T>& kernels, const DenseMatrix<T>& host)
+      : kernels_(kernels),
+        rows_(host.rows()),
+        cols_(host.cols()),
+        data_(kernels.allocate(static_cast<std::size_t>(std::max<index_t>(rows_ * cols_, 1)))) {
+    kernels.copy_to_backend(host.data(), data_, static_cast<std::size_t>(rows_ * cols_));
+  }
+  BackendBuffer(backend::Kernels<T>& kernels, index_t rows, index_t cols)
+      : kernels_(kernels),
+        rows_(rows),
+        cols_(cols),
+        data_(kernels.allocate(static_cast<std::size_t>(std::max<index_t>(rows * cols, 1)))) {}
+  BackendBuffer(const BackendBuffer&) = delete;
+  BackendBuffer& operator=(const BackendBuffer&) = delete;
+  ~BackendBuffer() { kernels_.deallocate(data_); }
+  [[nodiscard]] backend::View<T> view() const { return {data_, rows_, cols_, std::max<index_t>(rows_, 1)}; }
+
+ private:
+  backend::Kernels<T>& kernels_;
+  index_t rows_, cols_;
+  T* data_;
+};
+
+std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t k) {
+  std::vector<std::size_t> counts;
+  for (index_t s : sizes) counts.push_back(static_cast<std::size_t>(s * k));
+  return counts;
+}
+
+// W's columns sum to one; H's rows absorb the scale, so W·H is unchanged. The sums are global.
+template <class T>
+void normalise(dist::Communicator& world, Factors<T>& f) {
+  const index_t k = f.wt.rows();
+  std::vector<double> sums(static_cast<std::size_t>(k), 0.0);
+  for (index_t i = 0; i < f.wt.cols(); ++i)
+    for (index_t l = 0; l < k; ++l) sums[static_cast<std::size_t>(l)] += static_cast<double>(f.wt(l, i));
+  world.allreduce_sum(sums.data(), sums.size());
+  for (index_t l = 0; l < k; ++l) {
+    const double s = sums[static_cast<std::size_t>(l)];
+    if (!(s > 0)) continue;
+    for (index_t i = 0; i < f.wt.cols(); ++i) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / s);
+    for (index_t j = 0; j < f.h.cols(); ++j) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * s);
+  }
+}
+
+template <class T>
+DenseMatrix<T> transpose(const DenseMatrix<T>& x) {
+  DenseMatrix<T> t(x.cols(), x.rows());
+  for (index_t j = 0; j < x.cols(); ++j)
+    for (index_t i = 0; i < x.rows(); ++i) t(j, i) = x(i, j);
+  return t;
+}
+
+// ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity. Near a perfect fit the
+// identity cancels to rounding noise (it can even report 0), so small values are recomputed directly where
+// the whole matrix is at hand and that costs no more than a few products.
+template <class T>
+double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& host, Operand<T>& a,
+                            const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
+                            const Factors<T>& f, double squared_norm_a) {
+  const index_t k = f.wt.rows();
+  DenseMatrix<T> wt_full(k, a.rows()), h_full(k, a.cols());
+  grid.row_comm().allgather(f.wt.data(), wt_full.data(), piece_counts(layout.w_piece_sizes, k), dist::scalar_of<T>());
+  grid.col_comm().allgather(f.h.data(), h_full.data(), piece_counts(layout.h_piece_sizes, k), dist::scalar_of<T>());
+  double cross = 0;
+  {
+    const BackendBuffer<T> wt_dev(kernels, wt_full), h_dev(kernels, h_full);
+    const BackendBuffer<T> p(kernels, k, a.cols());
+    a.multiply(backend::Side::H, wt_dev.view(), p.view(), T(0));
+    cross = grid.world().sum(kernels.dot(p.view(), h_dev.view()));
+  }
+  DenseMatrix<T> gw(k, k), gh(k, k);
+  host.gram(f.wt.view(), gw.view(), T(0));
+  host.gram(f.h.view(), gh.view(), T(0));
+  grid.world().allreduce_sum(gw.data(), gw.storage().size());
+  grid.world().allreduce_sum(gh.data(), gh.storage().size());
+  const double sq = squared_norm_a - 2 * cross + host.dot(gw.view(), gh.view());
+  const double identity = std::sqrt(std::max(sq, 0.0) / squared_norm_a);
+  const double noise_floor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
+  if (identity >= noise_floor || host_whole == nullptr || grid.shape().size() != 1) return identity;
+  const index_t m = rows_of(*host_whole), n = cols_of(*host_whole);
+  if (is_sparse(*host_whole) && static_cast<double>(m) * static_cast<double>(n) > 5e7) return identity;
+  const DenseMatrix<T> w = transpose(f.wt);
+  return relative_error_direct<T>(*host_whole, w.view(), f.h.view());
+}
+
+}  // namespace
+
+void check_options(const FactorOptions& o, index_t m, index_t n) {
+  const index_t limit = std::min(m, n);
+  if (m < 1 || n < 1) throw Error("the matrix is empty (" + std::to_string(m) + "x" + std::to_string(n) + ")");
+  if (o.rank < 1 || o.rank > limit)
+    throw Error("rank k=" + std::to_string(o.rank) + " does not fit a " + std::to_string(m) + "x" + std::to_string(n) +
+                " matrix: need 1 <= k <= " + std::to_string(limit));
+  if (o.max_iterations < 0) throw Error("iterations must be >= 0, got " + std::to_string(o.max_iterations));
+  if (!(o.tol >= 0) || !std::isfinite(o.tol)) throw Error("tol must be a finite number >= 0");
+  const auto& p = o.penalties;
+  for (double v : {p.l1_w, p.l2_w, p.l1_h, p.l2_h})
+    if (!(v >= 0) || !std::isfinite(v)) throw Error("penalties must be finite and >= 0");
+  if (o.threads < 0) throw Error("threads must be >= 0");
+}
+
+template <class T>
+Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, Operand<T>& a,
+                  const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
+                  const FactorOptions& options, const DenseMatrix<T>* W0, const DenseMatrix<T>* H0) {
+  check_options(options, layout.m, layout.n);
+  dist::Communicator& world = grid.world();
+  Solution<T> out;
+  const auto init_start = std::chrono::steady_clock::now();
+  const backend::MatrixStats local = a.stats();
+  double sums[2] = {local.sum, local.squared_norm};
+  world.allreduce_sum(sums, 2);
+  out.stats = {sums[0], sums[1]};
+  if (!(out.stats.squared_norm > 0)) throw Error("the matrix is all zeros: there is nothing to factorise");
+  const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
+  out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0);
+  const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
+
+  const dist::Traffic before = grid.traffic();
+  out.result = iterate(kernels, a, grid, layout, options, out.stats, out.pieces);
+  const dist::Traffic after = grid.traffic();
+  out.iteration_traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
+  out.result.init_seconds = init_seconds;
+  if (options.normalize) normalise(world, out.pieces);
+  out.result.rel_error =
+      final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats.squared_norm);
+  out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
+  return out;
+}
+
+template <class T>
+void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Factors<T>& pieces, DenseMatrix<T>& W,
+                    DenseMatrix<T>& H, int root) {
+  dist::Communicator& world = grid.world();
+  const index_t k = pieces.wt.rows();
+  const int p = world.size();
+  const dist::GridShape shape = grid.shape();
+  // Rank r = i·pc + j owns W rows make_layout(shape, i, j).w_rows, which increase with r: Wt's pieces gathered
+  // in rank order are Wt itself. H's pieces are ordered by (j, i), so they are gathered and then placed.
+  std::vector<std::size_t> w_counts(static_cast<std::size_t>(p)), h_counts(static_cast<std::size_t>(p));
+  std::vector<dist::Layout> layouts;
+  for (int r = 0; r < p; ++r) {
+    layouts.push_back(dist::make_layout(shape, r / shape.cols, r % shape.cols, layout.m, layout.n));
+    w_counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(k * layouts.back().w_rows.size());
+    h_counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(k * layouts.back().h_cols.size());
+  }
+  const bool at_root = world.rank() == root;
+  DenseMatrix<T> wt(at_root ? k : 0, at_root ? layout.m : 0), h_ranked(at_root ? k : 0, at_root ? layout.n : 0);
+  world.gather(pieces.wt.data(), at_root ? wt.data() : nullptr, w_counts, dist::scalar_of<T>(), root);
+  world.gather(pieces.h.data(), at_root ? h_ranked.data() : nullptr, h_counts, dist::scalar_of<T>(), root);
+  if (!at_root) return;
+  W = transpose(wt);
+  H = DenseMatrix<T>(k, layout.n);
+  index_t offset = 0;
+  for (int r = 0; r < p; ++r) {
+    const dist::Range cols = layouts[static_cast<std::size_t>(r)].h_cols;
+    for (index_t j = cols.first; j < cols.last; ++j, ++offset)
+      for (index_t l = 0; l < k; ++l) H(l, j) = h_ranked(l, offset);
+  }
+}
+
+template Solution<float> solve<float>(backend::Kernels<float>&, backend::Kernels<float>&, Operand<float>&,
+                                      const MatrixRef<float>*, const dist::Grid&, const dist::Layout&,
+                                      const FactorOptions&, const DenseMatrix<float>*, const DenseMatrix<float>*);
+template Solution<double> solve<double>(backend::Kernels<double>&, backend::Kernels<double>&, Operand<double>&,
+                                        const MatrixRef<double>*, const dist::Grid&, const dist::Layout&,
+                                        const FactorOptions&, const DenseMatrix<double>*, const DenseMatrix<double>*);
+template void gather_factors<float>(const dist::Grid&, const dist::Layout&, const Factors<float>&, DenseMatrix<float>&,
+                                    DenseMatrix<float>&, int);
+template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,
+                                     DenseMatrix<double>&, DenseMatrix<double>&, int);
+
+}  // namespace dnmf::solvers

@@ -1,0 +1,39 @@
+// One factorisation on a process grid, from this rank's block to its normalised factor pieces: the steps
+// around the iteration (global statistics, initial pieces, normalisation, the final error) that every entry
+// point shares, the single-process factorize() included.
+#pragma once
+
+#include "dist/grid.hpp"
+#include "dnmf/factorize.hpp"
+#include "solvers/init.hpp"
+#include "solvers/operand.hpp"
+
+namespace dnmf::solvers {
+
+/// What one rank gets back from solve().
+template <class T>
+struct Solution {
+  FactorResult<T> result;           ///< global history and figures; W/H empty (see gather_factors)
+  Factors<T> pieces;                ///< this rank's Wt (k x layout.w_rows) and H (k x layout.h_cols)
+  dist::Traffic iteration_traffic;  ///< bytes this rank sent during the iterations
+  backend::MatrixStats stats;       ///< A's global sum and squared norm
+};
+
+/// Factorises the distributed A: every rank of `grid` calls it with its block `a` (on `kernels`). `host`
+/// serves host-side work; `host_whole` is the whole matrix in host memory when one process holds it (NNDSVD
+/// and the direct final error need it), else nullptr. W0/H0: full initial factors for InitMethod::given.
+/// Throws dnmf::Error for bad options (checked against the global m x n).
+template <class T>
+Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, Operand<T>& a,
+                  const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
+                  const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr, const DenseMatrix<T>* H0 = nullptr);
+
+/// Collects the pieces on `root`: W (m x k) and H (k x n) are filled there and left untouched elsewhere.
+template <class T>
+void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Factors<T>& pieces, DenseMatrix<T>& W,
+                    DenseMatrix<T>& H, int root = 0);
+
+/// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
+void check_options(const FactorOptions& options, index_t m, index_t n);
+
+}  // namespace dnmf::solvers
