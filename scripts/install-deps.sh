@@ -7,7 +7,10 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev      # BLAS + LAPACK, OpenMP flavour (BLAS calls inside our parallel regions stay serial)
   libcli11-dev nlohmann-json3-dev libgtest-dev
-  python3
+  openmpi-bin libopenmpi-dev  # the distributed solver (mpirun, MPI C++ bindings via the C API)
+  libhdf5-openmpi-dev         # parallel HDF5: per-rank hyperslab reads, one shared output file
+  gnuplot-nox                 # NMFk's k-selection plot (svg and png terminals)
+  python3 python3-numpy
 )
 
 missing=()

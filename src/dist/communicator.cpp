@@ -81,6 +81,16 @@ void Communicator::broadcast(void* data, std::size_t count, Scalar type, int roo
   do_broadcast(data, count, type, root);
 }
 
+void Communicator::alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                             const std::vector<std::size_t>& recv_counts, Scalar type) {
+  check_counts(*this, send_counts, "alltoallv");
+  check_counts(*this, recv_counts, "alltoallv");
+  const double kept = static_cast<double>(send_counts[static_cast<std::size_t>(rank())] * size_of(type));
+  traffic_.bytes_sent += total_bytes(send_counts, type) - kept;
+  ++traffic_.collectives;
+  do_alltoallv(send, send_counts, recv, recv_counts, type);
+}
+
 std::unique_ptr<Communicator> SingleCommunicator::split(int color, int key) {
   (void)color;
   (void)key;
@@ -117,6 +127,12 @@ void SingleCommunicator::do_broadcast(void* data, std::size_t count, Scalar type
   (void)count;
   (void)type;
   (void)root;
+}
+
+void SingleCommunicator::do_alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                                      const std::vector<std::size_t>& recv_counts, Scalar type) {
+  if (send_counts[0] != recv_counts[0]) throw Error("internal: alltoallv on one rank with unequal counts");
+  if (send != recv && send_counts[0] > 0) std::memmove(recv, send, send_counts[0] * size_of(type));
 }
 
 }  // namespace dnmf::dist

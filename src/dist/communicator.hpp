@@ -80,6 +80,11 @@ class Communicator {
   void gather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type, int root);
   /// Copies root's `count` elements to every rank.
   void broadcast(void* data, std::size_t count, Scalar type, int root);
+  /// Personalised exchange: this rank sends send_counts[q] elements (consecutive in `send`, ordered by q) to
+  /// each rank q and receives recv_counts[q] elements from each (consecutive in `recv`, ordered by q).
+  /// Entries a rank keeps for itself count as not sent.
+  void alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                 const std::vector<std::size_t>& recv_counts, Scalar type);
   /// Waits for every rank.
   virtual void barrier() = 0;
   /// Ranks with the same color form a new communicator, ordered by key (then by rank here).
@@ -114,6 +119,8 @@ class Communicator {
   virtual void do_gather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type,
                          int root) = 0;
   virtual void do_broadcast(void* data, std::size_t count, Scalar type, int root) = 0;
+  virtual void do_alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                            const std::vector<std::size_t>& recv_counts, Scalar type) = 0;
 
  private:
   Traffic traffic_;
@@ -135,6 +142,8 @@ class SingleCommunicator final : public Communicator {
   void do_allgather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type) override;
   void do_gather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type, int root) override;
   void do_broadcast(void* data, std::size_t count, Scalar type, int root) override;
+  void do_alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                    const std::vector<std::size_t>& recv_counts, Scalar type) override;
 };
 
 /// The job's communicator: MPI's world when the build has MPI and the process was started by mpirun (or

@@ -1,0 +1,43 @@
+// Reading one rank's block of a matrix file (DESIGN §4: each rank reads only its own block).
+#pragma once
+
+#include <string>
+
+#include "dist/communicator.hpp"
+#include "dist/grid.hpp"
+#include "dnmf/matrix.hpp"
+
+namespace dnmf::io {
+
+/// What a matrix file holds, learnt without reading its entries.
+struct MatrixShape {
+  index_t rows = 0;
+  index_t cols = 0;
+  index_t stored = -1;  ///< entries the file stores (nnz of a sparse file; rows*cols for dense); -1: unknown
+  bool sparse = false;
+};
+
+/// Shape of `path` (.npy, .mtx, .h5/.hdf5); read on rank 0 of `comm` and broadcast, so every rank gets the
+/// same answer or the same dnmf::Error (naming the file) together.
+MatrixShape read_shape(const std::string& path, dist::Communicator& comm);
+
+/// One rank's block of a matrix file, owning its storage: dense for .npy and dense HDF5 datasets, CSR for
+/// .mtx and HDF5 CSR groups.
+template <class T>
+struct LocalBlock {
+  bool sparse = false;
+  DenseMatrix<T> dense;
+  CsrMatrix<T> csr;
+  [[nodiscard]] MatrixRef<T> ref() const {
+    return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()};
+  }
+};
+
+/// Reads rows [rows.first, rows.last) x columns [cols.first, cols.last) of `path` (global indices) in
+/// precision T. Collective over `comm` (every rank of it calls, each with its own ranges): Matrix Market is
+/// parsed by byte ranges and entries are sent to their owners, so no rank holds the whole matrix.
+/// A negative, NaN or infinite entry is a dnmf::Error naming the file and the entry's global row and column.
+template <class T>
+LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm);
+
+}  // namespace dnmf::io
