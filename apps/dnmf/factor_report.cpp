@@ -61,6 +61,11 @@ std::string factor_report_json(const RunDescription& run, const FactorResult<T>&
                             " NNLS solves hit the pivoting round cap and were finished by an exact active-set solve");
   j["peak_rss_bytes"] = util::peak_rss_bytes();
   j["grid"] = run.grid;
+  j["processes"] = run.communication.processes;
+  j["communication"] = {
+      {"bytes_sent_per_iteration_per_rank", run.communication.bytes_per_iteration_per_rank},
+      {"model_bytes_per_iteration_per_rank", run.communication.model_bytes_per_iteration},
+      {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
   j["version"] = DNMF_VERSION;
   j["timestamp"] = utc_timestamp();
   return j.dump(2) + "\n";

@@ -2,11 +2,19 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "dnmf/factorize.hpp"
 #include "dnmf/options.hpp"
 
 namespace dnmf::cli {
+
+/// Bytes moved between processes (DESIGN §4), for the report.
+struct CommunicationFigures {
+  int processes = 1;
+  std::vector<double> bytes_per_iteration_per_rank;  ///< measured: what each rank sent, per iteration
+  double model_bytes_per_iteration = 0;              ///< DESIGN §4's prediction per rank
+};
 
 /// What the report says about the run besides the solver's result.
 struct RunDescription {
@@ -18,6 +26,7 @@ struct RunDescription {
   index_t n = 0;
   index_t nnz = 0;  ///< stored entries (sparse) or non-zero entries (dense)
   FactorOptions options;
+  CommunicationFigures communication;
 };
 
 /// The report as pretty-printed JSON (options, shape, iterations, errors per iteration, timings, peak memory,

@@ -1,6 +1,9 @@
 // dnmf: entry point of the command-line tool. Every failure the user can cause ends here as one line on
-// stderr, `dnmf: error: <message>`, and a non-zero exit status: never a stack trace, never an abort.
+// stderr, `dnmf: error: <message>`, and a non-zero exit status: never a stack trace. Under mpirun a failure
+// every process sees alike is printed once (by rank 0); a failure of one process is printed with its rank and
+// ends the whole job (MPI_Abort), so no other process is left waiting in a collective.
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -8,19 +11,39 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.hpp"
+#include "dist/communicator.hpp"
 #include "dnmf/error.hpp"
 
 namespace {
 
-/// Prints `dnmf: error: <message>` as exactly one line (embedded newlines would split it).
-void print_error(std::string message) {
+/// Prints `dnmf: error: <message>` as exactly one line (embedded newlines would split it); in a job of several
+/// processes the line names the rank when the failure was that rank's alone.
+void print_error(std::string message, int rank = -1) {
   for (char& c : message) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::fprintf(stderr, "dnmf: error: %s\n", message.c_str());
+  if (rank >= 0) {
+    std::fprintf(stderr, "dnmf: error: rank %d: %s\n", rank, message.c_str());
+  } else {
+    std::fprintf(stderr, "dnmf: error: %s\n", message.c_str());
+  }
+  std::fflush(stderr);
+}
+
+/// Reports a failure of this process alone; in a job of several processes, ends them all.
+int fail_here(const std::string& message) {
+  dnmf::dist::Communicator& world = dnmf::dist::world();
+  if (world.size() == 1) {
+    print_error(message);
+    return 1;
+  }
+  print_error(message, world.rank());
+  world.abort(1);
+  return 1;  // not reached: abort ends the process
 }
 
 int run(int argc, char** argv) {
@@ -34,8 +57,9 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive as "errors" with exit code 0; CLI11 prints those itself.
     if (e.get_exit_code() == 0) return app.exit(e);
-    // CLI11's own printer adds a "Run with --help" line; the contract is one line per error.
-    print_error(e.what());
+    // CLI11's own printer adds a "Run with --help" line; the contract is one line per error. Every process
+    // parses the same command line, so one of them speaks.
+    if (dnmf::dist::world().rank() == 0) print_error(e.what());
     return e.get_exit_code();
   }
   for (const auto& command : commands) {
@@ -49,17 +73,26 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const dnmf::CollectiveError& e) {
+    if (dnmf::dist::world().rank() == 0) print_error(e.what());
+    return 1;
+  } catch (const dnmf::PeerError&) {
+    // The failing process prints the cause; give it a moment to do so before the job is ended.
+    if (dnmf::dist::world().size() > 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      dnmf::dist::world().abort(1);
+    }
+    return 1;
   } catch (const dnmf::Error& e) {
-    print_error(e.what());
+    return fail_here(e.what());
   } catch (const std::bad_alloc&) {
-    print_error("out of memory");
+    return fail_here("out of memory");
   } catch (const std::exception& e) {
-    // Not expected (the library reports user errors as dnmf::Error), but still one line, not an abort.
-    print_error(e.what());
+    // Not expected (the library reports user errors as dnmf::Error), but still one line.
+    return fail_here(e.what());
   } catch (...) {
-    print_error("unexpected internal error");
+    return fail_here("unexpected internal error");
   }
-  return 1;
 }
 
 namespace dnmf::cli {

@@ -13,4 +13,20 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A failure every process of a distributed job detects identically and together (a grid that does not match
+/// the process count, a bad option, an unreadable header read on rank 0 and broadcast): it is reported once and
+/// the processes end normally.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+  explicit CollectiveError(const Error& e) : Error(e.what()) {}
+};
+
+/// This process stopped because another one failed (learnt through a collective); the failing process
+/// reports the cause, so this one adds nothing to the output.
+class PeerError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace dnmf

@@ -1,0 +1,56 @@
+// See solver_options.hpp.
+
+#include "solver_options.hpp"
+
+#include "backend/kernels.hpp"
+#include "commands.hpp"
+#include "dist/grid.hpp"
+#include "dnmf/error.hpp"
+
+namespace dnmf::cli {
+
+void add_solver_options(CLI::App& app, SolverArgs& args) {
+  FactorOptions& o = args.options;
+  app.add_option("--algo", args.algo, "update rule")
+      ->check(CLI::IsMember({"mu", "kl", "hals", "bpp"}))
+      ->capture_default_str();
+  app.add_option("--iters", o.max_iterations, "maximum iterations")->check(at_least(0))->capture_default_str();
+  app.add_option("--tol", o.tol, "stop when the objective's relative change falls below this (0: never)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  app.add_option("--init", args.init, "initialisation (nndsvd/nndsvda need one process and a resident matrix)")
+      ->check(CLI::IsMember({"random", "nndsvd", "nndsvda"}))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "random seed")->check(at_least(0))->capture_default_str();
+  add_precision_option(app, args.precision);
+  app.add_option("--backend", args.backend, "where the kernels run")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "OpenMP threads per process (0: OpenMP's default)")->check(at_least(0));
+  app.add_flag("--no-fuse", args.no_fuse, "never use the single-pass (fused) iteration");
+  app.add_flag("--tf32", o.tf32, "cuda, f32: TF32 tensor-core products (off by default)");
+  app.add_option("--l1-w", o.penalties.l1_w, "L1 penalty on W")->check(at_least(0));
+  app.add_option("--l2-w", o.penalties.l2_w, "L2 penalty on W")->check(at_least(0));
+  app.add_option("--l1-h", o.penalties.l1_h, "L1 penalty on H")->check(at_least(0));
+  app.add_option("--l2-h", o.penalties.l2_h, "L2 penalty on H")->check(at_least(0));
+  app.add_option("--memory-budget", args.memory_budget,
+                 "host memory budget per process, e.g. 256M or 2G (K/M/G/T are powers of 1024): stream A from the "
+                 "file in tiles when it does not fit");
+  app.add_option("--grid", args.grid, "process grid: auto, or PRxPC matching the number of MPI processes")
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", args.quiet, "no progress lines on stderr");
+}
+
+void resolve_solver_options(SolverArgs& args) {
+  FactorOptions& o = args.options;
+  o.algorithm = parse_algorithm(args.algo);
+  o.init = parse_init(args.init);
+  o.backend = parse_backend(args.backend);
+  o.fused = !args.no_fuse;
+  if (args.grid != "auto") (void)dist::parse_grid(args.grid);
+  if (o.tf32 && o.backend != BackendKind::cuda) throw Error("--tf32: tensor-core float math needs --backend cuda");
+  std::string why_not;
+  if (!backend::backend_available(o.backend, &why_not)) throw Error("--backend " + args.backend + ": " + why_not);
+}
+
+}  // namespace dnmf::cli

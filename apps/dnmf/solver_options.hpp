@@ -1,0 +1,33 @@
+// dnmf CLI: the solver options shared by `dnmf factor` and `dnmf nmfk` (everything but the input, the rank and
+// the output), and their translation into FactorOptions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "dnmf/options.hpp"
+
+namespace dnmf::cli {
+
+/// The parsed solver options; names are resolved into `options` by resolve_solver_options().
+struct SolverArgs {
+  FactorOptions options;  ///< iterations, tol, seed, threads, tf32 and penalties are bound directly
+  std::string algo = to_string(FactorOptions{}.algorithm);
+  std::string init = to_string(FactorOptions{}.init);
+  std::string backend = to_string(FactorOptions{}.backend);
+  std::string precision = "f64";
+  std::string grid = "auto";
+  std::string memory_budget;  ///< empty: not given
+  bool no_fuse = false;
+  bool quiet = false;
+};
+
+/// Adds --algo --iters --tol --init --seed --precision --backend --threads --no-fuse --tf32 --l1-w --l2-w --l1-h
+/// --l2-h --memory-budget --grid -q/--quiet, bound to `args`.
+void add_solver_options(CLI::App& app, SolverArgs& args);
+
+/// Fills args.options from the names and rejects combinations that cannot run here (TF32 without CUDA, a
+/// backend this build or machine lacks, a malformed grid); throws dnmf::Error.
+void resolve_solver_options(SolverArgs& args);
+
+}  // namespace dnmf::cli
