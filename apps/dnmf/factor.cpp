@@ -82,7 +82,11 @@ int factor(FactorArgs args) {
     return io::read_shape(args.input, world);
   });
   const dist::GridShape grid_shape = on_every_rank([&] {
-    solvers::check_options(options, shape.rows, shape.cols);
+    try {
+      solvers::check_options(options, shape.rows, shape.cols);
+    } catch (const Error& e) {
+      throw Error(args.input + ": " + e.what());  // "rank k=0 does not fit a 20x10 matrix" names no file
+    }
     return solver.grid == "auto" ? dist::choose_grid(world.size(), shape.rows, shape.cols, options.rank)
                                  : dist::parse_grid(solver.grid);
   });

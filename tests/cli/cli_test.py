@@ -177,7 +177,7 @@ class Context:
 def check_summary_line(stdout, k, algo, out_dir):
     lines = stdout.splitlines()
     check(len(lines) == 1, "expected one summary line on stdout, got: " + stdout)
-    pattern = r"k=%d algo=%s iterations=\d+ rel_error=\S+ seconds=\S+ \(\S+ s/iter\) -> %s$" % (
+    pattern = r"k=%d algo=%s grid=\S+ iterations=\d+ rel_error=\S+ seconds=\S+ \(\S+ s/iter\) -> %s$" % (
         k, algo, re.escape(out_dir))
     check(re.match(pattern, lines[0]), "summary line %r does not match %r" % (lines[0], pattern))
 
@@ -532,7 +532,7 @@ def err_unknown_extension(ctx):
 @case
 def err_grid(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"], ["--grid", "MPI"])
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"], ["--grid 2x2", "4 processes", "mpirun -np 4"])
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "two", "-o", "out"], ["--grid", "two"])
 
 
