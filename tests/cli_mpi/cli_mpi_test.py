@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `dnmf factor` under mpirun (DESIGN §4).
+
+Run one case:   cli_mpi_test.py --dnmf path/to/dnmf --mpiexec path/to/mpiexec --work scratch/dir CASE
+
+The reference for every distributed run is the same command on one process without mpirun: W and H must agree
+within 1e-8 relative (f64). Files are written and read by tests/cli/cli_test.py's own .npy and Matrix Market
+code (standard library only).
+"""
+
+import argparse
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from cli_test import Failure, Npy, check, npy_bytes, write_bytes, write_text  # noqa: E402
+
+CASES = {}
+
+# OpenMPI refuses to run as root unless told; tests run as root in CI containers. One thread per process keeps
+# six processes on two cores from drowning each other.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMP_NUM_THREADS": "1"}
+
+
+def case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+class Context:
+    def __init__(self, dnmf, mpiexec, work):
+        self.dnmf, self.mpiexec, self.work = dnmf, mpiexec, work
+
+    def path(self, *parts):
+        return os.path.join(self.work, *parts)
+
+    def run(self, args, processes=None, timeout=120):
+        """dnmf with `args`, on `processes` ranks under mpirun (None: plainly, one process)."""
+        args = [str(a) for a in args]
+        command = [self.dnmf] + args
+        if processes is not None:
+            command = [self.mpiexec, "--oversubscribe", "-np", str(processes)] + command
+        env = dict(os.environ, **MPI_ENV)
+        start = time.time()
+        completed = subprocess.run(command, cwd=self.work, capture_output=True, text=True, timeout=timeout, env=env)
+        print("$ %s  (%.1f s, rc %d)\n--- stdout\n%s--- stderr\n%s" % (
+            " ".join(command), time.time() - start, completed.returncode, completed.stdout[-3000:],
+            completed.stderr[-3000:]))
+        return completed
+
+    def ok(self, args, processes=None):
+        completed = self.run(args, processes)
+        check(completed.returncode == 0, "expected success: %s" % " ".join(map(str, args)))
+        return completed
+
+    def report(self, out_dir):
+        import json
+        with open(self.path(out_dir, "report.json")) as f:
+            return json.load(f)
+
+
+def max_relative_difference(a, b):
+    check(a.shape == b.shape, "shapes differ: %s vs %s" % (a.shape, b.shape))
+    rows, cols = a.shape
+    scale = max(max(abs(a(i, j)) for i in range(rows) for j in range(cols)), 1e-300)
+    return max(abs(a(i, j) - b(i, j)) for i in range(rows) for j in range(cols)) / scale
+
+
+def same_factors(ctx, reference_dir, other_dir, tolerance=1e-8):
+    for name in ("W.npy", "H.npy"):
+        a, b = Npy(ctx.path(reference_dir, name)), Npy(ctx.path(other_dir, name))
+        d = max_relative_difference(a, b)
+        check(d <= tolerance, "%s of %s differs from the one-process result by %.3g (> %g)" % (
+            name, other_dir, d, tolerance))
+
+
+def gen(ctx, name, rows, cols, rank, *extra):
+    ctx.ok(["gen", "--rows", rows, "--cols", cols, "--rank", rank, "--seed", 3, "--noise", 0.01, *extra, "-o", name])
+
+
+# One process vs grids of 2, 4 and 6 processes, dense and sparse, m and n not divisible by the grid.
+GRIDS = [(2, "2x1"), (2, "1x2"), (4, "2x2"), (6, "3x2"), (6, "6x1")]
+
+
+def equality_over_grids(ctx, matrix, algo):
+    common = ["factor", matrix, "-k", 4, "--algo", algo, "--iters", 25, "--tol", 0, "--seed", 5, "-q"]
+    ctx.ok(common + ["-o", "one"])
+    for processes, grid in GRIDS:
+        out = "np%d_%s" % (processes, grid)
+        completed = ctx.ok(common + ["--grid", grid, "-o", out], processes)
+        check(completed.stdout.count("k=4") == 1, "the summary must be printed once (rank 0), got:\n" +
+              completed.stdout)
+        same_factors(ctx, "one", out)
+        report = ctx.report(out)
+        check(report["grid"] == grid and report["processes"] == processes, "report grid/processes wrong")
+        check(abs(report["rel_error"] - ctx.report("one")["rel_error"]) <= 1e-8 * report["rel_error"],
+              "rel_error differs from one process")
+
+
+@case
+def dense_mu(ctx):
+    gen(ctx, "A.npy", 61, 47, 4)
+    equality_over_grids(ctx, "A.npy", "mu")
+
+
+@case
+def dense_hals_kl(ctx):
+    gen(ctx, "A.npy", 53, 38, 4)
+    for algo in ("hals", "kl", "bpp"):
+        common = ["factor", "A.npy", "-k", 4, "--algo", algo, "--iters", 15, "--tol", 0, "-q"]
+        ctx.ok(common + ["-o", "one_" + algo])
+        ctx.ok(common + ["--grid", "2x2", "-o", "four_" + algo], 4)
+        same_factors(ctx, "one_" + algo, "four_" + algo)
+
+
+@case
+def sparse_mu(ctx):
+    gen(ctx, "S.mtx", 70, 55, 4, "--density", 0.08)
+    equality_over_grids(ctx, "S.mtx", "mu")
+
+
+@case
+def grid_auto(ctx):
+    gen(ctx, "A.npy", 400, 24, 3)
+    completed = ctx.ok(["factor", "A.npy", "-k", 3, "--iters", 5, "-q", "-o", "out"], 4)
+    # A tall matrix: words per rank k(m/pr + n/pc) are smallest with all four processes along the rows.
+    check(ctx.report("out")["grid"] == "4x1", "auto grid for 400x24 on 4 processes should be 4x1, got " +
+          ctx.report("out")["grid"])
+    check("grid=4x1" in completed.stdout, "summary line lacks the grid")
+
+
+@case
+def traffic_matches_model(ctx):
+    gen(ctx, "A.npy", 300, 200, 8)
+    ctx.ok(["factor", "A.npy", "-k", 8, "--iters", 10, "--tol", 0, "--grid", "2x2", "-q", "-o", "out"], 4)
+    comm = ctx.report("out")["communication"]
+    model = comm["model_bytes_per_iteration_per_rank"]
+    for rank, measured in enumerate(comm["bytes_sent_per_iteration_per_rank"]):
+        check(abs(measured - model) <= 0.10 * model, "rank %d sent %.0f bytes/iteration, model %.0f (off by more "
+              "than 10%%)" % (rank, measured, model))
+
+
+@case
+def grid_mismatch_reported_once(ctx):
+    gen(ctx, "A.npy", 30, 20, 3)
+    completed = ctx.run(["factor", "A.npy", "-k", 3, "--grid", "2x2", "-o", "out"], 2, timeout=60)
+    check(completed.returncode != 0, "a 2x2 grid on 2 processes must fail")
+    lines = [l for l in completed.stderr.splitlines() if l.startswith("dnmf: error:")]
+    check(len(lines) == 1, "the error must be printed once, got:\n" + completed.stderr)
+    check("--grid 2x2 needs 4 processes" in lines[0] and "has 2" in lines[0], "unclear message: " + lines[0])
+    check(not os.path.exists(ctx.path("out")), "no output may be left behind")
+
+
+@case
+def corrupt_block_ends_job(ctx):
+    """A NaN in the rows only rank 1 reads: the job ends with rank 1's error, no hang, no output."""
+    rows, cols = 12, 6
+    values = [[1.0 + i + 0.5 * j for j in range(cols)] for i in range(rows)]
+    values[9][4] = float("nan")  # rows 6..11 belong to rank 1 on a 2x1 grid
+    write_bytes(ctx.path("A.npy"), npy_bytes(values))
+    start = time.time()
+    completed = ctx.run(["factor", "A.npy", "-k", 2, "--grid", "2x1", "-o", "out"], 2, timeout=60)
+    check(completed.returncode != 0, "a NaN in rank 1's block must fail the job")
+    check(time.time() - start < 45, "the job took too long to end")
+    errors = [l for l in completed.stderr.splitlines() if l.startswith("dnmf: error:")]
+    check(any("rank 1" in l and "A.npy" in l and "row 9" in l and "column 4" in l for l in errors),
+          "rank 1's error naming the file and global position missing:\n" + completed.stderr)
+    check(not os.path.exists(ctx.path("out", "W.npy")), "no factors may be written")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dnmf", required=True)
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("case", choices=sorted(CASES))
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    try:
+        CASES[args.case](Context(os.path.abspath(args.dnmf), args.mpiexec, args.work))
+    except Failure as failure:
+        print("FAIL %s: %s" % (args.case, failure))
+        return 1
+    except Exception:
+        traceback.print_exc(file=sys.stdout)
+        print("FAIL %s: unexpected exception (see above)" % args.case)
+        return 1
+    print("PASS %s" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
