@@ -1,0 +1,62 @@
+#include "stream/bytes.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "dnmf/error.hpp"
+
+namespace dnmf::stream {
+
+std::int64_t parse_bytes(const std::string& text) {
+  const auto bad = [&](const std::string& why) -> Error {
+    return Error("memory size '" + text + "': " + why + " (expected e.g. 256M, 2G, 1.5GiB or a number of bytes)");
+  };
+  std::size_t pos = 0;
+  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
+  if (pos == 0) throw bad("no number");
+  const std::string number = text.substr(0, pos);
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) throw bad("not a number");
+  std::string suffix;
+  for (std::size_t i = pos; i < text.size(); ++i) {
+    if (text[i] != ' ') suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+  }
+  double scale = 1;
+  if (!suffix.empty()) {
+    static const char* const kUnits = "KMGT";
+    const char* unit = std::char_traits<char>::find(kUnits, 4, suffix[0]);
+    std::string rest = suffix;
+    if (unit != nullptr) {
+      scale = std::pow(1024.0, static_cast<double>(unit - kUnits + 1));
+      rest = suffix.substr(1);
+    }
+    const bool known = unit != nullptr ? (rest.empty() || rest == "B" || rest == "IB") : rest == "B";
+    if (!known) throw bad("unknown unit '" + text.substr(pos) + "'");
+  }
+  const double bytes = std::floor(value * scale);
+  if (!(bytes >= 1)) throw bad("must be at least one byte");
+  if (bytes >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) throw bad("too large");
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::string human_bytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  while (std::abs(bytes) >= 1024 && unit < 5) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return text;
+}
+
+std::string describe_bytes(std::int64_t bytes) {
+  return std::to_string(bytes) + " bytes (" + human_bytes(static_cast<double>(bytes)) + ")";
+}
+
+}  // namespace dnmf::stream

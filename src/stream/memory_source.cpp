@@ -1,0 +1,135 @@
+#include "stream/memory_source.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "dnmf/error.hpp"
+#include "stream/validate.hpp"
+
+namespace dnmf::stream {
+
+template <class T>
+MemorySource<T>::MemorySource(MatrixRef<T> a, dist::Range rows, dist::Range cols, backend::Side direction)
+    : a_(a), rows_(rows), cols_(cols), direction_(direction) {
+  if (rows.first < 0 || rows.first > rows.last || rows.last > rows_of(a) || cols.first < 0 || cols.first > cols.last ||
+      cols.last > cols_of(a))
+    throw Error("memory: block outside the " + std::to_string(rows_of(a)) + "x" + std::to_string(cols_of(a)) +
+                " matrix");
+  if (is_sparse(a) && direction == backend::Side::H) throw Error("memory: a CSR matrix streams in row ranges only");
+}
+
+template <class T>
+MemorySource<T>::MemorySource(MatrixRef<T> a, backend::Side direction)
+    : MemorySource(a, {0, rows_of(a)}, {0, cols_of(a)}, direction) {}
+
+template <class T>
+index_t MemorySource<T>::stored() const {
+  if (!is_sparse(a_)) return rows() * cols();
+  const auto& s = std::get<CsrView<T>>(a_);
+  return s.indptr[rows_.last] - s.indptr[rows_.first];
+}
+
+template <class T>
+std::size_t MemorySource<T>::min_tile_bytes() const {
+  if (!is_sparse(a_))
+    return static_cast<std::size_t>(std::max<index_t>(direction_ == backend::Side::H ? rows() : cols(), 1)) * sizeof(T);
+  const auto& s = std::get<CsrView<T>>(a_);
+  index_t widest = 0;
+  for (index_t i = rows_.first; i < rows_.last; ++i) widest = std::max(widest, s.indptr[i + 1] - s.indptr[i]);
+  return tile_bytes<T>(true, widest, 1);
+}
+
+template <class T>
+std::vector<TileExtent> MemorySource<T>::partition(std::size_t max_tile_bytes) const {
+  std::vector<TileExtent> tiles;
+  if (!is_sparse(a_)) {
+    const bool by_columns = direction_ == backend::Side::H;
+    const index_t extent = by_columns ? cols() : rows();
+    const index_t line = by_columns ? rows() : cols();
+    if (extent == 0) return tiles;
+    const std::size_t line_bytes = static_cast<std::size_t>(line) * sizeof(T);
+    if (line_bytes > max_tile_bytes) throw Error("memory: one line of the block does not fit a tile");
+    const index_t width = line_bytes == 0 ? extent : static_cast<index_t>(max_tile_bytes / line_bytes);
+    for (const dist::Range r : even_ranges(extent, (extent + width - 1) / width))
+      tiles.push_back({r, r.size() * line, static_cast<std::size_t>(r.size()) * line_bytes});
+    return tiles;
+  }
+  // Greedy nnz-balanced row ranges, as the file source makes them.
+  const auto& s = std::get<CsrView<T>>(a_);
+  if (rows() == 0) return tiles;
+  const std::size_t total = tile_bytes<T>(true, stored(), rows());
+  const std::size_t parts = (total + max_tile_bytes - 1) / max_tile_bytes;
+  const std::size_t target = (total + parts - 1) / parts;
+  index_t start = 0, nnz = 0;
+  for (index_t i = 0; i < rows(); ++i) {
+    const index_t row = s.indptr[rows_.first + i + 1] - s.indptr[rows_.first + i];
+    if (tile_bytes<T>(true, row, 1) > max_tile_bytes) throw Error("memory: one row does not fit a tile");
+    if (i > start && tile_bytes<T>(true, nnz + row, i + 1 - start) > max_tile_bytes) {
+      tiles.push_back({{start, i}, nnz, tile_bytes<T>(true, nnz, i - start)});
+      start = i;
+      nnz = 0;
+    }
+    nnz += row;
+    if (tile_bytes<T>(true, nnz, i + 1 - start) >= target) {
+      tiles.push_back({{start, i + 1}, nnz, tile_bytes<T>(true, nnz, i + 1 - start)});
+      start = i + 1;
+      nnz = 0;
+    }
+  }
+  if (start < rows()) tiles.push_back({{start, rows()}, nnz, tile_bytes<T>(true, nnz, rows() - start)});
+  return tiles;
+}
+
+template <class T>
+void MemorySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) {
+  tile.range = extent.range;
+  tile.sparse = is_sparse(a_);
+  tile.bytes_read = 0;
+  if (const auto* d = std::get_if<DenseView<const T>>(&a_)) {
+    const bool by_columns = direction_ == backend::Side::H;
+    tile.rows = by_columns ? rows() : extent.range.size();
+    tile.cols = by_columns ? extent.range.size() : cols();
+    const index_t r0 = rows_.first + (by_columns ? 0 : extent.range.first);
+    const index_t c0 = cols_.first + (by_columns ? extent.range.first : 0);
+    if (static_cast<std::size_t>(tile.rows * tile.cols) > tile.values.capacity())
+      throw Error("internal: tile larger than its slot");
+    for (index_t j = 0; j < tile.cols; ++j)
+      std::memcpy(tile.values.data() + j * tile.rows, d->data + r0 + (c0 + j) * d->ld,
+                  static_cast<std::size_t>(tile.rows) * sizeof(T));
+    tile.bytes_read = static_cast<std::size_t>(tile.rows * tile.cols) * sizeof(T);
+    if (validate)
+      check_dense_entries("memory",
+                          DenseView<const T>(tile.values.data(), tile.rows, tile.cols, std::max<index_t>(tile.rows, 1)),
+                          r0, c0);
+    return;
+  }
+  const auto& s = std::get<CsrView<T>>(a_);
+  tile.rows = extent.range.size();
+  tile.cols = cols();
+  index_t kept = 0;
+  tile.indptr.data()[0] = 0;
+  for (index_t i = 0; i < tile.rows; ++i) {
+    const index_t row = rows_.first + extent.range.first + i;
+    for (index_t p = s.indptr[row]; p < s.indptr[row + 1]; ++p) {
+      const index_t col = s.indices[p];
+      const T v = s.values[p];
+      if (validate && !(v >= T(0) && v <= std::numeric_limits<T>::max()))
+        bad_entry("memory", row, col, static_cast<double>(v));
+      if (col < cols_.first || col >= cols_.last) continue;
+      if (static_cast<std::size_t>(kept) >= tile.values.capacity()) throw Error("internal: tile larger than its slot");
+      tile.indices.data()[kept] = static_cast<col_index_t>(col - cols_.first);
+      tile.values.data()[kept] = v;
+      ++kept;
+    }
+    tile.indptr.data()[i + 1] = kept;
+  }
+  tile.nnz = kept;
+  tile.bytes_read = static_cast<std::size_t>(kept) * (sizeof(T) + sizeof(col_index_t)) +
+                    static_cast<std::size_t>(tile.rows + 1) * sizeof(index_t);
+}
+
+template class MemorySource<float>;
+template class MemorySource<double>;
+
+}  // namespace dnmf::stream

@@ -1,0 +1,140 @@
+#include "stream/npy_source.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "dnmf/error.hpp"
+#include "stream/validate.hpp"
+
+namespace dnmf::stream {
+namespace {
+
+// Conversion and transposition go through this much file data at a time.
+constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
+
+void check_block(const std::string& path, const io::NpyHeader& h, dist::Range rows, dist::Range cols) {
+  if (rows.first < 0 || rows.first > rows.last || rows.last > h.rows || cols.first < 0 || cols.first > cols.last ||
+      cols.last > h.cols)
+    throw Error(path + ": block rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
+                ") x columns [" + std::to_string(cols.first) + ", " + std::to_string(cols.last) + ") is outside the " +
+                std::to_string(h.rows) + "x" + std::to_string(h.cols) + " array");
+}
+
+}  // namespace
+
+template <class T>
+NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range cols)
+    : file_(path), header_(io::read_npy_header(path)), rows_(rows), cols_(cols) {
+  check_block(path, header_, rows, cols);
+  // A single row or column is laid out the same way in both orders.
+  columns_ = header_.fortran_order || header_.rows == 1 || header_.cols == 1;
+  convert_ = converter_for<T>(header_.kind, header_.word_size, path);
+  file_.advise_sequential();
+}
+
+template <class T>
+std::size_t NpySource<T>::min_tile_bytes() const {
+  return static_cast<std::size_t>(std::max<index_t>(columns_ ? rows() : cols(), 1)) * sizeof(T);
+}
+
+template <class T>
+std::size_t NpySource<T>::staging_bytes() const {
+  // Only a Fortran-order file already in T is read straight into the slots.
+  return columns_ && convert_.identity ? 0 : kStagingBytes;
+}
+
+template <class T>
+std::vector<TileExtent> NpySource<T>::partition(std::size_t max_tile_bytes) const {
+  const index_t extent = columns_ ? cols() : rows();
+  const index_t line = columns_ ? rows() : cols();
+  const std::size_t line_bytes = static_cast<std::size_t>(line) * sizeof(T);
+  std::vector<TileExtent> tiles;
+  if (extent == 0) return tiles;
+  if (line_bytes > max_tile_bytes)
+    throw Error(name() + ": one " + (columns_ ? "column" : "row") + " of the block takes " +
+                std::to_string(line_bytes) + " bytes, more than a tile may (" + std::to_string(max_tile_bytes) + ")");
+  const auto width = static_cast<index_t>(line_bytes == 0 ? extent : max_tile_bytes / line_bytes);
+  const index_t parts = (extent + width - 1) / width;
+  for (const dist::Range r : even_ranges(extent, parts))
+    tiles.push_back({r, r.size() * line, static_cast<std::size_t>(r.size()) * line_bytes});
+  return tiles;
+}
+
+template <class T>
+void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) {
+  tile.range = extent.range;
+  tile.sparse = false;
+  tile.rows = columns_ ? rows() : extent.range.size();
+  tile.cols = columns_ ? extent.range.size() : cols();
+  tile.nnz = 0;
+  tile.bytes_read = 0;
+  if (static_cast<std::size_t>(tile.rows * tile.cols) > tile.values.capacity())
+    throw Error("internal: tile larger than its slot");
+  // The tile is `runs` file lines of `length` elements: columns (Fortran order) or rows (C order).
+  const index_t runs = columns_ ? tile.cols : tile.rows;
+  const index_t length = columns_ ? tile.rows : tile.cols;
+  const auto stride = static_cast<std::uint64_t>(columns_ ? header_.rows : header_.cols);
+  const std::uint64_t first =
+      columns_ ? static_cast<std::uint64_t>(cols_.first + extent.range.first) * header_.rows + rows_.first
+               : static_cast<std::uint64_t>(rows_.first + extent.range.first) * header_.cols + cols_.first;
+  const std::size_t word = header_.word_size;
+  const auto offset = [&](index_t run, index_t element) {
+    return header_.data_offset + (first + static_cast<std::uint64_t>(run) * stride + element) * word;
+  };
+  const bool adjacent = static_cast<std::uint64_t>(length) == stride;
+  T* out = tile.values.data();
+  if (runs == 0 || length == 0) return;
+
+  if (columns_ && convert_.identity) {
+    // The file holds the tile's bytes in the tile's order: read straight into the slot.
+    const std::size_t run_bytes = static_cast<std::size_t>(length) * word;
+    if (adjacent) {
+      file_.read(offset(0, 0), out, run_bytes * static_cast<std::size_t>(runs));
+    } else {
+      for (index_t s = 0; s < runs; ++s) file_.read(offset(s, 0), out + s * length, run_bytes);
+    }
+    tile.bytes_read = run_bytes * static_cast<std::size_t>(runs);
+  } else {
+    staging_.resize(kStagingBytes);
+    const auto chunk = static_cast<index_t>(kStagingBytes / word);
+    for (index_t s = 0; s < runs;) {
+      if (length <= chunk) {
+        const index_t m = adjacent ? std::min(runs - s, chunk / length) : 1;
+        const std::size_t bytes = static_cast<std::size_t>(m * length) * word;
+        file_.read(offset(s, 0), staging_.data(), bytes);
+        tile.bytes_read += bytes;
+        if (columns_) {
+          convert_.run(staging_.data(), static_cast<std::size_t>(m * length), out + s * length);
+        } else {
+          convert_.transposed(staging_.data(), m, length, out + s, tile.rows);
+        }
+        s += m;
+        continue;
+      }
+      for (index_t j = 0; j < length; j += chunk) {  // one line longer than the staging buffer
+        const index_t n = std::min(chunk, length - j);
+        const std::size_t bytes = static_cast<std::size_t>(n) * word;
+        file_.read(offset(s, j), staging_.data(), bytes);
+        tile.bytes_read += bytes;
+        if (columns_) {
+          convert_.run(staging_.data(), static_cast<std::size_t>(n), out + s * length + j);
+        } else {
+          convert_.transposed(staging_.data(), 1, n, out + s + j * tile.rows, tile.rows);
+        }
+      }
+      ++s;
+    }
+  }
+  if (validate) {
+    const index_t row0 = rows_.first + (columns_ ? 0 : extent.range.first);
+    const index_t col0 = cols_.first + (columns_ ? extent.range.first : 0);
+    check_dense_entries(name(), DenseView<const T>(out, tile.rows, tile.cols, std::max<index_t>(tile.rows, 1)), row0,
+                        col0);
+  }
+}
+
+template class NpySource<float>;
+template class NpySource<double>;
+
+}  // namespace dnmf::stream

@@ -1,0 +1,105 @@
+#include "stream/planner.hpp"
+
+#include <algorithm>
+
+#include "dnmf/error.hpp"
+#include "stream/bytes.hpp"
+
+namespace dnmf::stream {
+namespace {
+
+// Scratch each compute thread's kernels hold besides its accumulator: the cpu backend's fused-pass numerator
+// and KL ratio buffers (about 1 MiB of A per sub-tile) and BLAS packing space.
+constexpr std::int64_t kPerThreadScratch = std::int64_t{2} << 20;
+// OpenBLAS touches its per-thread buffers and OpenMP its thread stacks on the first product, after planning;
+// measured on x86-64 (OpenBLAS 0.3, libgomp): about 3 MiB per thread on top of the planning-time RSS.
+constexpr std::int64_t kRuntimePerThread = std::int64_t{4} << 20;
+// Allocator slack: glibc arenas keep freed accumulators of one size class around for the next tile.
+constexpr std::int64_t kAllocatorSlack = std::int64_t{4} << 20;
+
+std::int64_t matrix_bytes(const PlanInput& in) {
+  const auto s = static_cast<std::int64_t>(in.scalar_bytes);
+  if (!in.sparse) return in.stored * s;
+  return in.stored * (s + static_cast<std::int64_t>(sizeof(col_index_t))) +
+         (in.layout.a_rows.size() + 1) * static_cast<std::int64_t>(sizeof(index_t));
+}
+
+}  // namespace
+
+std::int64_t factor_bytes(const PlanInput& in) {
+  const dist::Layout& l = in.layout;
+  const std::int64_t k = in.rank, mb = l.a_rows.size(), nb = l.a_cols.size();
+  const std::int64_t wr = l.w_rows.size(), hc = l.h_cols.size();
+  const bool row_split = l.w_piece_sizes.size() > 1;  // W's block row is shared by pc > 1 ranks
+  const bool col_split = l.h_piece_sizes.size() > 1;  // H's block column by pr > 1 ranks
+  const std::int64_t pieces = k * (wr + hc);          // solve()'s host copy of this rank's pieces
+  // iterate(): pieces on the backend, gathered blocks where a grid direction splits them, the numerators
+  // P (k x nb) and Qt (k x mb) with their owned parts, three Gram matrices and the row sums.
+  const std::int64_t iteration = pieces + k * (wr + hc) + (row_split ? k * (mb + wr) : 0) +
+                                 (col_split ? k * (nb + hc) : 0) + k * (mb + nb) + 3 * k * k + 4 * k;
+  // The final error: the gathered blocks on the host and on the backend, and one product k x nb.
+  const std::int64_t final_check = pieces + 2 * k * (mb + nb) + k * nb + 2 * k * k;
+  // gather_factors() on the receiving rank: W (m x k) with its transposed staging, H with its ranked copy.
+  const std::int64_t gather = in.gathers_factors ? pieces + 2 * k * (l.m + l.n) : 0;
+  return std::max({iteration, final_check, gather}) * static_cast<std::int64_t>(in.scalar_bytes);
+}
+
+std::int64_t workspace_bytes(const PlanInput& in) {
+  const dist::Layout& l = in.layout;
+  const std::int64_t k = in.rank;
+  const std::int64_t widest = std::max(l.a_rows.size(), l.a_cols.size());
+  const std::int64_t threads = std::max(in.threads, 1);
+  // cpu kernels: every thread but the first accumulates a k x (other side) product privately.
+  std::int64_t bytes = (threads - 1) * k * widest * static_cast<std::int64_t>(in.scalar_bytes);
+  bytes += threads * kPerThreadScratch;
+  // NNLS (bpp) works in float64 on the scaled right-hand sides and solutions, plus per-column state.
+  if (in.algorithm == Algorithm::bpp) bytes += (2 * 8 * k + 48) * widest;
+  return bytes;
+}
+
+Plan plan_memory(const PlanInput& in) {
+  if (in.budget <= 0) throw Error("memory budget must be positive");
+  Plan p;
+  p.budget = in.budget;
+  p.baseline = in.baseline;
+  p.runtime_reserve = static_cast<std::int64_t>(std::max(in.threads, 1)) * kRuntimePerThread + kAllocatorSlack;
+  p.factors = factor_bytes(in);
+  p.workspace = workspace_bytes(in);
+  const std::int64_t fixed = p.baseline + p.runtime_reserve + p.factors + p.workspace;
+  const std::int64_t a_bytes = matrix_bytes(in);
+  p.resident_total = fixed + static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
+  p.minimum_budget = fixed + static_cast<std::int64_t>(in.staging_bytes + 2 * in.min_tile_bytes);
+  if (p.resident_total <= in.budget) {
+    p.matrix = p.resident_total - fixed;
+    p.total = p.resident_total;
+    return p;
+  }
+  if (in.budget < p.minimum_budget)
+    throw Error("memory budget " + describe_bytes(in.budget) + " is too small: streaming this block needs at least " +
+                describe_bytes(p.minimum_budget) + " (baseline " + human_bytes(static_cast<double>(p.baseline)) +
+                " + runtime " + human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
+                human_bytes(static_cast<double>(p.factors)) + " + workspaces " +
+                human_bytes(static_cast<double>(p.workspace)) + " + two tiles of " +
+                human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
+  p.streamed = true;
+  p.staging = static_cast<std::int64_t>(in.staging_bytes);
+  const auto available = static_cast<std::size_t>(in.budget - fixed - p.staging);
+  const std::size_t whole = std::max<std::size_t>(static_cast<std::size_t>(a_bytes), in.min_tile_bytes);
+  std::size_t tile = std::min({kMaxTileBytes, available / 3, whole});
+  int depth = 3;
+  if (tile < in.min_tile_bytes) {  // only two minimal tiles fit
+    tile = std::min({kMaxTileBytes, available / 2, whole});
+    depth = 2;
+  } else {
+    // Spare budget buys a fourth slot (slack for uneven reads); more tiles than the block has are useless.
+    const std::size_t tiles = (whole + tile - 1) / tile;
+    depth = static_cast<int>(std::clamp<std::size_t>(std::min<std::size_t>(available / tile, tiles), 2, 4));
+  }
+  p.tile_bytes = tile;
+  p.depth = depth;
+  p.ring = static_cast<std::int64_t>(tile) * depth;
+  p.total = fixed + p.staging + p.ring;
+  return p;
+}
+
+}  // namespace dnmf::stream

@@ -1,0 +1,61 @@
+#include "stream/read_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "dnmf/error.hpp"
+
+namespace dnmf::stream {
+
+ReadFile::ReadFile(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw Error(path + ": cannot open (" + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    throw Error(path + ": cannot stat (" + std::strerror(err) + ")");
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+ReadFile::~ReadFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ReadFile::read(std::uint64_t offset, void* buffer, std::size_t count) const {
+  auto* out = static_cast<char*>(buffer);
+  while (count > 0) {
+    // Linux transfers at most about 2 GiB per call; ask for less so the loop is the normal path.
+    const std::size_t ask = count < (std::size_t{1} << 30) ? count : (std::size_t{1} << 30);
+    const ssize_t got = ::pread(fd_, out, ask, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(path_ + ": read of " + std::to_string(ask) + " bytes at offset " + std::to_string(offset) +
+                  " failed (" + std::strerror(errno) + ")");
+    }
+    if (got == 0)
+      throw Error(path_ + ": file ends at " + std::to_string(offset) + " bytes, " + std::to_string(count) +
+                  " more were expected (truncated?)");
+    out += got;
+    offset += static_cast<std::uint64_t>(got);
+    count -= static_cast<std::size_t>(got);
+  }
+}
+
+void ReadFile::advise_sequential() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); }
+
+bool evict_from_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  (void)::fdatasync(fd);
+  const bool ok = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace dnmf::stream

@@ -1,0 +1,172 @@
+#include "stream/streamed_operand.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "dnmf/error.hpp"
+
+namespace dnmf::stream {
+
+using backend::CView;
+using backend::Side;
+using backend::View;
+
+template <class T>
+StreamedOperand<T>::StreamedOperand(backend::Kernels<T>& kernels, std::unique_ptr<TileSource<T>> source,
+                                    std::size_t tile_bytes, int depth, const BufferAllocator& allocator)
+    : kernels_(kernels), source_(std::move(source)), depth_(depth) {
+  if (depth < 2) throw Error("internal: a streaming ring needs depth >= 2, got " + std::to_string(depth));
+  if (!kernels.host_memory() || !allocator.host_visible)
+    throw Error("streaming into the " + kernels.name() + " backend is not available yet (tiles are host memory)");
+  extents_ = source_->partition(tile_bytes);
+  validated_.assign(extents_.size(), 0);
+  if (extents_.empty()) return;
+  index_t entries = 0, lines = 0;
+  for (const TileExtent& e : extents_) {
+    entries = std::max(entries, e.entries);
+    lines = std::max(lines, e.range.size());
+  }
+  const bool csr = source_->sparse();
+  std::vector<Tile<T>> slots;
+  for (int d = 0; d < depth; ++d) {
+    Tile<T> tile;
+    tile.values = Buffer<T>(allocator, static_cast<std::size_t>(std::max<index_t>(entries, 1)));
+    if (csr) {
+      tile.indptr = Buffer<index_t>(allocator, static_cast<std::size_t>(lines + 1));
+      tile.indices = Buffer<col_index_t>(allocator, static_cast<std::size_t>(std::max<index_t>(entries, 1)));
+    }
+    slot_bytes_ = tile.values.bytes() + tile.indptr.bytes() + tile.indices.bytes();
+    slots.push_back(std::move(tile));
+  }
+  ring_ = std::make_unique<Ring<Tile<T>>>(std::move(slots), extents_.size(), [this](std::size_t t, Tile<T>& tile) {
+    const bool validate = validated_[t] == 0;
+    source_->read(extents_[t], tile, validate);
+    tile.index = t;
+    validated_[t] = 1;
+    bytes_read_ += tile.bytes_read;
+  });
+}
+
+template <class T>
+StreamedOperand<T>::~StreamedOperand() {
+  ring_.reset();  // stop the producer before the source and extents it reads go
+}
+
+template <class T>
+template <class Body>
+void StreamedOperand<T>::pass(Body&& body) {
+  if (extents_.empty()) {
+    ++passes_;
+    return;
+  }
+  try {
+    for (std::size_t t = 0; t < extents_.size(); ++t) {
+      const Tile<T>& tile = ring_->acquire();
+      if (tile.index != t)
+        throw Error("internal: tile " + std::to_string(tile.index) + " arrived as tile " + std::to_string(t));
+      body(tile);
+      ring_->release();
+    }
+  } catch (...) {
+    ring_->restart();
+    throw;
+  }
+  ++passes_;
+}
+
+template <class T>
+void StreamedOperand<T>::scale_empty(View<T> out, T beta) {
+  if (beta == T(1)) return;
+  if (beta != T(0)) throw Error("internal: streamed product of an empty block with beta other than 0 or 1");
+  kernels_.fill(out, T(0));
+}
+
+template <class T>
+backend::MatrixStats StreamedOperand<T>::stats() {
+  backend::MatrixStats total;
+  pass([&](const Tile<T>& tile) {
+    const backend::MatrixStats s = kernels_.stats(tile.ref());
+    total.sum += s.sum;
+    total.squared_norm += s.squared_norm;
+  });
+  return total;
+}
+
+template <class T>
+void StreamedOperand<T>::multiply(Side side, CView<T> y, View<T> out, T beta) {
+  // A tile covers `range` along the stripe direction: on that side it owns out's columns there; on the other
+  // side every tile adds into all of out (y's columns in `range`).
+  const bool owns = side == source_->direction();
+  if (!owns && extents_.empty()) return scale_empty(out, beta);
+  bool first = true;
+  pass([&](const Tile<T>& tile) {
+    const dist::Range r = tile.range;
+    if (owns) {
+      kernels_.multiply(tile.ref(), side, y, out.columns(r.first, r.last), beta);
+    } else {
+      kernels_.multiply(tile.ref(), side, y.columns(r.first, r.last), out, first ? beta : T(1));
+    }
+    first = false;
+  });
+}
+
+template <class T>
+backend::KlSums StreamedOperand<T>::kl_multiply(Side side, CView<T> y, CView<T> x, View<T> out, T beta) {
+  const bool owns = side == source_->direction();
+  backend::KlSums sums;
+  if (!owns && extents_.empty()) {
+    scale_empty(out, beta);
+    return sums;
+  }
+  bool first = true;
+  pass([&](const Tile<T>& tile) {
+    const dist::Range r = tile.range;
+    if (owns) {
+      sums += kernels_.kl_multiply(tile.ref(), side, y, x.columns(r.first, r.last), out.columns(r.first, r.last), beta);
+    } else {
+      sums += kernels_.kl_multiply(tile.ref(), side, y.columns(r.first, r.last), x, out, first ? beta : T(1));
+    }
+    first = false;
+  });
+  return sums;
+}
+
+template <class T>
+backend::FusedSums StreamedOperand<T>::fused_pass(Side side, const backend::UpdateRule& rule, View<T> x, CView<T> y,
+                                                  CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx) {
+  if (side != source_->direction())
+    throw Error("internal: a streamed block in " + std::string(side == Side::H ? "row" : "column") +
+                " stripes cannot run the single pass for this side");
+  kernels_.fill(other_numer, T(0));
+  kernels_.fill(gx, T(0));
+  backend::FusedSums total;
+  pass([&](const Tile<T>& tile) {
+    const dist::Range r = tile.range;
+    const backend::FusedSums s = kernels_.fused_pass(tile.ref(), side, rule, x.columns(r.first, r.last), y, gy,
+                                                     y_row_sums, other_numer, gx, true);
+    total.cross += s.cross;
+    total.kl_numer += s.kl_numer;
+    total.kl_accum += s.kl_accum;
+    total.nnls_cap_hits += s.nnls_cap_hits;
+  });
+  return total;
+}
+
+template <class T>
+solvers::OperandStats StreamedOperand<T>::operand_stats() const {
+  solvers::OperandStats s;
+  s.passes = passes_;
+  s.bytes_read = static_cast<double>(bytes_read_.load());
+  if (ring_) {
+    const RingStats r = ring_->stats();
+    s.tiles = r.tiles_delivered;
+    s.seconds_waiting = r.seconds_waiting;
+    s.seconds_reading = r.seconds_filling;
+  }
+  return s;
+}
+
+template class StreamedOperand<float>;
+template class StreamedOperand<double>;
+
+}  // namespace dnmf::stream
