@@ -23,6 +23,9 @@ Command add_info(CLI::App& parent);
 /// `dnmf factor`: factorises a matrix file into OUTDIR/W.npy, OUTDIR/H.npy and OUTDIR/report.json.
 Command add_factor(CLI::App& parent);
 
+/// `dnmf nmfk`: chooses k by NMFk; writes OUTDIR/nmfk.json, nmfk.csv, the plot and k_<K>/W.npy, H.npy.
+Command add_nmfk(CLI::App& parent);
+
 /// A validator accepting finite numbers >= `bound`, with a short message otherwise ("must be >= 0, got -1");
 /// CLI11's own range validators print their (huge) default bounds.
 CLI::Validator at_least(double bound);

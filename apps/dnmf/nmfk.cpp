@@ -1,0 +1,151 @@
+// `dnmf nmfk`: choose k (DESIGN §6). Runs the NMFk sweep on a matrix file and writes OUTDIR/nmfk.json,
+// nmfk.csv, the plot (nmfk.svg, nmfk.png), k_<K>/W.npy and H.npy, with checkpoints in OUTDIR/checkpoints so
+// that a rerun of the same command resumes. Under mpirun the processes form --groups groups; each rank reads
+// only its own block of the file.
+
+#include "dnmf/nmfk.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "collective.hpp"
+#include "commands.hpp"
+#include "dist/communicator.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "input.hpp"
+#include "io/block_read.hpp"
+#include "output_dir.hpp"
+#include "solver_options.hpp"
+
+namespace dnmf::cli {
+namespace {
+
+struct NmfkArgs {
+  std::string input;
+  std::string output;
+  std::string k_range;
+  std::string perturbation = "uniform";
+  std::string rule = "silhouette";
+  std::optional<double> err_threshold;
+  NmfkOptions options;  // perturbations, epsilon, thresholds, groups, flags are bound directly
+  SolverArgs solver;
+};
+
+template <class T>
+int run_nmfk(NmfkArgs args) {
+  dist::Communicator& world = dist::world();
+  const bool root = world.rank() == 0;
+  NmfkOptions& o = args.options;
+  SolverArgs& solver = args.solver;
+
+  // Checks every rank makes identically: reported once, and every process ends normally.
+  const io::MatrixShape shape = on_every_rank([&] {
+    resolve_solver_options(solver);
+    if (!solver.memory_budget.empty())
+      throw Error("--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
+    o.ks = parse_k_range(args.k_range);
+    o.perturbation = parse_perturbation(args.perturbation);
+    o.rule = parse_selection_rule(args.rule);
+    o.err_threshold = args.err_threshold;
+    o.factor = solver.options;
+    o.grid = solver.grid;
+    (void)io::format_of(args.input);  // an unknown extension fails before any output
+    return io::read_shape(args.input, world);
+  });
+
+  std::optional<OutputDirectory> out;  // rank 0's; created and probed now
+  on_root_for_all(world, [&] { out.emplace(args.output); });
+  o.checkpoint_dir = (std::filesystem::path(args.output) / "checkpoints").string();
+  if (root) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(args.input, ec);
+    if (!ec) o.data_identity.emplace_back("file_bytes", std::to_string(bytes));
+    o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
+  }
+  if (!solver.quiet) {
+    const int groups = o.groups;
+    o.progress = [groups](const NmfkProgress& p) {
+      const std::string who = groups > 1 ? "[group " + std::to_string(p.group) + "] " : "";
+      std::fprintf(stderr, "nmfk: %sk=%lld p=%d rel_error=%.3e iterations=%d %.2f s (%d/%d)\n", who.c_str(),
+                   static_cast<long long>(p.k), p.perturbation, p.rel_error, p.iterations, p.seconds, p.jobs_done,
+                   p.jobs_total);
+    };
+  }
+
+  const std::string path = args.input;
+  const BlockProvider<T> provider = [&path](const BlockRequest& r) {
+    io::LocalBlock<T> local = io::read_block<T>(path, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
+    MatrixBlock<T> block;
+    block.sparse = local.sparse;
+    block.dense = std::move(local.dense);
+    block.csr = std::move(local.csr);
+    return block;
+  };
+  NmfkResult<T> result;
+  try {
+    result = nmfk<T>(shape.rows, shape.cols, provider, o, world);
+  } catch (const CollectiveError& e) {
+    throw CollectiveError(args.input + ": " + e.what());
+  }
+  if (!root) return 0;
+
+  const NmfkRunInfo run{args.input, format_name(io::format_of(args.input)), solver.precision,
+                        shape.sparse ? shape.stored : -1};
+  const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, args.output);
+  out->commit();
+  if (!files.plot_warning.empty()) std::fprintf(stderr, "dnmf: warning: %s\n", files.plot_warning.c_str());
+  const NmfkSelection& s = result.selection;
+  std::printf("nmfk: %s\n", s.message.c_str());
+  if (s.selected_k)
+    std::printf("selected k=%lld (decided by the %s rule)\n", static_cast<long long>(*s.selected_k),
+                to_string(s.decided_by).c_str());
+  else
+    std::printf("no k passed; best candidate k=%lld\n", static_cast<long long>(s.best_candidate));
+  std::printf("jobs: %d run, %d from checkpoints; %.1f s -> %s\n", result.jobs_run, result.jobs_loaded, result.seconds,
+              files.json.c_str());
+  if (!files.svg.empty()) std::printf("plot: %s, %s\n", files.svg.c_str(), files.png.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_nmfk(CLI::App& parent) {
+  auto args = std::make_shared<NmfkArgs>();
+  NmfkOptions& o = args->options;
+  CLI::App* app = parent.add_subcommand("nmfk", "choose k: NMFk stability analysis over a range of k");
+  app->add_option("FILE", args->input, "input matrix (.npy dense, .mtx sparse)")->required();
+  app->add_option("--k", args->k_range, "the k to try: FIRST:LAST[:STEP] (inclusive) or one K")->required();
+  app->add_option("--perturbations", o.perturbations, "perturbed copies of A per k")
+      ->check(at_least(1))
+      ->capture_default_str();
+  app->add_option("--epsilon", o.epsilon, "uniform perturbation amplitude: a(1 + eps(2U - 1)), 0 <= eps < 1")
+      ->check(at_least(0))
+      ->capture_default_str();
+  app->add_option("--perturbation", args->perturbation, "uniform, or poisson (resampling of count data)")
+      ->check(CLI::IsMember({"uniform", "poisson"}))
+      ->capture_default_str();
+  app->add_option("--sil-threshold", o.sil_threshold, "minimum silhouette a k needs to be accepted")
+      ->capture_default_str();
+  app->add_option("--err-threshold", args->err_threshold, "maximum relative error a k may have to be accepted")
+      ->check(at_least(0));
+  app->add_option("--rule", args->rule, "which rule decides: silhouette (largest accepted k) or wilcoxon")
+      ->check(CLI::IsMember({"silhouette", "wilcoxon"}))
+      ->capture_default_str();
+  app->add_flag("--h-silhouettes", o.h_silhouettes, "also report silhouettes of H's rows");
+  app->add_option("--groups", o.groups, "process groups running different (k, p) jobs (<= processes)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  app->add_option("--cluster-iters", o.max_cluster_iterations, "cap on the clustering's assignment rounds")
+      ->check(at_least(1))
+      ->capture_default_str();
+  app->add_flag("--restart", o.restart, "discard checkpoints made with other data or options instead of refusing");
+  add_solver_options(*app, args->solver);
+  app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
+  return {app, [args] { return args->solver.precision == "f32" ? run_nmfk<float>(*args) : run_nmfk<double>(*args); }};
+}
+
+}  // namespace dnmf::cli

@@ -1,0 +1,100 @@
+// The small parts of the public NMFk API: names, the k range, in-memory blocks, the one-process entry.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "dist/communicator.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "dnmf/nmfk.hpp"
+
+namespace dnmf {
+namespace {
+
+long long parse_count(const std::string& field, const std::string& text) {
+  if (field.empty() || field.find_first_not_of("0123456789") != std::string::npos || field.size() > 12)
+    throw Error("--k: expected FIRST:LAST[:STEP] or K with whole numbers, got '" + text + "'");
+  return std::stoll(field);
+}
+
+}  // namespace
+
+Perturbation parse_perturbation(const std::string& name) {
+  if (name == "uniform") return Perturbation::uniform;
+  if (name == "poisson") return Perturbation::poisson;
+  throw Error("perturbation '" + name + "' is not one of: uniform, poisson");
+}
+
+SelectionRule parse_selection_rule(const std::string& name) {
+  if (name == "silhouette") return SelectionRule::silhouette;
+  if (name == "wilcoxon") return SelectionRule::wilcoxon;
+  throw Error("selection rule '" + name + "' is not one of: silhouette, wilcoxon");
+}
+
+std::string to_string(Perturbation p) { return p == Perturbation::uniform ? "uniform" : "poisson"; }
+std::string to_string(SelectionRule r) { return r == SelectionRule::silhouette ? "silhouette" : "wilcoxon"; }
+
+std::vector<index_t> parse_k_range(const std::string& text) {
+  std::vector<std::string> fields;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t colon = text.find(':', begin);
+    fields.push_back(text.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin));
+    if (colon == std::string::npos) break;
+    begin = colon + 1;
+  }
+  if (fields.size() > 3) throw Error("--k: expected FIRST:LAST[:STEP] or K, got '" + text + "'");
+  const long long first = parse_count(fields[0], text);
+  const long long last = fields.size() > 1 ? parse_count(fields[1], text) : first;
+  const long long step = fields.size() > 2 ? parse_count(fields[2], text) : 1;
+  if (first < 1) throw Error("--k: k must be >= 1, got '" + text + "'");
+  if (last < first) throw Error("--k: the range '" + text + "' is empty (LAST < FIRST)");
+  if (step < 1) throw Error("--k: the step must be >= 1, got '" + text + "'");
+  if ((last - first) / step >= 10000) throw Error("--k: the range '" + text + "' has too many values");
+  std::vector<index_t> ks;
+  for (long long k = first; k <= last; k += step) ks.push_back(static_cast<index_t>(k));
+  return ks;
+}
+
+template <class T>
+MatrixBlock<T> slice_block(const MatrixRef<T>& a, const BlockRequest& r) {
+  MatrixBlock<T> b;
+  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
+    b.dense = DenseMatrix<T>(r.row_last - r.row_first, r.col_last - r.col_first);
+    for (index_t j = r.col_first; j < r.col_last; ++j)
+      for (index_t i = r.row_first; i < r.row_last; ++i) b.dense(i - r.row_first, j - r.col_first) = (*d)(i, j);
+    return b;
+  }
+  const auto& s = std::get<CsrView<T>>(a);
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  for (index_t i = r.row_first; i < r.row_last; ++i) {
+    for (index_t q = s.indptr[i]; q < s.indptr[i + 1]; ++q) {
+      const index_t j = s.indices[q];
+      if (j < r.col_first || j >= r.col_last) continue;
+      indices.push_back(static_cast<col_index_t>(j - r.col_first));
+      values.push_back(s.values[q]);
+    }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  b.sparse = true;
+  b.csr = CsrMatrix<T>(r.row_last - r.row_first, r.col_last - r.col_first, std::move(indptr), std::move(indices),
+                       std::move(values));
+  return b;
+}
+
+template <class T>
+NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options) {
+  std::visit([](const auto& view) { io::check_nonnegative<T>(view, "nmfk input"); }, a);
+  dist::SingleCommunicator self;
+  const BlockProvider<T> provider = [&a](const BlockRequest& r) { return slice_block<T>(a, r); };
+  return nmfk<T>(rows_of(a), cols_of(a), provider, options, self);
+}
+
+template MatrixBlock<float> slice_block<float>(const MatrixRef<float>&, const BlockRequest&);
+template MatrixBlock<double> slice_block<double>(const MatrixRef<double>&, const BlockRequest&);
+template NmfkResult<float> nmfk<float>(const MatrixRef<float>&, const NmfkOptions&);
+template NmfkResult<double> nmfk<double>(const MatrixRef<double>&, const NmfkOptions&);
+
+}  // namespace dnmf

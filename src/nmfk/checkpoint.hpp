@@ -1,0 +1,62 @@
+// The checkpoint store of an NMFk sweep (DESIGN §6): one file per finished (k, p) job, written atomically,
+// and a manifest recording what the jobs were computed from (the data's fingerprint and every option that
+// changes a job's result). A rerun with the same data and options reuses the files; anything else is refused
+// with a message naming what differs, unless the caller asks for a restart (which clears the old files).
+// Options that do not change a job (the k range, P, thresholds, groups, threads) may change between runs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dnmf/matrix.hpp"
+
+namespace dnmf::rank_search {
+
+/// Named facts, compared as text; the numeric ones (sums of the data) are compared with a relative
+/// tolerance, since a different process count sums in a different order.
+struct Fingerprint {
+  std::vector<std::pair<std::string, std::string>> data;
+  std::vector<std::pair<std::string, std::string>> options;
+  double sum = 0;
+  double sum_squares = 0;
+};
+
+/// One finished job: what the clustering and the outputs need from it.
+struct JobRecord {
+  index_t k = 0;
+  int p = 0;
+  double rel_error = 0;
+  double seconds = 0;
+  int iterations = 0;
+  DenseMatrix<double> W;  ///< m x k (columns summing to 1, as the solver normalises)
+  DenseMatrix<double> H;  ///< k x n
+};
+
+/// A folder of job files plus manifest.json.
+class CheckpointStore {
+ public:
+  /// `directory` empty: a store that keeps nothing.
+  explicit CheckpointStore(std::string directory);
+  [[nodiscard]] bool enabled() const { return !directory_.empty(); }
+  [[nodiscard]] const std::string& directory() const { return directory_; }
+
+  /// Creates the folder and manifest, or checks an existing manifest against `fingerprint`. A mismatch
+  /// throws dnmf::Error naming each difference, unless `restart`, which removes the old manifest and job
+  /// files first. Returns a line for the user when something was cleared, else "".
+  std::string open(const Fingerprint& fingerprint, bool restart);
+
+  /// The job's record when its file exists and is complete and consistent with (k, p, m, n); a damaged file
+  /// is removed and reported through `problem` (the job is then run again).
+  std::optional<JobRecord> load(index_t k, int p, index_t m, index_t n, std::string* problem) const;
+  /// Writes the job's file atomically (temporary file + rename).
+  void save(const JobRecord& record) const;
+  /// The file name of job (k, p) inside the folder.
+  [[nodiscard]] std::string job_path(index_t k, int p) const;
+
+ private:
+  std::string directory_;
+};
+
+}  // namespace dnmf::rank_search

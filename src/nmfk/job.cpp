@@ -1,0 +1,50 @@
+#include "nmfk/job.hpp"
+
+#include <chrono>
+
+#include "backend/kernels.hpp"
+#include "nmfk/perturb.hpp"
+#include "solvers/solve.hpp"
+
+namespace dnmf::rank_search {
+
+template <class T>
+std::optional<JobRecord> run_job(GroupContext<T>& group, index_t k, int p, const NmfkOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const dist::Layout& layout = group.layout;
+  const MatrixBlock<T> perturbed = perturb_block(group.block, layout.a_rows.first, layout.a_cols.first, layout.m,
+                                                 options.perturbation, options.epsilon, options.factor.seed, p);
+  FactorOptions factor = options.factor;
+  factor.rank = k;
+  factor.seed = job_seed(options.factor.seed, k, p);
+  factor.progress = nullptr;
+  // Fresh kernels per job: a device backend's resident copy of A_p is released with them.
+  auto kernels = backend::make_kernels<T>(factor.backend);
+  kernels->set_tf32(factor.tf32);
+  auto host =
+      backend::make_kernels<T>(factor.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
+  const MatrixRef<T> a = perturbed.ref();
+  solvers::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
+  const bool alone = group.grid->shape().size() == 1;
+  solvers::Solution<T> solution =
+      solvers::solve(*kernels, *host, operand, alone ? &a : nullptr, *group.grid, layout, factor);
+  DenseMatrix<T> W, H;
+  solvers::gather_factors(*group.grid, layout, solution.pieces, W, H, 0);
+  if (!group.root()) return std::nullopt;
+  JobRecord r;
+  r.k = k;
+  r.p = p;
+  r.rel_error = solution.result.rel_error;
+  r.iterations = solution.result.iterations;
+  r.W = DenseMatrix<double>(W.rows(), W.cols());
+  r.H = DenseMatrix<double>(H.rows(), H.cols());
+  for (std::size_t i = 0; i < W.storage().size(); ++i) r.W.storage()[i] = static_cast<double>(W.storage()[i]);
+  for (std::size_t i = 0; i < H.storage().size(); ++i) r.H.storage()[i] = static_cast<double>(H.storage()[i]);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+template std::optional<JobRecord> run_job<float>(GroupContext<float>&, index_t, int, const NmfkOptions&);
+template std::optional<JobRecord> run_job<double>(GroupContext<double>&, index_t, int, const NmfkOptions&);
+
+}  // namespace dnmf::rank_search

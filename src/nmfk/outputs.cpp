@@ -1,0 +1,171 @@
+// The files of an NMFk run: nmfk.json (everything measured, the selection and the rule that decided),
+// nmfk.csv (one line per k, what the plot reads), k_<K>/W.npy, H.npy, column_errors.npy, and the plot.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "dnmf/nmfk.hpp"
+#include "nmfk/plot.hpp"
+
+namespace dnmf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// JSON has no NaN or infinity; such values (never expected) become null.
+nlohmann::json finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json finite(const std::vector<double>& values) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double v : values) a.push_back(finite(v));
+  return a;
+}
+
+nlohmann::json optional_k(const std::optional<index_t>& k) { return k ? nlohmann::json(*k) : nlohmann::json(nullptr); }
+
+template <class T>
+nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, const NmfkRunInfo& run,
+                              const NmfkOutputs& files) {
+  nlohmann::ordered_json j;
+  j["input"] = {{"path", run.input}, {"format", run.format}, {"rows", r.rows}, {"cols", r.cols}};
+  if (run.nnz >= 0) j["input"]["nnz"] = run.nnz;
+  nlohmann::ordered_json opts;
+  opts["k"] = nlohmann::json::array();
+  for (const auto& rank : r.ranks) opts["k"].push_back(rank.k);
+  opts["perturbations"] = o.perturbations;
+  opts["perturbation"] = to_string(o.perturbation);
+  opts["epsilon"] = o.epsilon;
+  opts["sil_threshold"] = o.sil_threshold;
+  opts["err_threshold"] = o.err_threshold ? nlohmann::json(*o.err_threshold) : nlohmann::json(nullptr);
+  opts["rule"] = to_string(o.rule);
+  opts["wilcoxon_alpha"] = o.wilcoxon_alpha;
+  opts["h_silhouettes"] = o.h_silhouettes;
+  opts["max_cluster_iterations"] = o.max_cluster_iterations;
+  opts["algo"] = to_string(o.factor.algorithm);
+  opts["iters"] = o.factor.max_iterations;
+  opts["tol"] = o.factor.tol;
+  opts["init"] = to_string(o.factor.init);
+  opts["seed"] = o.factor.seed;
+  opts["precision"] = run.precision;
+  opts["backend"] = to_string(o.factor.backend);
+  opts["penalties"] = {{"l1_w", o.factor.penalties.l1_w},
+                       {"l2_w", o.factor.penalties.l2_w},
+                       {"l1_h", o.factor.penalties.l1_h},
+                       {"l2_h", o.factor.penalties.l2_h}};
+  j["options"] = opts;
+
+  const NmfkSelection& s = r.selection;
+  nlohmann::ordered_json sel;
+  sel["selected_k"] = optional_k(s.selected_k);
+  sel["passed"] = s.selected_k.has_value();
+  sel["decided_by"] = to_string(s.decided_by);
+  sel["silhouette_rule_k"] = optional_k(s.silhouette_k);
+  sel["wilcoxon_rule_k"] = optional_k(s.wilcoxon_k);
+  sel["best_candidate"] = s.best_candidate;
+  sel["message"] = s.message;
+  sel["wilcoxon_steps"] = nlohmann::json::array();
+  for (const auto& step : s.wilcoxon_steps)
+    sel["wilcoxon_steps"].push_back({{"from_k", step.from_k},
+                                     {"to_k", step.to_k},
+                                     {"statistic", step.statistic},
+                                     {"pairs", step.pairs},
+                                     {"p_value", finite(step.p_value)},
+                                     {"exact", step.exact},
+                                     {"significant", step.significant}});
+  j["selection"] = sel;
+
+  j["per_k"] = nlohmann::json::array();
+  for (const auto& k : r.ranks) {
+    nlohmann::ordered_json e;
+    e["k"] = k.k;
+    e["min_silhouette"] = finite(k.min_silhouette);
+    e["mean_silhouette"] = finite(k.mean_silhouette);
+    e["silhouettes"] = finite(k.silhouettes);
+    if (o.h_silhouettes) {
+      e["h_min_silhouette"] = finite(k.h_min_silhouette);
+      e["h_mean_silhouette"] = finite(k.h_mean_silhouette);
+      e["h_silhouettes"] = finite(k.h_silhouettes);
+    }
+    e["rel_error"] = finite(k.rel_error);
+    e["perturbation_errors"] = finite(k.perturbation_errors);
+    e["perturbation_iterations"] = k.perturbation_iterations;
+    e["cluster_iterations"] = k.cluster_iterations;
+    e["cluster_converged"] = k.cluster_converged;
+    e["accepted"] = k.accepted;
+    e["seconds"] = k.seconds;
+    e["files"] = {{"W", "k_" + std::to_string(k.k) + "/W.npy"},
+                  {"H", "k_" + std::to_string(k.k) + "/H.npy"},
+                  {"column_errors", "k_" + std::to_string(k.k) + "/column_errors.npy"}};
+    j["per_k"].push_back(e);
+  }
+  j["jobs"] = {{"total", r.jobs_total}, {"run", r.jobs_run}, {"from_checkpoints", r.jobs_loaded}};
+  j["processes"] = r.processes;
+  j["groups"] = r.groups;
+  j["group_grid"] = r.group_grid;
+  j["seconds"] = r.seconds;
+  j["plot"] = {{"tool", "gnuplot"},
+               {"script", "nmfk.gp"},
+               {"svg", files.svg.empty() ? nlohmann::json(nullptr) : nlohmann::json("nmfk.svg")},
+               {"png", files.png.empty() ? nlohmann::json(nullptr) : nlohmann::json("nmfk.png")},
+               {"warning", files.plot_warning}};
+  return j;
+}
+
+std::string csv_text(const auto& r, bool h) {
+  std::ostringstream c;
+  c.precision(10);
+  c << "k,min_silhouette,mean_silhouette,rel_error,accepted,seconds";
+  if (h) c << ",h_min_silhouette,h_mean_silhouette";
+  c << "\n";
+  for (const auto& k : r.ranks) {
+    c << k.k << "," << k.min_silhouette << "," << k.mean_silhouette << "," << k.rel_error << "," << (k.accepted ? 1 : 0)
+      << "," << k.seconds;
+    if (h) c << "," << k.h_min_silhouette << "," << k.h_mean_silhouette;
+    c << "\n";
+  }
+  return c.str();
+}
+
+}  // namespace
+
+template <class T>
+NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, const NmfkRunInfo& run,
+                               const std::string& directory) {
+  const fs::path dir(directory);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(directory + ": cannot create the output folder: " + ec.message());
+  NmfkOutputs files;
+  for (const auto& k : r.ranks) {
+    const fs::path sub = dir / ("k_" + std::to_string(k.k));
+    fs::create_directories(sub, ec);
+    if (ec) throw Error(sub.string() + ": cannot create: " + ec.message());
+    io::write_npy<T>((sub / "W.npy").string(), k.W.view());
+    io::write_npy<T>((sub / "H.npy").string(), k.H.view());
+    const DenseView<const double> errors(k.column_errors.data(), static_cast<index_t>(k.column_errors.size()), 1);
+    io::write_npy<double>((sub / "column_errors.npy").string(), errors);
+  }
+  files.csv = (dir / "nmfk.csv").string();
+  const std::string csv = csv_text(r, o.h_silhouettes);
+  io::write_file_atomically(files.csv, [&csv](std::ostream& s) { s << csv; });
+  const rank_search::PlotFiles plot = rank_search::draw_plot(directory, r.selection, o.sil_threshold);
+  files.gnuplot_script = plot.script;
+  files.svg = plot.svg;
+  files.png = plot.png;
+  files.plot_warning = plot.warning;
+  files.json = (dir / "nmfk.json").string();
+  const std::string json = report(r, o, run, files).dump(2) + "\n";
+  io::write_file_atomically(files.json, [&json](std::ostream& s) { s << json; });
+  return files;
+}
+
+template NmfkOutputs write_nmfk_outputs<float>(const NmfkResult<float>&, const NmfkOptions&, const NmfkRunInfo&,
+                                               const std::string&);
+template NmfkOutputs write_nmfk_outputs<double>(const NmfkResult<double>&, const NmfkOptions&, const NmfkRunInfo&,
+                                                const std::string&);
+
+}  // namespace dnmf

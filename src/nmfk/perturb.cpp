@@ -1,0 +1,109 @@
+#include "nmfk/perturb.hpp"
+
+#include <cmath>
+
+#include "util/random.hpp"
+
+namespace dnmf::rank_search {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Inversion with one uniform: the smallest x with F(x) ≥ U. Fine for small means (e^{-λ} well above
+// underflow, few steps).
+double poisson_inversion(double lambda, double u) {
+  double probability = std::exp(-lambda);
+  double cdf = probability;
+  double x = 0;
+  while (u > cdf && x < 1000) {
+    x += 1;
+    probability *= lambda / x;
+    cdf += probability;
+    if (probability == 0) break;
+  }
+  return x;
+}
+
+}  // namespace
+
+double perturbation_uniform(std::uint64_t seed, int p, std::uint64_t index, std::uint32_t draw) {
+  // The stream word keeps the perturbation purpose in its low byte (never colliding with the other streams of
+  // util::Stream) and the perturbation number and draw above it.
+  const std::uint64_t stream = static_cast<std::uint64_t>(util::Stream::perturbation) |
+                               (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)) << 8) |
+                               (static_cast<std::uint64_t>(draw) << 40);
+  const auto r = util::philox4x32(seed, stream, index);
+  const std::uint64_t bits = (static_cast<std::uint64_t>(r[0]) << 32 | r[1]) >> 11;
+  return static_cast<double>(bits + 1) * 0x1.0p-53;
+}
+
+double poisson_draw(double lambda, std::uint64_t seed, int p, std::uint64_t index) {
+  if (!(lambda > 0)) return 0;
+  if (lambda < 10) return poisson_inversion(lambda, perturbation_uniform(seed, p, index, 0));
+  // PTRS (W. Hörmann, "The transformed rejection method for generating Poisson random variables", 1993).
+  const double slam = std::sqrt(lambda), loglam = std::log(lambda);
+  const double b = 0.931 + 2.53 * slam;
+  const double a = -0.059 + 0.02483 * b;
+  const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+  const double vr = 0.9277 - 3.6224 / (b - 2);
+  for (std::uint32_t attempt = 0;; attempt += 2) {
+    const double u = perturbation_uniform(seed, p, index, attempt) - 0.5;
+    const double v = perturbation_uniform(seed, p, index, attempt + 1);
+    const double us = 0.5 - std::abs(u);
+    const double x = std::floor((2 * a / us + b) * u + lambda + 0.43);
+    if (us >= 0.07 && v <= vr) return x;
+    if (x < 0 || (us < 0.013 && v > us)) continue;
+    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <= -lambda + x * loglam - std::lgamma(x + 1))
+      return x;
+  }
+}
+
+template <class T>
+MatrixBlock<T> perturb_block(const MatrixBlock<T>& block, index_t row0, index_t col0, index_t m, Perturbation kind,
+                             double epsilon, std::uint64_t seed, int p) {
+  auto perturbed = [&](double a, index_t i, index_t j) -> T {
+    const auto index =
+        static_cast<std::uint64_t>(row0 + i) + static_cast<std::uint64_t>(col0 + j) * static_cast<std::uint64_t>(m);
+    if (kind == Perturbation::poisson) return static_cast<T>(poisson_draw(a, seed, p, index));
+    if (a == 0) return T(0);
+    return static_cast<T>(a * (1 + epsilon * (2 * perturbation_uniform(seed, p, index) - 1)));
+  };
+  MatrixBlock<T> out;
+  out.sparse = block.sparse;
+  if (!block.sparse) {
+    const DenseMatrix<T>& a = block.dense;
+    out.dense = DenseMatrix<T>(a.rows(), a.cols());
+#pragma omp parallel for schedule(static)
+    for (index_t j = 0; j < a.cols(); ++j)
+      for (index_t i = 0; i < a.rows(); ++i) out.dense(i, j) = perturbed(static_cast<double>(a(i, j)), i, j);
+    return out;
+  }
+  const CsrMatrix<T>& a = block.csr;
+  std::vector<T> values(a.values().size());
+  const auto& indptr = a.indptr();
+  const auto& indices = a.indices();
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < a.rows(); ++i)
+    for (index_t q = indptr[static_cast<std::size_t>(i)]; q < indptr[static_cast<std::size_t>(i + 1)]; ++q)
+      values[static_cast<std::size_t>(q)] = perturbed(static_cast<double>(a.values()[static_cast<std::size_t>(q)]), i,
+                                                      indices[static_cast<std::size_t>(q)]);
+  out.csr = CsrMatrix<T>(a.rows(), a.cols(), indptr, indices, std::move(values));
+  return out;
+}
+
+std::uint64_t job_seed(std::uint64_t seed, index_t k, int p) {
+  return splitmix64(splitmix64(seed ^ 0x6E6D666B00000000ull) ^ (static_cast<std::uint64_t>(k) << 20) ^
+                    static_cast<std::uint64_t>(p));
+}
+
+template MatrixBlock<float> perturb_block<float>(const MatrixBlock<float>&, index_t, index_t, index_t, Perturbation,
+                                                 double, std::uint64_t, int);
+template MatrixBlock<double> perturb_block<double>(const MatrixBlock<double>&, index_t, index_t, index_t, Perturbation,
+                                                   double, std::uint64_t, int);
+
+}  // namespace dnmf::rank_search

@@ -1,0 +1,135 @@
+#include "nmfk/plot.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "dnmf/io.hpp"
+
+extern char** environ;
+
+namespace dnmf::rank_search {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A gnuplot single-quoted string: a quote is written twice.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string script_text(const NmfkSelection& s, double threshold) {
+  const bool chosen = s.selected_k.has_value();
+  const long long k = chosen ? static_cast<long long>(*s.selected_k) : static_cast<long long>(s.best_candidate);
+  const std::string mark =
+      chosen ? "selected k = " + std::to_string(k) : "no k passed; best candidate k = " + std::to_string(k);
+  std::ostringstream g;
+  g << "# NMFk plot: gnuplot nmfk.gp (in this folder) draws nmfk.svg and nmfk.png from nmfk.csv.\n"
+    << "set datafile separator ','\n"
+    << "set title 'NMFk: cluster stability and fit against k (" << mark << ")'\n"
+    << "set xlabel 'k (number of latent features)'\n"
+    << "set ylabel 'silhouette (cosine)'\n"
+    << "set y2label 'relative error of the regression'\n"
+    << "set ytics nomirror\nset y2tics\nset yrange [*:1.05]\nset y2range [0:*]\n"
+    << "set xtics 1\nset grid xtics ytics\nset key bottom left box opaque\n"
+    << "set arrow 1 from " << k << ", graph 0 to " << k << ", graph 1 nohead dashtype 2 linewidth 2 linecolor rgb '"
+    << (chosen ? "#2ca02c" : "#d62728") << "'\n"
+    << "set label 1 '" << (chosen ? "selected k = " : "best candidate k = ") << k << "' at " << k
+    << ", graph 0.97 offset 0.6, 0\n"
+    << "plot 'nmfk.csv' skip 1 using 1:2 with linespoints pointtype 7 linewidth 2 linecolor rgb '#1f77b4' title "
+       "'minimum silhouette', \\\n"
+    << "     '' skip 1 using 1:3 with linespoints pointtype 5 linewidth 2 linecolor rgb '#17becf' title 'mean "
+       "silhouette', \\\n"
+    << "     '' skip 1 using 1:4 axes x1y2 with linespoints pointtype 9 linewidth 2 linecolor rgb '#ff7f0e' title "
+       "'relative error', \\\n"
+    << "     " << threshold << " with lines dashtype 3 linecolor rgb 'gray40' title 'silhouette threshold'\n"
+    << "set terminal push\n"
+    << "set terminal svg size 900,560 dynamic background rgb 'white' font 'sans,13'\n"
+    << "set output 'nmfk.svg'\nreplot\n"
+    << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+    << "  set terminal pngcairo size 900,560 background rgb 'white' font 'sans,11'\n"
+    << "} else {\n  set terminal png size 900,560\n}\n"
+    << "set output 'nmfk.png'\nreplot\nset output\nset terminal pop\n";
+  return g.str();
+}
+
+}  // namespace
+
+std::string find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate)) return candidate;
+  }
+  return "";
+}
+
+PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold) {
+  PlotFiles out;
+  const fs::path dir = fs::absolute(directory);
+  out.script = (dir / "nmfk.gp").string();
+  const std::string text = script_text(selection, sil_threshold);
+  io::write_file_atomically(out.script, [&text](std::ostream& s) { s << text; });
+  const std::string gnuplot = find_on_path("gnuplot");
+  if (gnuplot.empty()) {
+    out.warning =
+        "gnuplot was not found on PATH, so nmfk.svg and nmfk.png were not drawn (install gnuplot, e.g. "
+        "Debian's gnuplot-nox, then run 'gnuplot nmfk.gp' in " +
+        dir.string() + ")";
+    return out;
+  }
+  const fs::path svg = dir / "nmfk.svg", png = dir / "nmfk.png", log = dir / "nmfk.gp.log";
+  std::error_code ec;
+  fs::remove(svg, ec);
+  fs::remove(png, ec);
+  // gnuplot changes to the folder itself, so the script keeps relative names and works where it lies.
+  const std::string cd = "cd " + quoted(dir.string());
+  std::vector<std::string> args = {gnuplot, "-e", cd, out.script};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  if (spawned == 0) {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  std::ifstream log_in(log);
+  std::string log_text((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
+  for (char& c : log_text)
+    if (c == '\n') c = ' ';
+  const bool ok = spawned == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(svg) && fs::exists(png);
+  if (!ok) {
+    out.warning = "gnuplot (" + gnuplot + ") failed to draw the plot" +
+                  (log_text.empty() ? std::string() : ": " + log_text.substr(0, 300));
+    if (fs::exists(svg)) out.svg = svg.string();
+    if (fs::exists(png)) out.png = png.string();
+    return out;
+  }
+  fs::remove(log, ec);
+  out.svg = svg.string();
+  out.png = png.string();
+  return out;
+}
+
+}  // namespace dnmf::rank_search
