@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <ostream>
 #include <string>
 
@@ -65,10 +66,29 @@ void check_nonnegative(DenseView<const T> matrix, const std::string& source);
 template <class T>
 void check_nonnegative(CsrView<T> matrix, const std::string& source);
 
-/// Input formats recognised by file name.
-enum class FileFormat { npy, matrix_market };
+/// The same checks for a block of a larger matrix whose entry (0, 0) is (row_offset, col_offset) of the
+/// whole: the message names the entry's global row and column.
+template <class T>
+void check_nonnegative(DenseView<const T> block, const std::string& source, index_t row_offset, index_t col_offset);
+template <class T>
+void check_nonnegative(CsrView<T> block, const std::string& source, index_t row_offset, index_t col_offset);
 
-/// Picks the format from the extension (.npy, .mtx); throws dnmf::Error for anything else.
+/// True for a finite, non-negative value (-0.0 included): what NMF accepts as an entry.
+template <class T>
+[[nodiscard]] bool acceptable_entry(T value) {
+  return value >= T(0) && value <= std::numeric_limits<T>::max();
+}
+
+/// What is wrong with an entry that is not acceptable_entry(): "entry at row R, column C (0-based) is V;
+/// input must be ..." (the text check_nonnegative puts after "<source>: ").
+template <class T>
+std::string describe_bad_entry(index_t row, index_t col, T value);
+
+/// Input formats recognised by file name.
+enum class FileFormat { npy, matrix_market, hdf5 };
+
+/// Picks the format from the extension (.npy, .mtx, .h5/.hdf5, the last also with an object name after a
+/// colon: "A.h5:/X"); throws dnmf::Error for anything else.
 FileFormat format_of(const std::string& path);
 
 }  // namespace dnmf::io

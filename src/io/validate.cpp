@@ -11,6 +11,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "io/hdf5_path.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 // -0.0 passes (it compares equal to 0); NaN fails because every comparison with it is false.
 template <class T>
 bool acceptable(T value) {
-  return value >= T(0) && value <= std::numeric_limits<T>::max();
+  return acceptable_entry(value);
 }
 
 template <class T>
@@ -30,16 +31,7 @@ std::string shortest_repr(T value) {
 
 template <class T>
 [[noreturn]] void report(const std::string& source, index_t row, index_t col, T value) {
-  std::string message =
-      source + ": entry at row " + std::to_string(row) + ", column " + std::to_string(col) + " (0-based) is ";
-  if (std::isnan(value)) {
-    message += "NaN; input must be finite and non-negative";
-  } else if (std::isinf(value)) {
-    message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";
-  } else {
-    message += shortest_repr(value) + "; input must be non-negative";
-  }
-  throw Error(message);
+  throw Error(source + ": " + describe_bad_entry(row, col, value));
 }
 
 // Branch-free over the whole run so that the common all-good case vectorises; the rare bad run is
@@ -54,28 +46,54 @@ bool all_acceptable(const T* values, index_t count) {
 }  // namespace
 
 template <class T>
-void check_nonnegative(DenseView<const T> matrix, const std::string& source) {
+std::string describe_bad_entry(index_t row, index_t col, T value) {
+  std::string message = "entry at row " + std::to_string(row) + ", column " + std::to_string(col) + " (0-based) is ";
+  if (std::isnan(value)) {
+    message += "NaN; input must be finite and non-negative";
+  } else if (std::isinf(value)) {
+    message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";
+  } else {
+    message += shortest_repr(value) + "; input must be non-negative";
+  }
+  return message;
+}
+
+template <class T>
+void check_nonnegative(DenseView<const T> matrix, const std::string& source, index_t row_offset, index_t col_offset) {
   for (index_t j = 0; j < matrix.cols; ++j) {
     const T* column = matrix.data + j * matrix.ld;
     if (all_acceptable(column, matrix.rows)) continue;
     const auto bad = std::find_if(column, column + matrix.rows, [](T v) { return !acceptable(v); });
-    report(source, bad - column, j, *bad);
+    report(source, row_offset + (bad - column), col_offset + j, *bad);
   }
 }
 
 template <class T>
-void check_nonnegative(CsrView<T> matrix, const std::string& source) {
+void check_nonnegative(CsrView<T> matrix, const std::string& source, index_t row_offset, index_t col_offset) {
   for (index_t i = 0; i < matrix.rows; ++i) {
     const index_t begin = matrix.indptr[i];
     const index_t end = matrix.indptr[i + 1];
     if (all_acceptable(matrix.values + begin, end - begin)) continue;
     for (index_t k = begin; k < end; ++k) {
-      if (!acceptable(matrix.values[k])) report(source, i, index_t{matrix.indices[k]}, matrix.values[k]);
+      if (!acceptable(matrix.values[k])) {
+        report(source, row_offset + i, col_offset + index_t{matrix.indices[k]}, matrix.values[k]);
+      }
     }
   }
 }
 
+template <class T>
+void check_nonnegative(DenseView<const T> matrix, const std::string& source) {
+  check_nonnegative(matrix, source, 0, 0);
+}
+
+template <class T>
+void check_nonnegative(CsrView<T> matrix, const std::string& source) {
+  check_nonnegative(matrix, source, 0, 0);
+}
+
 FileFormat format_of(const std::string& path) {
+  if (is_hdf5_path(path)) return FileFormat::hdf5;
   std::string name = path.substr(path.find_last_of('/') + 1);  // npos + 1 == 0: no directory part
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   const auto ends_with = [&name](const char* suffix) { return name.ends_with(suffix); };
@@ -93,5 +111,11 @@ template void check_nonnegative<float>(DenseView<const float>, const std::string
 template void check_nonnegative<double>(DenseView<const double>, const std::string&);
 template void check_nonnegative<float>(CsrView<float>, const std::string&);
 template void check_nonnegative<double>(CsrView<double>, const std::string&);
+template void check_nonnegative<float>(DenseView<const float>, const std::string&, index_t, index_t);
+template void check_nonnegative<double>(DenseView<const double>, const std::string&, index_t, index_t);
+template void check_nonnegative<float>(CsrView<float>, const std::string&, index_t, index_t);
+template void check_nonnegative<double>(CsrView<double>, const std::string&, index_t, index_t);
+template std::string describe_bad_entry<float>(index_t, index_t, float);
+template std::string describe_bad_entry<double>(index_t, index_t, double);
 
 }  // namespace dnmf::io

@@ -1,0 +1,430 @@
+// Reading matrices from HDF5 files: locating the object, its shape, and one rank's block (a hyperslab of a
+// dense dataset, or a row range of a CSR group with the columns of the block kept). See hdf5_io.hpp.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "io/collective_failure.hpp"
+#include "io/csr_build.hpp"
+#include "io/hdf5_io.hpp"
+#include "io/hdf5_path.hpp"
+#include "io/hdf5_util.hpp"
+#include "io/input_file.hpp"
+
+namespace dnmf::io {
+namespace {
+
+using h5::Id;
+
+// Elements per read when a block is converted or filtered on its way in: bounds the extra memory.
+constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
+// Names listed in a "which matrix?" message.
+constexpr std::size_t kListedNames = 20;
+
+/// A matrix object of an open file, with what reading it needs opened.
+struct Matrix {
+  std::string where;  // "A.h5:/X", for messages
+  bool sparse = false;
+  index_t rows = 0, cols = 0, stored = 0;
+  Id dataset;                // dense
+  Id data, indices, indptr;  // CSR
+};
+
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string text;
+  for (std::size_t d = 0; d < dims.size(); ++d) text += (d > 0 ? "x" : "") + std::to_string(dims[d]);
+  return text;
+}
+
+std::vector<hsize_t> dims_of(hid_t dataset) {
+  const Id space(H5Dget_space(dataset), H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) return {};
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return dims;
+}
+
+H5T_class_t class_of(hid_t dataset) {
+  const Id type(H5Dget_type(dataset), H5Tclose);
+  return type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+}
+
+std::string class_name(H5T_class_t c) {
+  switch (c) {
+    case H5T_INTEGER:
+      return "integer";
+    case H5T_FLOAT:
+      return "floating-point";
+    case H5T_STRING:
+      return "string";
+    case H5T_COMPOUND:
+      return "compound (record)";
+    case H5T_ENUM:
+      return "enum";
+    case H5T_BITFIELD:
+      return "bitfield";
+    case H5T_OPAQUE:
+      return "opaque";
+    case H5T_REFERENCE:
+      return "reference";
+    case H5T_VLEN:
+      return "variable-length";
+    case H5T_ARRAY:
+      return "array";
+    default:
+      return "unknown";
+  }
+}
+
+/// The encoding a group declares: AnnData's "encoding-type", or h5sparse's "h5sparse_format".
+std::optional<std::string> encoding_of(hid_t group) {
+  if (auto type = h5::string_attribute(group, "encoding-type")) return type;
+  if (auto format = h5::string_attribute(group, "h5sparse_format")) return *format + "_matrix";
+  return std::nullopt;
+}
+
+/// One line about `name` for listings: "/X (2-D dataset 3x4)", "/obs (group)".
+std::string describe(hid_t file, const std::string& name) {
+  const Id object(H5Oopen(file, name.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!object.valid()) return name + " (unreadable link)";
+  switch (H5Iget_type(object.get())) {
+    case H5I_DATASET: {
+      const std::vector<hsize_t> dims = dims_of(object.get());
+      return name + " (" + std::to_string(dims.size()) + "-D dataset " + dims_text(dims) + ")";
+    }
+    case H5I_GROUP: {
+      const std::optional<std::string> encoding = encoding_of(object.get());
+      return name + " (group" + (encoding ? ", encoding-type " + *encoding : std::string()) + ")";
+    }
+    default:
+      return name + " (named datatype)";
+  }
+}
+
+/// The names of the root's links, sorted.
+std::vector<std::string> root_names(hid_t file) {
+  H5G_info_t info{};
+  if (H5Gget_info(file, &info) < 0) return {};
+  std::vector<std::string> names;
+  for (hsize_t k = 0; k < info.nlinks; ++k) {
+    const ssize_t length = H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, nullptr, 0, H5P_DEFAULT);
+    if (length < 0) continue;
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT);
+    name.resize(static_cast<std::size_t>(length));
+    names.push_back("/" + name);
+  }
+  return names;
+}
+
+std::string listing(hid_t file) {
+  const std::vector<std::string> names = root_names(file);
+  if (names.empty()) return "nothing (the file is empty)";
+  std::string text;
+  for (std::size_t k = 0; k < std::min(names.size(), kListedNames); ++k) {
+    text += (k > 0 ? ", " : "") + describe(file, names[k]);
+  }
+  if (names.size() > kListedNames) text += ", and " + std::to_string(names.size() - kListedNames) + " more";
+  return text;
+}
+
+Id open_dataset(hid_t group, const char* name, const std::string& where) {
+  return h5::checked(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose, where + ": cannot open dataset '" + name + "'");
+}
+
+/// Reads `count` elements from `first` of a 1-D dataset as `memory_type`.
+void read_1d(hid_t dataset, hid_t memory_type, hsize_t first, hsize_t count, void* out, const std::string& what) {
+  if (count == 0) return;
+  const Id space = h5::checked(H5Dget_space(dataset), H5Sclose, what);
+  if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &first, nullptr, &count, nullptr) < 0) h5::fail(what);
+  const Id memory = h5::checked(H5Screate_simple(1, &count, nullptr), H5Sclose, what);
+  if (H5Dread(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, out) < 0) h5::fail(what);
+}
+
+void open_dense(Matrix& m, Id object) {
+  const std::vector<hsize_t> dims = dims_of(object.get());
+  if (dims.size() != 2) {
+    throw Error(m.where + ": is a " + std::to_string(dims.size()) + "-D dataset of shape " + dims_text(dims) +
+                "; expected a 2-D matrix");
+  }
+  const H5T_class_t type = class_of(object.get());
+  if (type != H5T_FLOAT && type != H5T_INTEGER) {
+    throw Error(m.where + ": holds " + class_name(type) + " values; expected numbers (floating-point or integer)");
+  }
+  m.rows = static_cast<index_t>(dims[0]);
+  m.cols = static_cast<index_t>(dims[1]);
+  m.stored = m.rows * m.cols;
+  m.dataset = std::move(object);
+}
+
+void open_csr(Matrix& m, hid_t group) {
+  const std::optional<std::string> encoding = encoding_of(group);
+  if (encoding && *encoding == "csc_matrix") {
+    throw Error(m.where +
+                ": is a CSC sparse matrix (encoding-type 'csc_matrix'); dnmf reads CSR groups, so store it as CSR "
+                "(scipy: .tocsr(); AnnData: adata.X = adata.X.tocsr() before writing)");
+  }
+  if (encoding && *encoding != "csr_matrix") {
+    throw Error(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR matrix");
+  }
+  for (const char* name : {"data", "indices", "indptr"}) {
+    if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
+      throw Error(m.where + ": is a group without a '" + name +
+                  "' dataset; a CSR matrix group holds data, indices and indptr");
+    }
+  }
+  std::optional<std::vector<std::int64_t>> shape = h5::integer_attribute(group, "shape");
+  if (!shape) shape = h5::integer_attribute(group, "h5sparse_shape");
+  if (!shape) {
+    throw Error(m.where + ": CSR group has no integer 'shape' attribute (expected [rows, columns])");
+  }
+  if (shape->size() != 2 || (*shape)[0] < 0 || (*shape)[1] < 0) {
+    std::string text;
+    for (std::size_t k = 0; k < shape->size(); ++k) text += (k > 0 ? ", " : "") + std::to_string((*shape)[k]);
+    throw Error(m.where + ": CSR group's 'shape' attribute is [" + text +
+                "]; expected two non-negative integers [rows, columns]");
+  }
+  m.sparse = true;
+  m.rows = (*shape)[0];
+  m.cols = (*shape)[1];
+  m.data = open_dataset(group, "data", m.where);
+  m.indices = open_dataset(group, "indices", m.where);
+  m.indptr = open_dataset(group, "indptr", m.where);
+  const auto length = [&](const Id& dataset, const char* name) {
+    const std::vector<hsize_t> dims = dims_of(dataset.get());
+    if (dims.size() != 1) {
+      throw Error(m.where + ": '" + name + "' is a " + std::to_string(dims.size()) + "-D dataset; expected 1-D");
+    }
+    return static_cast<index_t>(dims[0]);
+  };
+  const index_t nnz = length(m.data, "data");
+  if (length(m.indices, "indices") != nnz) {
+    throw Error(m.where + ": 'indices' has " + std::to_string(length(m.indices, "indices")) +
+                " entries but 'data' has " + std::to_string(nnz));
+  }
+  if (length(m.indptr, "indptr") != m.rows + 1) {
+    throw Error(m.where + ": 'indptr' has " + std::to_string(length(m.indptr, "indptr")) + " entries; the shape [" +
+                std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] needs " + std::to_string(m.rows + 1));
+  }
+  const H5T_class_t data_type = class_of(m.data.get());
+  if (data_type != H5T_FLOAT && data_type != H5T_INTEGER) {
+    throw Error(m.where + ": 'data' holds " + class_name(data_type) + " values; expected numbers");
+  }
+  for (const auto& [dataset, name] : {std::pair{&m.indices, "indices"}, std::pair{&m.indptr, "indptr"}}) {
+    if (class_of(dataset->get()) != H5T_INTEGER) {
+      throw Error(m.where + ": '" + name + "' holds " + class_name(class_of(dataset->get())) +
+                  " values; expected integers");
+    }
+  }
+  std::int64_t ends[2] = {0, 0};
+  read_1d(m.indptr.get(), H5T_NATIVE_INT64, 0, 1, &ends[0], m.where + ": cannot read 'indptr'");
+  read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(m.rows), 1, &ends[1],
+          m.where + ": cannot read 'indptr'");
+  if (ends[0] != 0 || ends[1] != nnz) {
+    throw Error(m.where + ": 'indptr' runs from " + std::to_string(ends[0]) + " to " + std::to_string(ends[1]) +
+                "; expected 0 to " + std::to_string(nnz) + " (the length of 'data')");
+  }
+  m.stored = nnz;
+}
+
+/// Opens `name` (which exists) as a matrix; throws a dnmf::Error saying why it is not one.
+Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& name) {
+  Matrix m;
+  m.where = file_path + ":" + name;
+  Id object = h5::checked(H5Oopen(file, name.c_str(), H5P_DEFAULT), H5Oclose, m.where + ": cannot open");
+  switch (H5Iget_type(object.get())) {
+    case H5I_DATASET:
+      open_dense(m, std::move(object));
+      break;
+    case H5I_GROUP:
+      open_csr(m, object.get());
+      break;
+    default:
+      throw Error(m.where + ": is a named datatype, not a matrix");
+  }
+  return m;
+}
+
+/// The matrix `requested` names, or the default one (see hdf5_shape()).
+Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
+  if (!requested.empty()) {
+    if (requested.front() != '/') requested = "/" + requested;
+    if (!h5::exists(file, requested)) {
+      throw Error(file_path + ": has no object '" + requested + "'; the file holds " + listing(file));
+    }
+    return open_matrix(file, file_path, requested);
+  }
+  if (h5::exists(file, "/X")) return open_matrix(file, file_path, "/X");
+  std::vector<Matrix> found;
+  for (const std::string& name : root_names(file)) {
+    try {
+      found.push_back(open_matrix(file, file_path, name));
+    } catch (const Error&) {  // not a matrix: not a candidate
+    }
+  }
+  if (found.size() == 1) return std::move(found.front());
+  if (found.empty()) {
+    throw Error(file_path +
+                ": holds no matrix at /X or at the root (a 2-D dataset, or a CSR group with data, indices, indptr "
+                "and a shape attribute); name one as " +
+                file_path + ":/path. The file holds " + listing(file));
+  }
+  std::string names;
+  for (const Matrix& m : found) names += (names.empty() ? "" : ", ") + m.where.substr(file_path.size() + 1);
+  throw Error(file_path + ": holds several matrices (" + names + "); name one, e.g. " + found.front().where);
+}
+
+/// A readable HDF5 file (checked by each rank on its own before any collective open).
+void check_file(const std::string& file) {
+  { const detail::InputFile probe(file); }  // "cannot open: No such file or directory" and the like
+  const htri_t hdf5 = H5Fis_hdf5(file.c_str());
+  if (hdf5 == 0) throw Error(file + ": not an HDF5 file (no HDF5 signature found)");
+  if (hdf5 < 0) h5::fail(file + ": cannot check whether it is an HDF5 file");
+}
+
+void check_range(const Matrix& m, const char* what, dist::Range range, index_t extent) {
+  if (range.first < 0 || range.first > range.last || range.last > extent) {
+    throw Error(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " + std::to_string(range.last) +
+                ") is out of bounds for a " + std::to_string(m.rows) + "x" + std::to_string(m.cols) + " matrix");
+  }
+}
+
+template <class T>
+DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
+  DenseMatrix<T> out(rows.size(), cols.size());
+  if (out.view().empty()) return out;
+  const index_t cb = cols.size();
+  // Row-major slabs of whole block rows, transposed into the column-major block.
+  const index_t slab = std::max<index_t>(1, static_cast<index_t>(kChunkBytes / sizeof(T)) / cb);
+  std::vector<T> buffer(static_cast<std::size_t>(std::min(slab, rows.size()) * cb));
+  const std::string what = m.where + ": cannot read rows [" + std::to_string(rows.first) + ", " +
+                           std::to_string(rows.last) + ") x columns [" + std::to_string(cols.first) + ", " +
+                           std::to_string(cols.last) + ")";
+  const Id space = h5::checked(H5Dget_space(m.dataset.get()), H5Sclose, what);
+  for (index_t i0 = 0; i0 < rows.size(); i0 += slab) {
+    const index_t ri = std::min(slab, rows.size() - i0);
+    const hsize_t start[2] = {static_cast<hsize_t>(rows.first + i0), static_cast<hsize_t>(cols.first)};
+    const hsize_t count[2] = {static_cast<hsize_t>(ri), static_cast<hsize_t>(cb)};
+    if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) h5::fail(what);
+    const Id memory = h5::checked(H5Screate_simple(2, count, nullptr), H5Sclose, what);
+    if (H5Dread(m.dataset.get(), h5::native_type<T>(), memory.get(), space.get(), H5P_DEFAULT, buffer.data()) < 0) {
+      h5::fail(what);
+    }
+    for (index_t i = 0; i < ri; ++i)
+      for (index_t j = 0; j < cb; ++j) out(i0 + i, j) = buffer[static_cast<std::size_t>(i * cb + j)];
+  }
+  check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
+  return out;
+}
+
+template <class T>
+CsrMatrix<T> read_csr(const Matrix& m, dist::Range rows, dist::Range cols) {
+  const index_t rb = rows.size();
+  if (cols.size() > std::numeric_limits<col_index_t>::max()) {
+    throw Error(m.where + ": a block of " + std::to_string(cols.size()) + " columns is too wide (32-bit indices)");
+  }
+  std::vector<std::int64_t> ptr(static_cast<std::size_t>(rb) + 1);
+  read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(rows.first), ptr.size(), ptr.data(),
+          m.where + ": cannot read 'indptr'");
+  for (index_t i = 0; i < rb; ++i) {
+    if (ptr[i + 1] < ptr[i]) {
+      throw Error(m.where + ": 'indptr' decreases at row " + std::to_string(rows.first + i) + " (from " +
+                  std::to_string(ptr[i]) + " to " + std::to_string(ptr[i + 1]) + ")");
+    }
+  }
+  if (ptr[0] < 0 || ptr[rb] > m.stored) {
+    throw Error(m.where + ": 'indptr' of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
+                ") points outside the " + std::to_string(m.stored) + " stored entries");
+  }
+  std::vector<index_t> indptr(static_cast<std::size_t>(rb) + 1, 0);
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  // The row range's entries in chunks; only the block's columns are kept.
+  const std::size_t chunk = kChunkBytes / (sizeof(std::int64_t) + sizeof(T));
+  std::vector<std::int64_t> index_buffer;
+  std::vector<T> value_buffer;
+  index_t i = 0;  // local row of the entry at hand
+  for (std::int64_t first = ptr[0]; first < ptr[rb];) {
+    const auto count =
+        static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(chunk), ptr[rb] - first));
+    index_buffer.resize(count);
+    value_buffer.resize(count);
+    read_1d(m.indices.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(first), count, index_buffer.data(),
+            m.where + ": cannot read 'indices'");
+    read_1d(m.data.get(), h5::native_type<T>(), static_cast<hsize_t>(first), count, value_buffer.data(),
+            m.where + ": cannot read 'data'");
+    for (std::size_t t = 0; t < count; ++t) {
+      const std::int64_t k = first + static_cast<std::int64_t>(t);
+      while (ptr[i + 1] <= k) indptr[++i] = static_cast<index_t>(indices.size());
+      const std::int64_t j = index_buffer[t];
+      if (j < 0 || j >= m.cols) {
+        throw Error(m.where + ": column index " + std::to_string(j) + " of row " + std::to_string(rows.first + i) +
+                    " (entry " + std::to_string(k) + ") is out of range 0.." + std::to_string(m.cols - 1));
+      }
+      if (j < cols.first || j >= cols.last) continue;
+      const T value = value_buffer[t];
+      if (!acceptable_entry(value)) throw Error(m.where + ": " + describe_bad_entry(rows.first + i, j, value));
+      indices.push_back(static_cast<col_index_t>(j - cols.first));
+      values.push_back(value);
+    }
+    first += static_cast<std::int64_t>(count);
+  }
+  while (i < rb) indptr[++i] = static_cast<index_t>(indices.size());
+  detail::sort_and_merge_rows(rb, indptr, indices, values);
+  return CsrMatrix<T>(rb, cols.size(), std::move(indptr), std::move(indices), std::move(values));
+}
+
+}  // namespace
+
+bool hdf5_built() { return true; }
+
+MatrixShape hdf5_shape(const std::string& path) {
+  const Hdf5Path parts = split_hdf5_path(path);
+  const h5::QuietErrors quiet;
+  check_file(parts.file);
+  const Id file = h5::checked(H5Fopen(parts.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+                              parts.file + ": cannot open as HDF5");
+  const Matrix m = locate(file.get(), parts.file, parts.object);
+  return {m.rows, m.cols, m.stored, m.sparse};
+}
+
+template <class T>
+LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm) {
+  const Hdf5Path parts = split_hdf5_path(path);
+  const h5::QuietErrors quiet;
+  // Each rank first checks the file on its own, so that none enters the collective open alone.
+  detail::run_agreed(comm, path, [&] { check_file(parts.file); });
+  Id access = detail::run_agreed(comm, path, [&] { return h5::file_access(comm); });
+  const Id file(H5Fopen(parts.file.c_str(), H5F_ACC_RDONLY, access.get()), H5Fclose);  // collective with MPI-IO
+  // The object's metadata: the same on every rank (identical calls on the same file).
+  std::optional<Matrix> matrix;
+  detail::run_agreed(comm, path, [&] {
+    if (!file.valid()) h5::fail(parts.file + ": cannot open as HDF5");
+    matrix.emplace(locate(file.get(), parts.file, parts.object));
+  });
+  // This rank's rows: independent reads.
+  return detail::run_agreed(comm, path, [&] {
+    const Matrix& m = *matrix;
+    check_range(m, "row", rows, m.rows);
+    check_range(m, "column", cols, m.cols);
+    LocalBlock<T> block;
+    block.sparse = m.sparse;
+    if (m.sparse) {
+      block.csr = read_csr<T>(m, rows, cols);
+    } else {
+      block.dense = read_dense<T>(m, rows, cols);
+    }
+    return block;
+  });
+}
+
+template LocalBlock<float> read_hdf5_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&);
+template LocalBlock<double> read_hdf5_block<double>(const std::string&, dist::Range, dist::Range, dist::Communicator&);
+
+}  // namespace dnmf::io
