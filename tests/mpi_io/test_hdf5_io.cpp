@@ -1,0 +1,425 @@
+// Tests for HDF5 matrices on one process: the writers' files read back block by block, files made here with
+// the HDF5 C API the way other tools write them (integer and compressed datasets, scipy-style CSR groups with
+// unsorted indices and duplicates, fixed-length string attributes), the choice of the default object, and every
+// rejected input, each error naming the file, the object and the place.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "dist/communicator.hpp"
+#include "dist/grid.hpp"
+#include "dnmf/error.hpp"
+#include "io/block_read.hpp"
+#include "io/hdf5_io.hpp"
+#include "support/error_message.hpp"
+#include "support/random_matrices.hpp"
+#include "support/temp_dir_test.hpp"
+
+namespace {
+
+using dnmf::CsrMatrix;
+using dnmf::DenseMatrix;
+using dnmf::index_t;
+using dnmf::dist::block_range;
+using dnmf::dist::Range;
+using dnmf::test::error_message;
+using testing::HasSubstr;
+using testing::StartsWith;
+
+// ---------------------------------------------------------------------------------------------
+// Files made with the HDF5 C API, independently of the library's writers.
+
+/// An open HDF5 file for writing test inputs; closed (and checked) at the end of scope.
+class RawFile {
+ public:
+  explicit RawFile(const std::string& path) : id_(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) {
+    EXPECT_GE(id_, 0) << path;
+  }
+  ~RawFile() {
+    for (const hid_t g : groups_) H5Gclose(g);
+    EXPECT_GE(H5Fclose(id_), 0);
+  }
+  RawFile(const RawFile&) = delete;
+  RawFile& operator=(const RawFile&) = delete;
+  [[nodiscard]] hid_t id() const { return id_; }
+
+  /// A dataset of `dims` with file type `type`, filled from `data` (memory type `memory`), optionally
+  /// chunked and deflated.
+  void dataset(hid_t where, const std::string& name, std::vector<hsize_t> dims, hid_t type, hid_t memory,
+               const void* data, bool compressed = false) {
+    const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (compressed) {
+      std::vector<hsize_t> chunk(dims.size());
+      for (std::size_t d = 0; d < dims.size(); ++d) chunk[d] = std::max<hsize_t>(1, (dims[d] + 2) / 3);
+      H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+      H5Pset_deflate(dcpl, 4);
+    }
+    const hid_t set = H5Dcreate2(where, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    EXPECT_GE(set, 0) << name;
+    EXPECT_GE(H5Dwrite(set, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0) << name;
+    H5Dclose(set);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+  }
+
+  hid_t group(const std::string& name) {
+    const hid_t g = H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    groups_.push_back(g);
+    return g;
+  }
+
+  /// A scalar fixed-length (not variable-length) string attribute, as some writers store them.
+  static void fixed_string_attribute(hid_t object, const char* name, const std::string& value) {
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, value.size() + 3);  // null padding after the text
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attribute = H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    std::string padded = value + std::string(3, '\0');
+    H5Awrite(attribute, type, padded.data());
+    H5Aclose(attribute);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+
+  static void integer_attribute(hid_t object, const char* name, const std::vector<std::int64_t>& values) {
+    const hsize_t count = values.size();
+    const hid_t space = H5Screate_simple(1, &count, nullptr);
+    const hid_t attribute = H5Acreate2(object, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attribute, H5T_NATIVE_INT64, values.data());
+    H5Aclose(attribute);
+    H5Sclose(space);
+  }
+
+  /// A CSR group as scipy/AnnData lay it out; `encoding` empty: no encoding-type attribute.
+  void csr_group(const std::string& name, const std::vector<double>& data, const std::vector<std::int64_t>& indices,
+                 const std::vector<std::int32_t>& indptr, const std::vector<std::int64_t>& shape,
+                 const std::string& encoding = "csr_matrix") {
+    const hid_t g = group(name);
+    if (!encoding.empty()) fixed_string_attribute(g, "encoding-type", encoding);
+    if (!shape.empty()) integer_attribute(g, "shape", shape);
+    dataset(g, "data", {data.size()}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data.data());
+    dataset(g, "indices", {indices.size()}, H5T_STD_I64LE, H5T_NATIVE_INT64, indices.data());
+    dataset(g, "indptr", {indptr.size()}, H5T_STD_I32LE, H5T_NATIVE_INT32, indptr.data());
+  }
+
+ private:
+  hid_t id_;
+  std::vector<hid_t> groups_;
+};
+
+/// Row-major values of `a` (as HDF5 stores a 2-D dataset).
+template <class S, class T>
+std::vector<S> row_major(const DenseMatrix<T>& a) {
+  std::vector<S> out;
+  for (index_t i = 0; i < a.rows(); ++i)
+    for (index_t j = 0; j < a.cols(); ++j) out.push_back(static_cast<S>(a(i, j)));
+  return out;
+}
+
+template <class T>
+DenseMatrix<T> slice(const DenseMatrix<T>& whole, Range rows, Range cols) {
+  DenseMatrix<T> out(rows.size(), cols.size());
+  for (index_t j = 0; j < cols.size(); ++j)
+    for (index_t i = 0; i < rows.size(); ++i) out(i, j) = whole(rows.first + i, cols.first + j);
+  return out;
+}
+
+template <class T>
+DenseMatrix<T> dense_of(const CsrMatrix<T>& csr) {
+  DenseMatrix<T> out(csr.rows(), csr.cols());
+  for (index_t i = 0; i < csr.rows(); ++i) {
+    for (index_t k = csr.indptr()[i]; k < csr.indptr()[i + 1]; ++k) {
+      if (k > csr.indptr()[i]) {
+        EXPECT_LT(csr.indices()[k - 1], csr.indices()[k]) << "row " << i;
+      }
+      out(i, csr.indices()[k]) = csr.values()[k];
+    }
+  }
+  return out;
+}
+
+class Hdf5Test : public dnmf::test::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    if (!dnmf::io::hdf5_built()) GTEST_SKIP() << "HDF5 support not built";
+  }
+  template <class T>
+  dnmf::io::LocalBlock<T> read(const std::string& p, Range rows, Range cols) {
+    return dnmf::io::read_hdf5_block<T>(p, rows, cols, single_);
+  }
+  dnmf::dist::SingleCommunicator single_;
+};
+
+template <class T>
+class Hdf5Typed : public Hdf5Test {};
+using Precisions = testing::Types<float, double>;
+TYPED_TEST_SUITE(Hdf5Typed, Precisions);
+
+// ---------------------------------------------------------------------------------------------
+// Round trips through the writers
+
+TYPED_TEST(Hdf5Typed, DenseWriterThenEveryBlockOfA3x2Split) {
+  using T = TypeParam;
+  const DenseMatrix<T> whole = dnmf::test::random_dense<T>(13, 8, 3, 0.3);
+  const std::string p = this->path("A.h5");
+  dnmf::io::write_h5_dense<T>(p, "/X", whole.view());
+  const dnmf::io::MatrixShape shape = dnmf::io::hdf5_shape(p);
+  EXPECT_EQ(shape.rows, 13);
+  EXPECT_EQ(shape.cols, 8);
+  EXPECT_EQ(shape.stored, 13 * 8);
+  EXPECT_FALSE(shape.sparse);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const Range rows = block_range(13, 3, i), cols = block_range(8, 2, j);
+      const auto block = this->template read<T>(p, rows, cols);
+      EXPECT_FALSE(block.sparse);
+      EXPECT_EQ(block.dense.storage(), slice(whole, rows, cols).storage()) << i << "," << j;
+    }
+  }
+  // The same through read_block's dispatch, with the object named.
+  const auto block = dnmf::io::read_block<T>(p + ":/X", {2, 9}, {0, 8}, this->single_);
+  EXPECT_EQ(block.dense.storage(), slice(whole, {2, 9}, {0, 8}).storage());
+}
+
+TYPED_TEST(Hdf5Typed, CsrWriterThenEveryBlockOfA3x2Split) {
+  using T = TypeParam;
+  const DenseMatrix<T> whole = dnmf::test::random_dense<T>(17, 11, 4, 0.8);
+  const CsrMatrix<T> csr = dnmf::test::to_csr(whole);
+  const std::string p = this->path("A.h5");
+  dnmf::io::write_h5_csr<T>(p, "X", csr.view());
+  const dnmf::io::MatrixShape shape = dnmf::io::hdf5_shape(p);
+  EXPECT_EQ(shape.rows, 17);
+  EXPECT_EQ(shape.cols, 11);
+  EXPECT_EQ(shape.stored, csr.nnz());
+  EXPECT_TRUE(shape.sparse);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const Range rows = block_range(17, 3, i), cols = block_range(11, 2, j);
+      const auto block = this->template read<T>(p, rows, cols);
+      ASSERT_TRUE(block.sparse);
+      EXPECT_EQ(dense_of(block.csr).storage(), slice(whole, rows, cols).storage()) << i << "," << j;
+    }
+  }
+  // A row range of a larger CSR view (indptr not starting at 0) is written as its own matrix.
+  const std::string q = this->path("B.h5");
+  dnmf::io::write_h5_csr<T>(q, "/g/sub", csr.view().row_range(5, 12));
+  const auto part = this->template read<T>(q + ":/g/sub", {0, 7}, {0, 11});
+  EXPECT_EQ(dense_of(part.csr).storage(), slice(whole, {5, 12}, {0, 11}).storage());
+}
+
+TEST_F(Hdf5Test, WritersReplaceOrAppend) {
+  const DenseMatrix<double> a = dnmf::test::random_dense<double>(3, 2, 1),
+                            b = dnmf::test::random_dense<double>(4, 5, 2);
+  const std::string p = path("A.h5");
+  dnmf::io::write_h5_dense<double>(p, "X", a.view());
+  dnmf::io::write_h5_dense<double>(p, "X", b.view());  // replaces the file
+  EXPECT_EQ(dnmf::io::hdf5_shape(p).rows, 4);
+  dnmf::io::write_h5_dense<double>(p, "/extra/Y", a.view(), /*append=*/true);
+  EXPECT_EQ(dnmf::io::hdf5_shape(p + ":extra/Y").cols, 2);
+  EXPECT_THAT(error_message([&] { dnmf::io::write_h5_dense<double>(p, "X", a.view(), true); }),
+              HasSubstr(p + ": already holds an object '/X'"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << "left behind: " << entry.path();
+  }
+  EXPECT_THAT(error_message([&] { dnmf::io::write_h5_dense<double>(path("no/such/dir/A.h5"), "X", a.view()); }),
+              StartsWith(path("no/such/dir/A.h5") + ": cannot create"));
+}
+
+TYPED_TEST(Hdf5Typed, FactorWriterOnOneProcess) {
+  using T = TypeParam;
+  const index_t m = 7, n = 5, k = 3;
+  dnmf::dist::Grid grid(this->single_, {1, 1});
+  const dnmf::dist::Layout layout = dnmf::dist::make_layout(grid, m, n);
+  DenseMatrix<T> wt(k, m), h(k, n);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t l = 0; l < k; ++l) wt(l, i) = T(1 + i + 0.25 * l);
+  for (index_t j = 0; j < n; ++j)
+    for (index_t l = 0; l < k; ++l) h(l, j) = T(2 + 0.5 * j + l);
+  const std::string p = this->path("F.h5");
+  dnmf::io::write_factors_h5<T>(p, grid, layout, wt.view(), h.view());
+  const auto w_read = this->template read<T>(p + ":/W", {0, m}, {0, k});
+  const auto h_read = this->template read<T>(p + ":/H", {0, k}, {0, n});
+  for (index_t i = 0; i < m; ++i)
+    for (index_t l = 0; l < k; ++l) EXPECT_EQ(w_read.dense(i, l), wt(l, i));
+  EXPECT_EQ(h_read.dense.storage(), h.storage());
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp." + std::to_string(::getpid())));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files as other tools write them
+
+TEST_F(Hdf5Test, IntegerAndCompressedDatasets) {
+  const DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 6, 7, 0.2);
+  DenseMatrix<double> counts(9, 6);
+  for (index_t j = 0; j < 6; ++j)
+    for (index_t i = 0; i < 9; ++i) counts(i, j) = double((i * 7 + j * 3) % 11);
+  const std::string p = path("A.h5");
+  {
+    RawFile f(p);
+    const std::vector<std::int32_t> ints = row_major<std::int32_t>(counts);
+    f.dataset(f.id(), "counts", {9, 6}, H5T_STD_I32LE, H5T_NATIVE_INT32, ints.data());
+    const std::vector<double> values = row_major<double>(whole);
+    f.dataset(f.id(), "zipped", {9, 6}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(),
+              H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0);
+  }
+  DenseMatrix<float> counts_f(9, 6);
+  for (index_t j = 0; j < 6; ++j)
+    for (index_t i = 0; i < 9; ++i) counts_f(i, j) = float(counts(i, j));
+  EXPECT_EQ(read<float>(p + ":counts", {2, 8}, {1, 6}).dense.storage(), slice(counts_f, {2, 8}, {1, 6}).storage());
+  EXPECT_EQ(read<double>(p + ":/zipped", {4, 9}, {0, 3}).dense.storage(), slice(whole, {4, 9}, {0, 3}).storage());
+}
+
+TEST_F(Hdf5Test, ScipyStyleCsrWithUnsortedIndicesAndDuplicates) {
+  // 3 x 5: row 0 = {4: 1, 0: 2, 4: 3} (unsorted, a duplicate), row 1 empty, row 2 = {2: 5, 1: 6}.
+  const std::string p = path("A.h5");
+  {
+    RawFile f(p);
+    f.csr_group("X", {1, 2, 3, 5, 6}, {4, 0, 4, 2, 1}, {0, 3, 3, 5}, {3, 5});
+  }
+  const auto block = read<double>(p, {0, 3}, {0, 5});
+  EXPECT_EQ(block.csr.indptr(), (std::vector<index_t>{0, 2, 2, 4}));
+  EXPECT_EQ(block.csr.indices(), (std::vector<dnmf::col_index_t>{0, 4, 1, 2}));
+  EXPECT_EQ(block.csr.values(), (std::vector<double>{2, 4, 6, 5}));
+  const auto right = read<double>(p, {0, 3}, {2, 5});
+  EXPECT_EQ(right.csr.indices(), (std::vector<dnmf::col_index_t>{2, 0}));
+  EXPECT_EQ(right.csr.values(), (std::vector<double>{4, 5}));
+  EXPECT_EQ(right.csr.indptr(), (std::vector<index_t>{0, 1, 1, 2}));
+}
+
+TEST_F(Hdf5Test, DefaultObject) {
+  const DenseMatrix<double> a = dnmf::test::random_dense<double>(3, 4, 1);
+  const std::vector<double> values = row_major<double>(a);
+  const std::vector<double> vector(5, 1.0);
+  // AnnData: /X beside other things.
+  const std::string anndata = path("ann.h5");
+  {
+    RawFile f(anndata);
+    f.dataset(f.id(), "obsm", {3, 4}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+    f.csr_group("X", {1, 2}, {0, 3}, {0, 1, 1, 2}, {3, 4});
+    f.group("obs");
+  }
+  EXPECT_TRUE(dnmf::io::hdf5_shape(anndata).sparse);
+  // The only 2-D dataset at the root (a 1-D one and a group are not matrices).
+  const std::string single = path("single.h5");
+  {
+    RawFile f(single);
+    f.dataset(f.id(), "v", {5}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, vector.data());
+    f.dataset(f.id(), "A", {3, 4}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+    f.group("meta");
+  }
+  EXPECT_EQ(dnmf::io::hdf5_shape(single).cols, 4);
+  EXPECT_EQ(read<double>(single, {0, 3}, {0, 4}).dense.storage(), a.storage());
+  // Two candidates: the user must choose.
+  const std::string two = path("two.h5");
+  {
+    RawFile f(two);
+    f.dataset(f.id(), "A", {3, 4}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+    f.dataset(f.id(), "B", {4, 3}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+  }
+  EXPECT_EQ(error_message([&] { dnmf::io::hdf5_shape(two); }),
+            two + ": holds several matrices (/A, /B); name one, e.g. " + two + ":/A");
+  EXPECT_EQ(dnmf::io::hdf5_shape(two + ":B").rows, 4);
+  // No candidate: the message lists what is there.
+  const std::string none = path("none.h5");
+  {
+    RawFile f(none);
+    f.dataset(f.id(), "v", {5}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, vector.data());
+    f.group("obs");
+  }
+  EXPECT_THAT(
+      error_message([&] { dnmf::io::hdf5_shape(none); }),
+      AllOf(StartsWith(none + ": holds no matrix"), HasSubstr("/obs (group)"), HasSubstr("/v (1-D dataset 5)")));
+  EXPECT_THAT(error_message([&] { dnmf::io::hdf5_shape(none + ":/nope/X"); }),
+              AllOf(StartsWith(none + ": has no object '/nope/X'; the file holds "), HasSubstr("/obs (group)")));
+  EXPECT_EQ(error_message([&] { dnmf::io::hdf5_shape(none + ":/v"); }),
+            none + ":/v: is a 1-D dataset of shape 5; expected a 2-D matrix");
+}
+
+TEST_F(Hdf5Test, BadCsrGroups) {
+  const std::string p = path("A.h5");
+  {
+    RawFile f(p);
+    f.csr_group("csc", {1, 2}, {0, 1}, {0, 1, 2}, {2, 2}, "csc_matrix");
+    f.csr_group("shape3", {1, 2}, {0, 1}, {0, 1, 2}, {2, 2, 1});
+    f.csr_group("noshape", {1, 2}, {0, 1}, {0, 1, 2}, {});
+    f.csr_group("short", {1, 2}, {0, 1}, {0, 1, 2}, {3, 2});
+    f.csr_group("decreasing", {1, 2}, {0, 1}, {0, 2, 1, 2}, {3, 2});
+    f.csr_group("column", {1, 2}, {0, 7}, {0, 1, 2}, {2, 2});
+    f.csr_group("negative", {1, -2}, {0, 1}, {0, 1, 2}, {2, 2});
+    f.csr_group("dataframe", {1, 2}, {0, 1}, {0, 1, 2}, {2, 2}, "dataframe");
+    const hid_t g = f.group("nodata");
+    RawFile::integer_attribute(g, "shape", {1, 1});
+  }
+  const auto shape_error = [&](const std::string& object) {
+    return error_message([&] { dnmf::io::hdf5_shape(p + ":" + object); });
+  };
+  EXPECT_THAT(shape_error("csc"), AllOf(StartsWith(p + ":/csc: is a CSC sparse matrix"), HasSubstr("tocsr")));
+  EXPECT_EQ(shape_error("shape3"),
+            p + ":/shape3: CSR group's 'shape' attribute is [2, 2, 1]; expected two non-negative integers "
+                "[rows, columns]");
+  EXPECT_EQ(shape_error("noshape"),
+            p + ":/noshape: CSR group has no integer 'shape' attribute (expected [rows, columns])");
+  EXPECT_EQ(shape_error("short"), p + ":/short: 'indptr' has 3 entries; the shape [3, 2] needs 4");
+  EXPECT_EQ(shape_error("dataframe"), p + ":/dataframe: is a group of encoding-type 'dataframe', not a CSR matrix");
+  EXPECT_THAT(shape_error("nodata"), StartsWith(p + ":/nodata: is a group without a 'data' dataset"));
+  // Problems inside the rows a rank reads: named by global row (and column).
+  EXPECT_EQ(error_message([&] {
+              read<double>(p + ":decreasing", {1, 3}, {0, 2});
+            }),
+            p + ":/decreasing: 'indptr' decreases at row 1 (from 2 to 1)");
+  EXPECT_EQ(error_message([&] {
+              read<double>(p + ":column", {1, 2}, {0, 1});
+            }),
+            p + ":/column: column index 7 of row 1 (entry 1) is out of range 0..1");
+  EXPECT_EQ(error_message([&] {
+              read<double>(p + ":negative", {0, 2}, {0, 2});
+            }),
+            p + ":/negative: entry at row 1, column 1 (0-based) is -2; input must be non-negative");
+  EXPECT_NO_THROW(read<double>(p + ":negative", {0, 1}, {0, 2}));  // the bad entry is in another rank's rows
+}
+
+TEST_F(Hdf5Test, BadFilesAndDatasets) {
+  EXPECT_THAT(error_message([&] { dnmf::io::hdf5_shape(path("missing.h5")); }),
+              StartsWith(path("missing.h5") + ": cannot open"));
+  const std::string text = path("text.h5");
+  std::ofstream(text) << "not hdf5";
+  EXPECT_EQ(error_message([&] { dnmf::io::hdf5_shape(text); }), text + ": not an HDF5 file (no HDF5 signature found)");
+  EXPECT_THROW(read<double>(text, {0, 1}, {0, 1}), dnmf::CollectiveError);
+
+  const std::string p = path("A.h5");
+  DenseMatrix<double> a = dnmf::test::random_dense<double>(6, 5, 9);
+  a(4, 2) = std::nan("");
+  {
+    RawFile f(p);
+    const std::vector<double> values = row_major<double>(a);
+    f.dataset(f.id(), "A", {6, 5}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+    const hid_t strings = H5Tcopy(H5T_C_S1);
+    H5Tset_size(strings, 4);
+    const std::string cells(2 * 2 * 4, 'x');
+    f.dataset(f.id(), "S", {2, 2}, strings, strings, cells.data());
+    H5Tclose(strings);
+  }
+  EXPECT_EQ(error_message([&] {
+              read<double>(p + ":A", {3, 6}, {1, 4});
+            }),
+            p + ":/A: entry at row 4, column 2 (0-based) is NaN; input must be finite and non-negative");
+  EXPECT_NO_THROW(read<double>(p + ":A", {0, 4}, {0, 5}));
+  EXPECT_EQ(error_message([&] {
+              read<double>(p + ":A", {0, 7}, {0, 5});
+            }),
+            p + ":/A: row range [0, 7) is out of bounds for a 6x5 matrix");
+  EXPECT_EQ(error_message([&] { dnmf::io::hdf5_shape(p + ":S"); }),
+            p + ":/S: holds string values; expected numbers (floating-point or integer)");
+}
+
+}  // namespace
