@@ -1,8 +1,16 @@
 #include "stream/npy_source.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <utility>
 
 #include "dnmf/error.hpp"
 #include "stream/validate.hpp"
@@ -24,13 +32,68 @@ void check_block(const std::string& path, const io::NpyHeader& h, dist::Range ro
 }  // namespace
 
 template <class T>
-NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range cols)
+NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range cols, NpyAccess access)
     : file_(path), header_(io::read_npy_header(path)), rows_(rows), cols_(cols) {
   check_block(path, header_, rows, cols);
   // A single row or column is laid out the same way in both orders.
   columns_ = header_.fortran_order || header_.rows == 1 || header_.cols == 1;
   convert_ = converter_for<T>(header_.kind, header_.word_size, path);
   file_.advise_sequential();
+  // A stripe of whole columns of a Fortran-order file of T is the tile itself: lend it from a mapping instead of
+  // copying it (the copy would cost the compute cores as much as a pass of the products on small machines).
+  const bool lendable = columns_ && convert_.identity && rows.first == 0 && rows.last == header_.rows &&
+                        rows.size() > 0 && cols.size() > 0 && header_.data_offset % sizeof(T) == 0;
+  if (access != NpyAccess::read && lendable) {
+    void* map = ::mmap(nullptr, static_cast<std::size_t>(file_.size()), PROT_READ, MAP_SHARED, file_.descriptor(), 0);
+    if (map != MAP_FAILED) {
+      map_ = static_cast<const std::byte*>(map);
+      map_bytes_ = static_cast<std::size_t>(file_.size());
+      (void)::madvise(map, map_bytes_, MADV_SEQUENTIAL);
+    }
+  }
+}
+
+template <class T>
+NpySource<T>::~NpySource() {
+  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_bytes_);
+}
+
+template <class T>
+void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto pages = [&](const T* first, std::size_t bytes) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(first) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(first) + bytes + page - 1) / page * page;
+    return std::pair<void*, std::size_t>(reinterpret_cast<void*>(begin), end - begin);
+  };
+  // The slot's previous tile leaves this process's page tables (it stays in the page cache): the budget counts
+  // depth tiles mapped at once, as it counts depth buffers. A page shared with a neighbouring tile that is still
+  // in use is simply faulted back in from the page cache when touched.
+  if (tile.lent != nullptr) {
+    const auto [addr, bytes] = pages(tile.lent, tile.lent_bytes);
+    (void)::madvise(addr, bytes, MADV_DONTNEED);
+    if (file_.drop_behind())
+      (void)::posix_fadvise(file_.descriptor(), static_cast<off_t>(reinterpret_cast<const std::byte*>(addr) - map_),
+                            static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+    tile.lent = nullptr;
+  }
+  const std::size_t offset = header_.data_offset + static_cast<std::size_t>(cols_.first + extent.range.first) *
+                                                       static_cast<std::size_t>(header_.rows) * sizeof(T);
+  const T* first = reinterpret_cast<const T*>(map_ + offset);
+  const std::size_t bytes = static_cast<std::size_t>(tile.rows * tile.cols) * sizeof(T);
+  const auto [addr, length] = pages(first, bytes);
+  // Prefault on the producer thread so the compute threads never stall on the file.
+  if (::madvise(addr, length, MADV_POPULATE_READ) != 0) {
+    if (errno != EINVAL)
+      throw Error(name() + ": cannot read " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                  " (" + std::strerror(errno) + ")");
+    volatile std::byte sink{};  // kernels without MADV_POPULATE_READ: touch every page
+    for (std::size_t at = 0; at < length; at += page) sink = static_cast<const std::byte*>(addr)[at];
+    (void)sink;
+  }
+  tile.lent = first;
+  tile.lent_bytes = bytes;
+  tile.bytes_read = bytes;
 }
 
 template <class T>
@@ -69,7 +132,7 @@ void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) 
   tile.cols = columns_ ? extent.range.size() : cols();
   tile.nnz = 0;
   tile.bytes_read = 0;
-  if (static_cast<std::size_t>(tile.rows * tile.cols) > tile.values.capacity())
+  if (map_ == nullptr && static_cast<std::size_t>(tile.rows * tile.cols) > tile.values.capacity())
     throw Error("internal: tile larger than its slot");
   // The tile is `runs` file lines of `length` elements: columns (Fortran order) or rows (C order).
   const index_t runs = columns_ ? tile.cols : tile.rows;
@@ -83,8 +146,15 @@ void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) 
     return header_.data_offset + (first + static_cast<std::uint64_t>(run) * stride + element) * word;
   };
   const bool adjacent = static_cast<std::uint64_t>(length) == stride;
-  T* out = tile.values.data();
   if (runs == 0 || length == 0) return;
+  if (map_ != nullptr) {
+    lend(extent, tile);
+    if (validate)
+      check_dense_entries(name(), DenseView<const T>(tile.lent, tile.rows, tile.cols, tile.rows), rows_.first,
+                          cols_.first + extent.range.first);
+    return;
+  }
+  T* out = tile.values.data();
 
   if (columns_ && convert_.identity) {
     // The file holds the tile's bytes in the tile's order: read straight into the slot.

@@ -28,6 +28,8 @@ ReadFile::~ReadFile() {
 }
 
 void ReadFile::read(std::uint64_t offset, void* buffer, std::size_t count) const {
+  const std::uint64_t start = offset;
+  const std::size_t total = count;
   auto* out = static_cast<char*>(buffer);
   while (count > 0) {
     // Linux transfers at most about 2 GiB per call; ask for less so the loop is the normal path.
@@ -45,6 +47,8 @@ void ReadFile::read(std::uint64_t offset, void* buffer, std::size_t count) const
     offset += static_cast<std::uint64_t>(got);
     count -= static_cast<std::size_t>(got);
   }
+  if (drop_behind_)
+    (void)::posix_fadvise(fd_, static_cast<off_t>(start), static_cast<off_t>(total), POSIX_FADV_DONTNEED);
 }
 
 void ReadFile::advise_sequential() const { (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); }

@@ -31,11 +31,14 @@ struct Tile {
   Buffer<T> values;             ///< dense entries, or CSR values
   Buffer<index_t> indptr;       ///< CSR: rows + 1 row starts
   Buffer<col_index_t> indices;  ///< CSR: column indices (block-local)
+  /// Dense entries lent by the source instead of copied into `values` (a file mapping); nullptr otherwise.
+  const T* lent = nullptr;
+  std::size_t lent_bytes = 0;  ///< bytes at `lent`
 
   /// The tile as the kernels take it.
   [[nodiscard]] MatrixRef<T> ref() const {
     if (sparse) return CsrView<T>{rows, cols, indptr.data(), indices.data(), values.data()};
-    return DenseView<const T>{values.data(), rows, cols, rows > 0 ? rows : 1};
+    return DenseView<const T>{lent != nullptr ? lent : values.data(), rows, cols, rows > 0 ? rows : 1};
   }
 };
 

@@ -34,6 +34,9 @@ class TileSource {
   [[nodiscard]] virtual std::size_t min_tile_bytes() const = 0;
   /// Scratch the producer holds besides the slots (conversion and transposition buffers).
   [[nodiscard]] virtual std::size_t staging_bytes() const { return 0; }
+  /// False when the source lends tiles out of its own memory (Tile::lent, a file mapping) and the slots need
+  /// no entry buffers. The lent pages still count against the budget like slots.
+  [[nodiscard]] virtual bool fills_slots() const { return true; }
   /// Cuts the block into tiles of at most `max_tile_bytes` each (never fewer than one row or column),
   /// balanced: equal widths (dense) or equal nnz (CSR). Throws dnmf::Error when one row or column does
   /// not fit.

@@ -49,14 +49,43 @@ std::vector<std::pair<dist::Range, dist::Range>> blocks(index_t m, index_t n) {
 TEST_F(SourceTest, NpyFortranOrderStreamsColumnStripes) {
   const auto a = test::random_dense<double>(37, 23, 1);
   io::write_npy<double>(path("a.npy"), a.view());
-  for (const auto& [rows, cols] : blocks(37, 23)) {
-    NpySource<double> source(path("a.npy"), rows, cols);
-    EXPECT_EQ(source.direction(), backend::Side::H);
-    EXPECT_EQ(source.staging_bytes(), 0u);  // read straight into the slots
-    std::size_t tiles = 0;
-    const auto got = assemble(source, 3 * static_cast<std::size_t>(rows.size()) * 8, &tiles);
-    EXPECT_EQ(got.storage(), slice(a, rows, cols).storage());
-    EXPECT_EQ(tiles, static_cast<std::size_t>((cols.size() + 2) / 3));
+  for (const NpyAccess access : {NpyAccess::automatic, NpyAccess::read})
+    for (const auto& [rows, cols] : blocks(37, 23)) {
+      NpySource<double> source(path("a.npy"), rows, cols, access);
+      EXPECT_EQ(source.direction(), backend::Side::H);
+      EXPECT_EQ(source.staging_bytes(), 0u);  // read straight into the slots, or lent from the mapping
+      // Whole columns of a file of T are lent from a mapping unless reads are asked for.
+      const bool whole_columns = rows.size() == 37;
+      EXPECT_EQ(source.mapped(), access == NpyAccess::automatic && whole_columns);
+      EXPECT_EQ(source.fills_slots(), !source.mapped());
+      std::size_t tiles = 0;
+      const auto got = assemble(source, 3 * static_cast<std::size_t>(rows.size()) * 8, &tiles);
+      EXPECT_EQ(got.storage(), slice(a, rows, cols).storage());
+      EXPECT_EQ(tiles, static_cast<std::size_t>((cols.size() + 2) / 3));
+    }
+}
+
+TEST_F(SourceTest, NpyMappedTilesSurviveSlotReuse) {
+  // Two slots taking turns over six tiles: each refill unmaps the slot's previous pages (shared boundary
+  // pages included) and the tile still reads right, and so does the neighbour that shares its boundary page.
+  const auto a = test::random_dense<double>(300, 40, 15);
+  io::write_npy<double>(path("m.npy"), a.view());
+  NpySource<double> source(path("m.npy"), {0, 300}, {0, 40});
+  ASSERT_TRUE(source.mapped());
+  const auto extents = source.partition(300 * 8 * 7);
+  ASSERT_EQ(extents.size(), 6u);
+  Tile<double> slots[2];
+  for (std::size_t t = 0; t < extents.size(); ++t) {
+    source.read(extents[t], slots[t % 2], t < 2);
+    const Tile<double>& now = slots[t % 2];
+    ASSERT_NE(now.lent, nullptr);
+    EXPECT_EQ(now.bytes_read, static_cast<std::size_t>(now.rows * now.cols) * 8);
+    for (const Tile<double>* tile : {&slots[0], &slots[1]}) {
+      if (tile->lent == nullptr) continue;
+      for (index_t j = 0; j < tile->cols; ++j)
+        for (index_t i = 0; i < tile->rows; ++i)
+          ASSERT_EQ(tile->lent[i + j * tile->rows], a(i, tile->range.first + j)) << "tile " << t;
+    }
   }
 }
 
