@@ -142,7 +142,15 @@ Command add_nmfk(CLI::App& parent) {
   app->add_option("--cluster-iters", o.max_cluster_iterations, "cap on the clustering's assignment rounds")
       ->check(at_least(1))
       ->capture_default_str();
+  app->add_option("--accept-factor", o.accept_factor,
+                  "leave out of the clustering factorisations whose error exceeds this times the best of their k")
+      ->check(at_least(1))
+      ->capture_default_str();
   app->add_flag("--restart", o.restart, "discard checkpoints made with other data or options instead of refusing");
+  // NMFk needs every perturbed factorisation converged (an unconverged one looks unstable): HALS with a
+  // generous cap reaches the tolerance in tens of iterations where MU's 200 often do not (docs/nmfk.md).
+  args->solver.algo = to_string(Algorithm::hals);
+  args->solver.options.max_iterations = 1000;
   add_solver_options(*app, args->solver);
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
   return {app, [args] { return args->solver.precision == "f32" ? run_nmfk<float>(*args) : run_nmfk<double>(*args); }};

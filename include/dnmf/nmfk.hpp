@@ -68,7 +68,10 @@ struct NmfkOptions {
   bool h_silhouettes = false;        ///< also silhouettes of H's rows (clustered like W's columns)
   int groups = 1;                    ///< process groups running different (k, p) jobs, 1 ≤ groups ≤ processes
   int max_cluster_iterations = 100;  ///< cap on the assignment / median rounds of the clustering
-  std::string grid = "auto";         ///< each group's process grid: "auto" or "PRxPC" (= the group's size)
+  /// Perturbations whose relative error exceeds accept_factor times the best one of the same k (stuck in a poor
+  /// local minimum) are left out of the clustering, as NMFk.jl's acceptfactor does; infinity keeps all.
+  double accept_factor = 2.0;
+  std::string grid = "auto";  ///< each group's process grid: "auto" or "PRxPC" (= the group's size)
   FactorOptions factor;
   /// Folder of the checkpoints (one file per finished job plus a manifest); empty: none are kept.
   std::string checkpoint_dir;
@@ -94,9 +97,10 @@ struct NmfkRank {
   std::vector<double> column_errors;        ///< ||a_j − W h_j|| / ||a_j|| per column (0 for an all-zero column)
   std::vector<double> perturbation_errors;  ///< relative error of each perturbed factorisation (against A_p)
   std::vector<int> perturbation_iterations;
-  int cluster_iterations = 0;      ///< assignment rounds the clustering took
-  bool cluster_converged = false;  ///< assignments stopped changing before the cap
-  bool accepted = false;           ///< meets the silhouette (and error) thresholds
+  std::vector<int> rejected_perturbations;  ///< left out of the clustering (see NmfkOptions::accept_factor)
+  int cluster_iterations = 0;               ///< assignment rounds the clustering took
+  bool cluster_converged = false;           ///< assignments stopped changing before the cap
+  bool accepted = false;                    ///< meets the silhouette (and error) thresholds
   double seconds = 0;  ///< factorisations (as run or as recorded in the checkpoint) + clustering + regression
   DenseMatrix<T> W;    ///< m x k: the cluster centroids (element-wise medians), columns summing to 1
   DenseMatrix<T> H;    ///< k x n: the regression of H on A with W fixed

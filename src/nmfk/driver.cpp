@@ -65,6 +65,8 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
     throw CollectiveError("nmfk: --groups " + std::to_string(o.groups) + " needs 1 <= groups <= processes (" +
                           std::to_string(processes) + ")");
   if (o.max_cluster_iterations < 1) throw CollectiveError("nmfk: the clustering iteration cap must be >= 1");
+  if (!(o.accept_factor >= 1))
+    throw CollectiveError("nmfk: --accept-factor must be >= 1, got " + number(o.accept_factor));
   if (o.factor.init == InitMethod::given) throw CollectiveError("nmfk: given initial factors make no sense for NMFk");
   const bool shared = processes / o.groups > 1 || processes % o.groups != 0;
   if (shared && (o.factor.init == InitMethod::nndsvd || o.factor.init == InitMethod::nndsvda))
@@ -272,7 +274,6 @@ NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const
       const index_t k = ks[ki];
       NmfkRank<T> r;
       r.k = k;
-      DenseMatrix<double> vectors(k * P, m);
       int best = 0;
       for (int p = 0; p < P; ++p) {
         const JobRecord& job = records.at({k, p});
@@ -280,11 +281,27 @@ NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const
         r.perturbation_iterations.push_back(job.iterations);
         r.seconds += job.seconds;
         if (job.rel_error < r.perturbation_errors[static_cast<std::size_t>(best)]) best = p;
+      }
+      // Factorisations stuck far above the best fit (a poor local minimum) are left out of the clustering.
+      std::vector<int> used;
+      for (int p = 0; p < P; ++p) {
+        if (r.perturbation_errors[static_cast<std::size_t>(p)] <=
+            options.accept_factor * r.perturbation_errors[static_cast<std::size_t>(best)])
+          used.push_back(p);
+        else
+          r.rejected_perturbations.push_back(p);
+      }
+      const int used_count = static_cast<int>(used.size());
+      DenseMatrix<double> vectors(k * used_count, m);
+      int seed = 0;
+      for (int u = 0; u < used_count; ++u) {
+        const JobRecord& job = records.at({k, used[static_cast<std::size_t>(u)]});
+        if (used[static_cast<std::size_t>(u)] == best) seed = u;
         for (index_t l = 0; l < k; ++l)
-          for (index_t i = 0; i < m; ++i) vectors(p * k + l, i) = job.W(i, l);
+          for (index_t i = 0; i < m; ++i) vectors(u * k + l, i) = job.W(i, l);
       }
       normalise_rows(vectors);
-      const Clustering c = cluster_columns(*host, vectors, k, P, best, options.max_cluster_iterations);
+      const Clustering c = cluster_columns(*host, vectors, k, used_count, seed, options.max_cluster_iterations);
       const Silhouettes s = cosine_silhouettes(*host, vectors, c.labels, k);
       r.silhouettes = s.per_cluster;
       r.min_silhouette = s.min;
@@ -292,11 +309,11 @@ NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const
       r.cluster_iterations = c.iterations;
       r.cluster_converged = c.converged;
       if (options.h_silhouettes) {
-        DenseMatrix<double> rows(k * P, n);
-        for (int p = 0; p < P; ++p) {
-          const JobRecord& job = records.at({k, p});
+        DenseMatrix<double> rows(k * used_count, n);
+        for (int u = 0; u < used_count; ++u) {
+          const JobRecord& job = records.at({k, used[static_cast<std::size_t>(u)]});
           for (index_t l = 0; l < k; ++l)
-            for (index_t j = 0; j < n; ++j) rows(p * k + l, j) = job.H(l, j);
+            for (index_t j = 0; j < n; ++j) rows(u * k + l, j) = job.H(l, j);
         }
         const Silhouettes hs = cosine_silhouettes(*host, rows, c.labels, k);
         r.h_silhouettes = hs.per_cluster;

@@ -45,6 +45,7 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
   opts["wilcoxon_alpha"] = o.wilcoxon_alpha;
   opts["h_silhouettes"] = o.h_silhouettes;
   opts["max_cluster_iterations"] = o.max_cluster_iterations;
+  opts["accept_factor"] = finite(o.accept_factor);
   opts["algo"] = to_string(o.factor.algorithm);
   opts["iters"] = o.factor.max_iterations;
   opts["tol"] = o.factor.tol;
@@ -93,6 +94,7 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
     e["rel_error"] = finite(k.rel_error);
     e["perturbation_errors"] = finite(k.perturbation_errors);
     e["perturbation_iterations"] = k.perturbation_iterations;
+    e["rejected_perturbations"] = k.rejected_perturbations;
     e["cluster_iterations"] = k.cluster_iterations;
     e["cluster_converged"] = k.cluster_converged;
     e["accepted"] = k.accepted;

@@ -1,0 +1,359 @@
+// The parts of NMFk around the statistics: perturbations (bounds, determinism, independence of the block
+// split, Poisson moments), the k range, the job schedule, the checkpoint store, the selection rules on
+// constructed figures, and the regression against dnmf::transform.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "dist/grid.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
+#include "dnmf/nmfk.hpp"
+#include "nmfk/checkpoint.hpp"
+#include "nmfk/perturb.hpp"
+#include "nmfk/regression.hpp"
+#include "nmfk/schedule.hpp"
+#include "nmfk/selection.hpp"
+#include "support/error_message.hpp"
+#include "support/random_matrices.hpp"
+#include "support/temp_dir_test.hpp"
+
+namespace dnmf::rank_search {
+namespace {
+
+namespace fs = std::filesystem;
+
+MatrixBlock<double> dense_block(const DenseMatrix<double>& a) {
+  MatrixBlock<double> b;
+  b.dense = a;
+  return b;
+}
+
+// ---- Perturbations ----------------------------------------------------------------------------------------
+
+TEST(Perturbation, UniformStaysWithinBoundsAndIsDeterministic) {
+  const DenseMatrix<double> a = test::random_dense<double>(30, 20, 1, 0.3);
+  const double eps = 0.05;
+  const MatrixBlock<double> p1 = perturb_block(dense_block(a), 0, 0, 30, Perturbation::uniform, eps, 9, 1);
+  const MatrixBlock<double> again = perturb_block(dense_block(a), 0, 0, 30, Perturbation::uniform, eps, 9, 1);
+  const MatrixBlock<double> p2 = perturb_block(dense_block(a), 0, 0, 30, Perturbation::uniform, eps, 9, 2);
+  double mean_factor = 0;
+  int counted = 0, differ = 0;
+  for (index_t j = 0; j < 20; ++j)
+    for (index_t i = 0; i < 30; ++i) {
+      const double v = a(i, j), x = p1.dense(i, j);
+      EXPECT_EQ(x, again.dense(i, j));
+      if (v == 0) {
+        EXPECT_EQ(x, 0.0);
+        continue;
+      }
+      EXPECT_GE(x, v * (1 - eps) - 1e-15);
+      EXPECT_LE(x, v * (1 + eps) + 1e-15);
+      mean_factor += x / v;
+      ++counted;
+      differ += p2.dense(i, j) != x;
+    }
+  mean_factor /= counted;
+  // The factor 1 + ε(2U − 1) has mean 1 and standard deviation ε/√3.
+  EXPECT_NEAR(mean_factor, 1.0, 4 * eps / std::sqrt(3.0 * counted));
+  EXPECT_GT(differ, counted * 9 / 10) << "perturbation 2 draws other numbers than perturbation 1";
+}
+
+TEST(Perturbation, ABlockEqualsTheSameBlockOfThePerturbedWhole) {
+  // Keyed by global index: the split of A over processes cannot change A_p.
+  const DenseMatrix<double> a = test::random_dense<double>(17, 13, 2, 0.4);
+  for (Perturbation kind : {Perturbation::uniform, Perturbation::poisson}) {
+    const MatrixBlock<double> whole = perturb_block(dense_block(a), 0, 0, 17, kind, 0.1, 4, 3);
+    const BlockRequest r{5, 12, 3, 10, nullptr};
+    const MatrixRef<double> ref{DenseView<const double>(a.view())};
+    const MatrixBlock<double> part = perturb_block(slice_block<double>(ref, r), 5, 3, 17, kind, 0.1, 4, 3);
+    const CsrMatrix<double> csr = test::to_csr(a);
+    const MatrixRef<double> sparse_ref{csr.view()};
+    const MatrixBlock<double> sparse_part =
+        perturb_block(slice_block<double>(sparse_ref, r), 5, 3, 17, kind, 0.1, 4, 3);
+    ASSERT_TRUE(sparse_part.sparse);
+    const auto& s = sparse_part.csr;
+    for (index_t i = 0; i < 7; ++i) {
+      for (index_t j = 0; j < 7; ++j) EXPECT_EQ(part.dense(i, j), whole.dense(5 + i, 3 + j));
+      for (index_t q = s.indptr()[static_cast<std::size_t>(i)]; q < s.indptr()[static_cast<std::size_t>(i + 1)]; ++q)
+        EXPECT_EQ(s.values()[static_cast<std::size_t>(q)],
+                  whole.dense(5 + i, 3 + s.indices()[static_cast<std::size_t>(q)]));
+    }
+  }
+}
+
+TEST(Perturbation, PoissonMomentsMatchTheMean) {
+  // Inversion (λ = 3) and transformed rejection (λ = 60): sample mean and variance both estimate λ.
+  for (double lambda : {3.0, 60.0}) {
+    const int n = 40000;
+    double sum = 0, sum2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const double x = poisson_draw(lambda, 5, 0, static_cast<std::uint64_t>(i));
+      ASSERT_EQ(x, std::floor(x));
+      ASSERT_GE(x, 0);
+      sum += x;
+      sum2 += x * x;
+    }
+    const double mean = sum / n, variance = sum2 / n - mean * mean;
+    EXPECT_NEAR(mean, lambda, 5 * std::sqrt(lambda / n)) << lambda;
+    // Var of the sample variance of a Poisson ≈ (λ + 2λ²)/n.
+    EXPECT_NEAR(variance, lambda, 5 * std::sqrt((lambda + 2 * lambda * lambda) / n)) << lambda;
+  }
+  EXPECT_EQ(poisson_draw(0.0, 1, 0, 0), 0.0);
+}
+
+TEST(Perturbation, JobSeedsDiffer) {
+  std::map<std::uint64_t, int> seen;
+  for (index_t k = 1; k <= 20; ++k)
+    for (int p = 0; p < 20; ++p) ++seen[job_seed(1, k, p)];
+  EXPECT_EQ(seen.size(), 400u);
+  EXPECT_NE(job_seed(1, 3, 0), job_seed(2, 3, 0));
+}
+
+// ---- k range and schedule ---------------------------------------------------------------------------------
+
+TEST(KRange, ParsesAndRefuses) {
+  EXPECT_EQ(parse_k_range("2:5"), (std::vector<index_t>{2, 3, 4, 5}));
+  EXPECT_EQ(parse_k_range("2:20:6"), (std::vector<index_t>{2, 8, 14, 20}));
+  EXPECT_EQ(parse_k_range("7"), (std::vector<index_t>{7}));
+  for (const char* bad : {"0:3", "5:2", "a:b", "2:4:0", "1:2:3:4", "", "2:", "-1:3", "1:1000000000"})
+    EXPECT_THROW(parse_k_range(bad), Error) << bad;
+  EXPECT_THAT(test::error_message([] { parse_k_range("5:2"); }), testing::HasSubstr("5:2"));
+}
+
+TEST(Schedule, LargestFirstBalancedAndComplete) {
+  std::vector<Job> jobs;
+  for (index_t k = 2; k <= 9; ++k)
+    for (int p = 0; p < 5; ++p) jobs.push_back({k, p});
+  const auto plan = schedule_jobs(jobs, 3);
+  ASSERT_EQ(plan.size(), 3u);
+  std::vector<Job> all;
+  std::vector<index_t> load;
+  for (const auto& group : plan) {
+    for (std::size_t i = 1; i < group.size(); ++i) EXPECT_GE(group[i - 1].k, group[i].k) << "largest k first";
+    all.insert(all.end(), group.begin(), group.end());
+    index_t l = 0;
+    for (const Job& j : group) l += j.k;
+    load.push_back(l);
+  }
+  EXPECT_EQ(all.size(), jobs.size());
+  for (const Job& j : jobs) EXPECT_EQ(std::count(all.begin(), all.end(), j), 1);
+  EXPECT_LE(*std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()), 9);
+  EXPECT_EQ(plan[0].front().k, 9);
+
+  // 5 ranks in 2 groups: {0, 1, 2} and {3, 4}.
+  EXPECT_EQ(group_of(2, 5, 2), 0);
+  EXPECT_EQ(group_of(3, 5, 2), 1);
+  EXPECT_EQ(group_root(1, 5, 2), 3);
+  EXPECT_EQ(group_of(3, 4, 4), 3);
+}
+
+// ---- Checkpoints ------------------------------------------------------------------------------------------
+
+class Checkpoints : public test::TempDirTest {
+ protected:
+  static Fingerprint fingerprint(const std::string& epsilon = "0.03", double sum = 10) {
+    Fingerprint f;
+    f.data = {{"rows", "4"}, {"cols", "3"}};
+    f.options = {{"epsilon", epsilon}, {"algo", "hals"}};
+    f.sum = sum;
+    f.sum_squares = 30;
+    return f;
+  }
+  static JobRecord record(index_t k, int p) {
+    JobRecord r;
+    r.k = k;
+    r.p = p;
+    r.rel_error = 0.125;
+    r.seconds = 1.5;
+    r.iterations = 42;
+    r.W = DenseMatrix<double>(4, k);
+    r.H = DenseMatrix<double>(k, 3);
+    for (std::size_t i = 0; i < r.W.storage().size(); ++i) r.W.storage()[i] = 0.1 * static_cast<double>(i) + p;
+    for (std::size_t i = 0; i < r.H.storage().size(); ++i) r.H.storage()[i] = 1.0 / (1.0 + static_cast<double>(i));
+    return r;
+  }
+};
+
+TEST_F(Checkpoints, SaveLoadResumeRefuseRestart) {
+  CheckpointStore store(path("ck"));
+  EXPECT_EQ(store.open(fingerprint(), false), "");
+  EXPECT_TRUE(fs::exists(path("ck/manifest.json")));
+  std::string problem;
+  EXPECT_FALSE(store.load(2, 0, 4, 3, &problem).has_value());
+  EXPECT_EQ(problem, "");
+  store.save(record(2, 0));
+  store.save(record(2, 1));
+
+  CheckpointStore again(path("ck"));
+  // A sum differing only by rounding (another process count) still matches.
+  EXPECT_EQ(again.open(fingerprint("0.03", 10 * (1 + 1e-13)), false), "");
+  const auto loaded = again.load(2, 1, 4, 3, &problem);
+  ASSERT_TRUE(loaded.has_value());
+  const JobRecord expected = record(2, 1);
+  EXPECT_EQ(loaded->W.storage(), expected.W.storage());
+  EXPECT_EQ(loaded->H.storage(), expected.H.storage());
+  EXPECT_EQ(loaded->iterations, 42);
+  EXPECT_EQ(loaded->rel_error, 0.125);
+  EXPECT_FALSE(again.load(2, 1, 5, 3, &problem).has_value()) << "a job file of another shape is not reused";
+  EXPECT_NE(problem.find("does not match"), std::string::npos);
+
+  // Other options: refused, naming what differs.
+  const std::string message =
+      test::error_message([&] { CheckpointStore(path("ck")).open(fingerprint("0.05"), false); });
+  EXPECT_THAT(message, testing::HasSubstr("epsilon 0.03 -> 0.05"));
+  EXPECT_THAT(message, testing::HasSubstr("--restart"));
+  const std::string data_message =
+      test::error_message([&] { CheckpointStore(path("ck")).open(fingerprint("0.03", 11), false); });
+  EXPECT_THAT(data_message, testing::HasSubstr("data_sum"));
+  // --restart: cleared and started afresh with the new fingerprint.
+  EXPECT_THAT(CheckpointStore(path("ck")).open(fingerprint("0.05"), true), testing::HasSubstr("discarded"));
+  EXPECT_FALSE(fs::exists(store.job_path(2, 0)));
+  EXPECT_EQ(CheckpointStore(path("ck")).open(fingerprint("0.05"), false), "");
+}
+
+TEST_F(Checkpoints, DamagedAndStrayFilesAreNotReused) {
+  CheckpointStore store(path("ck"));
+  store.open(fingerprint(), false);
+  store.save(record(3, 0));
+  fs::resize_file(store.job_path(3, 0), fs::file_size(store.job_path(3, 0)) - 8);
+  std::string problem;
+  EXPECT_FALSE(store.load(3, 0, 4, 3, &problem).has_value());
+  EXPECT_THAT(problem, testing::HasSubstr("truncated"));
+  EXPECT_FALSE(fs::exists(store.job_path(3, 0))) << "a damaged file is removed so the job runs again";
+
+  // A temporary left by a killed write, and job files without a manifest, are cleared on open.
+  store.save(record(3, 1));
+  std::ofstream(path("ck/k3_p2.job.tmp.123.0")) << "partial";
+  fs::remove(path("ck/manifest.json"));
+  EXPECT_THAT(CheckpointStore(path("ck")).open(fingerprint(), false), testing::HasSubstr("without a manifest"));
+  EXPECT_FALSE(fs::exists(store.job_path(3, 1)));
+  EXPECT_FALSE(fs::exists(path("ck/k3_p2.job.tmp.123.0")));
+}
+
+// ---- Selection rules --------------------------------------------------------------------------------------
+
+// Column errors that fall by `drop` for most columns from one k to the next, with a few going the other way.
+std::vector<double> errors(double level, int n = 40) {
+  std::vector<double> e;
+  for (int j = 0; j < n; ++j) e.push_back(level * (1 + 0.01 * j));
+  return e;
+}
+
+TEST(Selection, SilhouetteRuleTakesLargestAcceptedK) {
+  const std::vector<RankFigures> figures = {{2, 0.99, 0.5, errors(0.5)},
+                                            {3, 0.97, 0.2, errors(0.2)},
+                                            {4, 0.60, 0.1, errors(0.1)},
+                                            {5, 0.91, 0.02, errors(0.02)},
+                                            {6, 0.30, 0.019, errors(0.019)}};
+  const NmfkSelection s = select_rank(figures, {});
+  ASSERT_TRUE(s.selected_k.has_value());
+  EXPECT_EQ(*s.selected_k, 5);
+  EXPECT_EQ(*s.silhouette_k, 5);
+  EXPECT_EQ(s.decided_by, SelectionRule::silhouette);
+  // Accepted: 2, 3, 5; errors drop at every step, so the walk reaches 5 too.
+  ASSERT_EQ(s.wilcoxon_steps.size(), 2u);
+  EXPECT_EQ(s.wilcoxon_steps[1].from_k, 3);
+  EXPECT_EQ(s.wilcoxon_steps[1].to_k, 5);
+  EXPECT_TRUE(s.wilcoxon_steps[1].significant);
+  EXPECT_EQ(*s.wilcoxon_k, 5);
+  EXPECT_THAT(s.message, testing::HasSubstr("selected k=5 by the silhouette rule"));
+
+  // An error threshold rejects k = 2 and 3.
+  SelectionCriteria strict;
+  strict.err_threshold = 0.05;
+  EXPECT_EQ(*select_rank(figures, strict).selected_k, 5);
+  strict.err_threshold = 0.01;
+  EXPECT_FALSE(select_rank(figures, strict).selected_k.has_value());
+}
+
+TEST(Selection, WilcoxonRuleStopsWhereErrorsStopFalling) {
+  // k = 4 improves on 3 for every column; k = 5 is no better than 4 (half the columns up, half down).
+  std::vector<double> e5 = errors(0.1);
+  for (std::size_t j = 0; j < e5.size(); ++j) e5[j] += (j % 2 ? 1e-3 : -1e-3);
+  const std::vector<RankFigures> figures = {{3, 0.95, 0.3, errors(0.3)}, {4, 0.9, 0.1, errors(0.1)}, {5, 0.8, 0.1, e5}};
+  SelectionCriteria c;
+  c.rule = SelectionRule::wilcoxon;
+  const NmfkSelection s = select_rank(figures, c);
+  EXPECT_EQ(*s.wilcoxon_k, 4);
+  EXPECT_EQ(*s.silhouette_k, 5);
+  EXPECT_EQ(*s.selected_k, 4);
+  EXPECT_EQ(s.decided_by, SelectionRule::wilcoxon);
+  ASSERT_EQ(s.wilcoxon_steps.size(), 2u);
+  EXPECT_LT(s.wilcoxon_steps[0].p_value, 1e-6);
+  EXPECT_FALSE(s.wilcoxon_steps[1].significant);
+  EXPECT_GT(s.wilcoxon_steps[1].p_value, 0.05);
+}
+
+TEST(Selection, NoKPassesNamesBestCandidate) {
+  const std::vector<RankFigures> figures = {
+      {2, 0.5, 0.3, errors(0.3)}, {3, 0.7, 0.1, errors(0.1)}, {4, 0.2, 0.1, errors(0.1)}};
+  const NmfkSelection s = select_rank(figures, {});
+  EXPECT_FALSE(s.selected_k.has_value());
+  EXPECT_FALSE(s.silhouette_k.has_value());
+  EXPECT_EQ(s.best_candidate, 3);
+  EXPECT_THAT(s.message, testing::HasSubstr("no k passed"));
+  EXPECT_THAT(s.message, testing::HasSubstr("best candidate k=3"));
+  EXPECT_EQ(select_rank({}, {}).message, "no k was evaluated");
+}
+
+// ---- Regression -------------------------------------------------------------------------------------------
+
+template <class T>
+void expect_regression_matches_transform(const MatrixRef<T>& a) {
+  const index_t m = rows_of(a), n = cols_of(a), k = 3;
+  dist::SingleCommunicator world;
+  GroupContext<T> group;
+  group.comm = world.split(0, 0);
+  group.grid = std::make_unique<dist::Grid>(*group.comm, dist::GridShape{1, 1});
+  group.layout = dist::make_layout(*group.grid, m, n);
+  group.block = slice_block<T>(a, {0, m, 0, n, group.comm.get()});
+  const DenseMatrix<double> w = test::random_dense<double>(m, k, 21, 0.3);
+  const auto rec = regress(group, w, BackendKind::cpu);
+  ASSERT_TRUE(rec.has_value());
+  DenseMatrix<T> wt(m, k);
+  for (std::size_t i = 0; i < w.storage().size(); ++i) wt.storage()[i] = static_cast<T>(w.storage()[i]);
+  const TransformResult<T> reference = transform<T>(a, wt.view());
+  const double tol = std::is_same_v<T, float> ? 2e-4 : 1e-9;
+  EXPECT_NEAR(rec->rel_error, reference.rel_error, tol);
+  for (index_t j = 0; j < n; ++j)
+    for (index_t l = 0; l < k; ++l) EXPECT_NEAR(rec->H(l, j), static_cast<double>(reference.H(l, j)), tol * 10);
+  // Per-column errors against a direct residual.
+  const DenseMatrix<T> dense = [&] {
+    DenseMatrix<T> d(m, n);
+    const MatrixBlock<T> whole = slice_block<T>(a, {0, m, 0, n, nullptr});
+    if (!whole.sparse) return whole.dense;
+    const auto& s = whole.csr;
+    for (index_t i = 0; i < m; ++i)
+      for (index_t q = s.indptr()[static_cast<std::size_t>(i)]; q < s.indptr()[static_cast<std::size_t>(i + 1)]; ++q)
+        d(i, s.indices()[static_cast<std::size_t>(q)]) = s.values()[static_cast<std::size_t>(q)];
+    return d;
+  }();
+  for (index_t j = 0; j < n; ++j) {
+    double r2 = 0, a2 = 0;
+    for (index_t i = 0; i < m; ++i) {
+      double model = 0;
+      for (index_t l = 0; l < k; ++l) model += w(i, l) * rec->H(l, j);
+      r2 += (static_cast<double>(dense(i, j)) - model) * (static_cast<double>(dense(i, j)) - model);
+      a2 += static_cast<double>(dense(i, j)) * static_cast<double>(dense(i, j));
+    }
+    EXPECT_NEAR(rec->column_errors[static_cast<std::size_t>(j)], a2 > 0 ? std::sqrt(r2 / a2) : 0.0, tol * 10);
+  }
+}
+
+TEST(Regression, MatchesTransformDenseAndSparse) {
+  const DenseMatrix<double> a = test::random_dense<double>(25, 18, 5, 0.3);
+  expect_regression_matches_transform<double>(MatrixRef<double>{DenseView<const double>(a.view())});
+  const CsrMatrix<double> s = test::to_csr(a);
+  expect_regression_matches_transform<double>(MatrixRef<double>{s.view()});
+  const DenseMatrix<float> f = test::random_dense<float>(25, 18, 6, 0.3);
+  expect_regression_matches_transform<float>(MatrixRef<float>{DenseView<const float>(f.view())});
+}
+
+}  // namespace
+}  // namespace dnmf::rank_search
