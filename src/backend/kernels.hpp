@@ -73,6 +73,9 @@ class Kernels {
   [[nodiscard]] virtual int concurrency() const { return 1; }
   /// True when the backend's buffers are ordinary host memory (a host communicator can use them directly).
   [[nodiscard]] virtual bool host_memory() const { return true; }
+  /// The queue the backend orders its work on (a cudaStream_t for cuda), or nullptr for host backends: device
+  /// communicators (NCCL) and streamed operands queue their work on it so stream order keeps them in step.
+  [[nodiscard]] virtual void* stream() const { return nullptr; }
 
   // ---- memory --------------------------------------------------------------------------------
   /// A zero-filled buffer of `count` elements in the backend's memory.

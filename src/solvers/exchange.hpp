@@ -1,8 +1,10 @@
 // Collectives on the backend's buffers: a host communicator gets device buffers through a host copy, and a
-// communicator of one rank moves nothing (the caller aliases its pieces and blocks instead).
+// communicator of one rank moves nothing (the caller aliases its pieces and blocks instead). Where a device
+// communicator (NCCL) is paired with a host one (DevicePeers), device buffers go over it directly.
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "backend/kernels.hpp"
@@ -11,13 +13,29 @@
 
 namespace dnmf::solvers {
 
+/// Device communicators paired with the host communicators of a grid (e.g. NCCL beside MPI's world, row and
+/// column communicators): the host one stays for host values, the device one takes the device buffers.
+struct DevicePeers {
+  std::vector<std::pair<const dist::Communicator*, dist::Communicator*>> pairs;  ///< (host, device)
+  void add(const dist::Communicator& host, dist::Communicator& device) { pairs.emplace_back(&host, &device); }
+  /// The device communicator paired with `host`, or nullptr.
+  [[nodiscard]] dist::Communicator* find(const dist::Communicator& host) const {
+    for (const auto& [h, d] : pairs)
+      if (h == &host) return d;
+    return nullptr;
+  }
+};
+
 template <class T>
 class Exchange {
  public:
-  explicit Exchange(backend::Kernels<T>& kernels) : kernels_(kernels) {}
+  /// `peers` (optional, must outlive the exchange) routes device buffers to paired device communicators.
+  explicit Exchange(backend::Kernels<T>& kernels, const DevicePeers* peers = nullptr)
+      : kernels_(kernels), peers_(peers) {}
 
   /// data (count elements, backend memory) = Σ over the communicator.
-  void allreduce(dist::Communicator& c, T* data, std::size_t count) {
+  void allreduce(dist::Communicator& host_or_device, T* data, std::size_t count) {
+    dist::Communicator& c = route(host_or_device);
     if (c.size() == 1) return;
     if (direct(c)) {
       c.allreduce_sum(data, count);
@@ -30,7 +48,9 @@ class Exchange {
   }
 
   /// recv = this rank's piece of Σ send (pieces of counts[r] elements, in rank order).
-  void reduce_scatter(dist::Communicator& c, const T* send, T* recv, const std::vector<std::size_t>& counts) {
+  void reduce_scatter(dist::Communicator& host_or_device, const T* send, T* recv,
+                      const std::vector<std::size_t>& counts) {
+    dist::Communicator& c = route(host_or_device);
     if (c.size() == 1) return require_alias(send, recv);
     const std::size_t total = sum(counts), mine = counts[static_cast<std::size_t>(c.rank())];
     if (direct(c)) {
@@ -44,7 +64,8 @@ class Exchange {
   }
 
   /// recv = every rank's piece in rank order.
-  void allgather(dist::Communicator& c, const T* send, T* recv, const std::vector<std::size_t>& counts) {
+  void allgather(dist::Communicator& host_or_device, const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    dist::Communicator& c = route(host_or_device);
     if (c.size() == 1) return require_alias(send, recv);
     const std::size_t total = sum(counts), mine = counts[static_cast<std::size_t>(c.rank())];
     if (direct(c)) {
@@ -58,6 +79,12 @@ class Exchange {
   }
 
  private:
+  /// The device peer of `c` when the kernels' buffers are device memory and one is paired, else `c`.
+  [[nodiscard]] dist::Communicator& route(dist::Communicator& c) const {
+    if (peers_ == nullptr || kernels_.host_memory()) return c;
+    dist::Communicator* device = peers_->find(c);
+    return device != nullptr ? *device : c;
+  }
   [[nodiscard]] bool direct(const dist::Communicator& c) const {
     return (c.memory() == dist::Memory::host) == kernels_.host_memory();
   }
@@ -71,6 +98,7 @@ class Exchange {
   }
 
   backend::Kernels<T>& kernels_;
+  const DevicePeers* peers_ = nullptr;
   std::vector<T> stage_;
 };
 

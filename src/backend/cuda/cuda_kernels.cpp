@@ -316,6 +316,11 @@ void CudaKernels<T>::set_tf32(bool on) {
 }
 
 template <class T>
+void* CudaKernels<T>::stream() const {
+  return context_->stream();
+}
+
+template <class T>
 void CudaKernels<T>::synchronize() {
   context_->synchronize();
 }

@@ -32,6 +32,8 @@ class CudaKernels final : public Kernels<T> {
 
   [[nodiscard]] std::string name() const override { return "cuda"; }
   [[nodiscard]] bool host_memory() const override { return false; }
+  /// The cudaStream_t every kernel of this backend is queued on.
+  [[nodiscard]] void* stream() const override;
   [[nodiscard]] T* allocate(std::size_t count) override;
   void deallocate(T* ptr) noexcept override;
   void copy_to_backend(const T* host, T* dst, std::size_t count) override;
@@ -59,6 +61,9 @@ class CudaKernels final : public Kernels<T> {
   /// Waits for all work queued on the backend's stream (for timing; the kernels synchronise themselves
   /// wherever the host needs a value).
   void synchronize();
+  /// The stream, library handles and scratch this backend works with: for the streamed operand's tile engine,
+  /// which queues its own copies and reductions in the same stream order.
+  [[nodiscard]] cuda::Context& context() { return *context_; }
 
  private:
   std::unique_ptr<cuda::Context> context_;
