@@ -219,9 +219,10 @@ TEST_F(CudaStreamed, TimelineShowsOrderedAndOverlappedCopiesAndComputes) {
   const double slack = 5e-6;  // event timestamps resolve to about half a microsecond
   for (std::size_t i = 0; i < t.tiles.size(); ++i) {
     EXPECT_GE(t.tiles[i].compute_start + slack, t.tiles[i].copy_end) << "tile " << i << " computed before its copy";
-    if (i >= static_cast<std::size_t>(depth))
+    if (i >= static_cast<std::size_t>(depth)) {
       EXPECT_GE(t.tiles[i].copy_start + slack, t.tiles[i - depth].compute_end)
           << "tile " << i << " overwrote a buffer still being computed on";
+    }
   }
   const auto s = backend::cuda::summarise(t);
   EXPECT_GT(s.overlap_fraction, 0.5) << "computes hidden under copies";

@@ -111,7 +111,9 @@ TEST_F(NcclMpi, CollectivesMatchTheRankArithmetic) {
   // gather on the last rank, broadcast from it.
   Matrix root_buffer(gpu, column(std::vector<double>(total, -1.0)));
   nccl.gather(o.data(), root_buffer.data(), uneven, dist::Scalar::f64, p - 1);
-  if (r == p - 1) EXPECT_EQ(values(root_buffer, total), all);
+  if (r == p - 1) {
+    EXPECT_EQ(values(root_buffer, total), all);
+  }
   Matrix b(gpu, column({static_cast<double>(r), 2.0 * r}));
   nccl.broadcast(b.data(), 2, dist::Scalar::f64, p - 1);
   EXPECT_EQ(values(b, 2), (std::vector<double>{p - 1.0, 2.0 * (p - 1)}));
