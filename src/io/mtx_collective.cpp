@@ -188,11 +188,11 @@ constexpr std::size_t kRecordBytes = sizeof(std::int64_t) + sizeof(col_index_t) 
 
 template <class T>
 void pack(std::vector<unsigned char>& out, std::int64_t row, col_index_t col, T value) {
-  const std::size_t at = out.size();
-  out.resize(at + kRecordBytes<T>);
-  std::memcpy(out.data() + at, &row, sizeof(row));
-  std::memcpy(out.data() + at + sizeof(row), &col, sizeof(col));
-  std::memcpy(out.data() + at + sizeof(row) + sizeof(col), &value, sizeof(value));
+  unsigned char record[kRecordBytes<T>];
+  std::memcpy(record, &row, sizeof(row));
+  std::memcpy(record + sizeof(row), &col, sizeof(col));
+  std::memcpy(record + sizeof(row) + sizeof(col), &value, sizeof(value));
+  out.insert(out.end(), record, record + kRecordBytes<T>);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -171,8 +171,55 @@ Header read_header(const detail::InputFile& file) {
   return header;
 }
 
+namespace {
+
+/// The fast path for well-formed lines: parses the next token of `rest` as N in one pass and moves `rest` past
+/// it. False (with `rest` unchanged) when the token is missing or not exactly a number: the caller then takes
+/// the slow path, which explains the problem.
+template <class N>
+bool take_number(std::string_view& rest, N& value) {
+  std::size_t begin = 0;
+  while (begin < rest.size() && is_blank(rest[begin])) ++begin;
+  const char* first = rest.data() + begin;
+  const char* last = rest.data() + rest.size();
+  const auto result = std::from_chars(first, last, value);
+  if (result.ec != std::errc() || result.ptr == first || (result.ptr != last && !is_blank(*result.ptr))) return false;
+  rest.remove_prefix(static_cast<std::size_t>(result.ptr - rest.data()));
+  return true;
+}
+
+bool only_blanks(std::string_view rest) {
+  return std::all_of(rest.begin(), rest.end(), [](char c) { return is_blank(c); });
+}
+
+template <class T>
+bool parse_entry_fast(std::string_view rest, const Header& header, index_t& row, index_t& col, T& value) {
+  std::int64_t i = 0, j = 0;
+  if (!take_number(rest, i) || !take_number(rest, j) || i < 1 || i > header.rows || j < 1 || j > header.cols) {
+    return false;
+  }
+  if (header.field == Field::pattern) {
+    value = T(1);
+  } else if (header.field == Field::integer) {
+    std::int64_t integer = 0;
+    if (!take_number(rest, integer)) return false;
+    value = static_cast<T>(integer);
+  } else {
+    double number = 0;
+    if (!take_number(rest, number) || (std::is_same_v<T, float> && std::abs(number) >= kFloatOverflow)) return false;
+    value = static_cast<T>(number);
+  }
+  if (!only_blanks(rest)) return false;
+  row = i - 1;
+  col = j - 1;
+  return true;
+}
+
+}  // namespace
+
 template <class T>
 std::string parse_entry(std::string_view line, const Header& header, index_t& row, index_t& col, T& value) {
+  if (parse_entry_fast(line, header, row, col, value)) return {};
   std::string_view rest = line;
   const auto index = [&rest](const char* what, index_t extent, index_t& out) -> std::string {
     const std::string_view token = next_token(rest);
