@@ -89,7 +89,10 @@ int run_nmfk(NmfkArgs args) {
   try {
     result = nmfk<T>(shape.rows, shape.cols, provider, o, world);
   } catch (const CollectiveError& e) {
-    throw CollectiveError(args.input + ": " + e.what());
+    // The library's own checks say "nmfk: ..."; the user wants to know which file they concern.
+    const std::string message = e.what();
+    if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(args.input + ": " + message.substr(6));
+    throw;
   }
   if (!root) return 0;
 

@@ -34,11 +34,15 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// The shortest of 15 or 17 significant digits that reads back as v (0.03, not 0.029999999999999999).
 std::string number(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
+  for (int digits : {15, 17}) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << v;
+    if (digits == 17 || std::stod(s.str()) == v) return s.str();
+  }
+  return {};
 }
 
 // Every check that can fail for reasons the user controls, identical on every rank (no rank waits forever

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `dnmf nmfk`.
+
+Run one case:   nmfk_cli_test.py --dnmf path/to/dnmf --work scratch/dir CASE
+MPI case:       nmfk_cli_test.py --dnmf ... --work ... --mpirun "mpirun --oversubscribe -np" groups_equal_one_process
+Check wiring:   nmfk_cli_test.py --registered case1,case2,...
+
+Standard library only. Matrices come from `dnmf gen` (planted rank, so the right answer is known).
+"""
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+CASES = {}
+
+
+def case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+class Context:
+    def __init__(self, dnmf, work, mpirun):
+        self.dnmf = dnmf
+        self.work = work
+        self.mpirun = mpirun
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def run(self, args, env=None, expect=0, launcher=None):
+        cmd = (launcher or []) + [self.dnmf] + [str(a) for a in args]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        if expect is not None and r.returncode != expect:
+            raise Failure("%s: exit %d (expected %d)\nstdout: %s\nstderr: %s" % (
+                " ".join(cmd), r.returncode, expect, r.stdout, r.stderr))
+        return r
+
+    def gen(self, name, rows=120, cols=90, rank=4, noise=0.02, seed=1, density=None):
+        args = ["gen", "--rows", rows, "--cols", cols, "--rank", rank, "--noise", noise, "--seed", seed,
+                "-o", self.path(name)]
+        if density is not None:
+            args += ["--density", density]
+        self.run(args)
+        return self.path(name)
+
+
+def npy_shape(path):
+    with open(path, "rb") as f:
+        raw = f.read(512)
+    check(raw[:6] == b"\x93NUMPY", "%s: not a .npy file" % path)
+    length = int.from_bytes(raw[8:10], "little")
+    header = ast.literal_eval(raw[10:10 + length].decode("latin1"))
+    return tuple(header["shape"])
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("dnmf: error:")]
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases
+
+
+@case
+def outputs(ctx):
+    """The must-have outputs: nmfk.json fields, nmfk.csv, per-k W/H/column errors, the plot."""
+    a = ctx.gen("A.npy", rank=4, seed=2)
+    out = ctx.path("out")
+    r = ctx.run(["nmfk", a, "--k", "2:6", "--perturbations", 6, "-o", out])
+    check("selected k=4" in r.stdout, "stdout names the selected k: %r" % r.stdout)
+    check("nmfk: k=" in r.stderr, "progress lines on stderr without --quiet")
+    j = load(os.path.join(out, "nmfk.json"))
+    s = j["selection"]
+    check(s["selected_k"] == 4 and s["passed"] is True, "selected_k: %r" % s)
+    check(s["decided_by"] == "silhouette" and s["silhouette_rule_k"] == 4, "rule fields: %r" % s)
+    check(s["wilcoxon_rule_k"] == 4 and len(s["wilcoxon_steps"]) >= 1, "Wilcoxon rule reported: %r" % s)
+    check([e["k"] for e in j["per_k"]] == [2, 3, 4, 5, 6], "one entry per k")
+    for e in j["per_k"]:
+        for key in ("silhouettes", "min_silhouette", "mean_silhouette", "rel_error", "perturbation_errors",
+                    "seconds", "accepted", "cluster_iterations"):
+            check(key in e, "per_k entry lacks %s" % key)
+        check(len(e["silhouettes"]) == e["k"], "one silhouette per cluster")
+        check(abs(min(e["silhouettes"]) - e["min_silhouette"]) < 1e-12, "minimum is the minimum")
+        check(len(e["perturbation_errors"]) == 6, "one error per perturbation")
+        k = e["k"]
+        check(npy_shape(os.path.join(out, "k_%d" % k, "W.npy")) == (120, k), "W.npy shape")
+        check(npy_shape(os.path.join(out, "k_%d" % k, "H.npy")) == (k, 90), "H.npy shape")
+        check(npy_shape(os.path.join(out, "k_%d" % k, "column_errors.npy")) == (90, 1), "column errors shape")
+    check(j["jobs"] == {"total": 30, "run": 30, "from_checkpoints": 0}, "jobs: %r" % j["jobs"])
+    with open(os.path.join(out, "nmfk.csv")) as f:
+        lines = f.read().splitlines()
+    check(lines[0].startswith("k,min_silhouette,mean_silhouette,rel_error"), "csv header: %r" % lines[0])
+    check(len(lines) == 6 and lines[3].startswith("4,"), "csv rows")
+    if shutil.which("gnuplot"):
+        for name in ("nmfk.svg", "nmfk.png"):
+            check(os.path.getsize(os.path.join(out, name)) > 1000, "%s drawn" % name)
+        with open(os.path.join(out, "nmfk.svg")) as f:
+            check("selected k = 4" in f.read(), "the plot marks the selected k")
+        with open(os.path.join(out, "nmfk.png"), "rb") as f:
+            check(f.read(8) == b"\x89PNG\r\n\x1a\n", "png signature")
+        check("plot: " in r.stdout and "nmfk.svg" in r.stdout, "stdout names the plot")
+        check(j["plot"]["svg"] == "nmfk.svg" and j["plot"]["warning"] == "", "plot fields: %r" % j["plot"])
+
+
+@case
+def without_gnuplot(ctx):
+    """No gnuplot: a warning naming what is missing, everything else still written, exit 0."""
+    a = ctx.gen("A.npy", rank=3, seed=3)
+    out = ctx.path("out")
+    env = dict(os.environ, PATH="/nonexistent")
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--perturbations", 4, "--quiet", "-o", out], env=env)
+    check("dnmf: warning: gnuplot was not found" in r.stderr, "warning: %r" % r.stderr)
+    check("gnuplot-nox" in r.stderr, "the warning says what to install")
+    for name in ("nmfk.json", "nmfk.csv", "nmfk.gp", "k_3/W.npy"):
+        check(os.path.exists(os.path.join(out, name)), "%s still written" % name)
+    check(not os.path.exists(os.path.join(out, "nmfk.svg")), "no svg")
+    j = load(os.path.join(out, "nmfk.json"))
+    check(j["plot"]["svg"] is None and "gnuplot" in j["plot"]["warning"], "plot fields: %r" % j["plot"])
+    check(j["selection"]["selected_k"] == 3, "selection still made")
+
+
+@case
+def sparse_wilcoxon_h(ctx):
+    """Matrix Market input, the Wilcoxon rule deciding, H silhouettes, float precision."""
+    a = ctx.gen("S.mtx", rows=150, cols=100, rank=5, density=0.4, noise=0.03, seed=4)
+    out = ctx.path("out")
+    r = ctx.run(["nmfk", a, "--k", "3:7", "--perturbations", 6, "--rule", "wilcoxon", "--h-silhouettes",
+                 "--precision", "f32", "--quiet", "-o", out])
+    j = load(os.path.join(out, "nmfk.json"))
+    s = j["selection"]
+    check(s["decided_by"] == "wilcoxon" and s["selected_k"] == 5, "selection: %r" % s)
+    check("decided by the wilcoxon rule" in r.stdout, "stdout: %r" % r.stdout)
+    e = [x for x in j["per_k"] if x["k"] == 5][0]
+    check(len(e["h_silhouettes"]) == 5 and e["h_min_silhouette"] > 0.5, "H silhouettes: %r" % e.get("h_silhouettes"))
+    check(j["input"]["format"] == "mtx" and j["options"]["precision"] == "f32", "input/options recorded")
+    with open(os.path.join(out, "nmfk.csv")) as f:
+        check("h_min_silhouette" in f.readline(), "csv has the H columns")
+
+
+@case
+def no_k_passes(ctx):
+    """Nothing qualifies: said so, best candidate named, outputs written, exit 0."""
+    a = ctx.gen("A.npy", rank=3, seed=5)
+    out = ctx.path("out")
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--perturbations", 4, "--err-threshold", "1e-9", "--quiet", "-o", out])
+    check("no k passed" in r.stdout and "best candidate k=" in r.stdout, "stdout: %r" % r.stdout)
+    j = load(os.path.join(out, "nmfk.json"))
+    check(j["selection"]["selected_k"] is None and j["selection"]["passed"] is False, "selection: %r" % j["selection"])
+    check(j["selection"]["best_candidate"] in (2, 3, 4), "best candidate")
+    check(os.path.exists(os.path.join(out, "nmfk.csv")), "csv written")
+
+
+@case
+def kill_and_resume(ctx):
+    """A sweep killed midway loses at most the jobs in flight; the rerun resumes and matches an uninterrupted run."""
+    a = ctx.gen("A.npy", rows=200, cols=150, rank=5, noise=0.02, seed=6)
+    args = ["nmfk", a, "--k", "2:9", "--perturbations", 10, "--quiet"]
+    out = ctx.path("killed")
+    checkpoints = os.path.join(out, "checkpoints")
+    proc = subprocess.Popen([ctx.dnmf] + [str(x) for x in args] + ["-o", out], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    done_at_kill = []
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.isdir(checkpoints):
+            done_at_kill = [f for f in os.listdir(checkpoints) if f.endswith(".job")]
+            if len(done_at_kill) >= 2:
+                break
+        time.sleep(0.005)
+    check(proc.poll() is None, "the sweep finished before it could be killed; make it longer")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_after_kill = [f for f in os.listdir(checkpoints) if f.endswith(".job")]
+    check(len(done_after_kill) >= 2 and len(done_after_kill) < 80, "killed midway: %d jobs" % len(done_after_kill))
+    check(not os.path.exists(os.path.join(out, "nmfk.json")), "no nmfk.json from the killed run")
+
+    r = ctx.run(args + ["-o", out])
+    line = [l for l in r.stderr.splitlines() if "resuming from" in l]
+    check(line, "the rerun says it resumed: %r" % r.stderr)
+    resumed = int(line[0].split("resuming from")[1].split(":")[1].split(" of ")[0])
+    check(resumed >= len(done_at_kill), "resumed %d jobs, %d were done at the kill" % (resumed, len(done_at_kill)))
+    check(resumed == len(done_after_kill), "every finished job file was reused")
+    j = load(os.path.join(out, "nmfk.json"))
+    check(j["jobs"]["from_checkpoints"] == resumed and j["jobs"]["run"] == 80 - resumed, "jobs: %r" % j["jobs"])
+
+    ctx.run(args + ["-o", ctx.path("clean")])
+    c = load(ctx.path("clean/nmfk.json"))
+    check(j["selection"] == c["selection"], "same selection as an uninterrupted run")
+    check(c["selection"]["selected_k"] == 5, "the uninterrupted run finds k=5")
+    for x, y in zip(j["per_k"], c["per_k"]):
+        check(x["silhouettes"] == y["silhouettes"] and x["rel_error"] == y["rel_error"],
+              "k=%d: the same silhouettes and error" % x["k"])
+
+    # Rerunning a finished sweep runs nothing.
+    r = ctx.run(args + ["-o", out])
+    check("80 of 80 jobs already finished, 0 to run" in r.stderr, "finished sweep: %r" % r.stderr)
+
+
+@case
+def refuses_other_options(ctx):
+    """Checkpoints made with other options are refused (naming what differs) unless --restart."""
+    a = ctx.gen("A.npy", rank=3, seed=7)
+    out = ctx.path("out")
+    base = ["nmfk", a, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out]
+    ctx.run(base)
+    r = ctx.run(base + ["--epsilon", "0.05"], expect=1)
+    lines = error_lines(r.stderr)
+    check(len(lines) == 1, "one error line: %r" % r.stderr)
+    check("epsilon 0.03 -> 0.05" in lines[0] and "--restart" in lines[0], "message: %r" % lines[0])
+    r = ctx.run(base + ["--algo", "mu"], expect=1)
+    check("algo hals -> mu" in r.stderr, "algo difference named: %r" % r.stderr)
+    # Other data under the same folder.
+    b = ctx.gen("B.npy", rank=3, seed=8)
+    r = ctx.run(["nmfk", b, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out], expect=1)
+    check("data_sum" in r.stderr, "data difference named: %r" % r.stderr)
+    r = ctx.run(base + ["--epsilon", "0.05", "--restart"])
+    check("discarded the checkpoints" in r.stderr, "restart said so: %r" % r.stderr)
+    check(load(os.path.join(out, "nmfk.json"))["options"]["epsilon"] == 0.05, "the new run's options")
+    # A wider k range and another threshold reuse the jobs (they do not change them).
+    r = ctx.run(["nmfk", a, "--k", "2:5", "--perturbations", 3, "--epsilon", "0.05", "--sil-threshold", "0.8",
+                 "--quiet", "-o", out])
+    check("9 of 12 jobs already finished" in r.stderr, "reuse across a wider range: %r" % r.stderr)
+
+
+@case
+def bad_options(ctx):
+    a = ctx.gen("A.npy", rank=3, seed=9)
+    for args, text in ((["--k", "5:2"], "empty"), (["--k", "0:3"], "k must be >= 1"), (["--k", "2:200"], "does not fit"),
+                       (["--k", "2:4", "--groups", "2"], "--groups 2"),
+                       (["--k", "2:4", "--memory-budget", "1G"], "--memory-budget"),
+                       (["--k", "2:4", "--perturbation", "gauss"], "--perturbation"),
+                       (["--k", "2:4", "--epsilon", "1.5"], "--epsilon")):
+        r = ctx.run(["nmfk", a] + args + ["-o", ctx.path("bad")], expect=None)
+        check(r.returncode != 0, "%s accepted" % args)
+        lines = error_lines(r.stderr)
+        check(len(lines) == 1 and text in lines[0], "%s: %r" % (args, r.stderr))
+
+
+@case
+def groups_equal_one_process(ctx):
+    """4 processes in 2 groups: the same selected k and silhouettes (within 1e-6) as 1 process."""
+    check(ctx.mpirun, "needs --mpirun")
+    launcher = ctx.mpirun.split() + ["4"]
+    for name, extra in (("A.npy", {}), ("S.mtx", {"density": 0.4})):
+        a = ctx.gen(name, rows=120, cols=90, rank=4, noise=0.02, seed=10, **extra)
+        common = ["nmfk", a, "--k", "2:6", "--perturbations", 6, "--quiet"]
+        ctx.run(common + ["-o", ctx.path(name + ".one")])
+        r = ctx.run(common + ["--groups", "2", "-o", ctx.path(name + ".four")], launcher=launcher)
+        one = load(ctx.path(name + ".one/nmfk.json"))
+        four = load(ctx.path(name + ".four/nmfk.json"))
+        check(four["processes"] == 4 and four["groups"] == 2, "ran on 4 processes in 2 groups: %r" % four["processes"])
+        check(four["selection"]["selected_k"] == one["selection"]["selected_k"] == 4,
+              "%s: selected %r vs %r" % (name, four["selection"]["selected_k"], one["selection"]["selected_k"]))
+        check(four["selection"]["wilcoxon_rule_k"] == one["selection"]["wilcoxon_rule_k"], "same Wilcoxon k")
+        for x, y in zip(one["per_k"], four["per_k"]):
+            diff = max(abs(p - q) for p, q in zip(x["silhouettes"], y["silhouettes"]))
+            check(diff <= 1e-6, "%s k=%d: silhouettes differ by %g" % (name, x["k"], diff))
+            check(abs(x["min_silhouette"] - y["min_silhouette"]) <= 1e-6, "minimum silhouette")
+            check(abs(x["rel_error"] - y["rel_error"]) <= 1e-6, "relative error")
+        check(r.stdout.count("jobs: ") == 1, "one process reports: %r" % r.stdout)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dnmf")
+    ap.add_argument("--work")
+    ap.add_argument("--mpirun", default="")
+    ap.add_argument("--registered")
+    ap.add_argument("case", nargs="?")
+    args = ap.parse_args()
+    if args.registered is not None:
+        registered = set(args.registered.split(","))
+        missing = sorted(set(CASES) - registered)
+        if missing:
+            print("cases not registered in tests/nmfk/CMakeLists.txt: %s" % ", ".join(missing))
+            return 1
+        return 0
+    if args.case not in CASES:
+        print("unknown case %r; known: %s" % (args.case, ", ".join(sorted(CASES))))
+        return 2
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    try:
+        CASES[args.case](Context(os.path.abspath(args.dnmf), args.work, args.mpirun))
+    except Failure as e:
+        print("FAIL %s: %s" % (args.case, e))
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
+    print("ok %s" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
