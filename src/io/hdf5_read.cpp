@@ -316,8 +316,12 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
     if (H5Dread(m.dataset.get(), h5::native_type<T>(), memory.get(), space.get(), H5P_DEFAULT, buffer.data()) < 0) {
       h5::fail(what);
     }
-    for (index_t i = 0; i < ri; ++i)
-      for (index_t j = 0; j < cb; ++j) out(i0 + i, j) = buffer[static_cast<std::size_t>(i * cb + j)];
+    // Tiles of 64 columns keep the strided writes into the column-major block within cache.
+    for (index_t j0 = 0; j0 < cb; j0 += 64) {
+      const index_t j1 = std::min(cb, j0 + 64);
+      for (index_t i = 0; i < ri; ++i)
+        for (index_t j = j0; j < j1; ++j) out(i0 + i, j) = buffer[static_cast<std::size_t>(i * cb + j)];
+    }
   }
   check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
   return out;
