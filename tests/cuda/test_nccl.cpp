@@ -109,6 +109,26 @@ TEST_F(Nccl, OneRankCollectivesOnDeviceBuffers) {
   EXPECT_THROW((void)nccl.split(-1, 0), Error);
 }
 
+#endif
+
+#if DNMF_WITH_CUDA && DNMF_WITH_NCCL
+
+// Loading the library needs no GPU: where libnccl.so.2 is found, its version is reported, and without a GPU
+// joining a communicator fails with a dnmf::Error naming NCCL instead of crashing.
+TEST(NcclLibrary, LoadsAtRunTimeAndFailsCleanlyWithoutAGpu) {
+  std::string why;
+  if (!dist::NcclCommunicator::available(&why)) GTEST_SKIP() << "NCCL cannot be loaded: " << why;
+  EXPECT_EQ(dist::NcclCommunicator::version().rfind("2.", 0), 0u) << dist::NcclCommunicator::version();
+  if (backend::cuda::device_present()) GTEST_SKIP() << "a GPU is present: the failure path is not reachable";
+  dist::SingleCommunicator self;
+  try {
+    dist::NcclCommunicator nccl(self, nullptr);
+    FAIL() << "an NCCL communicator came up without a GPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nccl"), std::string::npos) << e.what();
+  }
+}
+
 #else
 
 TEST_F(Nccl, NotBuilt) {}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Stages binaries built on this machine for the GPU machine, where building costs device time: the CUDA test
+# executables and the benchmarks into .device/build (the layout run.sh expects of a build dir), and the shared
+# libraries they load that the GPU machine's image may lack into .device/lib. The base C/C++ runtime and the
+# CUDA libraries are left out (the image has them), and so is NCCL (loaded at run time from the image's copy).
+#   bash bench/gpu/carry.sh [BUILD_DIR]      (BUILD_DIR defaults to build/release; build it first, e.g.
+#     cmake -S . -B BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 &&
+#     ninja -C BUILD_DIR test_cuda_kernels test_cuda_streamed test_nccl test_device_stream test_device_planner \
+#       test_device_exchange bench_gpu bench_gpu_stream dnmf)
+# then on the GPU machine, with .device carried:  bash bench/gpu/run.sh .device/build
+set -euo pipefail
+
+BUILD_DIR="${1:-build/release}"
+DEST="${DNMF_CARRY_DIR:-.device}" # another folder for a dry run; run.sh reads .device
+LIMIT_MIB=60 # what travels to the machine is capped at 64 MiB with the source tree
+TESTS=(test_cuda_kernels test_cuda_streamed test_nccl test_device_stream test_device_planner test_device_exchange)
+BINS=(bench_gpu bench_gpu_stream dnmf)
+
+rm -rf "${DEST:?}/build" "${DEST:?}/lib"
+mkdir -p "$DEST/build/bin" "$DEST/build/tests/cuda" "$DEST/lib"
+exes=()
+for t in "${TESTS[@]}"; do
+  cp "$BUILD_DIR/tests/cuda/$t" "$DEST/build/tests/cuda/"
+  exes+=("$DEST/build/tests/cuda/$t")
+done
+for b in "${BINS[@]}"; do
+  cp "$BUILD_DIR/bin/$b" "$DEST/build/bin/"
+  exes+=("$DEST/build/bin/$b")
+done
+strip --strip-unneeded "${exes[@]}"
+
+# Libraries the executables resolve here, less those every Linux and the CUDA image have.
+base='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcusparse|libnvJitLink|libnccl)'
+for exe in "${exes[@]}"; do
+  ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+done | sort -u | while read -r name path; do
+  if [[ ! "$name" =~ $base ]]; then cp -L "$path" "$DEST/lib/$name"; fi
+done
+
+ls -la "$DEST/lib"
+total_kib=$(du -sk "$DEST/build" "$DEST/lib" | awk '{ s += $1 } END { print s }')
+echo "staged $((total_kib / 1024)) MiB under $DEST (limit ${LIMIT_MIB} MiB)"
+if ((total_kib > LIMIT_MIB * 1024)); then
+  echo "too large to carry: build for sm_90 only (-DCMAKE_CUDA_ARCHITECTURES=90) or carry fewer libraries" >&2
+  exit 1
+fi
