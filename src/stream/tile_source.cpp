@@ -34,7 +34,7 @@ io::MatrixShape source_shape(const std::string& path) {
     const io::NpyHeader h = io::read_npy_header(path);
     return {h.rows, h.cols, h.rows * h.cols, false};
   }
-  if (ends_with(path, ".dcsr")) return read_dcsr_shape(path);
+  if (ends_with(path, ".dcsr")) return io::read_dcsr_shape(path);
   (void)open_source<double>(path, {}, {});  // the error for an unstreamable format
   return {};
 }

@@ -11,8 +11,8 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/io.hpp"
+#include "io/dcsr.hpp"
 #include "solvers/solve.hpp"
-#include "stream/dcsr.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/error_message.hpp"
@@ -21,6 +21,12 @@
 
 namespace dnmf::stream {
 namespace {
+
+using io::read_dcsr;
+using io::read_dcsr_block;
+using io::read_dcsr_header;
+using io::read_dcsr_shape;
+using io::write_dcsr;
 
 using backend::Side;
 
@@ -176,7 +182,7 @@ TEST_F(StreamedSolve, BadEntryFoundWhileStreamingEndsTheSolve) {
     (void)solve_streamed(open_source<double>(path("inf.npy"), {0, 40}, {0, 30}), 40 * 8 * 4, 2,
                          options_for(Algorithm::mu, 3));
   });
-  EXPECT_NE(message.find("inf.npy: entry at row 33, column 27 is inf"), std::string::npos) << message;
+  EXPECT_NE(message.find("inf.npy: entry at row 33, column 27 (0-based) is inf"), std::string::npos) << message;
 }
 
 // The products one by one, against the resident operand: both sides, beta 0 and not, on a block whose tiles are

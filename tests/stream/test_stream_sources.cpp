@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dnmf/io.hpp"
-#include "stream/dcsr.hpp"
+#include "io/dcsr.hpp"
 #include "stream/dcsr_source.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/npy_source.hpp"
@@ -19,6 +19,12 @@
 
 namespace dnmf::stream {
 namespace {
+
+using io::read_dcsr;
+using io::read_dcsr_block;
+using io::read_dcsr_header;
+using io::read_dcsr_shape;
+using io::write_dcsr;
 
 using test::assemble;
 using test::error_message;
@@ -144,7 +150,7 @@ TEST_F(SourceTest, NpyBadEntryNamesFileRowAndColumn) {
   io::write_npy_row_major<double>(path("nan.npy"), row_major(a).data(), 12, 9);
   NpySource<double> c_order(path("nan.npy"), {0, 12}, {0, 9});
   const std::string nan = error_message([&] { (void)assemble(c_order, 1 << 20); });
-  EXPECT_NE(nan.find("row 7, column 5 is nan"), std::string::npos) << nan;
+  EXPECT_NE(nan.find("row 7, column 5 (0-based) is NaN"), std::string::npos) << nan;
 }
 
 TEST_F(SourceTest, NpyBlockOutsideTheArrayIsAnError) {
@@ -250,7 +256,7 @@ TEST_F(SourceTest, DcsrBadEntriesAndCorruptFiles) {
   write_dcsr<double>(path("neg.dcsr"), test::to_csr(a).view());
   DcsrSource<double> source(path("neg.dcsr"), {0, 20}, {0, 10});
   const std::string message = error_message([&] { (void)assemble(source, 1 << 20); });
-  EXPECT_NE(message.find("neg.dcsr: entry at row 13, column 4 is -2"), std::string::npos) << message;
+  EXPECT_NE(message.find("neg.dcsr: entry at row 13, column 4 (0-based) is -2"), std::string::npos) << message;
   // The same entry outside a 2-D block's columns is still checked (the whole row was read).
   DcsrSource<double> narrow(path("neg.dcsr"), {10, 20}, {0, 3});
   EXPECT_NE(error_message([&] { (void)assemble(narrow, 1 << 20); }).find("row 13, column 4"), std::string::npos);
