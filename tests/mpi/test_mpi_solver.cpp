@@ -164,6 +164,37 @@ INSTANTIATE_TEST_SUITE_P(AllSolvers, GridEquality,
                                           testing::Bool(), testing::Bool()),
                          equality_name);
 
+// More ranks along a grid direction than the matrix has rows (columns): some blocks have no rows (columns)
+// at all, and their ranks still take part in every collective with empty pieces.
+TEST(GridEqualityEdges, BlocksWithoutRowsOrColumns) {
+  const int p = dist::world().size();
+  if (p < 4) GTEST_SKIP() << "needs 4 or more processes";
+  const index_t short_side = p - 2;  // p x 1 leaves two ranks without rows; 1 x p two without columns
+  for (const bool sparse : {false, true})
+    for (const Algorithm algorithm : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp})
+      for (const GridShape shape : {GridShape{p, 1}, GridShape{1, p}}) {
+        SCOPED_TRACE(to_string(algorithm) + (sparse ? " csr " : " dense ") + shape.str());
+        FactorOptions o;
+        o.rank = 2;
+        o.algorithm = algorithm;
+        o.max_iterations = 10;
+        o.tol = 0;
+        const DenseMatrix<double> a = shape.rows > 1 ? test::random_dense<double>(short_side, 9, 3, 0.2)
+                                                     : test::random_dense<double>(9, short_side, 3, 0.2);
+        const GridRun run = run_on_grid(a, sparse, shape, o);
+        if (dist::world().rank() != 0) continue;
+        FactorResult<double> ref;
+        if (sparse) {
+          const CsrMatrix<double> csr = test::to_csr(a);
+          ref = factorize<double>(MatrixRef<double>{csr.view()}, o);
+        } else {
+          ref = factorize<double>(MatrixRef<double>{a.view()}, o);
+        }
+        EXPECT_LT(test::max_relative_difference(run.W, ref.W), 1e-8);
+        EXPECT_LT(test::max_relative_difference(run.H, ref.H), 1e-8);
+      }
+}
+
 using TrafficParam = std::tuple<Algorithm, bool /*sparse*/, bool /*fused*/>;
 
 class GridTraffic : public testing::TestWithParam<TrafficParam> {};
