@@ -77,7 +77,8 @@ def main():
                 runs.append({"kind": kind, "noise": noise, "seed": seed, "k_true": k_true, "selected_k": selected,
                              "wilcoxon_k": report["selection"]["wilcoxon_rule_k"], "seconds": elapsed,
                              "min_silhouette": {str(e["k"]): e["min_silhouette"] for e in report["per_k"]},
-                             "rel_error": {str(e["k"]): e["rel_error"] for e in report["per_k"]}})
+                             "rel_error": {str(e["k"]): e["rel_error"] for e in report["per_k"]},
+                             "rejected": {str(e["k"]): len(e["rejected_perturbations"]) for e in report["per_k"]}})
                 shutil.rmtree(out, ignore_errors=True)
                 for suffix in ("", ".W.npy", ".H.npy"):
                     path = matrix + suffix if suffix else matrix
