@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The distributed benchmark on 1, 2 and 4 processes (one OpenMP thread each), repeated, best kept; then the
+# The distributed benchmark on 1, 2 and 4 processes (one OpenMP thread each), repeated, best kept (runs
+# accumulate in OUT_DIR: calling it again adds runs, the best of all is kept); then the
 # parallel efficiency table and the scaling model's check against these runs (docs/benchmarks.md,
 # "Distributed (MPI)", and docs/scaling.md).
 #   bench/mpi_scaling.sh BUILD_DIR OUT_DIR [REPEATS] [PROCESSES...]      e.g. bench/mpi_scaling.sh build out 3 1 2 4
@@ -26,7 +27,7 @@ for np in "${processes[@]}"; do
   for r in $(seq 1 "$repeats"); do
     echo "== $np process(es), run $r of $repeats" >&2
     OMPI_MCA_mpi_yield_when_idle=$yield mpirun --oversubscribe -np "$np" "$build/bin/bench_mpi" \
-      --workloads "${WORKLOADS:-dense,sparse,hyper}" ${BENCH_ARGS:-} --json "$out/np$np.run$r.json" >&2
+      --workloads "${WORKLOADS:-dense,sparse,hyper}" ${BENCH_ARGS:-} --json "$out/np$np.run$(date +%s%N).json" >&2
   done
 done
 
@@ -56,7 +57,7 @@ for p in procs:
         eff = f"{100 * row['parallel_efficiency']:.0f}%" if t1 else "-"
         print(f"{row['workload']:<26} {p:>2} {row['grid']:>5} {'yes' if row['fused'] else 'no':>5} "
               f"{row['seconds_per_iteration']:>9.5f} {t1 / row['seconds_per_iteration'] if t1 else 0:>8.2f} {eff:>5} "
-              f"{row['bytes_per_rank_per_iteration_mean']:>11.0f} {row['bytes_model']:>11.0f} "
+              f"{row['steady_bytes_per_rank_per_iteration_mean']:>11.0f} {row['bytes_model']:>11.0f} "
               f"{row['bytes_ratio_mean_to_model']:>6.3f} {row['product_gflops_per_rank_min']:>12.2f}")
     json.dump(best[p], open(os.path.join(out, f"np{p}.json"), "w"), indent=2)
 PY

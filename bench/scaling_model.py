@@ -127,7 +127,7 @@ def local_check(runs, rates, cores):
                 "predicted_compute_s": compute, "predicted_comm_s": comm,
                 "measured_comm_replay_s": row["comm_replay_seconds"], "predicted_s": predicted, "measured_s": measured,
                 "error": predicted / measured - 1,
-                "bytes_measured": row["bytes_per_rank_per_iteration_mean"], "bytes_model": row["bytes_model"],
+                "bytes_measured": row["steady_bytes_per_rank_per_iteration_mean"], "bytes_model": row["bytes_model"],
             })
     return out
 
