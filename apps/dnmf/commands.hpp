@@ -26,6 +26,9 @@ Command add_factor(CLI::App& parent);
 /// `dnmf nmfk`: chooses k by NMFk; writes OUTDIR/nmfk.json, nmfk.csv, the plot and k_<K>/W.npy, H.npy.
 Command add_nmfk(CLI::App& parent);
 
+/// `dnmf convert`: a matrix file into .dcsr (the binary CSR streaming reads), or a .dcsr into .mtx.
+Command add_convert(CLI::App& parent);
+
 /// A validator accepting finite numbers >= `bound`, with a short message otherwise ("must be >= 0, got -1");
 /// CLI11's own range validators print their (huge) default bounds.
 CLI::Validator at_least(double bound);

@@ -28,6 +28,8 @@
 #include "solver_options.hpp"
 #include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
+#include "stream/streamed_operand.hpp"
+#include "stream_report.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -44,13 +46,23 @@ struct LocalOperand {
   io::LocalBlock<T> block;  ///< the block in host memory (resident mode)
   MatrixRef<T> on_backend;  ///< the block in the kernels' memory
   std::unique_ptr<solvers::Operand<T>> operand;
+  MemoryPlan<T> memory;  ///< --memory-budget's plan (stream_report.hpp); budget 0 when none was given
 };
 
-/// Reads this rank's block and makes it resident on the kernels.
+/// Reads this rank's block and makes it resident on the kernels, or, when --memory-budget says it does not fit,
+/// streams it from the file in tiles.
 template <class T>
-LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const std::string& path, const dist::Layout& layout,
+LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const std::string& path, const io::MatrixShape& shape,
+                             const dist::Layout& layout, const FactorOptions& options, std::int64_t budget,
                              dist::Communicator& world) {
   LocalOperand<T> local;
+  if (budget > 0) {
+    local.memory = plan_block<T>(path, shape, layout, options, budget, world);
+    if (local.memory.plan.streamed) {
+      local.operand = make_streamed_operand<T>(kernels, local.memory);
+      return local;
+    }
+  }
   local.block = io::read_block<T>(path, layout.a_rows, layout.a_cols, world);
   local.on_backend = kernels.make_resident(local.block.ref());
   local.operand = std::make_unique<solvers::ResidentOperand<T>>(kernels, local.on_backend);
@@ -72,12 +84,12 @@ int factor(FactorArgs args) {
   const bool root = world.rank() == 0;
   SolverArgs& solver = args.solver;
   FactorOptions& options = solver.options;
+  std::int64_t budget = 0;  // --memory-budget in bytes; 0: not given
 
   // Checks every rank makes identically: reported once, and every process ends normally.
   const io::MatrixShape shape = on_every_rank([&] {
     resolve_solver_options(solver);
-    if (!solver.memory_budget.empty())
-      throw Error("--memory-budget: out-of-memory streaming is not available in this build");
+    budget = parse_memory_budget(solver.memory_budget);
     (void)io::format_of(args.input);  // an unknown extension fails before any output
     return io::read_shape(args.input, world);
   });
@@ -104,14 +116,16 @@ int factor(FactorArgs args) {
   kernels->set_tf32(options.tf32);
   auto host =
       backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
-  LocalOperand<T> local = make_operand<T>(*kernels, args.input, layout, world);
+  LocalOperand<T> local = make_operand<T>(*kernels, args.input, shape, layout, options, budget, world);
+  const auto* streamed = dynamic_cast<const stream::StreamedOperand<T>*>(local.operand.get());
 
   if (!solver.quiet && root) options.progress = ProgressPrinter{};
   const MatrixRef<T> host_block = local.block.ref();
   solvers::Solution<T> solution;
   try {
-    solution = solvers::solve(*kernels, *host, *local.operand, grid_shape.size() == 1 ? &host_block : nullptr, grid,
-                              layout, options);
+    solution =
+        solvers::solve(*kernels, *host, *local.operand,
+                       grid_shape.size() == 1 && streamed == nullptr ? &host_block : nullptr, grid, layout, options);
   } catch (const Error& e) {
     // The library's message (e.g. "numerical breakdown at iteration 12") does not know the file name.
     throw Error(args.input + ": " + e.what());
@@ -124,7 +138,9 @@ int factor(FactorArgs args) {
   std::vector<double> bytes_per_rank(static_cast<std::size_t>(world.size()));
   const double mine = solution.iteration_traffic.bytes_sent / iterations;
   world.gather(&mine, bytes_per_rank.data(), std::vector<std::size_t>(bytes_per_rank.size(), 1), dist::Scalar::f64, 0);
-  const index_t nnz = shape.sparse ? shape.stored : world.sum<std::int64_t>(local_nonzeros(local.block));
+  const index_t nnz =
+      shape.sparse ? shape.stored
+                   : world.sum<std::int64_t>(streamed != nullptr ? streamed->nonzeros() : local_nonzeros(local.block));
 
   if (root) {
     RunDescription run{args.input,
@@ -135,11 +151,15 @@ int factor(FactorArgs args) {
                        shape.cols,
                        nnz,
                        options,
+                       {},
                        {}};
     run.communication.bytes_per_iteration_per_rank = bytes_per_rank;
     run.communication.model_bytes_per_iteration =
         dist::words_per_rank(grid_shape, shape.rows, shape.cols, options.rank) * sizeof(T);
     run.communication.processes = world.size();
+    if (budget > 0)
+      run.memory_json = memory_report_json(local.memory, local.operand->operand_stats(),
+                                           streamed != nullptr ? streamed->tile_count() : 0);
     const std::string w_path = out->file("W.npy");
     const std::string h_path = out->file("H.npy");
     const std::string report_path = out->file("report.json");
@@ -159,6 +179,8 @@ int factor(FactorArgs args) {
     std::printf("k=%lld algo=%s grid=%s iterations=%d rel_error=%.2e seconds=%.3g (%.3g s/iter) -> %s\n",
                 static_cast<long long>(options.rank), solver.algo.c_str(), grid_shape.str().c_str(), result.iterations,
                 result.rel_error, result.seconds, per_iteration, args.output.c_str());
+    if (streamed != nullptr)
+      std::printf("%s\n", memory_summary(local.memory, streamed->operand_stats(), streamed->tile_count()).c_str());
   }
   return 0;
 }

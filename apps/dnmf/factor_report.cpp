@@ -66,6 +66,7 @@ std::string factor_report_json(const RunDescription& run, const FactorResult<T>&
       {"bytes_sent_per_iteration_per_rank", run.communication.bytes_per_iteration_per_rank},
       {"model_bytes_per_iteration_per_rank", run.communication.model_bytes_per_iteration},
       {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
+  if (!run.memory_json.empty()) j["memory"] = nlohmann::ordered_json::parse(run.memory_json);
   j["version"] = DNMF_VERSION;
   j["timestamp"] = utc_timestamp();
   return j.dump(2) + "\n";

@@ -27,6 +27,7 @@ struct RunDescription {
   index_t nnz = 0;  ///< stored entries (sparse) or non-zero entries (dense)
   FactorOptions options;
   CommunicationFigures communication;
+  std::string memory_json;  ///< --memory-budget's plan and stream figures (stream_report.hpp); empty: none
 };
 
 /// The report as pretty-printed JSON (options, shape, iterations, errors per iteration, timings, peak memory,

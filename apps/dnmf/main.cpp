@@ -51,7 +51,8 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", DNMF_VERSION);
   app.require_subcommand(1);
   const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app), dnmf::cli::add_info(app),
-                                                    dnmf::cli::add_factor(app), dnmf::cli::add_nmfk(app)};
+                                                    dnmf::cli::add_factor(app), dnmf::cli::add_nmfk(app),
+                                                    dnmf::cli::add_convert(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -69,7 +69,7 @@ Plan plan_memory(const PlanInput& in) {
   const std::int64_t a_bytes = matrix_bytes(in);
   p.resident_total = fixed + static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
   p.minimum_budget = fixed + static_cast<std::int64_t>(in.staging_bytes + 2 * in.min_tile_bytes);
-  if (p.resident_total <= in.budget) {
+  if (in.allow_resident && p.resident_total <= in.budget) {
     p.matrix = p.resident_total - fixed;
     p.total = p.resident_total;
     return p;

@@ -87,11 +87,22 @@ void StreamedOperand<T>::scale_empty(View<T> out, T beta) {
 template <class T>
 backend::MatrixStats StreamedOperand<T>::stats() {
   backend::MatrixStats total;
+  index_t nonzeros = 0;
   pass([&](const Tile<T>& tile) {
     const backend::MatrixStats s = kernels_.stats(tile.ref());
     total.sum += s.sum;
     total.squared_norm += s.squared_norm;
+    // The report's nnz, which a resident run counts on the loaded block: here the only pass that can.
+    const MatrixRef<T> ref = tile.ref();
+    if (const auto* d = std::get_if<DenseView<const T>>(&ref)) {
+      for (index_t j = 0; j < d->cols; ++j)
+        for (index_t i = 0; i < d->rows; ++i) nonzeros += (*d)(i, j) != T(0) ? 1 : 0;
+    } else {
+      const auto& c = std::get<CsrView<T>>(ref);
+      for (index_t p = 0; p < c.nnz(); ++p) nonzeros += c.values[c.indptr[0] + p] != T(0) ? 1 : 0;
+    }
   });
+  nonzeros_ = nonzeros;
   return total;
 }
 

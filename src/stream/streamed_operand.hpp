@@ -46,6 +46,8 @@ class StreamedOperand final : public solvers::Operand<T> {
                                 backend::View<T> other_numer, backend::View<T> gx) override;
   [[nodiscard]] solvers::OperandStats operand_stats() const override;
 
+  /// Entries != 0 of the block, counted during the last stats() pass (-1 before one ran).
+  [[nodiscard]] index_t nonzeros() const { return nonzeros_; }
   [[nodiscard]] const TileSource<T>& source() const { return *source_; }
   [[nodiscard]] std::size_t tile_count() const { return extents_.size(); }
   [[nodiscard]] int depth() const { return depth_; }
@@ -68,6 +70,7 @@ class StreamedOperand final : public solvers::Operand<T> {
   int depth_ = 2;
   std::size_t slot_bytes_ = 0;
   long long passes_ = 0;
+  index_t nonzeros_ = -1;
   std::atomic<std::uint64_t> bytes_read_{0};
   std::unique_ptr<Ring<Tile<T>>> ring_;  // last: its producer uses the members above
 };

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,33 @@ TEST_F(RssPromise, MappedStreamPeakStaysWithinTheBudget) {
   write_big_npy(path("big.npy"), m, n, true);
   check_child(path("big.npy"), budget);
 }
+
+#ifdef DNMF_CLI
+// The command itself (MPI and the CLI loaded, report written): dnmf factor --memory-budget on a file 8x the budget.
+TEST_F(RssPromise, CliFactorKeepsItsBudget) {
+  const long long budget = 48LL << 20;
+  const long long m = 6144, n = 8192;  // 384 MiB
+  ASSERT_GE(m * n * 8, 8 * budget);
+  write_big_npy(path("cli.npy"), m, n, true);
+  const Child child = run_child({DNMF_CLI, "factor", path("cli.npy"), "-k", "4", "--iters", "2", "--tol", "0", "-q",
+                                 "--memory-budget", "48M", "-o", path("out")},
+                                path("cli.txt"));
+  ASSERT_TRUE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) << child.output;
+  EXPECT_LE(static_cast<double>(child.peak_rss), 1.05 * static_cast<double>(budget)) << "peak " << child.peak_rss;
+  std::ifstream report(path("out/report.json"));
+  const nlohmann::json j = nlohmann::json::parse(report);
+  EXPECT_EQ(j["memory"]["mode"], "streamed");
+  EXPECT_EQ(j["memory"]["stream"]["access"], "mapped");
+  EXPECT_EQ(j["memory"]["budget_bytes"], budget);
+  EXPECT_GE(j["memory"]["stream"]["depth"].get<int>(), 2);
+  EXPECT_EQ(j["memory"]["stream"]["passes"].get<int>(), 2 + 2);  // stats, two fused iterations, final error
+  EXPECT_EQ(j["m"], m);
+  EXPECT_EQ(j["nnz"], m * n);
+  std::printf("dnmf factor: child peak RSS %.1f MiB for a budget of 48 MiB (planned %.1f MiB)\n",
+              static_cast<double>(child.peak_rss) / 1048576.0,
+              j["memory"]["planned"]["total_bytes"].get<double>() / 1048576.0);
+}
+#endif
 
 // C order: row stripes read with pread and transposed into the slots.
 TEST_F(RssPromise, ReadStreamPeakStaysWithinTheBudget) {

@@ -1,0 +1,171 @@
+// See stream_report.hpp.
+
+#include "stream_report.hpp"
+
+#include <omp.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "dnmf/error.hpp"
+#include "io/collective_failure.hpp"
+#include "stream/bytes.hpp"
+#include "stream/npy_source.hpp"
+#include "stream/process_memory.hpp"
+#include "stream/streamed_operand.hpp"
+#include "util/memory.hpp"
+
+namespace dnmf::cli {
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Copies of the block the resident readers hold at their peak: .npy and .dcsr read straight into the block; the
+// collective Matrix Market reader holds its routed (row, column, value) records beside the CSR it builds, and
+// the HDF5 reader a slab beside the block.
+double resident_copies(const std::string& path) {
+  if (ends_with(path, ".npy") || ends_with(path, ".dcsr")) return 1.0;
+  if (ends_with(path, ".mtx")) return 3.0;
+  return 2.0;
+}
+
+}  // namespace
+
+std::int64_t parse_memory_budget(const std::string& text) {
+  if (text.empty()) return 0;
+  try {
+    return stream::parse_bytes(text);
+  } catch (const Error& e) {
+    throw Error(std::string("--memory-budget: ") + e.what());
+  }
+}
+
+template <class T>
+MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, const dist::Layout& layout,
+                         const FactorOptions& options, std::int64_t budget, dist::Communicator& world) {
+  MemoryPlan<T> out;
+  out.budget = budget;
+  stream::PlanInput in;
+  in.layout = layout;
+  in.sparse = shape.sparse;
+  in.scalar_bytes = sizeof(T);
+  in.rank = options.rank;
+  in.algorithm = options.algorithm;
+  in.threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  in.gathers_factors = world.rank() == 0;
+  in.budget = budget;
+  in.resident_copies = resident_copies(path);
+  const bool streamable = stream::streamable(path);
+  auto plan_here = [&](bool allow_resident) {
+    in.allow_resident = allow_resident;
+    in.baseline = stream::current_rss_bytes();
+    const stream::Plan p = stream::plan_memory(in);
+    if (p.streamed && !streamable)
+      throw Error(path + ": this block needs " + stream::describe_bytes(p.resident_total) +
+                  " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
+                  "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from a .mtx)");
+    return p;
+  };
+  // Rank-local failures (this block is too large for the budget) reach every rank, so none waits alone.
+  const bool streamed = io::detail::run_agreed(world, path, [&] {
+    if (streamable) {
+      out.source = stream::open_source<T>(path, layout.a_rows, layout.a_cols);
+      in.stored = out.source->stored();
+      in.min_tile_bytes = out.source->min_tile_bytes();
+      in.staging_bytes = out.source->staging_bytes();
+    } else {  // resident only: the block's share of the entries, assumed evenly spread
+      const double share = static_cast<double>(layout.a_rows.size()) * static_cast<double>(layout.a_cols.size()) /
+                           std::max(1.0, static_cast<double>(shape.rows) * static_cast<double>(shape.cols));
+      in.stored =
+          static_cast<index_t>(static_cast<double>(shape.sparse ? shape.stored : shape.rows * shape.cols) * share);
+    }
+    out.plan = plan_here(true);
+    return out.plan.streamed;
+  });
+  // The single pass's side follows the block's layout in memory, which streaming may change (a C-order .npy
+  // streams in row stripes): all ranks stream or none.
+  const bool anyone = world.size() > 1 ? world.max<std::int64_t>(streamed ? 1 : 0) != 0 : streamed;
+  if (anyone)
+    io::detail::run_agreed(world, path, [&] {
+      if (!streamed) out.plan = plan_here(false);
+    });
+  if (!anyone) {
+    out.source.reset();
+    return out;
+  }
+  const auto* npy = dynamic_cast<const stream::NpySource<T>*>(out.source.get());
+  out.access = npy != nullptr && npy->mapped() ? "mapped" : "pread";
+  return out;
+}
+
+template <class T>
+std::unique_ptr<solvers::Operand<T>> make_streamed_operand(backend::Kernels<T>& kernels, MemoryPlan<T>& plan) {
+  return std::make_unique<stream::StreamedOperand<T>>(kernels, std::move(plan.source), plan.plan.tile_bytes,
+                                                      plan.plan.depth);
+}
+
+template <class T>
+std::string memory_report_json(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles) {
+  const stream::Plan& p = plan.plan;
+  const std::int64_t peak = util::peak_rss_bytes();
+  nlohmann::ordered_json j;
+  j["budget_bytes"] = plan.budget;
+  j["mode"] = p.streamed ? "streamed" : "resident";
+  j["planned"] = {{"baseline_bytes", p.baseline},
+                  {"runtime_reserve_bytes", p.runtime_reserve},
+                  {"factors_bytes", p.factors},
+                  {"workspace_bytes", p.workspace},
+                  {"matrix_bytes", p.matrix},
+                  {"ring_bytes", p.ring},
+                  {"staging_bytes", p.staging},
+                  {"total_bytes", p.total},
+                  {"resident_total_bytes", p.resident_total},
+                  {"minimum_budget_bytes", p.minimum_budget}};
+  if (p.streamed) {
+    const double passes = static_cast<double>(std::max<long long>(stats.passes, 1));
+    j["stream"] = {
+        {"access", plan.access},
+        {"tile_bytes", p.tile_bytes},
+        {"depth", p.depth},
+        {"tiles_per_pass", tiles},
+        {"passes", stats.passes},
+        {"tiles_delivered", stats.tiles},
+        {"bytes_read", stats.bytes_read},
+        {"seconds_waiting", stats.seconds_waiting},
+        {"seconds_reading", stats.seconds_reading},
+        {"seconds_waiting_per_pass", stats.seconds_waiting / passes},
+        {"read_bytes_per_second", stats.seconds_reading > 0 ? stats.bytes_read / stats.seconds_reading : 0.0}};
+  }
+  j["peak_rss_bytes"] = peak;
+  j["peak_over_budget"] = static_cast<double>(peak) / static_cast<double>(plan.budget);
+  j["figures_of"] = "rank 0 (every rank plans its own block against the same per-process budget)";
+  return j.dump();
+}
+
+template <class T>
+std::string memory_summary(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles) {
+  const stream::Plan& p = plan.plan;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "streamed (%s): %zu tiles of <= %s through %d slots, %lld passes, waited %.3g s for tiles; peak RSS "
+                "%s of a %s budget",
+                plan.access.c_str(), tiles, stream::human_bytes(static_cast<double>(p.tile_bytes)).c_str(), p.depth,
+                stats.passes, stats.seconds_waiting,
+                stream::human_bytes(static_cast<double>(util::peak_rss_bytes())).c_str(),
+                stream::human_bytes(static_cast<double>(plan.budget)).c_str());
+  return line;
+}
+
+#define DNMF_INSTANTIATE_STREAM_REPORT(T)                                                                       \
+  template MemoryPlan<T> plan_block<T>(const std::string&, const io::MatrixShape&, const dist::Layout&,         \
+                                       const FactorOptions&, std::int64_t, dist::Communicator&);                \
+  template std::unique_ptr<solvers::Operand<T>> make_streamed_operand<T>(backend::Kernels<T>&, MemoryPlan<T>&); \
+  template std::string memory_report_json<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);  \
+  template std::string memory_summary<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);
+DNMF_INSTANTIATE_STREAM_REPORT(float)
+DNMF_INSTANTIATE_STREAM_REPORT(double)
+#undef DNMF_INSTANTIATE_STREAM_REPORT
+
+}  // namespace dnmf::cli
