@@ -12,6 +12,8 @@
 set -euo pipefail
 
 BUILD_DIR="${1:-build/release}"
+# Binaries and libraries staged by bench/gpu/carry.sh arrive packed.
+if [[ -f .device/payload.tar.xz ]]; then tar -xJf .device/payload.tar.xz -C .device; fi
 OUT_DIR="${OUT:-/tmp/dnmf-bench-gpu}"
 WORK="$(mktemp -d /tmp/dnmf-gpu-run.XXXXXX)"
 mkdir -p "$OUT_DIR"
@@ -50,7 +52,7 @@ step() {
 finish() {
   {
     for table in "$WORK"/bench_gpu.table "$WORK"/bench_gpu_stream.table; do
-      if [[ -f "$table" ]]; then
+      if [[ -s "$table" ]]; then
         cat "$table"
         echo
       fi
@@ -137,15 +139,16 @@ stream() {
 
 # The CLI end to end on the GPU: the README's planted problem factored by the cuda and the cpu backends.
 cli() {
-  local dnmf="$BUILD_DIR/bin/dnmf" work="$WORK/cli"
+  local dnmf="$BUILD_DIR/bin/dnmf" work="$WORK/cli" rc=0
   [[ -x "$dnmf" ]] || { echo "no dnmf binary in $BUILD_DIR/bin"; return 1; }
   mkdir -p "$work"
-  timeout 60 "$dnmf" gen --rows 2000 --cols 1500 --rank 8 --noise 0.01 --seed 1 -o "$work/A.npy"
+  timeout 60 "$dnmf" gen --rows 2000 --cols 1500 --rank 8 --noise 0.01 --seed 1 -o "$work/A.npy" || return 1
   for backend in cuda cpu; do
     timeout 120 "$dnmf" factor "$work/A.npy" -k 8 --algo mu --iters 200 --tol 0 --backend "$backend" --quiet \
-      -o "$work/$backend"
+      -o "$work/$backend" || rc=1
   done
   rm -f "$work"/A*.npy "$work"/*/W.npy "$work"/*/H.npy
+  return "$rc"
 }
 
 find_nccl
