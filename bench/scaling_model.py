@@ -52,7 +52,7 @@ def choose_grid(p, m, n, k):
         w = words_per_rank(pr, pc, m, n, k)
         sq = abs(math.log(pr / pc))
         best_sq = abs(math.log(best[0] / best[1]))
-        if w < best_words * (1 - 1e-12) or (w <= best_words * (1 + 1e-12) and sq < best_sq):
+        if w < best_words * (1 - 1e-12) or (w <= best_words * (1 + 1e-12) and sq <= best_sq + 1e-12):
             best, best_words = (pr, pc), w
     return best
 

@@ -41,7 +41,10 @@ GridShape choose_grid(int processes, index_t m, index_t n, index_t k) {
     const double words = words_per_rank(s, m, n, k);
     const double squareness = std::abs(std::log(static_cast<double>(s.rows) / s.cols));
     const double best_squareness = std::abs(std::log(static_cast<double>(best.rows) / best.cols));
-    if (words < best_words * (1 - 1e-12) || (words <= best_words * (1 + 1e-12) && squareness < best_squareness)) {
+    // Ties in words go to the squarer grid, then to the taller one (pr runs upwards, so `<=` keeps the
+    // later): CSR blocks are tiled by rows, so a one-column grid keeps the single pass for sparse input.
+    if (words < best_words * (1 - 1e-12) ||
+        (words <= best_words * (1 + 1e-12) && squareness <= best_squareness + 1e-12)) {
       best = s;
       best_words = words;
     }

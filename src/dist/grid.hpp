@@ -31,7 +31,8 @@ struct GridShape {
 /// reduce-scatter volumes of both halves plus the k x k allreduces.
 [[nodiscard]] double words_per_rank(GridShape shape, index_t m, index_t n, index_t k);
 
-/// The grid of `processes` ranks minimising words_per_rank (ties: the squarer grid).
+/// The grid of `processes` ranks minimising words_per_rank (ties: the squarer grid, then the one with more
+/// rows, where CSR blocks keep the single pass) among those with no more grid rows than m nor columns than n.
 [[nodiscard]] GridShape choose_grid(int processes, index_t m, index_t n, index_t k);
 
 /// A half-open index range.

@@ -183,6 +183,10 @@ TEST(ChooseGrid, FollowsTheShapeOfTheMatrix) {
   // A prime number of processes has only the two thin grids: the one splitting the longer side wins.
   EXPECT_EQ(choose_grid(7, 7000, 300, 8), (GridShape{7, 1}));
   EXPECT_EQ(choose_grid(7, 300, 7000, 8), (GridShape{1, 7}));
+  // Equal words (a square matrix): the squarer grid, then the taller one, which keeps CSR's single pass.
+  EXPECT_EQ(choose_grid(2, 1000, 1000, 8), (GridShape{2, 1}));
+  EXPECT_EQ(choose_grid(8, 1000, 1000, 8), (GridShape{4, 2}));
+  EXPECT_EQ(choose_grid(32, 5000, 5000, 8), (GridShape{8, 4}));
   // Never more grid rows than matrix rows.
   EXPECT_LE(choose_grid(6, 2, 1000, 1).rows, 2);
 }
