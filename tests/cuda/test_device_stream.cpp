@@ -18,7 +18,6 @@
 #include "dist/grid.hpp"
 #include "dnmf/io.hpp"
 #include "solvers/solve.hpp"
-#include "stream/dcsr.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/npy_source.hpp"
 #include "support/error_message.hpp"
