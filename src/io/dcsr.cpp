@@ -191,7 +191,8 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
   // Through the staging buffer: the entries of a chunk are filtered to the block's columns and converted. The
   // row starts are rewritten in place; row i's original end is read before its slot is overwritten.
   const std::size_t word = header.value_bytes;
-  const auto chunk = static_cast<index_t>(kStagingBytes / (4 + word + sizeof(T)));
+  // A multiple of 16 entries keeps the three arrays in the buffer aligned for their types.
+  const auto chunk = static_cast<index_t>(kStagingBytes / (4 + word + sizeof(T))) / 16 * 16;
   staging.resize(static_cast<std::size_t>(chunk) * (4 + word + sizeof(T)));
   auto* chunk_indices = reinterpret_cast<col_index_t*>(staging.data());
   std::byte* chunk_raw = staging.data() + static_cast<std::size_t>(chunk) * 4;
