@@ -49,7 +49,7 @@ std::vector<std::string> differences(const nlohmann::json& stored, const Fingerp
     const nlohmann::json& old = stored.contains(section) ? stored[section] : nlohmann::json::object();
     for (const auto& [key, value] : fields) {
       const std::string before = old.contains(key) && old[key].is_string() ? old[key].get<std::string>() : "(none)";
-      if (before != value) out.push_back(key + " " + before + " -> " + value);
+      if (before != value) out.push_back(std::string(key).append(" ").append(before).append(" -> ").append(value));
     }
     for (const auto& item : old.items()) {
       bool known = false;

@@ -270,6 +270,7 @@ NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const
 
   // 3. Clustering and silhouettes on world rank 0; the centroids (columns summing to 1) to every rank.
   std::vector<DenseMatrix<double>> centroids;
+  centroids.reserve(ks.size());
   for (index_t k : ks) centroids.emplace_back(m, k);
   if (rank == 0) {
     auto host = backend::make_kernels<double>(BackendKind::cpu);
@@ -339,6 +340,7 @@ NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const
 
   // 4. One regression per k on the groups.
   std::vector<Job> regressions;
+  regressions.reserve(ks.size());
   for (index_t k : ks) regressions.push_back({k, 0});
   const auto regression_plan = schedule_jobs(regressions, options.groups);
   {

@@ -72,7 +72,8 @@ std::string find_on_path(const std::string& program) {
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + program;
+    std::string candidate = dir;
+    candidate.append("/").append(program);
     if (::access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate)) return candidate;
   }
   return "";
@@ -100,6 +101,7 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
   const std::string cd = "cd " + quoted(dir.string());
   std::vector<std::string> args = {gnuplot, "-e", cd, out.script};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;

@@ -238,9 +238,10 @@ TEST_F(Checkpoints, DamagedAndStrayFilesAreNotReused) {
 
 // ---- Selection rules --------------------------------------------------------------------------------------
 
-// Column errors that fall by `drop` for most columns from one k to the next, with a few going the other way.
+// Per-column errors around `level`, slightly different per column (no ties).
 std::vector<double> errors(double level, int n = 40) {
   std::vector<double> e;
+  e.reserve(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) e.push_back(level * (1 + 0.01 * j));
   return e;
 }

@@ -101,7 +101,9 @@ double brute_force_minimum(const std::vector<double>& cost, int n) {
   double best = std::numeric_limits<double>::infinity();
   do {
     double s = 0;
-    for (int i = 0; i < n; ++i) s += cost[static_cast<std::size_t>(i * n + perm[static_cast<std::size_t>(i)])];
+    for (int i = 0; i < n; ++i)
+      s += cost[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
+                static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
     best = std::min(best, s);
   } while (std::next_permutation(perm.begin(), perm.end()));
   return best;
@@ -121,7 +123,9 @@ TEST(Hungarian, MatchesBruteForceOnRandomMatrices) {
       std::sort(sorted.begin(), sorted.end());
       for (int i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<std::size_t>(i)], i) << "not a permutation";
       double total = 0;
-      for (int i = 0; i < n; ++i) total += cost[static_cast<std::size_t>(i * n + a[static_cast<std::size_t>(i)])];
+      for (int i = 0; i < n; ++i)
+        total += cost[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
+                      static_cast<std::size_t>(a[static_cast<std::size_t>(i)])];
       EXPECT_NEAR(total, brute_force_minimum(cost, n), 1e-12) << "n=" << n << " trial " << trial;
     }
 }
@@ -177,11 +181,11 @@ std::vector<double> reference_silhouettes(const DenseMatrix<double>& x, const st
 TEST(Silhouettes, MatchPlainLoopDefinition) {
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(0, 1);
-  const int k = 4, per = 5;
+  const index_t k = 4, per = 5;
   DenseMatrix<double> x(k * per, 12);
   std::vector<int> labels;
-  for (int v = 0; v < k * per; ++v) {
-    labels.push_back((v * 7) % k);
+  for (index_t v = 0; v < k * per; ++v) {
+    labels.push_back(static_cast<int>((v * 7) % k));
     for (index_t i = 0; i < x.cols(); ++i) x(v, i) = u(rng) + (i % k == labels.back() ? 1.5 : 0.0);
   }
   auto host = backend::make_kernels<double>(BackendKind::cpu);
@@ -240,7 +244,7 @@ TEST(Clustering, MediansByHand) {
 TEST(Clustering, RecoversPermutedNoisyColumns) {
   // P perturbations of the same k basis vectors, each with its columns shuffled and a little noise: every
   // cluster must collect the P copies of one basis vector, one per perturbation.
-  const int k = 5, P = 7;
+  const index_t k = 5, P = 7;
   const index_t d = 40;
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(0, 1);
