@@ -23,6 +23,7 @@
 #include "factor_report.hpp"
 #include "input.hpp"
 #include "io/block_read.hpp"
+#include "io/hdf5_io.hpp"
 #include "output_dir.hpp"
 #include "progress.hpp"
 #include "solver_options.hpp"
@@ -37,6 +38,7 @@ namespace {
 struct FactorArgs {
   std::string input;
   std::string output;
+  std::string factors_format = "npy";
   SolverArgs solver;
 };
 
@@ -131,7 +133,14 @@ int factor(FactorArgs args) {
     throw Error(args.input + ": " + e.what());
   }
   FactorResult<T>& result = solution.result;
-  solvers::gather_factors(grid, layout, solution.pieces, result.W, result.H);
+  // W and H: gathered on rank 0 into .npy files, or written by every rank into one HDF5 file.
+  const bool h5_factors = args.factors_format == "h5";
+  const std::string h5_path = args.output + "/factors.h5";
+  if (h5_factors) {
+    io::write_factors_h5<T>(h5_path, grid, layout, solution.pieces.wt.view(), solution.pieces.h.view());
+  } else {
+    solvers::gather_factors(grid, layout, solution.pieces, result.W, result.H);
+  }
 
   // Every rank's share of the traffic, for the report (DESIGN §4's model beside it).
   const int iterations = std::max(result.iterations, 1);
@@ -160,13 +169,17 @@ int factor(FactorArgs args) {
     if (budget > 0)
       run.memory_json = memory_report_json(local.memory, local.operand->operand_stats(),
                                            streamed != nullptr ? streamed->tile_count() : 0);
-    const std::string w_path = out->file("W.npy");
-    const std::string h_path = out->file("H.npy");
     const std::string report_path = out->file("report.json");
-    io::write_npy<T>(w_path, result.W.view());
-    out->wrote(w_path);
-    io::write_npy<T>(h_path, result.H.view());
-    out->wrote(h_path);
+    if (h5_factors) {
+      out->wrote(h5_path);
+    } else {
+      const std::string w_path = out->file("W.npy");
+      const std::string h_path = out->file("H.npy");
+      io::write_npy<T>(w_path, result.W.view());
+      out->wrote(w_path);
+      io::write_npy<T>(h_path, result.H.view());
+      out->wrote(h_path);
+    }
     const std::string report = factor_report_json(run, result);
     io::write_file_atomically(report_path, [&report](std::ostream& stream) { stream << report; });
     out->commit();
@@ -190,10 +203,18 @@ int factor(FactorArgs args) {
 Command add_factor(CLI::App& parent) {
   auto args = std::make_shared<FactorArgs>();
   CLI::App* app = parent.add_subcommand("factor", "factorise a matrix file: A ~ W H with W, H >= 0");
-  app->add_option("FILE", args->input, "input matrix (.npy dense, .mtx sparse)")->required();
+  app->add_option("FILE", args->input,
+                  "input matrix: .npy (dense), .mtx (sparse), .h5/.hdf5[:/object] (dense dataset or CSR group), "
+                  ".dcsr (binary CSR, see dnmf convert)")
+      ->required();
   app->add_option("-k,--rank", args->solver.options.rank, "rank k, 1 <= k <= min(m, n)")->required();
   add_solver_options(*app, args->solver);
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
+  app->add_option("--factors", args->factors_format,
+                  "how W and H are written: npy (gathered on rank 0: W.npy, H.npy) or h5 (every process writes its "
+                  "pieces into factors.h5, datasets W and H)")
+      ->check(CLI::IsMember({"npy", "h5"}))
+      ->capture_default_str();
   return {app, [args] { return args->solver.precision == "f32" ? factor<float>(*args) : factor<double>(*args); }};
 }
 

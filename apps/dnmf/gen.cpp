@@ -12,6 +12,7 @@
 #include "dnmf/io.hpp"
 #include "dnmf/planted.hpp"
 #include "input.hpp"
+#include "io/hdf5_io.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -42,6 +43,7 @@ void check_output_name(const GenArgs& args) {
   if (!(density > 0 && density <= 1)) return;  // make_planted reports a bad density itself
   const bool sparse = args.planted.density < 1;
   const std::string ext = extension_of(args.output);
+  if (ext == ".h5" || ext == ".hdf5") return;  // HDF5 holds either: a dataset /X, or a CSR group /X
   if (sparse && ext != ".mtx") {
     throw Error(args.output + ": --density < 1 writes a sparse Matrix Market file; the -o name must end in .mtx");
   }
@@ -54,7 +56,15 @@ template <class T>
 int generate(const GenArgs& args) {
   check_output_name(args);
   const Planted<T> planted = make_planted<T>(args.planted);
-  if (planted.sparse) {
+  const std::string ext = extension_of(args.output);
+  if (ext == ".h5" || ext == ".hdf5") {
+    // AnnData's layout: the matrix is /X, a dense dataset or a CSR group.
+    if (planted.sparse) {
+      io::write_h5_csr<T>(args.output, "/X", planted.csr.view());
+    } else {
+      io::write_h5_dense<T>(args.output, "/X", planted.dense.view());
+    }
+  } else if (planted.sparse) {
     io::write_mtx<T>(args.output, planted.csr.view());
   } else {
     io::write_npy<T>(args.output, planted.dense.view());
@@ -80,12 +90,14 @@ Command add_gen(CLI::App& parent) {
   app->add_option("--rows", args->planted.rows, "rows of A")->required()->check(at_least(1));
   app->add_option("--cols", args->planted.cols, "columns of A")->required()->check(at_least(1));
   app->add_option("--rank", args->planted.rank, "planted rank k")->required()->check(at_least(1));
-  app->add_option("--density", args->planted.density, "fraction of non-zero entries; below 1 writes sparse .mtx")
+  app->add_option("--density", args->planted.density,
+                  "fraction of non-zero entries; below 1 writes a sparse matrix (.mtx, or a CSR group in .h5)")
       ->capture_default_str();
   app->add_option("--noise", args->planted.noise, "relative multiplicative noise")->capture_default_str();
   app->add_option("--seed", args->planted.seed, "random seed")->check(at_least(0))->capture_default_str();
   add_precision_option(*app, args->precision);
-  app->add_option("-o,--output", args->output, "A.npy (dense) or A.mtx (sparse); truth goes to A.W.npy, A.H.npy")
+  app->add_option("-o,--output", args->output,
+                  "A.npy (dense), A.mtx (sparse) or A.h5 (either, as /X); truth goes to A.W.npy, A.H.npy")
       ->required();
   return {app, [args] { return args->precision == "f32" ? generate<float>(*args) : generate<double>(*args); }};
 }

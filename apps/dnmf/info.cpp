@@ -36,7 +36,8 @@ int show_info(const InfoArgs& args) {
   const EntryStats s = entry_stats(matrix.ref());
   const double entries = static_cast<double>(s.rows) * static_cast<double>(s.cols);
   const double density = entries > 0 ? static_cast<double>(s.nonzeros) / entries : 0.0;
-  const bool sparse = format == io::FileFormat::matrix_market;
+  // An HDF5 file holds either kind; the loader says which it found.
+  const bool sparse = matrix.format == io::FileFormat::matrix_market;
 
   if (args.json) {
     nlohmann::json j;
@@ -58,8 +59,10 @@ int show_info(const InfoArgs& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("file      %s\n", args.path.c_str());
-    const std::string layout =
-        sparse ? "CSR, values read as f8" : dtype + (fortran_order ? ", Fortran order" : ", C order");
+    const std::string layout = sparse ? "CSR, values read as f8"
+                               : format == io::FileFormat::hdf5
+                                   ? "dense dataset, read as f8"
+                                   : dtype + (fortran_order ? ", Fortran order" : ", C order");
     std::printf("format    %s (%s)\n", format_name(format).c_str(), layout.c_str());
     std::printf("shape     %lld x %lld\n", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
     if (sparse) std::printf("stored    %lld\n", static_cast<long long>(s.stored));

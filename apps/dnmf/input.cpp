@@ -6,6 +6,9 @@
 #include <limits>
 #include <variant>
 
+#include "dist/communicator.hpp"
+#include "io/block_read.hpp"
+
 namespace dnmf::cli {
 
 template <class T>
@@ -14,8 +17,20 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
   matrix.format = io::format_of(path);
   if (matrix.format == io::FileFormat::npy) {
     matrix.dense = io::read_npy<T>(path);
-  } else {
+  } else if (matrix.format == io::FileFormat::matrix_market) {
     matrix.csr = io::read_mtx<T>(path);
+  } else {
+    // HDF5, .dcsr: the block reader on one process, over the whole matrix (it refuses negative entries itself).
+    dist::SingleCommunicator self;
+    const io::MatrixShape shape = io::read_shape(path, self);
+    io::LocalBlock<T> block = io::read_block<T>(path, {0, shape.rows}, {0, shape.cols}, self);
+    if (block.sparse) {
+      matrix.format = io::FileFormat::matrix_market;  // held as CSR, like a Matrix Market file
+      matrix.csr = std::move(block.csr);
+    } else {
+      matrix.format = io::FileFormat::npy;  // held dense
+      matrix.dense = std::move(block.dense);
+    }
   }
   return matrix;
 }
@@ -29,7 +44,19 @@ void require_nonnegative(const LoadedMatrix<T>& matrix, const std::string& path)
   }
 }
 
-std::string format_name(io::FileFormat format) { return format == io::FileFormat::npy ? "npy" : "mtx"; }
+std::string format_name(io::FileFormat format) {
+  switch (format) {
+    case io::FileFormat::npy:
+      return "npy";
+    case io::FileFormat::matrix_market:
+      return "mtx";
+    case io::FileFormat::hdf5:
+      return "hdf5";
+    case io::FileFormat::dcsr:
+      return "dcsr";
+  }
+  return "unknown";
+}
 
 namespace {
 

@@ -85,9 +85,9 @@ template <class T>
 std::string describe_bad_entry(index_t row, index_t col, T value);
 
 /// Input formats recognised by file name.
-enum class FileFormat { npy, matrix_market, hdf5 };
+enum class FileFormat { npy, matrix_market, hdf5, dcsr };
 
-/// Picks the format from the extension (.npy, .mtx, .h5/.hdf5, the last also with an object name after a
+/// Picks the format from the extension (.npy, .mtx, .dcsr, .h5/.hdf5, the last also with an object name after a
 /// colon: "A.h5:/X"); throws dnmf::Error for anything else.
 FileFormat format_of(const std::string& path);
 

@@ -8,6 +8,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/collective_failure.hpp"
+#include "io/dcsr.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/input_file.hpp"
 #include "io/mtx_collective.hpp"
@@ -30,6 +31,8 @@ MatrixShape shape_here(const std::string& path) {
     }
     case FileFormat::hdf5:
       return hdf5_shape(path);
+    case FileFormat::dcsr:
+      return read_dcsr_shape(path);
   }
   throw Error(path + ": unknown input format");
 }
@@ -75,6 +78,9 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
     }
     case FileFormat::hdf5:
       return read_hdf5_block<T>(path, rows, cols, comm);
+    case FileFormat::dcsr:
+      // Row ranges by positioned reads (the row index), like .npy: no exchange between ranks.
+      return detail::run_agreed(comm, path, [&] { return read_dcsr_block<T>(path, rows, cols); });
   }
   throw CollectiveError(path + ": unknown input format");
 }

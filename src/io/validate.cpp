@@ -99,12 +99,14 @@ FileFormat format_of(const std::string& path) {
   const auto ends_with = [&name](const char* suffix) { return name.ends_with(suffix); };
   if (ends_with(".npy")) return FileFormat::npy;
   if (ends_with(".mtx")) return FileFormat::matrix_market;
+  if (ends_with(".dcsr")) return FileFormat::dcsr;
   for (const char* compressed : {".gz", ".bz2", ".xz", ".zst"}) {
     if (ends_with(compressed)) {
-      throw Error(path + ": compressed input is not supported (decompress it first; expected .npy or .mtx)");
+      throw Error(path +
+                  ": compressed input is not supported (decompress it first; expected .npy, .mtx, .h5 or .dcsr)");
     }
   }
-  throw Error(path + ": unknown input format (expected .npy or .mtx)");
+  throw Error(path + ": unknown input format (expected .npy, .mtx, .h5 or .dcsr)");
 }
 
 template void check_nonnegative<float>(DenseView<const float>, const std::string&);

@@ -545,8 +545,11 @@ def err_tf32_without_cuda(ctx):
 @case
 def err_memory_budget(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "2GiB", "-o", "out"],
-                     ["--memory-budget", "not available"])
+    # Too small for the factors plus two tiles: the message states the minimum budget.
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "1K", "-o", "out"],
+                     ["memory budget 1024 bytes", "too small", "needs at least", "MiB"])
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "12Q", "-o", "out"],
+                     ["--memory-budget", "12Q", "unit"])
 
 
 @case
