@@ -12,6 +12,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -198,9 +199,9 @@ def kill_and_resume(ctx):
     check(not os.path.exists(os.path.join(out, "nmfk.json")), "no nmfk.json from the killed run")
 
     r = ctx.run(args + ["-o", out])
-    line = [l for l in r.stderr.splitlines() if "resuming from" in l]
-    check(line, "the rerun says it resumed: %r" % r.stderr)
-    resumed = int(line[0].split("resuming from")[1].split(":")[1].split(" of ")[0])
+    said = re.search(r"resuming from .*: (\d+) of 80 jobs already finished", r.stderr)
+    check(said, "the rerun says it resumed: %r" % r.stderr)
+    resumed = int(said.group(1))
     check(resumed >= len(done_at_kill), "resumed %d jobs, %d were done at the kill" % (resumed, len(done_at_kill)))
     check(resumed == len(done_after_kill), "every finished job file was reused")
     j = load(os.path.join(out, "nmfk.json"))
