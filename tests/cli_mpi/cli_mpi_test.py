@@ -173,6 +173,31 @@ def corrupt_block_ends_job(ctx):
     check(not os.path.exists(ctx.path("out", "W.npy")), "no factors may be written")
 
 
+@case
+def hdf5_and_dcsr_inputs(ctx):
+    """The same sparse matrix as .mtx, an HDF5 CSR group and .dcsr factors alike on 1 and 4 processes; W and H
+    written in parallel into one HDF5 file hold what the gathered .npy files hold."""
+    gen(ctx, "S.mtx", 64, 50, 4, "--density", 0.1)
+    ctx.ok(["convert", "S.mtx", "S.dcsr"])
+    gen(ctx, "S.h5", 64, 50, 4, "--density", 0.1)  # same seed and options: the same matrix as S.mtx
+    common = ["-k", 4, "--iters", 20, "--tol", 0, "-q"]
+    ctx.ok(["factor", "S.mtx"] + common + ["-o", "one"])
+    for name in ("S.h5", "S.dcsr"):
+        out = "four_" + name.replace(".", "_")
+        ctx.ok(["factor", name] + common + ["--grid", "2x2", "-o", out], 4)
+        same_factors(ctx, "one", out)
+    ctx.ok(["factor", "S.h5"] + common + ["--grid", "2x2", "--factors", "h5", "-o", "h5out"], 4)
+    check(sorted(os.listdir(ctx.path("h5out"))) == ["factors.h5", "report.json"], "expected factors.h5 + report")
+    import json
+    for dataset, npy in (("W", "W.npy"), ("H", "H.npy")):
+        info = json.loads(ctx.ok(["info", "--json", "h5out/factors.h5:/" + dataset]).stdout)
+        reference = Npy(ctx.path("one", npy))
+        total = sum(reference.values)
+        check(tuple([info["rows"], info["cols"]]) == reference.shape, "%s shape differs" % dataset)
+        check(abs(info["sum"] - total) <= 1e-8 * abs(total), "%s in factors.h5 sums to %r, W.npy to %r" % (
+            dataset, info["sum"], total))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dnmf", required=True)
