@@ -92,10 +92,10 @@ double sequential_read(const std::string& path) {
 }
 
 struct Timing {
-  double seconds_per_iter = 1e300;
+  double seconds_per_iter = 1e300;  // the fastest iteration of the run (noise on a shared machine only adds)
+  double mean_seconds_per_iter = 0;
   double rel_error = 0;
   solvers::OperandStats stats;
-  double passes_per_iter = 0;
 };
 
 FactorOptions options_for(const Args& a) {
@@ -115,8 +115,14 @@ Timing run(solvers::Operand<double>& op, const Args& a) {
   const dist::Layout layout = dist::make_layout(grid, op.rows(), op.cols());
   Timing t;
   const solvers::OperandStats before = op.operand_stats();
-  const auto s = solvers::solve<double>(kernels, host, op, nullptr, grid, layout, options_for(a));
-  t.seconds_per_iter = s.result.seconds / std::max(s.result.iterations, 1);
+  FactorOptions options = options_for(a);
+  double last = 0;
+  options.progress = [&](const IterationInfo& info) {
+    t.seconds_per_iter = std::min(t.seconds_per_iter, info.seconds - last);
+    last = info.seconds;
+  };
+  const auto s = solvers::solve<double>(kernels, host, op, nullptr, grid, layout, options);
+  t.mean_seconds_per_iter = s.result.seconds / std::max(s.result.iterations, 1);
   t.rel_error = s.result.rel_error;
   const solvers::OperandStats after = op.operand_stats();
   t.stats = {after.passes - before.passes, after.tiles - before.tiles, after.bytes_read - before.bytes_read,
@@ -138,10 +144,12 @@ stream::Plan plan_for(const Args& a, const stream::NpySource<double>& source) {
   return stream::plan_memory(in);
 }
 
-Timing streamed(const Args& a, std::size_t tile, int depth, int reps, bool drop_behind = false) {
+Timing streamed(const Args& a, std::size_t tile, int depth, int reps, bool drop_behind = false,
+                stream::NpyAccess access = stream::NpyAccess::automatic) {
   Timing best;
   for (int r = 0; r < reps; ++r) {
-    auto source = std::make_unique<stream::NpySource<double>>(a.file, dist::Range{0, a.rows}, dist::Range{0, a.cols});
+    auto source =
+        std::make_unique<stream::NpySource<double>>(a.file, dist::Range{0, a.rows}, dist::Range{0, a.cols}, access);
     source->set_drop_behind(drop_behind);
     backend::CpuKernels<double> kernels;
     stream::StreamedOperand<double> op(kernels, std::move(source), tile, depth);
@@ -213,42 +221,58 @@ int main_(int argc, char** argv) {
   const double warm_read = sequential_read(a.file);  // also brings the file into the page cache
   const stream::Plan plan = plan_for(a, stream::NpySource<double>(a.file, {0, a.rows}, {0, a.cols}));
   if (!plan.streamed) throw Error("the budget holds the whole matrix: nothing to stream");
-  const Timing s = streamed(a, plan.tile_bytes, plan.depth, a.reps);
+  Timing s = streamed(a, plan.tile_bytes, plan.depth, 1);
   const double streamed_peak = static_cast<double>(util::peak_rss_bytes());
-  Timing r;
+  Timing r, copied;  // copied: the same stream with pread into the slots instead of mapped tiles
   double load_seconds = 0;
   {
     const auto t0 = Clock::now();
     const DenseMatrix<double> whole = io::read_npy<double>(a.file);
     load_seconds = since(t0);
     backend::CpuKernels<double> kernels;
+    // Interleaved, so that both see the same spells of load from the machine's other users.
     for (int rep = 0; rep < a.reps; ++rep) {
       solvers::ResidentOperand<double> op(kernels, MatrixRef<double>{whole.view()});
       const Timing t = run(op, a);
       if (t.seconds_per_iter < r.seconds_per_iter) r = t;
+      const Timing u = streamed(a, plan.tile_bytes, plan.depth, 1);
+      if (u.seconds_per_iter < s.seconds_per_iter) s = u;
+      const Timing c = streamed(a, plan.tile_bytes, plan.depth, 1, false, stream::NpyAccess::read);
+      if (c.seconds_per_iter < copied.seconds_per_iter) copied = c;
     }
   }
   const double ratio = s.seconds_per_iter / r.seconds_per_iter;
   const double passes = static_cast<double>(s.stats.passes);
   std::printf("\npage cache (sequential read %.2f GB/s)\n", warm_read / 1e9);
-  std::printf("  %-30s %10s %10s %12s %12s\n", "run", "s/iter", "ratio", "wait s/pass", "read s/pass");
-  std::printf("  %-30s %10.4f %10s %12s %12s\n", "resident", r.seconds_per_iter, "1.00", "-", "-");
-  std::printf("  %-30s %10.4f %10.3f %12.4f %12.4f\n",
+  std::printf("  %-34s %10s %10s %10s %12s %12s\n", "run", "s/iter", "mean", "ratio", "wait s/pass", "read s/pass");
+  std::printf("  %-34s %10.4f %10.4f %10s %12s %12s\n", "resident", r.seconds_per_iter, r.mean_seconds_per_iter, "1.00",
+              "-", "-");
+  std::printf("  %-34s %10.4f %10.4f %10.3f %12.4f %12.4f\n",
               ("streamed (tile " + stream::human_bytes(static_cast<double>(plan.tile_bytes)) + ", depth " +
                std::to_string(plan.depth) + ")")
                   .c_str(),
-              s.seconds_per_iter, ratio, s.stats.seconds_waiting / passes, s.stats.seconds_reading / passes);
+              s.seconds_per_iter, s.mean_seconds_per_iter, ratio, s.stats.seconds_waiting / passes,
+              s.stats.seconds_reading / passes);
+  const double copied_passes = static_cast<double>(copied.stats.passes);
+  std::printf("  %-34s %10.4f %10.4f %10.3f %12.4f %12.4f\n", "streamed, pread into slots", copied.seconds_per_iter,
+              copied.mean_seconds_per_iter, copied.seconds_per_iter / r.seconds_per_iter,
+              copied.stats.seconds_waiting / copied_passes, copied.stats.seconds_reading / copied_passes);
   std::printf("  streamed peak RSS %s for a budget of %s (planned %s); resident load %.2f s\n",
               stream::human_bytes(streamed_peak).c_str(), stream::human_bytes(static_cast<double>(budget)).c_str(),
               stream::human_bytes(static_cast<double>(plan.total)).c_str(), load_seconds);
   out["warm"] = {{"sequential_read_bytes_per_s", warm_read},
                  {"resident_s_per_iter", r.seconds_per_iter},
                  {"streamed_s_per_iter", s.seconds_per_iter},
+                 {"resident_mean_s_per_iter", r.mean_seconds_per_iter},
+                 {"streamed_mean_s_per_iter", s.mean_seconds_per_iter},
                  {"ratio", ratio},
                  {"tile_bytes", plan.tile_bytes},
                  {"depth", plan.depth},
                  {"streamed_seconds_waiting_per_pass", s.stats.seconds_waiting / passes},
                  {"streamed_seconds_reading_per_pass", s.stats.seconds_reading / passes},
+                 {"streamed_pread_s_per_iter", copied.seconds_per_iter},
+                 {"streamed_pread_ratio", copied.seconds_per_iter / r.seconds_per_iter},
+                 {"streamed_pread_seconds_reading_per_pass", copied.stats.seconds_reading / copied_passes},
                  {"streamed_peak_rss", streamed_peak},
                  {"planned_total", plan.total},
                  {"rel_error_resident", r.rel_error},
