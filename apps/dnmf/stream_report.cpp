@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "dnmf/error.hpp"
@@ -61,12 +62,16 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
   auto plan_here = [&](bool allow_resident) {
     in.allow_resident = allow_resident;
     in.baseline = stream::current_rss_bytes();
-    const stream::Plan p = stream::plan_memory(in);
-    if (p.streamed && !streamable)
-      throw Error(path + ": this block needs " + stream::describe_bytes(p.resident_total) +
-                  " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
-                  "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from a .mtx)");
-    return p;
+    if (!streamable) {  // residence or nothing: ask what residence needs before the budget is judged
+      stream::PlanInput unlimited = in;
+      unlimited.budget = std::numeric_limits<std::int64_t>::max() / 4;
+      const std::int64_t needed = stream::plan_memory(unlimited).resident_total;
+      if (!allow_resident || needed > budget)
+        throw Error(path + ": this block needs " + stream::describe_bytes(needed) +
+                    " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
+                    "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx or HDF5)");
+    }
+    return stream::plan_memory(in);
   };
   // Rank-local failures (this block is too large for the budget) reach every rank, so none waits alone.
   const bool streamed = io::detail::run_agreed(world, path, [&] {
