@@ -13,7 +13,8 @@ Per rank and iteration (MU), on a pr x pc grid of an m x n matrix with k compone
 
 The three c constants of a workload class come from its 1-process bench_mpi run: c_nnz from the products
 minus the products on an empty block of the same shape, c_blk from that empty-block time, c_piece from the
-rest of the iteration (so the model reproduces the 1-process time). The bytes are DESIGN §4's
+rest of the iteration (so the model reproduces the 1-process time; --stat picks the fastest iteration or the
+mean of the best run as that time). The bytes are DESIGN §4's
 words_per_rank (the same formula as src/dist/grid.cpp) times 8.
 
 S* (printed per row) is the node speed-up over one core measured here beyond which communication takes
@@ -73,15 +74,22 @@ def comm_seconds(pr, pc, m, n, k, latency, bandwidth):
     return t
 
 
+def iteration_seconds(row, stat):
+    """The measured time per iteration by the chosen statistic (see --stat)."""
+    if stat == "best" and "best_iteration_seconds" in row:
+        return row["best_iteration_seconds"]
+    return row["seconds_per_iteration"]
+
+
 class Rates:
     """The per-rank cost constants of one workload class, from its 1-process run."""
 
-    def __init__(self, row):
+    def __init__(self, row, stat):
         k, m, n, nnz = row["k"], row["m"], row["n"], row["nnz"]
         self.name = row["workload"]
         self.c_nnz = max(row["products_seconds"] - row["empty_products_seconds"], 0.0) / (nnz * k)
         self.c_blk = row["empty_products_seconds"] / (k * (m + n))
-        self.c_piece = max(row["seconds_per_iteration"] - row["products_seconds"], 0.0) / (k * (m + n))
+        self.c_piece = max(iteration_seconds(row, stat) - row["products_seconds"], 0.0) / (k * (m + n))
 
     def compute(self, pr, pc, m, n, k, nnz_local, speedup=1.0):
         p = pr * pc
@@ -96,16 +104,16 @@ def load(paths):
     return runs
 
 
-def class_rates(runs):
+def class_rates(runs, stat):
     rates = {}
     for run in runs:
         if run["processes"] == 1:
             for row in run["rows"]:
-                rates[row["workload"].split()[0]] = Rates(row)
+                rates[row["workload"].split()[0]] = Rates(row, stat)
     return rates
 
 
-def local_check(runs, rates, cores):
+def local_check(runs, rates, cores, stat):
     """Predicted against measured seconds per iteration for the runs made here."""
     out = []
     for run in sorted(runs, key=lambda r: r["processes"]):
@@ -121,7 +129,7 @@ def local_check(runs, rates, cores):
             compute = r.compute(pr, pc, m, n, k, nnz_local) * over
             comm = comm_seconds(pr, pc, m, n, k, run["latency_s"], run["bandwidth_bytes_per_s"]) if p > 1 else 0.0
             predicted = compute + comm
-            measured = row["seconds_per_iteration"]
+            measured = iteration_seconds(row, stat)
             out.append({
                 "workload": row["workload"], "processes": p, "grid": row["grid"], "oversubscription": over,
                 "predicted_compute_s": compute, "predicted_comm_s": comm,
@@ -170,6 +178,24 @@ def weak_scaling(rates_dense, rates_sparse, args, speedup):
     return rows
 
 
+def print_markdown(weak, speedups):
+    """One table per class: nodes 1, 4, 16, ... with the time per iteration at each node speed-up."""
+    for label in ("dense", "sparse"):
+        head = "| nodes | grid | m = n | GB sent/rank/iter | comm s | " + " | ".join(
+            f"s/iter (comm %), S = {s:g}" for s in speedups) + " |"
+        print(f"\n{label}:\n\n{head}\n|" + "---|" * (5 + len(speedups)))
+        first = weak[str(speedups[0])]
+        for i, r in enumerate(first):
+            if r["class"] != label or math.log2(r["nodes"]) % 2:
+                continue
+            cells = []
+            for s in speedups:
+                x = weak[str(s)][i]
+                cells.append(f"{x['seconds_per_iteration']:.4g} ({100 * x['comm_s'] / x['seconds_per_iteration']:.0f}%)")
+            print(f"| {r['nodes']} | {r['grid']} | {r['m']:.3g} | {r['bytes_per_rank'] / 1e9:.3g} | {r['comm_s']:.3g} | "
+                  + " | ".join(cells) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", nargs="+", required=True, help="bench_mpi JSON files (one must be a 1-process run)")
@@ -181,20 +207,25 @@ def main():
     ap.add_argument("--dense-block", type=float, default=20000, help="dense: each node holds about this squared")
     ap.add_argument("--nnz-per-node", type=float, default=1e8, help="sparse: non-zeros per node")
     ap.add_argument("--density", type=float, default=1e-6, help="sparse: density of the whole matrix")
-    ap.add_argument("--speedups", type=float, nargs="+", default=[1, 32],
+    ap.add_argument("--speedups", type=float, nargs="+", default=[1, 32, 1000],
                     help="node compute speed over one core measured here (1: a node is one such core)")
+    ap.add_argument("--stat", choices=["best", "mean"], default="best",
+                    help="time per iteration: the fastest single iteration (default; least disturbed by other jobs "
+                    "on a shared machine) or the mean of the best run")
     ap.add_argument("--json", help="write everything here")
+    ap.add_argument("--markdown", action="store_true",
+                    help="also print the weak-scaling tables as markdown (every other power of two)")
     args = ap.parse_args()
 
     runs = load(args.runs)
-    rates = class_rates(runs)
+    rates = class_rates(runs, args.stat)
     if not rates:
         sys.exit("scaling_model: no 1-process run among --runs")
     print("Cost constants per rank (from the 1-process runs; ns per k-scaled unit):")
     for key, r in rates.items():
         print(f"  {r.name:<26} c_nnz {r.c_nnz * 1e9:8.3f}  c_blk {r.c_blk * 1e9:8.3f}  c_piece {r.c_piece * 1e9:8.3f}")
 
-    check = local_check(runs, rates, args.cores)
+    check = local_check(runs, rates, args.cores, args.stat)
     print(f"\nCheck against the runs made here ({args.cores} cores; network = each run's measured latency/bandwidth):")
     print(f"{'workload':<26} {'P':>2} {'grid':>5} {'pred s/it':>10} {'meas s/it':>10} {'error':>7} "
           f"{'pred comm':>10} {'replay':>10} {'bytes/model':>11}")
@@ -216,6 +247,8 @@ def main():
                   f"{r['seconds_per_iteration']:>10.4f} {100 * r['comm_s'] / r['seconds_per_iteration']:>6.1f}% "
                   f"{r['bytes_per_rank'] / 1e9:>8.3f} {100 * r.get('weak_efficiency', 1):>7.0f}% "
                   f"{'-' if r['break_even_speedup'] is None else format(r['break_even_speedup'], '.0f'):>8}")
+    if args.markdown:
+        print_markdown(result["weak"], args.speedups)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
