@@ -460,6 +460,7 @@ int run(int argc, char** argv) {
          {"fused", r.fused},
          {"iterations", r.iterations},
          {"seconds_per_iteration", r.seconds_per_iteration},
+         {"best_iteration_seconds", r.best_iteration_seconds},
          {"products_seconds", r.products_seconds},
          {"product_gflops_per_rank_min", r.product_gflops_min},
          {"local_nnz_max", r.local_nnz_max},
