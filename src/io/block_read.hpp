@@ -28,9 +28,7 @@ struct LocalBlock {
   bool sparse = false;
   DenseMatrix<T> dense;
   CsrMatrix<T> csr;
-  [[nodiscard]] MatrixRef<T> ref() const {
-    return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()};
-  }
+  [[nodiscard]] MatrixRef<T> ref() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
 };
 
 /// Reads rows [rows.first, rows.last) x columns [cols.first, cols.last) of `path` (global indices) in
