@@ -11,6 +11,25 @@
 
 namespace dnmf::io::detail {
 
+// Short rows, the common case, are sorted in place; longer ones through a scratch array.
+inline constexpr index_t kInsertionSortLimit = 32;
+
+/// Stable sort of `count` (index, value) pairs by index, in place.
+template <class T>
+void insertion_sort(col_index_t* indices, T* values, index_t count) {
+  for (index_t k = 1; k < count; ++k) {
+    const col_index_t index = indices[k];
+    const T value = values[k];
+    index_t hole = k;
+    for (; hole > 0 && indices[hole - 1] > index; --hole) {
+      indices[hole] = indices[hole - 1];
+      values[hole] = values[hole - 1];
+    }
+    indices[hole] = index;
+    values[hole] = value;
+  }
+}
+
 /// Sorts each row's entries by column, stably (so duplicates are summed in their given order), sums
 /// duplicates and compacts the arrays; `indptr` (rows + 1 entries, starting at 0) is rewritten to match.
 template <class T>
@@ -21,7 +40,11 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
   for (index_t i = 0; i < rows; ++i) {
     const index_t begin = indptr[i], end = indptr[i + 1];
     indptr[i] = write;
-    if (!std::is_sorted(indices.begin() + begin, indices.begin() + end)) {  // files written row by row are sorted
+    if (std::is_sorted(indices.begin() + begin, indices.begin() + end)) {
+      // files written row by row: nothing to do
+    } else if (end - begin <= kInsertionSortLimit) {
+      insertion_sort(indices.data() + begin, values.data() + begin, end - begin);
+    } else {
       scratch.clear();
       for (index_t k = begin; k < end; ++k) scratch.emplace_back(indices[k], values[k]);
       std::stable_sort(scratch.begin(), scratch.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

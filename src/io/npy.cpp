@@ -19,6 +19,8 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/input_file.hpp"
+#include "io/npy_block.hpp"
+#include "io/npy_convert.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -347,63 +349,6 @@ NpyHeader parse_header(const InputFile& file) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Element conversion from the stored dtype S to the output type T.
-
-template <class S>
-S load(const std::byte* bytes) {
-  S value;
-  std::memcpy(&value, bytes, sizeof(S));  // the buffer position need not be aligned for S
-  return value;
-}
-
-template <class S, class T>
-void convert_run(const std::byte* src, std::size_t count, T* dst) {
-  for (std::size_t k = 0; k < count; ++k) dst[k] = static_cast<T>(load<S>(src + k * sizeof(S)));
-}
-
-// src holds m rows of n elements (C order); they become dst(i, j) = dst[i + j * ld]. Working in tiles
-// of columns keeps the destination writes within a few dozen cache-resident streams.
-template <class S, class T>
-void convert_transposed(const std::byte* src, index_t m, index_t n, T* dst, index_t ld) {
-  constexpr index_t kTile = 64;
-  for (index_t j0 = 0; j0 < n; j0 += kTile) {
-    const index_t j1 = std::min(n, j0 + kTile);
-    for (index_t i = 0; i < m; ++i) {
-      const std::byte* row = src + static_cast<std::size_t>(i * n) * sizeof(S);
-      for (index_t j = j0; j < j1; ++j) dst[i + j * ld] = static_cast<T>(load<S>(row + j * sizeof(S)));
-    }
-  }
-}
-
-template <class T>
-struct Converter {
-  void (*run)(const std::byte*, std::size_t, T*) = nullptr;
-  void (*transposed)(const std::byte*, index_t, index_t, T*, index_t) = nullptr;
-  bool identity = false;  // stored bytes are already T
-};
-
-template <class S, class T>
-Converter<T> converter() {
-  return {&convert_run<S, T>, &convert_transposed<S, T>, std::is_same_v<S, T>};
-}
-
-template <class T>
-Converter<T> converter_for(const NpyHeader& header) {
-  const std::size_t size = header.word_size;
-  if (header.kind == 'f') return size == 4 ? converter<float, T>() : converter<double, T>();
-  if (header.kind == 'i') {
-    if (size == 1) return converter<std::int8_t, T>();
-    if (size == 2) return converter<std::int16_t, T>();
-    if (size == 4) return converter<std::int32_t, T>();
-    return converter<std::int64_t, T>();
-  }
-  if (size == 1) return converter<std::uint8_t, T>();
-  if (size == 2) return converter<std::uint16_t, T>();
-  if (size == 4) return converter<std::uint32_t, T>();
-  return converter<std::uint64_t, T>();
-}
-
-// ---------------------------------------------------------------------------------------------
 // Block reads. The block is a set of equally long runs of elements in the file: the columns of a
 // Fortran-order array or the rows of a C-order one, each cut to the requested range.
 
@@ -430,7 +375,7 @@ DenseMatrix<T> allocate(const std::string& path, index_t rows, index_t cols) {
 template <class T>
 void read_runs(const InputFile& file, const NpyHeader& header, const Runs& runs, DenseMatrix<T>& out) {
   if (runs.count == 0 || runs.length == 0) return;
-  const Converter<T> convert = converter_for<T>(header);
+  const Converter<T> convert = converter_for<T>(header.kind, header.word_size, file.path());
   const std::size_t word = header.word_size;
   const auto count = static_cast<std::size_t>(runs.count);
   const auto length = static_cast<std::size_t>(runs.length);
@@ -552,6 +497,17 @@ DenseMatrix<T> read_npy_rows(const std::string& path, index_t first, index_t las
 }
 
 template <class T>
+DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::Range cols) {
+  const InputFile file(path);
+  const NpyHeader header = parse_header(file);
+  check_range(path, header, "row", rows.first, rows.last);
+  check_range(path, header, "column", cols.first, cols.last);
+  DenseMatrix<T> out = read_block<T>(file, header, rows.first, rows.last, cols.first, cols.last);
+  check_nonnegative<T>(out.view(), path, rows.first, cols.first);
+  return out;
+}
+
+template <class T>
 void write_npy(const std::string& path, DenseView<const T> matrix) {
   check_shape(path, matrix.rows, matrix.cols);
   const std::string header = npy_header(descr_of<T>(), true, matrix.rows, matrix.cols);
@@ -579,11 +535,12 @@ void write_npy_row_major(const std::string& path, const T* data, index_t rows, i
   });
 }
 
-#define DNMF_INSTANTIATE_NPY(T)                                                      \
-  template DenseMatrix<T> read_npy<T>(const std::string&);                           \
-  template DenseMatrix<T> read_npy_columns<T>(const std::string&, index_t, index_t); \
-  template DenseMatrix<T> read_npy_rows<T>(const std::string&, index_t, index_t);    \
-  template void write_npy<T>(const std::string&, DenseView<const T>);                \
+#define DNMF_INSTANTIATE_NPY(T)                                                            \
+  template DenseMatrix<T> read_npy<T>(const std::string&);                                 \
+  template DenseMatrix<T> read_npy_columns<T>(const std::string&, index_t, index_t);       \
+  template DenseMatrix<T> read_npy_rows<T>(const std::string&, index_t, index_t);          \
+  template DenseMatrix<T> read_npy_block<T>(const std::string&, dist::Range, dist::Range); \
+  template void write_npy<T>(const std::string&, DenseView<const T>);                      \
   template void write_npy_row_major<T>(const std::string&, const T*, index_t, index_t);
 
 DNMF_INSTANTIATE_NPY(float)

@@ -1,4 +1,5 @@
-// dnmf internal: one rank's block of a .npy file, reading exactly the block's bytes.
+// dnmf internal: one rank's block of a .npy file, reading exactly the block's bytes (implemented in npy.cpp,
+// with the whole-file and stripe readers it shares its run reader with).
 #pragma once
 
 #include <string>

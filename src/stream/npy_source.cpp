@@ -37,7 +37,7 @@ NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range c
   check_block(path, header_, rows, cols);
   // A single row or column is laid out the same way in both orders.
   columns_ = header_.fortran_order || header_.rows == 1 || header_.cols == 1;
-  convert_ = converter_for<T>(header_.kind, header_.word_size, path);
+  convert_ = io::converter_for<T>(header_.kind, header_.word_size, path);
   file_.advise_sequential();
   // A stripe of whole columns of a Fortran-order file of T is the tile itself: lend it from a mapping instead of
   // copying it (the copy would cost the compute cores as much as a pass of the products on small machines).

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dnmf/io.hpp"
-#include "stream/convert.hpp"
+#include "io/npy_convert.hpp"
 #include "stream/read_file.hpp"
 #include "stream/tile_source.hpp"
 
@@ -52,7 +52,7 @@ class NpySource final : public TileSource<T> {
   io::NpyHeader header_;
   dist::Range rows_, cols_;
   bool columns_ = true;  // Fortran order (or a single line): column stripes
-  Converter<T> convert_;
+  io::Converter<T> convert_;
   std::vector<std::byte> staging_;
   const std::byte* map_ = nullptr;  // the whole file, read-only, when tiles are lent
   std::size_t map_bytes_ = 0;

@@ -1,5 +1,6 @@
-// Element conversion from a file's stored type to the compute type T, straight or transposed (a C-order
-// stripe becomes a column-major tile on its way through the staging buffer).
+// dnmf internal: element conversion from a .npy file's stored type to the compute type T, straight or
+// transposed (C-order rows become columns of a column-major block on their way through a read buffer). Shared
+// by the whole-file and block readers and the streamed tile source.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/matrix.hpp"
 
-namespace dnmf::stream {
+namespace dnmf::io {
 
 template <class T>
 struct Converter {
@@ -23,7 +24,7 @@ struct Converter {
   bool identity = false;
 };
 
-namespace detail {
+namespace convert_detail {
 
 template <class S>
 S load(const std::byte* p) {
@@ -56,13 +57,13 @@ Converter<T> make() {
   return {&convert_run<S, T>, &convert_transposed<S, T>, std::is_same_v<S, T>};
 }
 
-}  // namespace detail
+}  // namespace convert_detail
 
 /// The converter from a numpy-style stored type ('f' 4/8, 'i' and 'u' 1/2/4/8 bytes) to T; throws
 /// dnmf::Error naming `source` for anything else.
 template <class T>
 Converter<T> converter_for(char kind, std::size_t word, const std::string& source) {
-  using namespace detail;
+  using namespace convert_detail;
   if (kind == 'f' && word == 4) return make<float, T>();
   if (kind == 'f' && word == 8) return make<double, T>();
   if (kind == 'i' && word == 1) return make<std::int8_t, T>();
@@ -73,7 +74,7 @@ Converter<T> converter_for(char kind, std::size_t word, const std::string& sourc
   if (kind == 'u' && word == 2) return make<std::uint16_t, T>();
   if (kind == 'u' && word == 4) return make<std::uint32_t, T>();
   if (kind == 'u' && word == 8) return make<std::uint64_t, T>();
-  throw Error(source + ": cannot stream stored type '" + std::string(1, kind) + std::to_string(word) + "'");
+  throw Error(source + ": cannot convert stored type '" + std::string(1, kind) + std::to_string(word) + "'");
 }
 
-}  // namespace dnmf::stream
+}  // namespace dnmf::io
