@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stages binaries built on this machine for the GPU machine, where building costs device time: the CUDA test
 # executables and the benchmarks as .device/build (the layout run.sh expects of a build dir), and the shared
-# libraries they load that the GPU machine's image may lack as .device/lib, packed into .device/payload.tar.xz
+# libraries they load that the GPU machine's image may lack as .device/lib (libdnmf_core.so and the CUDA module
+# libdnmf_cuda.so included), packed into .device/payload.tar.xz
 # (run.sh unpacks it). The base C/C++ runtime and the CUDA libraries are left out (the image has them), and so
 # is NCCL (loaded at run time from the image's copy).
 #   bash bench/gpu/carry.sh [BUILD_DIR]      (BUILD_DIR defaults to build/release; build it first, e.g.
@@ -29,6 +30,11 @@ for b in "${BINS[@]}"; do
   exes+=("$DEST/build/bin/$b")
 done
 strip --strip-unneeded "${exes[@]}"
+# The CUDA module: dnmf_core loads it with dlopen from its own directory (src/backend/cuda_module.cpp), so no
+# executable that reaches the backend only through dnmf_core (dnmf) names it and ldd below would not find it.
+# It travels beside libdnmf_core.so in .device/lib, and its own dependencies are scanned like an executable's.
+cp -L "$BUILD_DIR/lib/libdnmf_cuda.so" "$DEST/lib/"
+exes+=("$DEST/lib/libdnmf_cuda.so")
 
 # Libraries the executables resolve here, less those every Linux and the CUDA image have.
 base='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.|libcudart|libcublas|libcusparse|libnvJitLink|libnccl)'
@@ -38,6 +44,11 @@ done | sort -u | while read -r name path; do
   if [[ ! "$name" =~ $base ]]; then cp -L "$path" "$DEST/lib/$name"; fi
 done
 
+# libdnmf_core.so comes from ldd above (every executable links it); both dnmf libraries must be there.
+for lib in libdnmf_core.so libdnmf_cuda.so; do
+  [[ -f "$DEST/lib/$lib" ]] || { echo "carry.sh: $lib not staged (built in $BUILD_DIR/lib?)" >&2; exit 1; }
+done
+strip --strip-unneeded "$DEST/lib/libdnmf_core.so" "$DEST/lib/libdnmf_cuda.so"
 ls -la "$DEST/lib"
 # Packed: the libraries (OpenBLAS alone is 36 MiB) compress about five to one; run.sh unpacks the payload.
 tar -cJf "$DEST/payload.tar.xz" -C "$DEST" build lib

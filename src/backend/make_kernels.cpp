@@ -1,10 +1,11 @@
+#include <type_traits>
+
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/kernels.hpp"
 #include "backend/reference/reference_kernels.hpp"
 #include "dnmf/error.hpp"
 #if DNMF_WITH_CUDA
-#include "backend/cuda/cuda_kernels.hpp"
-#include "backend/cuda/device_query.hpp"
+#include "backend/cuda_module.hpp"  // the CUDA backend is a module loaded on first use, not linked
 #endif
 
 namespace dnmf::backend {
@@ -13,8 +14,15 @@ bool backend_available(BackendKind kind, std::string* why_not) {
   if (kind != BackendKind::cuda) return true;
 #if DNMF_WITH_CUDA
   std::string why;
-  if (cuda::device_present(&why)) return true;
-  if (why_not) *why_not = "no CUDA device is visible (" + why + ")";
+  try {
+    if (cuda_module().device_present(&why)) return true;
+    why = "no CUDA device is visible (" + why + ")";
+  } catch (const Error& e) {
+    why = e.what();
+    const std::string prefix = "--backend cuda: ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+  }
+  if (why_not) *why_not = why;
 #else
   if (why_not) *why_not = "this build of dnmf has no CUDA backend";
 #endif
@@ -30,7 +38,14 @@ std::unique_ptr<Kernels<T>> make_kernels(BackendKind kind) {
       return std::make_unique<CpuKernels<T>>();
     case BackendKind::cuda:
 #if DNMF_WITH_CUDA
-      return std::make_unique<CudaKernels<T>>();  // throws with the reason when no device is visible
+    {
+      // Throws when the module cannot be loaded, and (the constructor) with the reason when no device is visible.
+      const CudaModuleApi& module = cuda_module();
+      if constexpr (std::is_same_v<T, float>)
+        return std::unique_ptr<Kernels<T>>(module.make_float_kernels());
+      else
+        return std::unique_ptr<Kernels<T>>(module.make_double_kernels());
+    }
 #else
       break;
 #endif

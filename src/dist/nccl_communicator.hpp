@@ -5,8 +5,9 @@
 // point-to-point sends. The library is loaded at run time (dlopen of libnccl.so.2), so binaries built with
 // NCCL still start on machines without it, and only making a communicator fails there.
 //
-// Compiled where CUDA, MPI and NCCL's header are all found (DNMF_WITH_NCCL). This header is plain C++; the
-// padding arithmetic below is inline so that it is tested in every build.
+// Compiled into the CUDA module, libdnmf_cuda.so, where CUDA, MPI and NCCL's header are all found
+// (DNMF_WITH_NCCL). This header is plain C++; the padding arithmetic below is inline so that it is tested in
+// every build.
 #pragma once
 
 #include <cstddef>
