@@ -23,6 +23,7 @@
 #include "dnmf/io.hpp"
 #include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
+#include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 #if DNMF_WITH_CUDA
@@ -60,39 +61,16 @@ using backend::Side;
 using backend::cuda::DeviceStreamedOperand;
 using Kernels = backend::CudaKernels<double>;
 
-DenseMatrix<double> planted(index_t m, index_t n, std::uint64_t seed, double zero_fraction = 0) {
-  const auto w = test::random_dense<double>(m, 4, seed);
-  const auto h = test::random_dense<double>(4, n, seed + 1);
-  const auto noise = test::random_dense<double>(m, n, seed + 2);
-  DenseMatrix<double> a(m, n);
-  std::mt19937_64 rng(seed + 3);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (index_t j = 0; j < n; ++j)
-    for (index_t i = 0; i < m; ++i) {
-      double v = 0.05 * noise(i, j);
-      for (index_t l = 0; l < 4; ++l) v += w(i, l) * h(l, j);
-      a(i, j) = u(rng) < zero_fraction ? 0.0 : v;
-    }
-  return a;
-}
-
-std::vector<double> row_major(const DenseMatrix<double>& a) {
-  std::vector<double> out(static_cast<std::size_t>(a.rows() * a.cols()));
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) out[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
-  return out;
-}
-
 double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
   return test::max_relative_difference(x, y);
 }
 
 TEST_F(CudaStreamed, ProductsEqualResidentOnBothStripeDirections) {
-  const auto a = planted(301, 203, 5, 0.2);
+  const auto a = test::noisy_rank4(301, 203, 5, 0.2);
   Kernels gpu;
   const MatrixRef<double> resident_a = gpu.make_resident(MatrixRef<double>{a.view()});
   solvers::ResidentOperand<double> resident(gpu, resident_a);
-  const std::vector<double> c_order = row_major(a);
+  const std::vector<double> c_order = test::row_major(a);
   io::write_npy_row_major<double>(path("c.npy"), c_order.data(), 301, 203);
   const index_t m = 301, n = 203, k = 7;
   for (const int depth : {2, 3}) {
@@ -179,7 +157,7 @@ void expect_same(const Outcome& s, const Outcome& r, const std::string& what) {
 }
 
 TEST_F(CudaStreamed, SolvesEqualResidentForEveryAlgorithmDepthAndSource) {
-  const auto a = planted(400, 260, 12, 0.1);
+  const auto a = test::noisy_rank4(400, 260, 12, 0.1);
   io::write_npy<double>(path("a.npy"), a.view());
   Kernels gpu;
   const MatrixRef<double> resident_a = gpu.make_resident(MatrixRef<double>{a.view()});
@@ -257,7 +235,7 @@ TEST_F(CudaStreamed, BudgetAndPlanEntryPoint) {
   EXPECT_GT(memory.free, 0);
   EXPECT_LE(backend::cuda::device_budget(), memory.free);
   EXPECT_THROW((void)backend::cuda::device_budget(memory.total + 1), Error);
-  const auto a = planted(500, 300, 3);
+  const auto a = test::noisy_rank4(500, 300, 3);
   io::write_npy<double>(path("a.npy"), a.view());
   Kernels gpu;
   const dist::Layout layout = dist::make_layout(dist::GridShape{1, 1}, 0, 0, 500, 300);

@@ -21,6 +21,7 @@
 #include "stream/memory_source.hpp"
 #include "stream/npy_source.hpp"
 #include "support/error_message.hpp"
+#include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -30,30 +31,6 @@ namespace {
 using backend::Side;
 using backend::cuda::DeviceStreamedOperand;
 using test::HostTileEngine;
-
-// A noisy rank-4 product with some zeros (KL's a == 0 branch).
-DenseMatrix<double> planted(index_t m, index_t n, std::uint64_t seed, double zero_fraction = 0) {
-  const auto w = test::random_dense<double>(m, 4, seed);
-  const auto h = test::random_dense<double>(4, n, seed + 1);
-  const auto noise = test::random_dense<double>(m, n, seed + 2);
-  DenseMatrix<double> a(m, n);
-  std::mt19937_64 rng(seed + 3);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (index_t j = 0; j < n; ++j)
-    for (index_t i = 0; i < m; ++i) {
-      double v = 0.05 * noise(i, j);
-      for (index_t l = 0; l < 4; ++l) v += w(i, l) * h(l, j);
-      a(i, j) = u(rng) < zero_fraction ? 0.0 : v;
-    }
-  return a;
-}
-
-std::vector<double> row_major(const DenseMatrix<double>& a) {
-  std::vector<double> out(static_cast<std::size_t>(a.rows() * a.cols()));
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) out[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
-  return out;
-}
 
 double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
   return test::max_relative_difference(x, y);
@@ -153,7 +130,7 @@ void check_products(const DenseMatrix<double>& a, Streamed s, const std::string&
 class DeviceStream : public test::TempDirTest {};
 
 TEST_F(DeviceStream, RegisteredBlockProductsEqualResidentBothStripeDirections) {
-  const auto a = planted(41, 29, 6, 0.3);
+  const auto a = test::noisy_rank4(41, 29, 6, 0.3);
   backend::ReferenceKernels<double> kernels;
   for (const int depth : {2, 3}) {
     // Tiles of a few lines: uneven widths, more tiles than buffers.
@@ -164,8 +141,8 @@ TEST_F(DeviceStream, RegisteredBlockProductsEqualResidentBothStripeDirections) {
 
 TEST_F(DeviceStream, StridedHostBlockIsCopiedTileByTile) {
   // A block inside a larger matrix (ld > rows): the copies are 2-D.
-  const auto big = planted(50, 30, 8);
-  const auto a = planted(37, 23, 8);
+  const auto big = test::noisy_rank4(50, 30, 8);
+  const auto a = test::noisy_rank4(37, 23, 8);
   DenseMatrix<double> padded = big;
   for (index_t j = 0; j < 23; ++j)
     for (index_t i = 0; i < 37; ++i) padded(i + 5, j + 4) = a(i, j);
@@ -182,9 +159,9 @@ TEST_F(DeviceStream, StridedHostBlockIsCopiedTileByTile) {
 }
 
 TEST_F(DeviceStream, FileThroughHostRingProductsEqualResident) {
-  const auto a = planted(43, 31, 9, 0.2);
+  const auto a = test::noisy_rank4(43, 31, 9, 0.2);
   io::write_npy<double>(path("f.npy"), a.view());
-  io::write_npy_row_major<double>(path("c.npy"), row_major(a).data(), 43, 31);
+  io::write_npy_row_major<double>(path("c.npy"), test::row_major(a).data(), 43, 31);
   backend::ReferenceKernels<double> kernels;
   for (const int host_depth : {2, 3}) {
     const std::string d = " host depth " + std::to_string(host_depth);
@@ -207,7 +184,7 @@ TEST_F(DeviceStream, FileThroughHostRingProductsEqualResident) {
 
 TEST_F(DeviceStream, FileBlockOfAGridRank) {
   // Rank (1, 0) of a 2x2 grid reads rows [22, 43) and columns [0, 16) of the file.
-  const auto a = planted(43, 31, 10);
+  const auto a = test::noisy_rank4(43, 31, 10);
   io::write_npy<double>(path("f.npy"), a.view());
   DenseMatrix<double> block(21, 16);
   for (index_t j = 0; j < 16; ++j)
@@ -257,7 +234,7 @@ void expect_same(const Outcome& streamed, const Outcome& resident, const std::st
 }
 
 TEST_F(DeviceStream, SolvesEqualResidentForEveryAlgorithmAndDepth) {
-  const auto a = planted(60, 45, 12, 0.1);
+  const auto a = test::noisy_rank4(60, 45, 12, 0.1);
   io::write_npy<double>(path("a.npy"), a.view());
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     const FactorOptions o = options_for(algo, 12);
@@ -312,7 +289,7 @@ TEST_F(DeviceStream, AbandonedPassLeavesTheNextOneWhole) {
       inner.read(e, t, v);
     }
   };
-  const auto a = planted(20, 12, 7);
+  const auto a = test::noisy_rank4(20, 12, 7);
   backend::ReferenceKernels<double> kernels;
   auto s = from_source(kernels, std::make_unique<Flaky>(MatrixRef<double>{a.view()}), 20 * 8 * 2, 2, 2);
   EXPECT_NE(test::error_message([&] { (void)s.operand->stats(); }).find("transient"), std::string::npos);
@@ -323,7 +300,7 @@ TEST_F(DeviceStream, AbandonedPassLeavesTheNextOneWhole) {
 }
 
 TEST_F(DeviceStream, CsrSourceIsRefusedWithTheFileName) {
-  const auto a = planted(20, 12, 7, 0.5);
+  const auto a = test::noisy_rank4(20, 12, 7, 0.5);
   const auto csr = test::to_csr(a);
   backend::ReferenceKernels<double> kernels;
   const std::string message = test::error_message([&] {
@@ -334,7 +311,7 @@ TEST_F(DeviceStream, CsrSourceIsRefusedWithTheFileName) {
 }
 
 TEST_F(DeviceStream, DepthBelowTwoIsRefused) {
-  const auto a = planted(8, 8, 1);
+  const auto a = test::noisy_rank4(8, 8, 1);
   backend::ReferenceKernels<double> kernels;
   EXPECT_NE(test::error_message([&] { (void)from_memory(kernels, a, Side::H, 64, 1); }).find("depth >= 2"),
             std::string::npos);

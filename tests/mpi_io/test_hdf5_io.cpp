@@ -20,6 +20,7 @@
 #include "io/block_read.hpp"
 #include "io/hdf5_io.hpp"
 #include "support/error_message.hpp"
+#include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -30,7 +31,9 @@ using dnmf::DenseMatrix;
 using dnmf::index_t;
 using dnmf::dist::block_range;
 using dnmf::dist::Range;
+using dnmf::test::dense_of;
 using dnmf::test::error_message;
+using dnmf::test::slice;
 using testing::HasSubstr;
 using testing::StartsWith;
 
@@ -115,37 +118,6 @@ class RawFile {
   hid_t id_;
   std::vector<hid_t> groups_;
 };
-
-/// Row-major values of `a` (as HDF5 stores a 2-D dataset).
-template <class S, class T>
-std::vector<S> row_major(const DenseMatrix<T>& a) {
-  std::vector<S> out;
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) out.push_back(static_cast<S>(a(i, j)));
-  return out;
-}
-
-template <class T>
-DenseMatrix<T> slice(const DenseMatrix<T>& whole, Range rows, Range cols) {
-  DenseMatrix<T> out(rows.size(), cols.size());
-  for (index_t j = 0; j < cols.size(); ++j)
-    for (index_t i = 0; i < rows.size(); ++i) out(i, j) = whole(rows.first + i, cols.first + j);
-  return out;
-}
-
-template <class T>
-DenseMatrix<T> dense_of(const CsrMatrix<T>& csr) {
-  DenseMatrix<T> out(csr.rows(), csr.cols());
-  for (index_t i = 0; i < csr.rows(); ++i) {
-    for (index_t k = csr.indptr()[i]; k < csr.indptr()[i + 1]; ++k) {
-      if (k > csr.indptr()[i]) {
-        EXPECT_LT(csr.indices()[k - 1], csr.indices()[k]) << "row " << i;
-      }
-      out(i, csr.indices()[k]) = csr.values()[k];
-    }
-  }
-  return out;
-}
 
 class Hdf5Test : public dnmf::test::TempDirTest {
  protected:
@@ -266,9 +238,9 @@ TEST_F(Hdf5Test, IntegerAndCompressedDatasets) {
   const std::string p = path("A.h5");
   {
     RawFile f(p);
-    const std::vector<std::int32_t> ints = row_major<std::int32_t>(counts);
+    const std::vector<std::int32_t> ints = dnmf::test::row_major_as<std::int32_t>(counts);
     f.dataset(f.id(), "counts", {9, 6}, H5T_STD_I32LE, H5T_NATIVE_INT32, ints.data());
-    const std::vector<double> values = row_major<double>(whole);
+    const std::vector<double> values = dnmf::test::row_major_as<double>(whole);
     f.dataset(f.id(), "zipped", {9, 6}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(),
               H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0);
   }
@@ -298,7 +270,7 @@ TEST_F(Hdf5Test, ScipyStyleCsrWithUnsortedIndicesAndDuplicates) {
 
 TEST_F(Hdf5Test, DefaultObject) {
   const DenseMatrix<double> a = dnmf::test::random_dense<double>(3, 4, 1);
-  const std::vector<double> values = row_major<double>(a);
+  const std::vector<double> values = dnmf::test::row_major_as<double>(a);
   const std::vector<double> vector(5, 1.0);
   // AnnData: /X beside other things.
   const std::string anndata = path("ann.h5");
@@ -401,7 +373,7 @@ TEST_F(Hdf5Test, BadFilesAndDatasets) {
   a(4, 2) = std::nan("");
   {
     RawFile f(p);
-    const std::vector<double> values = row_major<double>(a);
+    const std::vector<double> values = dnmf::test::row_major_as<double>(a);
     f.dataset(f.id(), "A", {6, 5}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
     const hid_t strings = H5Tcopy(H5T_C_S1);
     H5Tset_size(strings, 4);

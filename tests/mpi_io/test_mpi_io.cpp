@@ -26,6 +26,7 @@
 #include "io/hdf5_io.hpp"
 #include "io/mtx_collective.hpp"
 #include "solvers/solve.hpp"
+#include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 
 namespace {
@@ -36,6 +37,8 @@ using dnmf::index_t;
 using dnmf::dist::Communicator;
 using dnmf::dist::GridShape;
 using dnmf::dist::Range;
+using dnmf::test::dense_of;
+using dnmf::test::slice;
 using testing::HasSubstr;
 using testing::StartsWith;
 
@@ -54,28 +57,6 @@ std::vector<GridShape> grids() {
 dnmf::dist::Layout layout_on(GridShape shape, index_t m, index_t n) {
   const int r = world().rank();
   return dnmf::dist::make_layout(shape, r / shape.cols, r % shape.cols, m, n);
-}
-
-template <class T>
-DenseMatrix<T> slice(const DenseMatrix<T>& whole, Range rows, Range cols) {
-  DenseMatrix<T> out(rows.size(), cols.size());
-  for (index_t j = 0; j < cols.size(); ++j)
-    for (index_t i = 0; i < rows.size(); ++i) out(i, j) = whole(rows.first + i, cols.first + j);
-  return out;
-}
-
-template <class T>
-DenseMatrix<T> dense_of(const CsrMatrix<T>& csr) {
-  DenseMatrix<T> out(csr.rows(), csr.cols());
-  for (index_t i = 0; i < csr.rows(); ++i) {
-    for (index_t k = csr.indptr()[i]; k < csr.indptr()[i + 1]; ++k) {
-      if (k > csr.indptr()[i]) {
-        EXPECT_LT(csr.indices()[k - 1], csr.indices()[k]) << "row " << i;
-      }
-      out(i, csr.indices()[k]) = csr.values()[k];
-    }
-  }
-  return out;
 }
 
 /// How one rank's read ended.

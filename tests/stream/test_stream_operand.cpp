@@ -16,6 +16,7 @@
 #include "stream/memory_source.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/error_message.hpp"
+#include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -29,30 +30,6 @@ using io::read_dcsr_shape;
 using io::write_dcsr;
 
 using backend::Side;
-
-// A noisy rank-4 product: NMF has a good fit and the iterates move for many iterations.
-DenseMatrix<double> planted(index_t m, index_t n, std::uint64_t seed, double zero_fraction = 0) {
-  const auto w = test::random_dense<double>(m, 4, seed);
-  const auto h = test::random_dense<double>(4, n, seed + 1);
-  const auto noise = test::random_dense<double>(m, n, seed + 2);
-  DenseMatrix<double> a(m, n);
-  std::mt19937_64 rng(seed + 3);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (index_t j = 0; j < n; ++j)
-    for (index_t i = 0; i < m; ++i) {
-      double v = 0.05 * noise(i, j);
-      for (index_t l = 0; l < 4; ++l) v += w(i, l) * h(l, j);
-      a(i, j) = u(rng) < zero_fraction ? 0.0 : v;
-    }
-  return a;
-}
-
-std::vector<double> row_major(const DenseMatrix<double>& a) {
-  std::vector<double> out(static_cast<std::size_t>(a.rows() * a.cols()));
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) out[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
-  return out;
-}
 
 double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
   return test::max_relative_difference(x, y);
@@ -118,7 +95,7 @@ const Algorithm kAll[] = {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorit
 class StreamedSolve : public test::TempDirTest {};
 
 TEST_F(StreamedSolve, DenseFortranOrderEqualsResident) {
-  const auto a = planted(70, 52, 1);
+  const auto a = test::noisy_rank4(70, 52, 1);
   io::write_npy<double>(path("a.npy"), a.view());
   for (const Algorithm algo : kAll) {
     const FactorOptions o = options_for(algo, 25);
@@ -136,8 +113,8 @@ TEST_F(StreamedSolve, DenseFortranOrderEqualsResident) {
 }
 
 TEST_F(StreamedSolve, DenseCOrderEqualsResident) {
-  const auto a = planted(64, 47, 2);
-  io::write_npy_row_major<double>(path("c.npy"), row_major(a).data(), 64, 47);
+  const auto a = test::noisy_rank4(64, 47, 2);
+  io::write_npy_row_major<double>(path("c.npy"), test::row_major(a).data(), 64, 47);
   for (const Algorithm algo : kAll) {
     const FactorOptions o = options_for(algo, 25);
     const Outcome resident = solve_resident(MatrixRef<double>{a.view()}, o);
@@ -150,7 +127,7 @@ TEST_F(StreamedSolve, DenseCOrderEqualsResident) {
 }
 
 TEST_F(StreamedSolve, SparseDcsrEqualsResident) {
-  const auto dense = planted(90, 60, 3, 0.7);
+  const auto dense = test::noisy_rank4(90, 60, 3, 0.7);
   const CsrMatrix<double> csr = test::to_csr(dense);
   write_dcsr<double>(path("s.dcsr"), csr.view());
   for (const Algorithm algo : kAll) {
@@ -163,7 +140,7 @@ TEST_F(StreamedSolve, SparseDcsrEqualsResident) {
 }
 
 TEST_F(StreamedSolve, TwoPassIterationWithoutFusingEqualsResident) {
-  const auto a = planted(50, 40, 4);
+  const auto a = test::noisy_rank4(50, 40, 4);
   io::write_npy<double>(path("a.npy"), a.view());
   FactorOptions o = options_for(Algorithm::mu, 15);
   o.fused = false;
@@ -175,7 +152,7 @@ TEST_F(StreamedSolve, TwoPassIterationWithoutFusingEqualsResident) {
 }
 
 TEST_F(StreamedSolve, BadEntryFoundWhileStreamingEndsTheSolve) {
-  auto a = planted(40, 30, 5);
+  auto a = test::noisy_rank4(40, 30, 5);
   a(33, 27) = std::numeric_limits<double>::infinity();
   io::write_npy<double>(path("inf.npy"), a.view());
   const std::string message = test::error_message([&] {
@@ -242,7 +219,7 @@ void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, 
 }
 
 TEST(StreamedProducts, DenseColumnAndRowStripesAndCsrRows) {
-  const auto a = planted(41, 29, 6, 0.5);
+  const auto a = test::noisy_rank4(41, 29, 6, 0.5);
   for (const Side side : {Side::H, Side::W})
     check_products(a, MatrixRef<double>{a.view()},
                    [&] { return std::make_unique<MemorySource<double>>(MatrixRef<double>{a.view()}, side); });
@@ -284,7 +261,7 @@ TEST(StreamedProducts, AbandonedPassLeavesTheNextOneWhole) {
       inner.read(e, t, v);
     }
   };
-  const auto a = planted(20, 12, 7);
+  const auto a = test::noisy_rank4(20, 12, 7);
   backend::CpuKernels<double> kernels;
   StreamedOperand<double> streamed(kernels, std::make_unique<Flaky>(MatrixRef<double>{a.view()}), 20 * 8 * 2, 2);
   EXPECT_NE(test::error_message([&] { (void)streamed.stats(); }).find("transient"), std::string::npos);

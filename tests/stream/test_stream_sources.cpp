@@ -28,19 +28,10 @@ using io::write_dcsr;
 
 using test::assemble;
 using test::error_message;
+using test::row_major;
 using test::slice;
 
-class SourceTest : public test::TempDirTest {
- protected:
-  // Row-major copy of a column-major matrix, for C-order files.
-  template <class T>
-  static std::vector<T> row_major(const DenseMatrix<T>& a) {
-    std::vector<T> out(static_cast<std::size_t>(a.rows() * a.cols()));
-    for (index_t i = 0; i < a.rows(); ++i)
-      for (index_t j = 0; j < a.cols(); ++j) out[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
-    return out;
-  }
-};
+class SourceTest : public test::TempDirTest {};
 
 // Blocks of a 37 x 23 matrix as the ranks of 1x1, 2x3 and 3x2 grids hold them.
 std::vector<std::pair<dist::Range, dist::Range>> blocks(index_t m, index_t n) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "stream/tile_source.hpp"
+#include "support/matrix_views.hpp"
 
 namespace dnmf::test {
 
@@ -55,15 +56,6 @@ DenseMatrix<T> assemble(stream::TileSource<T>& source, std::size_t max_bytes, st
     }
   }
   EXPECT_EQ(next, by_columns ? source.cols() : source.rows());
-  return out;
-}
-
-/// Rows [r0, r1) x columns [c0, c1) of `a`.
-template <class T>
-DenseMatrix<T> slice(const DenseMatrix<T>& a, dist::Range rows, dist::Range cols) {
-  DenseMatrix<T> out(rows.size(), cols.size());
-  for (index_t j = 0; j < cols.size(); ++j)
-    for (index_t i = 0; i < rows.size(); ++i) out(i, j) = a(rows.first + i, cols.first + j);
   return out;
 }
 

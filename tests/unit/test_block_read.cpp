@@ -24,6 +24,7 @@
 #include "io/mtx_parse.hpp"
 #include "io/npy_block.hpp"
 #include "support/error_message.hpp"
+#include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -34,7 +35,9 @@ using dnmf::DenseMatrix;
 using dnmf::index_t;
 using dnmf::dist::block_range;
 using dnmf::dist::Range;
+using dnmf::test::dense_of;
 using dnmf::test::error_message;
+using dnmf::test::slice;
 using testing::HasSubstr;
 using testing::StartsWith;
 
@@ -57,30 +60,6 @@ template <class T>
 class BlockReadTyped : public BlockReadTest {};
 using Precisions = testing::Types<float, double>;
 TYPED_TEST_SUITE(BlockReadTyped, Precisions);
-
-/// Entries (i, j) of `whole` for i in rows, j in cols, as a new matrix.
-template <class T>
-DenseMatrix<T> slice(const DenseMatrix<T>& whole, Range rows, Range cols) {
-  DenseMatrix<T> out(rows.size(), cols.size());
-  for (index_t j = 0; j < cols.size(); ++j)
-    for (index_t i = 0; i < rows.size(); ++i) out(i, j) = whole(rows.first + i, cols.first + j);
-  return out;
-}
-
-/// A CSR matrix as dense, checking on the way that every row's columns are strictly increasing.
-template <class T>
-DenseMatrix<T> dense_of(const CsrMatrix<T>& csr) {
-  DenseMatrix<T> out(csr.rows(), csr.cols());
-  for (index_t i = 0; i < csr.rows(); ++i) {
-    for (index_t k = csr.indptr()[i]; k < csr.indptr()[i + 1]; ++k) {
-      if (k > csr.indptr()[i]) {
-        EXPECT_LT(csr.indices()[k - 1], csr.indices()[k]) << "row " << i;
-      }
-      out(i, csr.indices()[k]) = csr.values()[k];
-    }
-  }
-  return out;
-}
 
 template <class T>
 void expect_equal(const DenseMatrix<T>& got, const DenseMatrix<T>& want, const std::string& what) {
