@@ -33,8 +33,9 @@ struct Loaded {
 // it. Never closed: kernels made by it may live until exit.
 Loaded load() {
   Loaded result;
-  const std::string beside = core_directory() + kCudaModuleFile;
-  const bool use_beside = !core_directory().empty() && access(beside.c_str(), F_OK) == 0;
+  const std::string directory = core_directory();
+  const std::string beside = directory + kCudaModuleFile;
+  const bool use_beside = !directory.empty() && access(beside.c_str(), F_OK) == 0;
   const std::string name = use_beside ? beside : std::string(kCudaModuleFile);
   void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
