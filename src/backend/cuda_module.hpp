@@ -1,7 +1,7 @@
 // The CUDA backend as a module that dnmf_core loads on first use (libdnmf_cuda.so, dlopen), never links.
 //
 // Why: linking the backend into dnmf_core made every process map the CUDA runtime, cuBLAS(Lt) and cuSPARSE at
-// start-up (~190 MiB resident before any work), which broke the CPU path's --memory-budget promise (peak RSS
+// start-up (~250 MiB resident before any work), which broke the CPU path's --memory-budget promise (peak RSS
 // <= budget + 5%) and kept a CUDA-built dnmf from starting on a machine without the CUDA libraries. The module
 // exports one extern "C" function returning the table below; dnmf_core calls the backend only through it.
 // Built only where the CUDA backend is (DNMF_WITH_CUDA).
