@@ -163,12 +163,14 @@ std::string memory_summary(const MemoryPlan<T>& plan, const solvers::OperandStat
   return line;
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations
 #define DNMF_INSTANTIATE_STREAM_REPORT(T)                                                                       \
   template MemoryPlan<T> plan_block<T>(const std::string&, const io::MatrixShape&, const dist::Layout&,         \
                                        const FactorOptions&, std::int64_t, dist::Communicator&);                \
   template std::unique_ptr<solvers::Operand<T>> make_streamed_operand<T>(backend::Kernels<T>&, MemoryPlan<T>&); \
   template std::string memory_report_json<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);  \
   template std::string memory_summary<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);
+// NOLINTEND(bugprone-macro-parentheses)
 DNMF_INSTANTIATE_STREAM_REPORT(float)
 DNMF_INSTANTIATE_STREAM_REPORT(double)
 #undef DNMF_INSTANTIATE_STREAM_REPORT

@@ -269,6 +269,7 @@ CsrMatrix<T> read_dcsr(const std::string& path) {
   return std::move(read_dcsr_block<T>(path, {0, h.rows}, {0, h.cols}).csr);
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations
 #define DNMF_INSTANTIATE_DCSR(T)                                                                                 \
   template void write_dcsr<T>(const std::string&, CsrView<T>);                                                   \
   template LocalBlock<T> read_dcsr_block<T>(const std::string&, dist::Range, dist::Range);                       \
@@ -277,6 +278,7 @@ CsrMatrix<T> read_dcsr(const std::string& path) {
   template index_t read_dcsr_rows<T>(const detail::InputFile&, const DcsrHeader&, index_t, index_t, dist::Range, \
                                      index_t*, col_index_t*, T*, std::size_t, bool, std::vector<std::byte>&,     \
                                      std::size_t&);
+// NOLINTEND(bugprone-macro-parentheses)
 DNMF_INSTANTIATE_DCSR(float)
 DNMF_INSTANTIATE_DCSR(double)
 #undef DNMF_INSTANTIATE_DCSR

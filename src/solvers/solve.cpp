@@ -40,6 +40,7 @@ class BackendBuffer {
 
 std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t k) {
   std::vector<std::size_t> counts;
+  counts.reserve(sizes.size());
   for (index_t s : sizes) counts.push_back(static_cast<std::size_t>(s * k));
   return counts;
 }

@@ -62,9 +62,11 @@ template <class T>
 void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   auto pages = [&](const T* first, std::size_t bytes) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(first) / page * page;
-    const auto end = (reinterpret_cast<std::uintptr_t>(first) + bytes + page - 1) / page * page;
-    return std::pair<void*, std::size_t>(reinterpret_cast<void*>(begin), end - begin);
+    // Rounded out to whole pages by pointer arithmetic (no integer-to-pointer cast).
+    auto* bytes_first = reinterpret_cast<std::byte*>(const_cast<T*>(first));
+    const std::size_t lead = reinterpret_cast<std::uintptr_t>(first) % page;
+    const std::size_t span = (lead + bytes + page - 1) / page * page;
+    return std::pair<void*, std::size_t>(bytes_first - lead, span);
   };
   // The slot's previous tile leaves this process's page tables (it stays in the page cache): the budget counts
   // depth tiles mapped at once, as it counts depth buffers. A page shared with a neighbouring tile that is still

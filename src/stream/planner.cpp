@@ -53,7 +53,7 @@ std::int64_t workspace_bytes(const PlanInput& in) {
   std::int64_t bytes = (threads - 1) * k * widest * static_cast<std::int64_t>(in.scalar_bytes);
   bytes += threads * kPerThreadScratch;
   // NNLS (bpp) works in float64 on the scaled right-hand sides and solutions, plus per-column state.
-  if (in.algorithm == Algorithm::bpp) bytes += (2 * 8 * k + 48) * widest;
+  if (in.algorithm == Algorithm::bpp) bytes += (16 * k + 48) * widest;  // two float64 k-vectors per column
   return bytes;
 }
 
