@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dnmf/io.hpp"
@@ -56,6 +57,8 @@ class NpySource final : public TileSource<T> {
   std::vector<std::byte> staging_;
   const std::byte* map_ = nullptr;  // the whole file, read-only, when tiles are lent
   std::size_t map_bytes_ = 0;
+  const std::byte* block_begin_ = nullptr;                           // where this block's columns start in the mapping
+  std::vector<std::pair<const std::byte*, const std::byte*>> lent_;  // tiles lent and not yet released
 
   /// Lends `extent` out of the mapping: unmaps the tile's previous pages from this process, prefaults the new.
   void lend(const TileExtent& extent, Tile<T>& tile);

@@ -54,13 +54,15 @@ struct Child {
   std::string output;
 };
 
-Child run_child(const std::vector<std::string>& args, const std::string& output_path) {
+// Runs `args`, its standard output (and, with merge_stderr, its standard error) into output_path.
+Child run_child(const std::vector<std::string>& args, const std::string& output_path, bool merge_stderr = false) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = 0;
   Child child;
   const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
@@ -152,6 +154,39 @@ TEST_F(RssPromise, ReadStreamPeakStaysWithinTheBudget) {
   ASSERT_GE(m * n * 8, 8 * budget);
   write_big_npy(path("rows.npy"), m, n, false);
   check_child(path("rows.npy"), budget);
+}
+
+// Drops the file's pages from the page cache (clean pages go without privileges): the next reader finds it cold.
+void evict_from_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << path;
+  EXPECT_EQ(::fdatasync(fd), 0);
+  EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+}
+
+// A cold file and a budget just above the minimum, so that tiles (3 columns, 96 KiB) are smaller than the
+// folios the kernel maps when it populates one: it then maps pages of tiles already released, which the
+// source must release again (this run peaked at 66 MiB for a 32 MiB budget before it did).
+TEST_F(RssPromise, MappedTilesSmallerThanAFolioOfAColdFileStayWithinTheBudget) {
+  const long long m = 4096, n = 9216;  // 288 MiB
+  write_big_npy(path("cold.npy"), m, n, true);
+  // The probe's refusal of a tiny budget states the minimum for this block in this process.
+  const Child refused = run_child({DNMF_RSS_PROBE, path("cold.npy"), "1M", "4", "2"}, path("refused.txt"), true);
+  const std::string marker = "needs at least ";
+  const std::size_t at = refused.output.find(marker);
+  ASSERT_NE(at, std::string::npos) << refused.output;
+  const long long minimum = std::stoll(refused.output.substr(at + marker.size()));
+  const long long budget = minimum + (64LL << 10);
+  ASSERT_GE(m * n * 8, 8 * budget);
+  evict_from_page_cache(path("cold.npy"));
+  const Child child = run_child({DNMF_RSS_PROBE, path("cold.npy"), std::to_string(budget), "4", "2"}, path("c.txt"));
+  ASSERT_TRUE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) << child.output;
+  EXPECT_NE(child.output.find("streamed=1"), std::string::npos) << child.output;
+  EXPECT_LE(static_cast<double>(child.peak_rss), 1.05 * static_cast<double>(budget))
+      << "peak " << child.peak_rss << " bytes; " << child.output;
+  std::printf("%s\ncold file, tiny tiles: child peak RSS %.1f MiB for a budget of %.1f MiB\n", child.output.c_str(),
+              static_cast<double>(child.peak_rss) / 1048576.0, static_cast<double>(budget) / 1048576.0);
 }
 
 }  // namespace
