@@ -17,19 +17,13 @@
 #include "dnmf/factorize.hpp"
 #include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
+#include "support/grid_shapes.hpp"
 #include "support/random_matrices.hpp"
 
 namespace dnmf {
 namespace {
 
 using dist::GridShape;
-
-std::vector<GridShape> shapes_of(int processes) {
-  std::vector<GridShape> shapes;
-  for (int pr = 1; pr <= processes; ++pr)
-    if (processes % pr == 0) shapes.push_back({pr, processes / pr});
-  return shapes;
-}
 
 // The test matrix: positive entries with zeros scattered in (more for the CSR cases), and on a grid of more
 // than one rank the whole block of rank (pr-1, 0) zeroed, so that block holds no non-zeros at all.
@@ -123,7 +117,7 @@ TEST_P(GridEquality, FactorsEqualTheOneProcessResult) {
   o.tol = 1e-4;  // some runs (hals) stop early: the stop decision must be the same on every grid
   o.seed = 11;
   o.fused = fused;
-  for (const GridShape shape : shapes_of(dist::world().size())) {
+  for (const GridShape shape : test::grid_shapes(dist::world().size())) {
     SCOPED_TRACE("grid " + shape.str());
     const DenseMatrix<double> a = test_matrix(m, n, shape, sparse, 2024);
     const GridRun run = run_on_grid(a, sparse, shape, o);
@@ -211,7 +205,7 @@ TEST_P(GridTraffic, BytesPerRankMatchTheModel) {
   o.tol = 0;
   o.seed = 3;
   o.fused = fused;
-  for (const GridShape shape : shapes_of(dist::world().size())) {
+  for (const GridShape shape : test::grid_shapes(dist::world().size())) {
     SCOPED_TRACE("grid " + shape.str());
     const DenseMatrix<double> a = test_matrix(m, n, shape, sparse, 7);
     const GridRun run = run_on_grid(a, sparse, shape, o);

@@ -20,19 +20,13 @@
 #include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
+#include "support/grid_shapes.hpp"
 #include "support/random_matrices.hpp"
 
 namespace dnmf::stream {
 namespace {
 
 using dist::GridShape;
-
-std::vector<GridShape> shapes_of(int processes) {
-  std::vector<GridShape> shapes;
-  for (int pr = 1; pr <= processes; ++pr)
-    if (processes % pr == 0) shapes.push_back({pr, processes / pr});
-  return shapes;
-}
 
 // A folder every rank sees: made by rank 0, its name broadcast.
 std::string shared_folder(dist::Communicator& world) {
@@ -96,7 +90,7 @@ TEST(StreamOnGrid, EveryRankStreamsItsBlockAndMatchesTheResidentGrid) {
   o.tol = 0;
   o.seed = 5;
   for (const Algorithm algo : {Algorithm::mu, Algorithm::hals})
-    for (const GridShape shape : shapes_of(world.size()))
+    for (const GridShape shape : test::grid_shapes(world.size()))
       for (const std::string& path : {files.fortran, files.c_order, files.dcsr}) {
         SCOPED_TRACE(to_string(algo) + " grid " + shape.str() + " " + path);
         o.algorithm = algo;
