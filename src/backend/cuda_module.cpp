@@ -61,12 +61,19 @@ Loaded load() {
 
 }  // namespace
 
-const CudaModuleApi& cuda_module() {
+const CudaModuleApi* find_cuda_module(std::string* why_not) {
   g_requested.store(true);
   static const Loaded loaded = load();
-  if (loaded.api == nullptr)
-    throw Error(std::string("--backend cuda: cannot load ") + kCudaModuleFile + " (" + loaded.error + ")");
-  return *loaded.api;
+  if (loaded.api == nullptr && why_not != nullptr)
+    *why_not = std::string("cannot load ") + kCudaModuleFile + " (" + loaded.error + ")";
+  return loaded.api;
+}
+
+const CudaModuleApi& cuda_module() {
+  std::string why;
+  const CudaModuleApi* api = find_cuda_module(&why);
+  if (api == nullptr) throw Error("--backend cuda: " + why);
+  return *api;
 }
 
 bool cuda_module_requested() { return g_requested.load(); }

@@ -33,8 +33,12 @@ struct CudaModuleApi {
   Kernels<double>* (*make_double_kernels)() = nullptr;
 };
 
-/// The loaded module's table. Loads libdnmf_cuda.so on the first call (thread-safe, once per process); throws
-/// dnmf::Error "--backend cuda: cannot load libdnmf_cuda.so (<why>)" when it or its libraries are missing.
+/// The loaded module's table, or null with `why_not` (if given) set to "cannot load libdnmf_cuda.so (<why>)"
+/// when it or its libraries are missing. Loads it on the first call (thread-safe, once per process).
+const CudaModuleApi* find_cuda_module(std::string* why_not);
+
+/// The loaded module's table; throws dnmf::Error "--backend cuda: cannot load libdnmf_cuda.so (<why>)" where
+/// find_cuda_module finds none.
 const CudaModuleApi& cuda_module();
 
 /// Whether cuda_module() has been called in this process (loaded or not): lets tests see that CPU runs never

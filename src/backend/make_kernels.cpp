@@ -14,13 +14,9 @@ bool backend_available(BackendKind kind, std::string* why_not) {
   if (kind != BackendKind::cuda) return true;
 #if DNMF_WITH_CUDA
   std::string why;
-  try {
-    if (cuda_module().device_present(&why)) return true;
+  if (const CudaModuleApi* module = find_cuda_module(&why)) {
+    if (module->device_present(&why)) return true;
     why = "no CUDA device is visible (" + why + ")";
-  } catch (const Error& e) {
-    why = e.what();
-    const std::string prefix = "--backend cuda: ";
-    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
   }
   if (why_not) *why_not = why;
 #else

@@ -71,7 +71,9 @@ TEST(CudaModule, CpuRunMapsNoCudaLibraryAndACudaRequestLooksUpTheModule) {
     // Loaded: the module and the CUDA runtime are mapped now; without a device the backend said why.
     EXPECT_THAT(mappings_of({"libdnmf_cuda.so"}), ::testing::Not(::testing::IsEmpty()));
     EXPECT_THAT(mappings_of({"libcudart"}), ::testing::Not(::testing::IsEmpty()));
-    if (!message.empty()) EXPECT_THAT(message, ::testing::HasSubstr("--backend cuda: no CUDA device is visible ("));
+    if (!message.empty()) {
+      EXPECT_THAT(message, ::testing::HasSubstr("--backend cuda: no CUDA device is visible ("));
+    }
   }
 #else
   EXPECT_EQ(message, "--backend cuda: this build of dnmf has no CUDA backend");
