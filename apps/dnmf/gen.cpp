@@ -10,9 +10,8 @@
 #include "commands.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "dnmf/inspect.hpp"
 #include "dnmf/planted.hpp"
-#include "input.hpp"
-#include "io/hdf5_io.hpp"
 
 namespace dnmf::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "commands.hpp"
+#include "dnmf/inspect.hpp"
 #include "dnmf/io.hpp"
-#include "input.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -18,31 +18,21 @@ struct InfoArgs {
   bool json = false;
 };
 
-/// "f8, Fortran order" for .npy; Matrix Market values are reported as read (float64).
-std::string dtype_of(const std::string& path, io::FileFormat format, bool& fortran_order) {
-  fortran_order = false;
-  if (format != io::FileFormat::npy) return "f8";
-  const io::NpyHeader header = io::read_npy_header(path);
-  fortran_order = header.fortran_order;
-  return std::string(1, header.kind) + std::to_string(header.word_size);
-}
-
 int show_info(const InfoArgs& args) {
-  const io::FileFormat format = io::format_of(args.path);
-  bool fortran_order = false;
-  const std::string dtype = dtype_of(args.path, format, fortran_order);
-  // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
-  const LoadedMatrix<double> matrix = load_matrix<double>(args.path);
-  const EntryStats s = entry_stats(matrix.ref());
+  const MatrixInfo info = inspect(args.path);
+  const io::FileFormat format = info.format;
+  const bool fortran_order = info.fortran_order;
+  const std::string& dtype = info.dtype;
+  const EntryStats& s = info.stats;
   const double entries = static_cast<double>(s.rows) * static_cast<double>(s.cols);
   const double density = entries > 0 ? static_cast<double>(s.nonzeros) / entries : 0.0;
   // An HDF5 file holds either kind; the loader says which it found.
-  const bool sparse = matrix.format == io::FileFormat::matrix_market;
+  const bool sparse = info.sparse;
 
   if (args.json) {
     nlohmann::json j;
     j["path"] = args.path;
-    j["format"] = format_name(format);
+    j["format"] = io::format_name(format);
     j["dtype"] = dtype;
     if (!sparse) j["fortran_order"] = fortran_order;
     j["rows"] = s.rows;
@@ -63,7 +53,7 @@ int show_info(const InfoArgs& args) {
                                : format == io::FileFormat::hdf5
                                    ? "dense dataset, read as f8"
                                    : dtype + (fortran_order ? ", Fortran order" : ", C order");
-    std::printf("format    %s (%s)\n", format_name(format).c_str(), layout.c_str());
+    std::printf("format    %s (%s)\n", io::format_name(format).c_str(), layout.c_str());
     std::printf("shape     %lld x %lld\n", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
     if (sparse) std::printf("stored    %lld\n", static_cast<long long>(s.stored));
     std::printf("nnz       %lld\n", static_cast<long long>(s.nonzeros));

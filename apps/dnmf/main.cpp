@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "dist/communicator.hpp"
+#include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 
 namespace {
@@ -36,7 +36,7 @@ void print_error(std::string message, int rank = -1) {
 
 /// Reports a failure of this process alone; in a job of several processes, ends them all.
 int fail_here(const std::string& message) {
-  dnmf::dist::Communicator& world = dnmf::dist::world();
+  const dnmf::Context world = dnmf::Context::world();
   if (world.size() == 1) {
     print_error(message);
     return 1;
@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);
     // CLI11's own printer adds a "Run with --help" line; the contract is one line per error. Every process
     // parses the same command line, so one of them speaks.
-    if (dnmf::dist::world().rank() == 0) print_error(e.what());
+    if (dnmf::Context::world().rank() == 0) print_error(e.what());
     return e.get_exit_code();
   }
   for (const auto& command : commands) {
@@ -75,13 +75,13 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const dnmf::CollectiveError& e) {
-    if (dnmf::dist::world().rank() == 0) print_error(e.what());
+    if (dnmf::Context::world().rank() == 0) print_error(e.what());
     return 1;
   } catch (const dnmf::PeerError&) {
     // The failing process prints the cause; give it a moment to do so before the job is ended.
-    if (dnmf::dist::world().size() > 1) {
+    if (dnmf::Context::world().size() > 1) {
       std::this_thread::sleep_for(std::chrono::seconds(2));
-      dnmf::dist::world().abort(1);
+      dnmf::Context::world().abort(1);
     }
     return 1;
   } catch (const dnmf::Error& e) {

@@ -11,13 +11,11 @@
 #include <optional>
 #include <string>
 
-#include "collective.hpp"
 #include "commands.hpp"
-#include "dist/communicator.hpp"
+#include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
-#include "input.hpp"
-#include "io/block_read.hpp"
+#include "dnmf/source.hpp"
 #include "output_dir.hpp"
 #include "solver_options.hpp"
 
@@ -37,14 +35,14 @@ struct NmfkArgs {
 
 template <class T>
 int run_nmfk(NmfkArgs args) {
-  dist::Communicator& world = dist::world();
-  const bool root = world.rank() == 0;
+  Context context = Context::world();
+  const bool root = context.rank() == 0;
   NmfkOptions& o = args.options;
   SolverArgs& solver = args.solver;
 
-  // Checks every rank makes identically: reported once, and every process ends normally.
-  const io::MatrixShape shape = on_every_rank([&] {
-    resolve_solver_options(solver);
+  // Option checks every process makes identically: reported once, and every process ends normally.
+  try {
+    resolve_solver_options(solver, context);
     if (!solver.memory_budget.empty())
       throw Error("--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
     o.ks = parse_k_range(args.k_range);
@@ -52,20 +50,17 @@ int run_nmfk(NmfkArgs args) {
     o.rule = parse_selection_rule(args.rule);
     o.err_threshold = args.err_threshold;
     o.factor = solver.options;
-    o.grid = solver.grid;
     (void)io::format_of(args.input);  // an unknown extension fails before any output
-    return io::read_shape(args.input, world);
-  });
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CollectiveError(e);
+  }
 
   std::optional<OutputDirectory> out;  // rank 0's; created and probed now
-  on_root_for_all(world, [&] { out.emplace(args.output); });
+  context.on_root([&] { out.emplace(args.output); });
   o.checkpoint_dir = (std::filesystem::path(args.output) / "checkpoints").string();
-  if (root) {
-    std::error_code ec;
-    const auto bytes = std::filesystem::file_size(args.input, ec);
-    if (!ec) o.data_identity.emplace_back("file_bytes", std::to_string(bytes));
-    o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
-  }
+  if (root) o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
   if (!solver.quiet) {
     const int groups = o.groups;
     o.progress = [groups](const NmfkProgress& p) {
@@ -76,28 +71,11 @@ int run_nmfk(NmfkArgs args) {
     };
   }
 
-  const std::string path = args.input;
-  const BlockProvider<T> provider = [&path](const BlockRequest& r) {
-    io::LocalBlock<T> local = io::read_block<T>(path, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
-    MatrixBlock<T> block;
-    block.sparse = local.sparse;
-    block.dense = std::move(local.dense);
-    block.csr = std::move(local.csr);
-    return block;
-  };
-  NmfkResult<T> result;
-  try {
-    result = nmfk<T>(shape.rows, shape.cols, provider, o, world);
-  } catch (const CollectiveError& e) {
-    // The library's own checks say "nmfk: ..."; the user wants to know which file they concern.
-    const std::string message = e.what();
-    if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(args.input + ": " + message.substr(6));
-    throw;
-  }
+  const Source source = Source::file(args.input);
+  const NmfkResult<T> result = nmfk<T>(source, o, context);
   if (!root) return 0;
 
-  const NmfkRunInfo run{args.input, format_name(io::format_of(args.input)), solver.precision,
-                        shape.sparse ? shape.stored : -1};
+  const NmfkRunInfo run = nmfk_run_info<T>(source);
   const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, args.output);
   out->commit();
   if (!files.plot_warning.empty()) std::fprintf(stderr, "dnmf: warning: %s\n", files.plot_warning.c_str());

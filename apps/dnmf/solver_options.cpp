@@ -2,9 +2,7 @@
 
 #include "solver_options.hpp"
 
-#include "backend/kernels.hpp"
 #include "commands.hpp"
-#include "dist/grid.hpp"
 #include "dnmf/error.hpp"
 
 namespace dnmf::cli {
@@ -41,16 +39,26 @@ void add_solver_options(CLI::App& app, SolverArgs& args) {
   app.add_flag("-q,--quiet", args.quiet, "no progress lines on stderr");
 }
 
-void resolve_solver_options(SolverArgs& args) {
+void resolve_solver_options(SolverArgs& args, Context& context) {
   FactorOptions& o = args.options;
   o.algorithm = parse_algorithm(args.algo);
   o.init = parse_init(args.init);
   o.backend = parse_backend(args.backend);
   o.fused = !args.no_fuse;
-  if (args.grid != "auto") (void)dist::parse_grid(args.grid);
+  check_grid(args.grid);
   if (o.tf32 && o.backend != BackendKind::cuda) throw Error("--tf32: tensor-core float math needs --backend cuda");
   std::string why_not;
-  if (!backend::backend_available(o.backend, &why_not)) throw Error("--backend " + args.backend + ": " + why_not);
+  if (!backend_available(o.backend, &why_not)) throw Error("--backend " + args.backend + ": " + why_not);
+  context.backend = o.backend;
+  context.threads = o.threads;
+  context.grid = args.grid;
+  if (!args.memory_budget.empty()) {
+    try {
+      context.memory_budget = parse_bytes(args.memory_budget);
+    } catch (const Error& e) {
+      throw Error(std::string("--memory-budget: ") + e.what());
+    }
+  }
 }
 
 }  // namespace dnmf::cli

@@ -1,10 +1,11 @@
 // dnmf CLI: the solver options shared by `dnmf factor` and `dnmf nmfk` (everything but the input, the rank and
-// the output), and their translation into FactorOptions.
+// the output), and their translation into FactorOptions and the Context.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "dnmf/context.hpp"
 #include "dnmf/options.hpp"
 
 namespace dnmf::cli {
@@ -26,8 +27,9 @@ struct SolverArgs {
 /// --l2-h --memory-budget --grid -q/--quiet, bound to `args`.
 void add_solver_options(CLI::App& app, SolverArgs& args);
 
-/// Fills args.options from the names and rejects combinations that cannot run here (TF32 without CUDA, a
-/// backend this build or machine lacks, a malformed grid); throws dnmf::Error.
-void resolve_solver_options(SolverArgs& args);
+/// Fills args.options from the names, and `context` with how the job runs (backend, threads, grid, memory
+/// budget); rejects combinations that cannot run here (TF32 without CUDA, a backend this build or machine lacks,
+/// a malformed grid or budget); throws dnmf::Error.
+void resolve_solver_options(SolverArgs& args, Context& context);
 
 }  // namespace dnmf::cli

@@ -22,6 +22,12 @@ class CollectiveError : public Error {
   explicit CollectiveError(const Error& e) : Error(e.what()) {}
 };
 
+/// The run was stopped by FactorOptions::cancel (every process throws it together).
+class Cancelled : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
+};
+
 /// This process stopped because another one failed (learnt through a collective); the failing process
 /// reports the cause, so this one adds nothing to the output.
 class PeerError : public Error {

@@ -91,4 +91,64 @@ enum class FileFormat { npy, matrix_market, hdf5, dcsr };
 /// colon: "A.h5:/X"); throws dnmf::Error for anything else.
 FileFormat format_of(const std::string& path);
 
+/// "npy", "mtx", "hdf5" or "dcsr": the names reports use.
+std::string format_name(FileFormat format);
+
+/// What a matrix file holds, learnt without reading its entries.
+struct MatrixShape {
+  index_t rows = 0;
+  index_t cols = 0;
+  index_t stored = -1;  ///< entries the file stores (nnz of a sparse file; rows*cols for dense); -1: unknown
+  bool sparse = false;
+};
+
+/// Shape of the matrix file `path` (any format of format_of), read by this process alone.
+MatrixShape read_shape(const std::string& path);
+
+/// A whole matrix read from a file of any format, owning its storage: dense (.npy, dense HDF5 datasets) or CSR
+/// (.mtx, .dcsr, HDF5 CSR groups).
+template <class T>
+struct LoadedMatrix {
+  bool sparse = false;
+  DenseMatrix<T> dense;  ///< the matrix when !sparse
+  CsrMatrix<T> csr;      ///< the matrix when sparse
+  /// The matrix as the solvers take it.
+  [[nodiscard]] MatrixRef<T> ref() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
+};
+
+/// Reads the whole matrix `path` in precision T on this process. Matrix Market and .npy files are read as they
+/// are (their entries are checked by the entry points, or by `dnmf info`); HDF5 and .dcsr readers refuse
+/// negative, NaN and infinite entries themselves.
+template <class T>
+LoadedMatrix<T> load_matrix(const std::string& path);
+
+/// Writes `matrix` as the 2-D row-major dataset `dataset` ("/X", intermediate groups created) of HDF5 file
+/// `path`. append=false: `path` is replaced atomically by a new file holding only this dataset; append=true: the
+/// dataset is added to `path` (created when absent; an existing object of that name is an error). dnmf::Error in
+/// builds without HDF5.
+template <class T>
+void write_h5_dense(const std::string& path, const std::string& dataset, DenseView<const T> matrix,
+                    bool append = false);
+
+/// Writes `matrix` as a CSR group `group` in AnnData's layout: datasets data (T), indices (int32), indptr
+/// (int64), attributes encoding-type "csr_matrix", encoding-version "0.1.0" and shape [rows, cols]. `append`
+/// as for write_h5_dense.
+template <class T>
+void write_h5_csr(const std::string& path, const std::string& group, CsrView<T> matrix, bool append = false);
+
+/// Writes `matrix` (column indices increasing within each row) as a .dcsr file with values stored as T
+/// (atomically; docs/formats.md).
+template <class T>
+void write_dcsr(const std::string& path, CsrView<T> matrix);
+
+/// The whole .dcsr file `path` in precision T (entries checked: finite, non-negative, indices in range).
+template <class T>
+CsrMatrix<T> read_dcsr(const std::string& path);
+
+/// `dnmf convert`: any matrix file into .dcsr with values stored as T (dense input loses its zeros), or a .dcsr
+/// into Matrix Market; the format of `output` decides (.dcsr, or .mtx from a .dcsr). Returns the matrix's shape
+/// with its stored entries. dnmf::Error names the file for any other pair.
+template <class T>
+MatrixShape convert_matrix(const std::string& input, const std::string& output);
+
 }  // namespace dnmf::io

@@ -10,14 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "dnmf/context.hpp"
 #include "dnmf/matrix.hpp"
 #include "dnmf/options.hpp"
+#include "dnmf/source.hpp"
 
 namespace dnmf {
-
-namespace dist {
-class Communicator;
-}
 
 /// How a perturbed copy A_p of A is drawn.
 enum class Perturbation {
@@ -143,51 +141,31 @@ struct NmfkResult {
   double seconds = 0;
 };
 
-/// A rank's block of A, owning its storage (dense column-major or CSR with block-local indices).
+/// NMFk of the matrix of `source` on the processes of `context` (collective): the processes are split into
+/// options.groups groups running the (k, perturbation) jobs, each job on its group's grid (context.grid; the
+/// context's backend and threads replace options.factor's), each process reading only its block of a file.
+/// Finished jobs are checkpointed under options.checkpoint_dir and reused by a rerun with the same data and
+/// options; a file source adds its size to the data's identity. Throws dnmf::Error naming the source for bad
+/// options, checkpoints made with other data or options (unless options.restart) and bad data; dnmf::Cancelled
+/// when options.factor.cancel asked to stop. Transposed sources are not accepted (NMFk clusters A's columns).
 template <class T>
-struct MatrixBlock {
-  bool sparse = false;
-  DenseMatrix<T> dense;
-  CsrMatrix<T> csr;
-  [[nodiscard]] MatrixRef<T> ref() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
-};
-
-/// Rows [row_first, row_last) x columns [col_first, col_last) of A (global indices), requested collectively by
-/// every rank of `group`.
-struct BlockRequest {
-  index_t row_first = 0, row_last = 0;
-  index_t col_first = 0, col_last = 0;
-  dist::Communicator* group = nullptr;
-};
-
-/// Supplies blocks of A: the CLI reads them from the file, tests slice a matrix in memory.
-template <class T>
-using BlockProvider = std::function<MatrixBlock<T>(const BlockRequest&)>;
-
-/// The block of an in-memory matrix (a copy): the provider for matrices already in memory.
-template <class T>
-MatrixBlock<T> slice_block(const MatrixRef<T>& a, const BlockRequest& request);
-
-/// Runs NMFk on the m x n matrix that `provider` delivers. Collective over `world`: every rank calls it; the
-/// ranks are split into options.groups groups that run the (k, perturbation) jobs, largest k first, each job
-/// on its group's grid. Finished jobs are checkpointed under options.checkpoint_dir and reused by a rerun with
-/// the same data and options. Throws dnmf::Error for bad options, for checkpoints made with other data or
-/// options (unless options.restart), and for bad data (negative entries, an all-zero matrix).
-template <class T>
-NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const NmfkOptions& options,
-                   dist::Communicator& world);
+NmfkResult<T> nmfk(const Source& source, const NmfkOptions& options, const Context& context = Context());
 
 /// NMFk of a matrix in memory on one process.
 template <class T>
 NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options);
 
-/// Facts about the run for nmfk.json (the CLI fills them; the library does not know the file).
+/// Facts about the run for nmfk.json (nmfk_run_info() fills them from the source).
 struct NmfkRunInfo {
   std::string input;   ///< path of the input file
   std::string format;  ///< "npy", "mtx", ...
   std::string precision = "f64";
   index_t nnz = -1;
 };
+
+/// The run facts of an NMFk of `source` in precision T (a file's header is read by this process alone).
+template <class T>
+NmfkRunInfo nmfk_run_info(const Source& source);
 
 /// What write_nmfk_outputs() produced.
 struct NmfkOutputs {

@@ -61,6 +61,9 @@ struct FactorOptions {
   bool fused = true;      ///< single pass over A per iteration where the layout allows
   bool normalize = true;  ///< W's columns sum to 1, H absorbs the scale
   std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
+  /// Polled on rank 0 after every iteration (and by nmfk() between jobs): returning true stops every process
+  /// together and the entry point throws dnmf::Cancelled; nothing is written.
+  std::function<bool()> cancel;
 };
 
 /// Parses "mu", "kl", "hals", "bpp" (throws dnmf::Error otherwise).

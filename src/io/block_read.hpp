@@ -5,17 +5,10 @@
 
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
+#include "dnmf/io.hpp"
 #include "dnmf/matrix.hpp"
 
 namespace dnmf::io {
-
-/// What a matrix file holds, learnt without reading its entries.
-struct MatrixShape {
-  index_t rows = 0;
-  index_t cols = 0;
-  index_t stored = -1;  ///< entries the file stores (nnz of a sparse file; rows*cols for dense); -1: unknown
-  bool sparse = false;
-};
 
 /// Shape of `path` (.npy, .mtx, .h5/.hdf5); read on rank 0 of `comm` and broadcast, so every rank gets the
 /// same answer or the same dnmf::Error (naming the file) together.

@@ -31,10 +31,6 @@ struct DcsrHeader {
 [[nodiscard]] DcsrHeader read_dcsr_header(const detail::InputFile& file);
 [[nodiscard]] DcsrHeader read_dcsr_header(const std::string& path);
 
-/// Writes `matrix` (column indices increasing within each row) with values stored as T (atomically).
-template <class T>
-void write_dcsr(const std::string& path, CsrView<T> matrix);
-
 /// Shape and nnz of a .dcsr file, from its header alone.
 [[nodiscard]] MatrixShape read_dcsr_shape(const std::string& path);
 
@@ -42,10 +38,6 @@ void write_dcsr(const std::string& path, CsrView<T> matrix);
 /// block's first. Entries are checked (finite, non-negative, indices in range and increasing in each row).
 template <class T>
 LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::Range cols);
-
-/// The whole matrix.
-template <class T>
-CsrMatrix<T> read_dcsr(const std::string& path);
 
 /// Scratch read_dcsr_rows needs: none when the block spans the file's columns and the values are stored as T.
 template <class T>

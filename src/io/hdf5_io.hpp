@@ -30,19 +30,6 @@ MatrixShape hdf5_shape(const std::string& path);
 template <class T>
 LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm);
 
-/// Writes `matrix` as the 2-D row-major dataset `dataset` ("/X", intermediate groups created) of file `path`.
-/// append=false: `path` is replaced atomically by a new file holding only this dataset; append=true: the
-/// dataset is added to `path` (created when absent; an existing object of that name is an error).
-template <class T>
-void write_h5_dense(const std::string& path, const std::string& dataset, DenseView<const T> matrix,
-                    bool append = false);
-
-/// Writes `matrix` as a CSR group `group` in AnnData's layout: datasets data (T), indices (int32), indptr
-/// (int64), attributes encoding-type "csr_matrix", encoding-version "0.1.0" and shape [rows, cols]. `append`
-/// as for write_h5_dense.
-template <class T>
-void write_h5_csr(const std::string& path, const std::string& group, CsrView<T> matrix, bool append = false);
-
 /// Writes W (m x k, dataset "W") and H (k x n, dataset "H") of a factorisation on `grid` into one file, every
 /// rank writing its pieces (Wt: k x layout.w_rows.size(), the transposed rows of W it owns; H: k x
 /// layout.h_cols.size()) by hyperslab, collectively. Atomic: the file is written under a temporary name and

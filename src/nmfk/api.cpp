@@ -7,6 +7,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/nmfk.hpp"
+#include "nmfk/provider.hpp"
 
 namespace dnmf {
 namespace {

@@ -15,6 +15,7 @@
 #include "backend/kernels.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/nmfk.hpp"
+#include "nmfk/provider.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/clustering.hpp"
 #include "nmfk/collect.hpp"

@@ -6,6 +6,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/nmfk.hpp"
+#include "nmfk/provider.hpp"
 
 namespace dnmf::rank_search {
 

@@ -7,6 +7,7 @@
 
 #include "dnmf/matrix.hpp"
 #include "dnmf/nmfk.hpp"
+#include "nmfk/provider.hpp"
 
 namespace dnmf::rank_search {
 

@@ -262,12 +262,15 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist:
     if (options.progress) options.progress({it, options.max_iterations, rel_error, objective, seconds});
     bool stop = it > 1 && options.tol > 0 &&
                 std::abs(previous_objective - objective) <= options.tol * std::abs(previous_objective);
-    // Every rank must leave the loop together: rank 0's decision is the job's.
+    bool cancel = world.rank() == 0 && options.cancel && options.cancel();
+    // Every rank must leave the loop together: rank 0's decisions are the job's.
     if (world.size() > 1) {
-      unsigned char flag = stop ? 1 : 0;
+      unsigned char flag = static_cast<unsigned char>((stop ? 1 : 0) | (cancel ? 2 : 0));
       world.broadcast(&flag, 1, dist::Scalar::u8, 0);
-      stop = flag != 0;
+      stop = (flag & 1) != 0;
+      cancel = (flag & 2) != 0;
     }
+    if (cancel) throw Cancelled("cancelled at iteration " + std::to_string(it));
     if (stop) {
       result.converged = true;
       break;

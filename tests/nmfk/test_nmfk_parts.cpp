@@ -14,6 +14,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/nmfk.hpp"
+#include "nmfk/provider.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/perturb.hpp"
 #include "nmfk/regression.hpp"

@@ -1,14 +1,13 @@
-// See factor_report.hpp.
-
-#include "factor_report.hpp"
+// report.json of a factorisation (docs/formats.md): what `dnmf factor` writes beside W and H.
 
 #include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "dnmf/factor.hpp"
 #include "util/memory.hpp"
 
-namespace dnmf::cli {
+namespace dnmf {
 namespace {
 
 /// Now as ISO 8601 UTC, e.g. 2024-05-01T12:34:56Z.
@@ -21,11 +20,48 @@ std::string utc_timestamp() {
   return text;
 }
 
+/// The "memory" object: the plan, the stream's figures and the peak against the budget.
+nlohmann::ordered_json memory_json(const MemoryFigures& f) {
+  const std::int64_t peak = util::peak_rss_bytes();
+  nlohmann::ordered_json j;
+  j["budget_bytes"] = f.budget_bytes;
+  j["mode"] = f.streamed ? "streamed" : "resident";
+  j["planned"] = {{"baseline_bytes", f.baseline_bytes},
+                  {"runtime_reserve_bytes", f.runtime_reserve_bytes},
+                  {"factors_bytes", f.factors_bytes},
+                  {"workspace_bytes", f.workspace_bytes},
+                  {"matrix_bytes", f.matrix_bytes},
+                  {"ring_bytes", f.ring_bytes},
+                  {"staging_bytes", f.staging_bytes},
+                  {"total_bytes", f.total_bytes},
+                  {"resident_total_bytes", f.resident_total_bytes},
+                  {"minimum_budget_bytes", f.minimum_budget_bytes}};
+  if (f.streamed) {
+    const double passes = static_cast<double>(std::max<long long>(f.passes, 1));
+    j["stream"] = {{"access", f.access},
+                   {"tile_bytes", f.tile_bytes},
+                   {"depth", f.depth},
+                   {"tiles_per_pass", f.tiles_per_pass},
+                   {"passes", f.passes},
+                   {"tiles_delivered", f.tiles_delivered},
+                   {"bytes_read", f.bytes_read},
+                   {"seconds_waiting", f.seconds_waiting},
+                   {"seconds_reading", f.seconds_reading},
+                   {"seconds_waiting_per_pass", f.seconds_waiting / passes},
+                   {"read_bytes_per_second", f.seconds_reading > 0 ? f.bytes_read / f.seconds_reading : 0.0}};
+  }
+  j["peak_rss_bytes"] = peak;
+  j["peak_over_budget"] = static_cast<double>(peak) / static_cast<double>(f.budget_bytes);
+  j["figures_of"] = "rank 0 (every rank plans its own block against the same per-process budget)";
+  return j;
+}
+
 }  // namespace
 
 template <class T>
-std::string factor_report_json(const RunDescription& run, const FactorResult<T>& result) {
+std::string report_json(const Factorization<T>& run) {
   const FactorOptions& o = run.options;
+  const FactorResult<T>& result = run.result;
   nlohmann::ordered_json j;  // insertion order: the report reads top-down
   j["input"] = run.input;
   j["format"] = run.format;
@@ -66,13 +102,13 @@ std::string factor_report_json(const RunDescription& run, const FactorResult<T>&
       {"bytes_sent_per_iteration_per_rank", run.communication.bytes_per_iteration_per_rank},
       {"model_bytes_per_iteration_per_rank", run.communication.model_bytes_per_iteration},
       {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
-  if (!run.memory_json.empty()) j["memory"] = nlohmann::ordered_json::parse(run.memory_json);
+  if (run.memory.budget_bytes > 0) j["memory"] = memory_json(run.memory);
   j["version"] = DNMF_VERSION;
   j["timestamp"] = utc_timestamp();
   return j.dump(2) + "\n";
 }
 
-template std::string factor_report_json<float>(const RunDescription&, const FactorResult<float>&);
-template std::string factor_report_json<double>(const RunDescription&, const FactorResult<double>&);
+template std::string report_json<float>(const Factorization<float>&);
+template std::string report_json<double>(const Factorization<double>&);
 
-}  // namespace dnmf::cli
+}  // namespace dnmf

@@ -1,6 +1,5 @@
-// dnmf CLI: --memory-budget. Plans this rank's block against the budget (stream/planner.hpp), opens the tile
-// source and builds the streamed operand when the plan streams, and turns the plan's figures and the stream's
-// timings into report.json's "memory" object and a summary line.
+// factor()'s memory planning under a host budget (DESIGN §5): this process's block planned resident or
+// streamed, the tile source opened when it streams, and the plan's figures for the report.
 #pragma once
 
 #include <cstdint>
@@ -10,15 +9,16 @@
 #include "backend/kernels.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
+#include "dnmf/factor.hpp"
+#include "dnmf/io.hpp"
 #include "dnmf/options.hpp"
-#include "io/block_read.hpp"
 #include "solvers/operand.hpp"
 #include "stream/planner.hpp"
 #include "stream/tile_source.hpp"
 
-namespace dnmf::cli {
+namespace dnmf::api {
 
-/// This rank's decision under --memory-budget.
+/// This process's decision under a memory budget.
 template <class T>
 struct MemoryPlan {
   std::int64_t budget = 0;  ///< bytes; 0: no budget given (resident, nothing planned)
@@ -26,9 +26,6 @@ struct MemoryPlan {
   std::string access;                             ///< streamed: "mapped" (tiles lent from the file) or "pread"
   std::unique_ptr<stream::TileSource<T>> source;  ///< streamed: the opened file, handed to the operand
 };
-
-/// --memory-budget's bytes (0 when not given); dnmf::Error naming the text otherwise.
-[[nodiscard]] std::int64_t parse_memory_budget(const std::string& text);
 
 /// Plans this rank's block of `path` (collective over `world`). When any rank must stream, every rank streams,
 /// so that all run the single pass on the same side. A budget too small for this rank's block is a dnmf::Error
@@ -42,12 +39,8 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
 template <class T>
 std::unique_ptr<solvers::Operand<T>> make_streamed_operand(backend::Kernels<T>& kernels, MemoryPlan<T>& plan);
 
-/// report.json's "memory" object (this rank's figures) as JSON text; `stats` and `tiles` are the operand's.
+/// The plan's figures and, for a streamed run, the operand's (`stats`, `tiles` per pass).
 template <class T>
-std::string memory_report_json(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles);
+MemoryFigures memory_figures(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles);
 
-/// One line for stdout after a streamed run: tiles, depth, waiting, peak RSS against the budget.
-template <class T>
-std::string memory_summary(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles);
-
-}  // namespace dnmf::cli
+}  // namespace dnmf::api

@@ -1,12 +1,10 @@
-// See stream_report.hpp.
+// See memory_plan.hpp.
 
-#include "stream_report.hpp"
+#include "api/memory_plan.hpp"
 
 #include <omp.h>
 
-#include <cstdio>
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "dnmf/error.hpp"
 #include "io/collective_failure.hpp"
@@ -14,9 +12,8 @@
 #include "stream/npy_source.hpp"
 #include "stream/process_memory.hpp"
 #include "stream/streamed_operand.hpp"
-#include "util/memory.hpp"
 
-namespace dnmf::cli {
+namespace dnmf::api {
 namespace {
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -33,15 +30,6 @@ double resident_copies(const std::string& path) {
 }
 
 }  // namespace
-
-std::int64_t parse_memory_budget(const std::string& text) {
-  if (text.empty()) return 0;
-  try {
-    return stream::parse_bytes(text);
-  } catch (const Error& e) {
-    throw Error(std::string("--memory-budget: ") + e.what());
-  }
-}
 
 template <class T>
 MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, const dist::Layout& layout,
@@ -112,67 +100,44 @@ std::unique_ptr<solvers::Operand<T>> make_streamed_operand(backend::Kernels<T>& 
 }
 
 template <class T>
-std::string memory_report_json(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles) {
+MemoryFigures memory_figures(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles) {
   const stream::Plan& p = plan.plan;
-  const std::int64_t peak = util::peak_rss_bytes();
-  nlohmann::ordered_json j;
-  j["budget_bytes"] = plan.budget;
-  j["mode"] = p.streamed ? "streamed" : "resident";
-  j["planned"] = {{"baseline_bytes", p.baseline},
-                  {"runtime_reserve_bytes", p.runtime_reserve},
-                  {"factors_bytes", p.factors},
-                  {"workspace_bytes", p.workspace},
-                  {"matrix_bytes", p.matrix},
-                  {"ring_bytes", p.ring},
-                  {"staging_bytes", p.staging},
-                  {"total_bytes", p.total},
-                  {"resident_total_bytes", p.resident_total},
-                  {"minimum_budget_bytes", p.minimum_budget}};
+  MemoryFigures f;
+  f.budget_bytes = plan.budget;
+  f.streamed = p.streamed;
+  f.baseline_bytes = p.baseline;
+  f.runtime_reserve_bytes = p.runtime_reserve;
+  f.factors_bytes = p.factors;
+  f.workspace_bytes = p.workspace;
+  f.matrix_bytes = p.matrix;
+  f.ring_bytes = p.ring;
+  f.staging_bytes = p.staging;
+  f.total_bytes = p.total;
+  f.resident_total_bytes = p.resident_total;
+  f.minimum_budget_bytes = p.minimum_budget;
   if (p.streamed) {
-    const double passes = static_cast<double>(std::max<long long>(stats.passes, 1));
-    j["stream"] = {
-        {"access", plan.access},
-        {"tile_bytes", p.tile_bytes},
-        {"depth", p.depth},
-        {"tiles_per_pass", tiles},
-        {"passes", stats.passes},
-        {"tiles_delivered", stats.tiles},
-        {"bytes_read", stats.bytes_read},
-        {"seconds_waiting", stats.seconds_waiting},
-        {"seconds_reading", stats.seconds_reading},
-        {"seconds_waiting_per_pass", stats.seconds_waiting / passes},
-        {"read_bytes_per_second", stats.seconds_reading > 0 ? stats.bytes_read / stats.seconds_reading : 0.0}};
+    f.access = plan.access;
+    f.tile_bytes = p.tile_bytes;
+    f.depth = p.depth;
+    f.tiles_per_pass = static_cast<std::int64_t>(tiles);
+    f.passes = stats.passes;
+    f.tiles_delivered = stats.tiles;
+    f.bytes_read = stats.bytes_read;
+    f.seconds_waiting = stats.seconds_waiting;
+    f.seconds_reading = stats.seconds_reading;
   }
-  j["peak_rss_bytes"] = peak;
-  j["peak_over_budget"] = static_cast<double>(peak) / static_cast<double>(plan.budget);
-  j["figures_of"] = "rank 0 (every rank plans its own block against the same per-process budget)";
-  return j.dump();
-}
-
-template <class T>
-std::string memory_summary(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles) {
-  const stream::Plan& p = plan.plan;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "streamed (%s): %zu tiles of <= %s through %d slots, %lld passes, waited %.3g s for tiles; peak RSS "
-                "%s of a %s budget",
-                plan.access.c_str(), tiles, stream::human_bytes(static_cast<double>(p.tile_bytes)).c_str(), p.depth,
-                stats.passes, stats.seconds_waiting,
-                stream::human_bytes(static_cast<double>(util::peak_rss_bytes())).c_str(),
-                stream::human_bytes(static_cast<double>(plan.budget)).c_str());
-  return line;
+  return f;
 }
 
 // NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations
-#define DNMF_INSTANTIATE_STREAM_REPORT(T)                                                                       \
+#define DNMF_INSTANTIATE_MEMORY_PLAN(T)                                                                         \
   template MemoryPlan<T> plan_block<T>(const std::string&, const io::MatrixShape&, const dist::Layout&,         \
                                        const FactorOptions&, std::int64_t, dist::Communicator&);                \
   template std::unique_ptr<solvers::Operand<T>> make_streamed_operand<T>(backend::Kernels<T>&, MemoryPlan<T>&); \
-  template std::string memory_report_json<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);  \
-  template std::string memory_summary<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);
+  template MemoryFigures memory_figures<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);
 // NOLINTEND(bugprone-macro-parentheses)
-DNMF_INSTANTIATE_STREAM_REPORT(float)
-DNMF_INSTANTIATE_STREAM_REPORT(double)
-#undef DNMF_INSTANTIATE_STREAM_REPORT
+DNMF_INSTANTIATE_MEMORY_PLAN(float)
+DNMF_INSTANTIATE_MEMORY_PLAN(double)
+#undef DNMF_INSTANTIATE_MEMORY_PLAN
 
-}  // namespace dnmf::cli
+}  // namespace dnmf::api

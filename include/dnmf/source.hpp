@@ -1,0 +1,85 @@
+// dnmf: where the matrix A comes from. A Source names a file (read by every process for its own block) or
+// borrows a matrix already in memory, without copying it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "dnmf/matrix.hpp"
+
+namespace dnmf {
+
+/// The input of factor() and nmfk(): a matrix file, or a dense or CSR matrix in memory. In-memory sources
+/// borrow their storage: it must outlive every call that uses the source (attach an owner to extend it).
+/// A row-major dense matrix or a CSC matrix is held as the column-major (CSR) view of its transpose, which is the
+/// same bytes; the entry points then factor Aᵀ ≈ Hᵀ Wᵀ and hand back W and H of A.
+class Source {
+ public:
+  /// A matrix file, its format taken from the extension: .npy (dense, f4/f8, C or Fortran order), .mtx (Matrix
+  /// Market coordinate), .h5/.hdf5 with an optional object after a colon ("A.h5:/X": a dense dataset or a CSR
+  /// group as AnnData writes it), .dcsr (dnmf's binary CSR). Nothing is opened until the source is used.
+  static Source file(std::string path);
+
+  /// A dense column-major matrix (entry (i, j) at data[i + j·ld]).
+  template <class T>
+  static Source dense(DenseView<const T> a, std::shared_ptr<const void> owner = {}) {
+    return Source(MatrixRef<T>{a}, false, std::move(owner));
+  }
+  /// A dense row-major matrix (entry (i, j) at data[i·ld + j]), e.g. a C-order numpy array.
+  template <class T>
+  static Source dense_row_major(const T* data, index_t rows, index_t cols, index_t ld,
+                                std::shared_ptr<const void> owner = {}) {
+    return Source(MatrixRef<T>{DenseView<const T>(data, cols, rows, ld)}, true, std::move(owner));
+  }
+  /// A CSR matrix (column indices sorted and unique within each row).
+  template <class T>
+  static Source csr(CsrView<T> a, std::shared_ptr<const void> owner = {}) {
+    return Source(MatrixRef<T>{a}, false, std::move(owner));
+  }
+  /// A CSC matrix of rows x cols: `indptr` has cols + 1 entries, `indices` are row indices sorted within each column.
+  template <class T>
+  static Source csc(index_t rows, index_t cols, const index_t* indptr, const col_index_t* indices, const T* values,
+                    std::shared_ptr<const void> owner = {}) {
+    return Source(MatrixRef<T>{CsrView<T>{cols, rows, indptr, indices, values}}, true, std::move(owner));
+  }
+
+  /// True for a file source.
+  [[nodiscard]] bool is_file() const { return std::holds_alternative<std::monostate>(matrix_); }
+  /// The file's path, or "<memory>" for an in-memory source: the name error messages and reports use.
+  [[nodiscard]] const std::string& name() const { return name_; }
+  /// True when the stored matrix is Aᵀ (row-major dense or CSC input).
+  [[nodiscard]] bool transposed() const { return transposed_; }
+  /// The stored in-memory matrix in precision T (Aᵀ when transposed()), or nullptr for a file or another precision.
+  template <class T>
+  [[nodiscard]] const MatrixRef<T>* stored() const {
+    return std::get_if<MatrixRef<T>>(&matrix_);
+  }
+  /// True when an in-memory source holds float values (false for double and for files).
+  [[nodiscard]] bool holds_float() const { return std::holds_alternative<MatrixRef<float>>(matrix_); }
+  /// The same in-memory source with the other storage interpretation (used by the entry points to factor Aᵀ).
+  [[nodiscard]] Source as_untransposed() const {
+    Source s = *this;
+    s.transposed_ = false;
+    return s;
+  }
+
+ private:
+  Source() = default;
+  template <class T>
+  Source(MatrixRef<T> a, bool transposed, std::shared_ptr<const void> owner)
+      : name_("<memory>"), matrix_(a), transposed_(transposed), owner_(std::move(owner)) {}
+
+  std::string name_;
+  std::variant<std::monostate, MatrixRef<float>, MatrixRef<double>> matrix_;
+  bool transposed_ = false;
+  std::shared_ptr<const void> owner_;  ///< keeps a borrowed matrix alive (e.g. a Python array); may be empty
+};
+
+inline Source Source::file(std::string path) {
+  Source s;
+  s.name_ = std::move(path);
+  return s;
+}
+
+}  // namespace dnmf

@@ -1,0 +1,77 @@
+// dnmf::Context: a communicator and the resources of a job (see dnmf/context.hpp).
+
+#include <string>
+
+#include "api/context_state.hpp"
+#include "backend/kernels.hpp"
+#include "dist/grid.hpp"
+#include "dnmf/context.hpp"
+#include "dnmf/error.hpp"
+#include "stream/bytes.hpp"
+#include "util/memory.hpp"
+
+namespace dnmf {
+
+Context::Context() : state_(std::make_shared<detail::ContextState>()) {
+  state_->owned = std::make_unique<dist::SingleCommunicator>();
+  state_->comm = state_->owned.get();
+}
+
+Context Context::world() {
+  auto state = std::make_shared<detail::ContextState>();
+  state->comm = &dist::world();
+  return Context(std::move(state));
+}
+
+int Context::rank() const { return state_->comm->rank(); }
+int Context::size() const { return state_->comm->size(); }
+std::string Context::communicator_name() const { return state_->comm->name(); }
+void Context::abort(int code) const { state_->comm->abort(code); }
+
+void Context::on_root(const std::function<void()>& step) const {
+  dist::Communicator& comm = *state_->comm;
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      step();
+    } catch (const Error& e) {
+      error = e.what();
+      if (error.empty()) error = "failed";
+    }
+  }
+  if (comm.size() > 1) {
+    std::int64_t length = static_cast<std::int64_t>(error.size());
+    comm.broadcast(&length, 1, dist::Scalar::i64, 0);
+    error.resize(static_cast<std::size_t>(length));
+    if (length > 0) comm.broadcast(error.data(), error.size(), dist::Scalar::u8, 0);
+  }
+  if (!error.empty()) throw CollectiveError(error);
+}
+
+bool backend_available(BackendKind kind, std::string* why_not) { return backend::backend_available(kind, why_not); }
+
+void check_grid(const std::string& text) {
+  if (text != "auto") (void)dist::parse_grid(text);
+}
+
+std::int64_t parse_bytes(const std::string& text) { return stream::parse_bytes(text); }
+std::string human_bytes(double bytes) { return stream::human_bytes(bytes); }
+std::int64_t peak_rss_bytes() { return util::peak_rss_bytes(); }
+
+namespace api {
+
+FactorOptions resolve(const FactorOptions& options, const Context& context) {
+  if (context.device != -1)
+    throw Error("device " + std::to_string(context.device) +
+                ": choosing a CUDA device is not supported yet; the runtime's current device is used (device -1)");
+  if (context.device_memory_budget != 0)
+    throw Error("device memory budget: streaming to the device is not wired into factor() yet; leave it at 0");
+  if (context.memory_budget < 0) throw Error("memory budget: must be >= 0 bytes");
+  FactorOptions o = options;
+  o.backend = context.backend;
+  o.threads = context.threads;
+  return o;
+}
+
+}  // namespace api
+}  // namespace dnmf

@@ -1,0 +1,338 @@
+// dnmf::factor: the one path from a Source to a factorisation on a Context — the same steps `dnmf factor`,
+// the Python package and host programs take. The order is the point: every check that can fail runs before
+// the factorisation; every process reads (or slices) only its own block.
+
+#include "dnmf/factor.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "api/context_state.hpp"
+#include "api/memory_plan.hpp"
+#include "api/on_every_rank.hpp"
+#include "backend/kernels.hpp"
+#include "dist/communicator.hpp"
+#include "dist/grid.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "io/block_read.hpp"
+#include "io/collective_failure.hpp"
+#include "io/hdf5_io.hpp"
+#include "solvers/operand.hpp"
+#include "solvers/solve.hpp"
+#include "stream/streamed_operand.hpp"
+
+namespace dnmf {
+namespace detail {
+
+/// The grid factor() ran on and this process's ranges, with the context that keeps its communicator alive.
+template <class T>
+struct Distribution {
+  Context context;
+  dist::GridShape shape;
+  dist::Layout layout;
+  bool transposed = false;  ///< the run factored Aᵀ: layout and blocks are those of Aᵀ's run
+};
+
+}  // namespace detail
+
+namespace {
+
+/// This rank's block of A as the solver reads it, with whatever owns its storage.
+template <class T>
+struct LocalOperand {
+  io::LocalBlock<T> block;             ///< a copy of the block when one was read or sliced
+  std::optional<MatrixRef<T>> host;    ///< the block in host memory (resident mode)
+  MatrixRef<T> on_backend;             ///< the block in the kernels' memory
+  std::unique_ptr<solvers::Operand<T>> operand;
+  api::MemoryPlan<T> memory;           ///< the budget's plan; budget 0 when none was given
+  const stream::StreamedOperand<T>* streamed = nullptr;
+};
+
+/// The shape of an in-memory matrix.
+template <class U>
+io::MatrixShape shape_of(const MatrixRef<U>& a) {
+  io::MatrixShape s;
+  s.rows = rows_of(a);
+  s.cols = cols_of(a);
+  s.sparse = is_sparse(a);
+  s.stored = s.sparse ? std::get<CsrView<U>>(a).nnz() : s.rows * s.cols;
+  return s;
+}
+
+/// Rows x cols of an in-memory matrix as a block of precision T (a copy; converted when U differs).
+template <class T, class U>
+io::LocalBlock<T> slice(const MatrixRef<U>& a, dist::Range rows, dist::Range cols) {
+  io::LocalBlock<T> b;
+  if (const auto* d = std::get_if<DenseView<const U>>(&a)) {
+    b.dense = DenseMatrix<T>(rows.size(), cols.size());
+    for (index_t j = cols.first; j < cols.last; ++j)
+      for (index_t i = rows.first; i < rows.last; ++i)
+        b.dense(i - rows.first, j - cols.first) = static_cast<T>((*d)(i, j));
+    return b;
+  }
+  const auto& s = std::get<CsrView<U>>(a);
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  for (index_t i = rows.first; i < rows.last; ++i) {
+    for (index_t q = s.indptr[i]; q < s.indptr[i + 1]; ++q) {
+      const index_t j = s.indices[q];
+      if (j < cols.first || j >= cols.last) continue;
+      indices.push_back(static_cast<col_index_t>(j - cols.first));
+      values.push_back(static_cast<T>(s.values[q]));
+    }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  b.sparse = true;
+  b.csr = CsrMatrix<T>(rows.size(), cols.size(), std::move(indptr), std::move(indices), std::move(values));
+  return b;
+}
+
+/// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
+/// (no copy), else a sliced (and converted) copy. Entries are checked as the file readers check theirs.
+template <class T>
+void take_memory_block(const Source& source, const dist::Layout& layout, LocalOperand<T>& local) {
+  const bool whole = layout.a_rows.size() == layout.m && layout.a_cols.size() == layout.n;
+  if (const MatrixRef<T>* same = source.stored<T>(); same != nullptr && whole) {
+    local.host = *same;
+  } else if (same != nullptr) {
+    local.block = slice<T>(*same, layout.a_rows, layout.a_cols);
+  } else if (const auto* f = source.stored<float>()) {
+    local.block = slice<T>(*f, layout.a_rows, layout.a_cols);
+  } else {
+    local.block = slice<T>(*source.stored<double>(), layout.a_rows, layout.a_cols);
+  }
+  if (!local.host) local.host = local.block.ref();
+  std::visit([&](const auto& v) { io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first); },
+             *local.host);
+}
+
+/// Reads or slices this rank's block and makes it resident on the kernels, or, when the budget says it does not
+/// fit, streams it from the file in tiles.
+template <class T>
+LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source, const io::MatrixShape& shape,
+                             const dist::Layout& layout, const FactorOptions& options, std::int64_t budget,
+                             dist::Communicator& world) {
+  LocalOperand<T> local;
+  if (source.is_file()) {
+    if (budget > 0) {
+      local.memory = api::plan_block<T>(source.name(), shape, layout, options, budget, world);
+      if (local.memory.plan.streamed) {
+        auto streamed = api::make_streamed_operand<T>(kernels, local.memory);
+        local.streamed = dynamic_cast<const stream::StreamedOperand<T>*>(streamed.get());
+        local.operand = std::move(streamed);
+        return local;
+      }
+    }
+    local.block = io::read_block<T>(source.name(), layout.a_rows, layout.a_cols, world);
+    local.host = local.block.ref();
+  } else {
+    io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, local); });
+  }
+  local.on_backend = kernels.make_resident(*local.host);
+  local.operand = std::make_unique<solvers::ResidentOperand<T>>(kernels, local.on_backend);
+  return local;
+}
+
+/// Entries != 0 in this rank's block (dense) or stored (CSR).
+template <class T>
+index_t local_nonzeros(const MatrixRef<T>& block) {
+  if (const auto* csr = std::get_if<CsrView<T>>(&block)) return csr->nnz();
+  const auto& dense = std::get<DenseView<const T>>(block);
+  index_t count = 0;
+  for (index_t j = 0; j < dense.cols; ++j)
+    for (index_t i = 0; i < dense.rows; ++i) count += dense(i, j) != T(0) ? 1 : 0;
+  return count;
+}
+
+/// The factorisation of a source stored as it is (not transposed).
+template <class T>
+Factorization<T> factor_stored(const Source& source, const FactorOptions& requested, const Context& context,
+                               Gather gather_mode) {
+  dist::Communicator& world = api::communicator(context);
+  const std::string& name = source.name();
+  std::int64_t budget = 0;
+
+  // Checks every rank makes identically: reported once, and every process ends normally.
+  FactorOptions options;
+  std::string format = "memory";
+  const io::MatrixShape shape = api::on_every_rank([&] {
+    options = api::resolve(requested, context);
+    std::string why_not;
+    if (!backend_available(options.backend, &why_not))
+      throw Error("--backend " + to_string(options.backend) + ": " + why_not);
+    if (options.tf32 && options.backend != BackendKind::cuda)
+      throw Error("--tf32: tensor-core float math needs --backend cuda");
+    budget = context.memory_budget;
+    if (!source.is_file()) {
+      if (budget > 0)
+        throw Error(name + ": a memory budget applies to file sources (an in-memory matrix is held already)");
+      if (const auto* f = source.stored<float>()) return shape_of(*f);
+      return shape_of(*source.stored<double>());
+    }
+    format = io::format_name(io::format_of(name));  // an unknown extension fails before anything is read
+    return io::read_shape(name, world);
+  });
+  const dist::GridShape grid_shape = api::on_every_rank([&] {
+    try {
+      solvers::check_options(options, shape.rows, shape.cols);
+    } catch (const Error& e) {
+      throw Error(name + ": " + e.what());  // "rank k=0 does not fit a 20x10 matrix" names no file
+    }
+    return context.grid == "auto" ? dist::choose_grid(world.size(), shape.rows, shape.cols, options.rank)
+                                  : dist::parse_grid(context.grid);
+  });
+  const dist::Grid grid = api::on_every_rank([&] { return dist::Grid(world, grid_shape); });
+  if (world.rank() != 0) options.progress = nullptr;  // progress is rank 0's to tell
+  if (options.init != InitMethod::random && grid_shape.size() > 1)
+    throw CollectiveError("--init " + to_string(options.init) + " needs one process; use --init random on a grid");
+
+  // From here on a failure may be one rank's own (its part of the file is corrupt, say).
+  const dist::Layout layout = dist::make_layout(grid, shape.rows, shape.cols);
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  auto kernels = backend::make_kernels<T>(options.backend);
+  kernels->set_tf32(options.tf32);
+  auto host =
+      backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
+  LocalOperand<T> local = make_operand<T>(*kernels, source, shape, layout, options, budget, world);
+
+  solvers::Solution<T> solution;
+  try {
+    const MatrixRef<T>* whole = grid_shape.size() == 1 && local.host ? &*local.host : nullptr;
+    solution = solvers::solve(*kernels, *host, *local.operand, whole, grid, layout, options);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error& e) {
+    // The library's message (e.g. "numerical breakdown at iteration 12") does not know the file name.
+    throw Error(name + ": " + e.what());
+  }
+
+  Factorization<T> run;
+  run.result = std::move(solution.result);
+  run.w_block = std::move(solution.pieces.wt);
+  run.h_block = std::move(solution.pieces.h);
+  run.w_row_first = layout.w_rows.first;
+  run.h_col_first = layout.h_cols.first;
+  run.input = name;
+  run.format = format;
+  run.precision = sizeof(T) == 4 ? "f32" : "f64";
+  run.grid = grid_shape.str();
+  run.m = shape.rows;
+  run.n = shape.cols;
+  run.options = options;
+  run.distribution = std::make_shared<detail::Distribution<T>>(detail::Distribution<T>{context, grid_shape, layout});
+
+  // Every rank's share of the traffic, for the report (DESIGN §4's model beside it).
+  const int iterations = std::max(run.result.iterations, 1);
+  std::vector<double> bytes_per_rank(static_cast<std::size_t>(world.size()));
+  const double mine = solution.iteration_traffic.bytes_sent / iterations;
+  world.gather(&mine, bytes_per_rank.data(), std::vector<std::size_t>(bytes_per_rank.size(), 1), dist::Scalar::f64, 0);
+  run.communication.processes = world.size();
+  run.communication.model_bytes_per_iteration =
+      dist::words_per_rank(grid_shape, shape.rows, shape.cols, options.rank) * sizeof(T);
+  if (world.rank() == 0) run.communication.bytes_per_iteration_per_rank = std::move(bytes_per_rank);
+  run.nnz = shape.sparse ? shape.stored
+                         : world.sum<std::int64_t>(local.streamed != nullptr ? local.streamed->nonzeros()
+                                                                             : local_nonzeros(*local.host));
+  if (budget > 0)
+    run.memory = api::memory_figures(local.memory, local.operand->operand_stats(),
+                                     local.streamed != nullptr ? local.streamed->tile_count() : 0);
+  if (gather_mode == Gather::to_root) gather(run, context);
+  return run;
+}
+
+/// In place: each row of `x` (k x cols) divided (divide = true) or multiplied by scale[row].
+template <class T>
+void scale_rows(DenseMatrix<T>& x, const std::vector<double>& scale, bool divide) {
+  for (index_t j = 0; j < x.cols(); ++j)
+    for (index_t c = 0; c < x.rows(); ++c) {
+      const double s = scale[static_cast<std::size_t>(c)];
+      if (s > 0) x(c, j) = static_cast<T>(divide ? x(c, j) / s : x(c, j) * s);
+    }
+}
+
+/// The transpose of a column-major matrix.
+template <class T>
+DenseMatrix<T> transposed(const DenseMatrix<T>& x) {
+  DenseMatrix<T> t(x.cols(), x.rows());
+  for (index_t j = 0; j < x.cols(); ++j)
+    for (index_t i = 0; i < x.rows(); ++i) t(j, i) = x(i, j);
+  return t;
+}
+
+}  // namespace
+
+template <class T>
+Factorization<T> factor(const Source& source, const FactorOptions& options, const Context& context,
+                        Gather gather_mode) {
+  if (!source.transposed()) return factor_stored<T>(source, options, context, gather_mode);
+  // Aᵀ ≈ H'ᵀ... : factoring the stored Aᵀ = W' H' gives A = H'ᵀ W'ᵀ, so W = H'ᵀ and H = W'ᵀ, with no copy of A.
+  Factorization<T> run = factor_stored<T>(source.as_untransposed(), options, context, Gather::none);
+  std::swap(run.w_block, run.h_block);
+  std::swap(run.w_row_first, run.h_col_first);
+  std::swap(run.m, run.n);
+  auto distribution = std::make_shared<detail::Distribution<T>>(*run.distribution);
+  distribution->transposed = true;
+  run.distribution = distribution;
+  if (run.options.normalize) {
+    // W's columns sum to 1 as for any other source; each of W's rows is owned by exactly one process.
+    const index_t k = run.w_block.rows();
+    std::vector<double> sums(static_cast<std::size_t>(k), 0.0);
+    for (index_t i = 0; i < run.w_block.cols(); ++i)
+      for (index_t c = 0; c < k; ++c) sums[static_cast<std::size_t>(c)] += run.w_block(c, i);
+    api::communicator(context).allreduce_sum(sums.data(), sums.size());
+    scale_rows(run.w_block, sums, true);
+    scale_rows(run.h_block, sums, false);
+  }
+  if (gather_mode == Gather::to_root) gather(run, context);
+  return run;
+}
+
+template <class T>
+void gather(Factorization<T>& run, const Context& context) {
+  const detail::Distribution<T>& d = *run.distribution;
+  const dist::Grid grid(api::communicator(context), d.shape);
+  solvers::Factors<T> pieces;
+  // A transposed run's blocks were swapped into A's roles; the grid knows them in Aᵀ's.
+  pieces.wt = d.transposed ? run.h_block : run.w_block;
+  pieces.h = d.transposed ? run.w_block : run.h_block;
+  DenseMatrix<T> w, h;
+  solvers::gather_factors(grid, d.layout, pieces, w, h);
+  if (grid.world().rank() != 0) return;
+  if (d.transposed) {
+    run.result.W = transposed(h);
+    run.result.H = transposed(w);
+  } else {
+    run.result.W = std::move(w);
+    run.result.H = std::move(h);
+  }
+}
+
+template <class T>
+void write_factors_h5(const Factorization<T>& run, const std::string& path, const Context& context) {
+  const detail::Distribution<T>& d = *run.distribution;
+  if (d.transposed)
+    throw CollectiveError(path + ": factors of a transposed (row-major or CSC) source are written by gather()");
+  const dist::Grid grid(api::communicator(context), d.shape);
+  io::write_factors_h5<T>(path, grid, d.layout, run.w_block.view(), run.h_block.view());
+}
+
+// NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations
+#define DNMF_INSTANTIATE_FACTOR(T)                                                                  \
+  template Factorization<T> factor<T>(const Source&, const FactorOptions&, const Context&, Gather); \
+  template void gather<T>(Factorization<T>&, const Context&);                                       \
+  template void write_factors_h5<T>(const Factorization<T>&, const std::string&, const Context&);
+// NOLINTEND(bugprone-macro-parentheses)
+DNMF_INSTANTIATE_FACTOR(float)
+DNMF_INSTANTIATE_FACTOR(double)
+#undef DNMF_INSTANTIATE_FACTOR
+
+}  // namespace dnmf

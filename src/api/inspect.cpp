@@ -1,0 +1,77 @@
+// dnmf::inspect and entry statistics: what `dnmf info` shows about a matrix file.
+
+#include "dnmf/inspect.hpp"
+
+#include <cmath>
+#include <limits>
+#include <variant>
+
+namespace dnmf {
+namespace {
+
+/// Accumulates one entry into the statistics.
+void add_entry(EntryStats& s, double v) {
+  if (std::isnan(v)) {
+    ++s.nan;
+    ++s.nonzeros;
+    return;
+  }
+  if (v != 0) ++s.nonzeros;
+  // The categories are disjoint: -inf counts as infinite, not as negative.
+  if (std::isinf(v)) {
+    ++s.infinite;
+  } else {
+    s.sum += v;
+    if (v < 0) ++s.negative;
+  }
+  // NaN-initialised min/max: the first comparable entry replaces them.
+  if (!(v >= s.min)) s.min = v;
+  if (!(v <= s.max)) s.max = v;
+}
+
+}  // namespace
+
+template <class T>
+EntryStats entry_stats(const MatrixRef<T>& matrix) {
+  EntryStats s;
+  s.rows = rows_of(matrix);
+  s.cols = cols_of(matrix);
+  s.min = s.max = std::numeric_limits<double>::quiet_NaN();
+  if (const auto* dense = std::get_if<DenseView<const T>>(&matrix)) {
+    s.stored = s.rows * s.cols;
+    for (index_t j = 0; j < s.cols; ++j) {
+      for (index_t i = 0; i < s.rows; ++i) add_entry(s, static_cast<double>((*dense)(i, j)));
+    }
+  } else {
+    const auto& csr = std::get<CsrView<T>>(matrix);
+    s.stored = csr.nnz();
+    for (index_t k = csr.indptr[0]; k < csr.indptr[csr.rows]; ++k) add_entry(s, static_cast<double>(csr.values[k]));
+    // Entries not stored are zeros and take part in min and max like any other.
+    if (s.stored < s.rows * s.cols) {
+      if (!(s.min <= 0)) s.min = 0;
+      if (!(s.max >= 0)) s.max = 0;
+    }
+  }
+  return s;
+}
+
+MatrixInfo inspect(const std::string& path) {
+  MatrixInfo info;
+  info.format = io::format_of(path);
+  info.dtype = "f8";  // Matrix Market, HDF5 and .dcsr values are reported as read (float64)
+  if (info.format == io::FileFormat::npy) {
+    const io::NpyHeader header = io::read_npy_header(path);
+    info.fortran_order = header.fortran_order;
+    info.dtype = std::string(1, header.kind) + std::to_string(header.word_size);
+  }
+  // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
+  const io::LoadedMatrix<double> matrix = io::load_matrix<double>(path);
+  info.sparse = matrix.sparse;
+  info.stats = entry_stats(matrix.ref());
+  return info;
+}
+
+template EntryStats entry_stats<float>(const MatrixRef<float>&);
+template EntryStats entry_stats<double>(const MatrixRef<double>&);
+
+}  // namespace dnmf

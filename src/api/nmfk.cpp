@@ -1,0 +1,103 @@
+// dnmf::nmfk on a Source and a Context: the blocks of a file read per process (or sliced from memory) and
+// handed to NMFk's distributed driver (src/nmfk/driver.cpp).
+
+#include <filesystem>
+#include <string>
+
+#include "api/context_state.hpp"
+#include "api/on_every_rank.hpp"
+#include "dist/communicator.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "dnmf/nmfk.hpp"
+#include "io/block_read.hpp"
+#include "nmfk/provider.hpp"
+
+namespace dnmf {
+template <class T>
+NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Context& context) {
+  dist::Communicator& world = api::communicator(context);
+  const std::string& name = source.name();
+  NmfkOptions options = requested;
+  const io::MatrixShape shape = api::on_every_rank([&] {
+    options.factor = api::resolve(requested.factor, context);
+    options.grid = context.grid;
+    if (context.memory_budget > 0)
+      throw Error("--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
+    if (source.transposed())
+      throw Error(name + ": nmfk clusters the columns of W and needs A as stored (not a row-major or CSC view)");
+    if (!source.is_file()) {
+      const MatrixRef<T>* a = source.stored<T>();
+      if (a == nullptr)
+        throw Error(name + ": the matrix holds " + std::string(source.holds_float() ? "float32" : "float64") +
+                    " values; run nmfk in that precision");
+      io::MatrixShape s;
+      s.rows = rows_of(*a);
+      s.cols = cols_of(*a);
+      s.sparse = is_sparse(*a);
+      s.stored = s.sparse ? std::get<CsrView<T>>(*a).nnz() : s.rows * s.cols;
+      return s;
+    }
+    (void)io::format_of(name);  // an unknown extension fails before any output
+    return io::read_shape(name, world);
+  });
+  if (source.is_file() && world.rank() == 0) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(name, ec);
+    if (!ec) options.data_identity.emplace_back("file_bytes", std::to_string(bytes));
+  }
+
+  BlockProvider<T> provider;
+  if (source.is_file()) {
+    provider = [&name](const BlockRequest& r) {
+      io::LocalBlock<T> local =
+          io::read_block<T>(name, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
+      MatrixBlock<T> block;
+      block.sparse = local.sparse;
+      block.dense = std::move(local.dense);
+      block.csr = std::move(local.csr);
+      return block;
+    };
+  } else {
+    const MatrixRef<T> a = *source.stored<T>();
+    provider = [a, &name](const BlockRequest& r) {
+      MatrixBlock<T> block = slice_block(a, r);
+      std::visit([&](const auto& v) { io::check_nonnegative<T>(v, name, r.row_first, r.col_first); }, block.ref());
+      return block;
+    };
+  }
+  try {
+    return nmfk<T>(shape.rows, shape.cols, provider, options, world);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const CollectiveError& e) {
+    // The library's own checks say "nmfk: ..."; the user wants to know which file they concern.
+    const std::string message = e.what();
+    if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(name + ": " + message.substr(6));
+    throw;
+  }
+}
+
+template <class T>
+NmfkRunInfo nmfk_run_info(const Source& source) {
+  NmfkRunInfo run;
+  run.input = source.name();
+  run.precision = sizeof(T) == 4 ? "f32" : "f64";
+  if (source.is_file()) {
+    run.format = io::format_name(io::format_of(source.name()));
+    const io::MatrixShape shape = io::read_shape(source.name());
+    run.nnz = shape.sparse ? shape.stored : -1;
+  } else {
+    run.format = "memory";
+    if (const MatrixRef<T>* a = source.stored<T>(); a != nullptr && is_sparse(*a))
+      run.nnz = std::get<CsrView<T>>(*a).nnz();
+  }
+  return run;
+}
+
+template NmfkResult<float> nmfk<float>(const Source&, const NmfkOptions&, const Context&);
+template NmfkResult<double> nmfk<double>(const Source&, const NmfkOptions&, const Context&);
+template NmfkRunInfo nmfk_run_info<float>(const Source&);
+template NmfkRunInfo nmfk_run_info<double>(const Source&);
+
+}  // namespace dnmf

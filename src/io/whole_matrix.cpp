@@ -1,0 +1,102 @@
+// Whole matrices on one process: reading any format, its shape, and converting between files
+// (`dnmf info`, `dnmf convert`, in-memory entry points).
+
+#include <string>
+#include <vector>
+
+#include "dist/communicator.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "io/block_read.hpp"
+#include "io/dcsr.hpp"
+
+namespace dnmf::io {
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Dense to CSR, zeros dropped.
+template <class T>
+CsrMatrix<T> to_csr(const DenseMatrix<T>& d) {
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  for (index_t i = 0; i < d.rows(); ++i) {
+    for (index_t j = 0; j < d.cols(); ++j)
+      if (d(i, j) != T(0)) {
+        indices.push_back(static_cast<col_index_t>(j));
+        values.push_back(d(i, j));
+      }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  return {d.rows(), d.cols(), std::move(indptr), std::move(indices), std::move(values)};
+}
+
+}  // namespace
+
+std::string format_name(FileFormat format) {
+  switch (format) {
+    case FileFormat::npy:
+      return "npy";
+    case FileFormat::matrix_market:
+      return "mtx";
+    case FileFormat::hdf5:
+      return "hdf5";
+    case FileFormat::dcsr:
+      return "dcsr";
+  }
+  return "unknown";
+}
+
+MatrixShape read_shape(const std::string& path) {
+  dist::SingleCommunicator self;
+  return read_shape(path, self);
+}
+
+template <class T>
+LoadedMatrix<T> load_matrix(const std::string& path) {
+  LoadedMatrix<T> matrix;
+  const FileFormat format = format_of(path);
+  if (format == FileFormat::npy) {
+    matrix.dense = read_npy<T>(path);
+  } else if (format == FileFormat::matrix_market) {
+    matrix.sparse = true;
+    matrix.csr = read_mtx<T>(path);
+  } else {
+    // HDF5, .dcsr: the block reader on one process, over the whole matrix (it refuses negative entries itself).
+    dist::SingleCommunicator self;
+    const MatrixShape shape = read_shape(path, self);
+    LocalBlock<T> block = read_block<T>(path, {0, shape.rows}, {0, shape.cols}, self);
+    matrix.sparse = block.sparse;
+    matrix.dense = std::move(block.dense);
+    matrix.csr = std::move(block.csr);
+  }
+  return matrix;
+}
+
+template <class T>
+MatrixShape convert_matrix(const std::string& input, const std::string& output) {
+  if (ends_with(input, ".dcsr")) {
+    if (!ends_with(output, ".mtx")) throw Error(output + ": a .dcsr file converts to .mtx");
+    const CsrMatrix<T> a = read_dcsr<T>(input);
+    write_mtx<T>(output, a.view());
+    return {a.rows(), a.cols(), a.nnz(), true};
+  }
+  if (!ends_with(output, ".dcsr")) throw Error(output + ": the output must end in .dcsr (or convert a .dcsr to .mtx)");
+  dist::SingleCommunicator self;
+  const MatrixShape shape = read_shape(input, self);
+  LocalBlock<T> block = read_block<T>(input, {0, shape.rows}, {0, shape.cols}, self);
+  if (!block.sparse) block.csr = to_csr(block.dense);
+  const CsrView<T> a = block.csr.view();
+  write_dcsr<T>(output, a);
+  return {a.rows, a.cols, a.nnz(), true};
+}
+
+template LoadedMatrix<float> load_matrix<float>(const std::string&);
+template LoadedMatrix<double> load_matrix<double>(const std::string&);
+template MatrixShape convert_matrix<float>(const std::string&, const std::string&);
+template MatrixShape convert_matrix<double>(const std::string&, const std::string&);
+
+}  // namespace dnmf::io

@@ -1,0 +1,224 @@
+// The public entry points (dnmf/factor.hpp, source.hpp, context.hpp, inspect.hpp, nmfk(Source, ...)), used the
+// way the CLI and the Python package use them. Only public headers: this suite is a client like any other.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dnmf/dnmf.hpp"
+#include "support/random_matrices.hpp"
+#include "support/temp_dir_test.hpp"
+
+namespace dnmf {
+namespace {
+
+/// A planted rank-4 matrix, dense column-major, with a little noise.
+DenseMatrix<double> planted_dense(index_t rows = 60, index_t cols = 40) {
+  PlantedOptions p;
+  p.rows = rows;
+  p.cols = cols;
+  p.rank = 4;
+  p.noise = 0.01;
+  p.seed = 7;
+  return make_planted<double>(p).dense;
+}
+
+FactorOptions options_k4(Algorithm algorithm = Algorithm::hals) {
+  FactorOptions o;
+  o.rank = 4;
+  o.algorithm = algorithm;
+  o.max_iterations = 60;
+  o.tol = 0;
+  return o;
+}
+
+/// Row-major copy (data[i * cols + j]) of a column-major matrix.
+std::vector<double> row_major(const DenseMatrix<double>& a) {
+  std::vector<double> r(static_cast<std::size_t>(a.rows() * a.cols()));
+  for (index_t i = 0; i < a.rows(); ++i)
+    for (index_t j = 0; j < a.cols(); ++j) r[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
+  return r;
+}
+
+DenseMatrix<double> transpose_of(const DenseMatrix<double>& a) {
+  DenseMatrix<double> t(a.cols(), a.rows());
+  for (index_t j = 0; j < a.cols(); ++j)
+    for (index_t i = 0; i < a.rows(); ++i) t(j, i) = a(i, j);
+  return t;
+}
+
+double column_sum(const DenseMatrix<double>& w, index_t c) {
+  double s = 0;
+  for (index_t i = 0; i < w.rows(); ++i) s += w(i, c);
+  return s;
+}
+
+using ApiTest = test::TempDirTest;
+
+TEST(Api, InMemoryDenseEqualsFactorize) {
+  const DenseMatrix<double> a = planted_dense();
+  const FactorOptions o = options_k4();
+  const FactorResult<double> direct = factorize<double>(MatrixRef<double>{a.view()}, o);
+  const Factorization<double> run = factor<double>(Source::dense<double>(a.view()), o);
+  EXPECT_EQ(run.result.iterations, direct.iterations);
+  EXPECT_LE(test::max_relative_difference(run.result.W, direct.W), 1e-12);
+  EXPECT_LE(test::max_relative_difference(run.result.H, direct.H), 1e-12);
+  EXPECT_EQ(run.m, 60);
+  EXPECT_EQ(run.n, 40);
+  EXPECT_EQ(run.format, "memory");
+  EXPECT_EQ(run.grid, "1x1");
+}
+
+TEST(Api, RowMajorAndCscAreFactoredWithoutCopyAndNormalisedLikeW) {
+  const DenseMatrix<double> a = planted_dense();
+  const std::vector<double> rm = row_major(a);
+  const Factorization<double> run =
+      factor<double>(Source::dense_row_major<double>(rm.data(), a.rows(), a.cols(), a.cols()), options_k4());
+  ASSERT_EQ(run.result.W.rows(), 60);
+  ASSERT_EQ(run.result.W.cols(), 4);
+  ASSERT_EQ(run.result.H.rows(), 4);
+  ASSERT_EQ(run.result.H.cols(), 40);
+  const double direct = relative_error_direct<double>(MatrixRef<double>{a.view()}, run.result.W.view(),
+                                                      run.result.H.view());
+  EXPECT_NEAR(direct, run.result.rel_error, 1e-8);
+  EXPECT_LT(direct, 0.05);
+  for (index_t c = 0; c < 4; ++c) EXPECT_NEAR(column_sum(run.result.W, c), 1.0, 1e-12);
+
+  // CSC of A: the CSR arrays of Aᵀ.
+  const CsrMatrix<double> at = test::to_csr(transpose_of(a));
+  const Factorization<double> csc = factor<double>(
+      Source::csc<double>(a.rows(), a.cols(), at.indptr().data(), at.indices().data(), at.values().data()),
+      options_k4());
+  const double csc_direct =
+      relative_error_direct<double>(MatrixRef<double>{a.view()}, csc.result.W.view(), csc.result.H.view());
+  EXPECT_NEAR(csc_direct, csc.result.rel_error, 1e-8);
+  // The same transposed problem as the row-major run, so the same factors.
+  EXPECT_LE(test::max_relative_difference(csc.result.W, run.result.W), 1e-8);
+}
+
+TEST_F(ApiTest, FileEqualsMemoryAndReportCarriesTheRun) {
+  const DenseMatrix<double> a = planted_dense();
+  const std::string file = path("A.npy");
+  io::write_npy<double>(file, a.view());
+  FactorOptions o = options_k4(Algorithm::mu);
+  const Factorization<double> from_file = factor<double>(Source::file(file), o);
+  const Factorization<double> from_memory = factor<double>(Source::dense<double>(a.view()), o);
+  EXPECT_EQ(from_file.result.W.storage(), from_memory.result.W.storage());
+  EXPECT_EQ(from_file.result.H.storage(), from_memory.result.H.storage());
+  EXPECT_EQ(from_file.format, "npy");
+
+  const nlohmann::json report = nlohmann::json::parse(report_json(from_file));
+  EXPECT_EQ(report["input"], file);
+  EXPECT_EQ(report["m"], 60);
+  EXPECT_EQ(report["n"], 40);
+  EXPECT_EQ(report["k"], 4);
+  EXPECT_EQ(report["algo"], "mu");
+  EXPECT_EQ(report["iterations"], from_file.result.iterations);
+  EXPECT_DOUBLE_EQ(report["rel_error"].get<double>(), from_file.result.rel_error);
+  EXPECT_EQ(report["rel_error_history"].size(), static_cast<std::size_t>(from_file.result.iterations));
+  EXPECT_EQ(report["nnz"], from_memory.nnz);
+  EXPECT_FALSE(report.contains("memory"));
+}
+
+TEST(Api, FloatSourceRunsInDoubleByConversion) {
+  const DenseMatrix<double> a = planted_dense();
+  DenseMatrix<float> af(a.rows(), a.cols());
+  for (index_t j = 0; j < a.cols(); ++j)
+    for (index_t i = 0; i < a.rows(); ++i) af(i, j) = static_cast<float>(a(i, j));
+  const Factorization<double> run = factor<double>(Source::dense<float>(af.view()), options_k4());
+  EXPECT_LT(run.result.rel_error, 0.05);
+  EXPECT_EQ(run.precision, "f64");
+}
+
+TEST(Api, ProgressIsToldEveryIterationAndCancelStopsCleanly) {
+  const DenseMatrix<double> a = planted_dense();
+  FactorOptions o = options_k4();
+  int seen = 0;
+  o.progress = [&seen](const IterationInfo& info) { seen = info.iteration; };
+  o.cancel = [&seen] { return seen >= 3; };
+  try {
+    (void)factor<double>(Source::dense<double>(a.view()), o);
+    FAIL() << "cancel was ignored";
+  } catch (const Cancelled& e) {
+    EXPECT_NE(std::string(e.what()).find("iteration 3"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(seen, 3);
+}
+
+TEST(Api, BadInputAndContextsAreClearErrors) {
+  DenseMatrix<double> a = planted_dense();
+  a(5, 7) = -1.0;
+  try {
+    (void)factor<double>(Source::dense<double>(a.view()), options_k4());
+    FAIL() << "a negative entry was accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("<memory>"), std::string::npos) << m;
+    EXPECT_NE(m.find("row 5"), std::string::npos) << m;
+    EXPECT_NE(m.find("column 7"), std::string::npos) << m;
+  }
+  const DenseMatrix<double> good = planted_dense();
+  FactorOptions big = options_k4();
+  big.rank = 41;
+  EXPECT_THROW((void)factor<double>(Source::dense<double>(good.view()), big), CollectiveError);
+  Context two_by_one;
+  two_by_one.grid = "2x1";
+  EXPECT_THROW((void)factor<double>(Source::dense<double>(good.view()), options_k4(), two_by_one), CollectiveError);
+  Context device;
+  device.device = 1;
+  EXPECT_THROW((void)factor<double>(Source::dense<double>(good.view()), options_k4(), device), Error);
+  Context budget;
+  budget.memory_budget = 1 << 20;
+  EXPECT_THROW((void)factor<double>(Source::dense<double>(good.view()), options_k4(), budget), Error);
+  EXPECT_THROW(check_grid("2by2"), Error);
+  EXPECT_NO_THROW(check_grid("auto"));
+  EXPECT_EQ(parse_bytes("2K"), 2048);
+  EXPECT_THROW((void)factor<double>(Source::file("matrix.txt"), options_k4()), Error);
+}
+
+TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {
+  const DenseMatrix<double> a = planted_dense();
+  const CsrMatrix<double> s = test::to_csr(a);
+  io::write_mtx<double>(path("S.mtx"), s.view());
+  const MatrixInfo info = inspect(path("S.mtx"));
+  EXPECT_TRUE(info.sparse);
+  EXPECT_EQ(info.stats.rows, 60);
+  EXPECT_EQ(info.stats.stored, s.nnz());
+  EXPECT_EQ(info.stats.negative, 0);
+  double sum = 0;
+  for (double v : s.values()) sum += v;
+  EXPECT_NEAR(info.stats.sum, sum, 1e-9 * sum);
+
+  const io::MatrixShape converted = io::convert_matrix<double>(path("S.mtx"), path("S.dcsr"));
+  EXPECT_EQ(converted.stored, s.nnz());
+  const CsrMatrix<double> back = io::read_dcsr<double>(path("S.dcsr"));
+  EXPECT_EQ(back.values(), s.values());
+  EXPECT_EQ(back.indices(), s.indices());
+  EXPECT_EQ(io::read_shape(path("S.dcsr")).rows, 60);
+  EXPECT_THROW((void)io::convert_matrix<double>(path("S.mtx"), path("S.npy")), Error);
+}
+
+TEST(Api, NmfkOnASourceFindsThePlantedRank) {
+  PlantedOptions p;
+  p.rows = 80;
+  p.cols = 60;
+  p.rank = 3;
+  p.noise = 0.01;
+  p.seed = 11;
+  const DenseMatrix<double> a = make_planted<double>(p).dense;
+  NmfkOptions o;
+  o.ks = {2, 3, 4, 5};
+  o.perturbations = 6;
+  o.factor.algorithm = Algorithm::hals;
+  o.factor.max_iterations = 400;
+  const NmfkResult<double> r = nmfk<double>(Source::dense<double>(a.view()), o);
+  ASSERT_TRUE(r.selection.selected_k.has_value()) << r.selection.message;
+  EXPECT_EQ(*r.selection.selected_k, 3);
+  const std::vector<double> rm = row_major(a);
+  EXPECT_THROW((void)nmfk<double>(Source::dense_row_major<double>(rm.data(), 80, 60, 60), o), CollectiveError);
+}
+
+}  // namespace
+}  // namespace dnmf
