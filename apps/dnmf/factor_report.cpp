@@ -6,6 +6,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "dnmf/version.hpp"
 #include "util/memory.hpp"
 
 namespace dnmf::cli {
@@ -67,7 +68,7 @@ std::string factor_report_json(const RunDescription& run, const FactorResult<T>&
       {"model_bytes_per_iteration_per_rank", run.communication.model_bytes_per_iteration},
       {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
   if (!run.memory_json.empty()) j["memory"] = nlohmann::ordered_json::parse(run.memory_json);
-  j["version"] = DNMF_VERSION;
+  j["version"] = std::string(dnmf::version());
   j["timestamp"] = utc_timestamp();
   return j.dump(2) + "\n";
 }
