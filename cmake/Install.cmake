@@ -32,7 +32,7 @@ install(EXPORT dnmfTargets NAMESPACE dnmf:: DESTINATION ${DNMF_INSTALL_CMAKEDIR}
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/dnmfConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/cmake/dnmfConfig.cmake
                               INSTALL_DESTINATION ${DNMF_INSTALL_CMAKEDIR})
-# Before 1.0 a minor release may break the API as well; SameMajorVersion is what 1.x onwards promises.
+# find_package(dnmf X.Y) accepts an install of the same major version, at least X.Y.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/dnmfConfigVersion.cmake
                                  COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/dnmfConfig.cmake ${PROJECT_BINARY_DIR}/cmake/dnmfConfigVersion.cmake

@@ -2,8 +2,8 @@
 # tests/install/consumer against it, and runs the installed dnmf tool. Any failing step fails the test.
 #
 # Expects: BUILD_DIR, WORK_DIR (scratch, removed first), CONSUMER_SOURCE, VERSION, GENERATOR, MAKE_PROGRAM,
-# CXX_COMPILER, BUILD_TYPE, CXX_FLAGS (sanitizer flags, may be empty), HAVE_APP, HAVE_CUDA, and the build's GNUInstallDirs
-# BINDIR, LIBDIR, INCLUDEDIR, DOCDIR (relative to the prefix).
+# CXX_COMPILER, BUILD_TYPE, CXX_FLAGS (sanitizer flags, may be empty), HAVE_APP, HAVE_CUDA, and the build's
+# GNUInstallDirs BINDIR, LIBDIR, INCLUDEDIR, DOCDIR (relative to the prefix).
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -11,6 +11,20 @@ function(run_step what)
     message(FATAL_ERROR "${what} failed (${status}):\n${out}\n${err}")
   endif()
   set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+# Fails unless `executable` resolves libdnmf_core.so to the installed copy (through its RPATH), not the build tree's.
+function(check_loads_installed_core executable)
+  file(GET_RUNTIME_DEPENDENCIES EXECUTABLES ${executable} RESOLVED_DEPENDENCIES_VAR resolved
+       UNRESOLVED_DEPENDENCIES_VAR unresolved PRE_INCLUDE_REGEXES "dnmf" PRE_EXCLUDE_REGEXES ".*")
+  list(FILTER resolved INCLUDE REGEX "libdnmf_core")
+  if(resolved)
+    file(REAL_PATH ${resolved} resolved)
+  endif()
+  file(REAL_PATH ${prefix}/${LIBDIR}/libdnmf_core.so installed_core)
+  if(NOT resolved STREQUAL installed_core)
+    message(FATAL_ERROR "${executable} loads '${resolved}' (unresolved: ${unresolved}), not ${installed_core}")
+  endif()
 endfunction()
 
 set(prefix ${WORK_DIR}/prefix)
@@ -46,6 +60,7 @@ if(NOT found_at STREQUAL "dnmf_DIR:PATH=${prefix}/${LIBDIR}/cmake/dnmf")
   message(FATAL_ERROR "the consumer found dnmf somewhere else: ${found_at}")
 endif()
 run_step("building the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
+check_loads_installed_core(${consumer_build}/consumer)
 run_step("running the consumer" ${consumer_build}/consumer)
 message(STATUS "consumer:\n${step_output}")
 if(NOT step_output MATCHES "dnmf ${VERSION}\n")
@@ -58,16 +73,6 @@ if(HAVE_APP)
   if(NOT printed STREQUAL VERSION)
     message(FATAL_ERROR "installed dnmf --version printed '${printed}', expected '${VERSION}'")
   endif()
-  # The tool must run on the installed library (its RPATH), not on the build tree's copy.
-  file(GET_RUNTIME_DEPENDENCIES EXECUTABLES ${prefix}/${BINDIR}/dnmf RESOLVED_DEPENDENCIES_VAR resolved
-       UNRESOLVED_DEPENDENCIES_VAR unresolved PRE_INCLUDE_REGEXES "dnmf" PRE_EXCLUDE_REGEXES ".*")
-  list(FILTER resolved INCLUDE REGEX "libdnmf_core")
-  if(resolved)
-    file(REAL_PATH ${resolved} resolved)
-  endif()
-  file(REAL_PATH ${prefix}/${LIBDIR}/libdnmf_core.so installed_core)
-  if(NOT resolved STREQUAL installed_core)
-    message(FATAL_ERROR "installed dnmf loads '${resolved}' (unresolved: ${unresolved}), not ${installed_core}")
-  endif()
-  message(STATUS "installed dnmf --version: ${printed}, libdnmf_core from ${resolved}")
+  check_loads_installed_core(${prefix}/${BINDIR}/dnmf)
+  message(STATUS "installed dnmf --version: ${printed}")
 endif()
