@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/version.hpp"
 
 namespace {
 
@@ -48,7 +49,7 @@ int fail_here(const std::string& message) {
 
 int run(int argc, char** argv) {
   CLI::App app{"dnmf: non-negative matrix factorisation A ~ W H", "dnmf"};
-  app.set_version_flag("--version", DNMF_VERSION);
+  app.set_version_flag("--version", std::string(dnmf::version()));
   app.require_subcommand(1);
   const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app), dnmf::cli::add_info(app),
                                                     dnmf::cli::add_factor(app), dnmf::cli::add_nmfk(app),

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dnmf/factor.hpp"
+#include "dnmf/version.hpp"
 #include "util/memory.hpp"
 
 namespace dnmf {
@@ -103,7 +104,7 @@ std::string report_json(const Factorization<T>& run) {
       {"model_bytes_per_iteration_per_rank", run.communication.model_bytes_per_iteration},
       {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
   if (run.memory.budget_bytes > 0) j["memory"] = memory_json(run.memory);
-  j["version"] = DNMF_VERSION;
+  j["version"] = std::string(dnmf::version());
   j["timestamp"] = utc_timestamp();
   return j.dump(2) + "\n";
 }
