@@ -23,6 +23,7 @@
 #include "support/error_message.hpp"
 #include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
+#include "support/streamed_vs_resident.hpp"
 #include "support/temp_dir_test.hpp"
 
 namespace dnmf {
@@ -32,9 +33,9 @@ using backend::Side;
 using backend::cuda::DeviceStreamedOperand;
 using test::HostTileEngine;
 
-double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
-  return test::max_relative_difference(x, y);
-}
+using test::expect_same;
+using test::options_for;
+using test::Outcome;
 
 // An operand on a host engine the test keeps a pointer to (owned by the operand).
 struct Streamed {
@@ -78,19 +79,19 @@ void check_products(const DenseMatrix<double>& a, Streamed s, const std::string&
     DenseMatrix<double> p1 = test::random_dense<double>(k, n, 23), p2 = p1;
     streamed.multiply(Side::H, wt.view(), p1.view(), beta);
     resident.multiply(Side::H, wt.view(), p2.view(), beta);
-    EXPECT_LE(max_rel(p1, p2), 1e-13) << what;
+    EXPECT_LE(test::max_relative_difference(p1, p2), 1e-13) << what;
     DenseMatrix<double> q1 = test::random_dense<double>(k, m, 24), q2 = q1;
     streamed.multiply(Side::W, h.view(), q1.view(), beta);
     resident.multiply(Side::W, h.view(), q2.view(), beta);
-    EXPECT_LE(max_rel(q1, q2), 1e-13) << what;
+    EXPECT_LE(test::max_relative_difference(q1, q2), 1e-13) << what;
     const auto kl1 = streamed.kl_multiply(Side::H, wt.view(), h.view(), p1.view(), beta);
     const auto kl2 = resident.kl_multiply(Side::H, wt.view(), h.view(), p2.view(), beta);
-    EXPECT_LE(max_rel(p1, p2), 1e-13) << what;
+    EXPECT_LE(test::max_relative_difference(p1, p2), 1e-13) << what;
     EXPECT_NEAR(kl1.a_log_a_over_m, kl2.a_log_a_over_m, 1e-12 * std::abs(kl2.a_log_a_over_m)) << what;
     EXPECT_NEAR(kl1.a_times_m, kl2.a_times_m, 1e-12 * kl2.a_times_m) << what;
     const auto kw1 = streamed.kl_multiply(Side::W, h.view(), wt.view(), q1.view(), beta);
     const auto kw2 = resident.kl_multiply(Side::W, h.view(), wt.view(), q2.view(), beta);
-    EXPECT_LE(max_rel(q1, q2), 1e-13) << what;
+    EXPECT_LE(test::max_relative_difference(q1, q2), 1e-13) << what;
     EXPECT_NEAR(kw1.a_times_m, kw2.a_times_m, 1e-12 * kw2.a_times_m) << what;
   }
   const Side side = streamed.fused_side();
@@ -110,9 +111,9 @@ void check_products(const DenseMatrix<double>& a, Streamed s, const std::string&
     const auto f2 =
         resident.fused_pass(side, rule, x2.view(), y.view(), gy.view(), y_sums.data(), o2.view(), g2.view());
     const std::string where = what + " fused " + to_string(algo);
-    EXPECT_LE(max_rel(x1, x2), 1e-12) << where;
-    EXPECT_LE(max_rel(o1, o2), 1e-12) << where;
-    EXPECT_LE(max_rel(g1, g2), 1e-12) << where;
+    EXPECT_LE(test::max_relative_difference(x1, x2), 1e-12) << where;
+    EXPECT_LE(test::max_relative_difference(o1, o2), 1e-12) << where;
+    EXPECT_LE(test::max_relative_difference(g1, g2), 1e-12) << where;
     EXPECT_NEAR(f1.cross, f2.cross, 1e-12 * std::abs(f2.cross)) << where;
     EXPECT_NEAR(f1.kl_numer.a_times_m, f2.kl_numer.a_times_m, 1e-12 * std::abs(f2.kl_numer.a_times_m)) << where;
     EXPECT_NEAR(f1.kl_accum.a_times_m, f2.kl_accum.a_times_m, 1e-12 * std::abs(f2.kl_accum.a_times_m)) << where;
@@ -153,7 +154,7 @@ TEST_F(DeviceStream, StridedHostBlockIsCopiedTileByTile) {
   DenseMatrix<double> wt = test::random_dense<double>(3, 37, 1), p1(3, 23), p2(3, 23);
   op.multiply(Side::H, wt.view(), p1.view(), 0.0);
   kernels.multiply(MatrixRef<double>{a.view()}, Side::H, wt.view(), p2.view(), 0.0);
-  EXPECT_LE(max_rel(p1, p2), 1e-13);
+  EXPECT_LE(test::max_relative_difference(p1, p2), 1e-13);
   EXPECT_EQ(op.tile_count(), 5u);
   EXPECT_EQ(op.source_kind(), "memory");
 }
@@ -194,63 +195,24 @@ TEST_F(DeviceStream, FileBlockOfAGridRank) {
   check_products(block, std::move(s), "grid block");
 }
 
-struct Outcome {
-  solvers::Solution<double> solution;
-  solvers::OperandStats stats;
-};
-
-FactorOptions options_for(Algorithm algo, int iters) {
-  FactorOptions o;
-  o.rank = 4;
-  o.algorithm = algo;
-  o.max_iterations = iters;
-  o.tol = 0;
-  o.seed = 11;
-  return o;
-}
-
-Outcome solve_with(backend::Kernels<double>& kernels, solvers::Operand<double>& a, const FactorOptions& options) {
-  backend::ReferenceKernels<double> host;
-  dist::SingleCommunicator self;
-  const dist::Grid grid(self, {1, 1});
-  const dist::Layout layout = dist::make_layout(grid, a.rows(), a.cols());
-  Outcome run;
-  run.solution = solvers::solve<double>(kernels, host, a, nullptr, grid, layout, options);
-  run.stats = a.operand_stats();
-  return run;
-}
-
-void expect_same(const Outcome& streamed, const Outcome& resident, const std::string& what) {
-  const auto& s = streamed.solution;
-  const auto& r = resident.solution;
-  EXPECT_LE(max_rel(s.pieces.wt, r.pieces.wt), 1e-10) << what;
-  EXPECT_LE(max_rel(s.pieces.h, r.pieces.h), 1e-10) << what;
-  ASSERT_EQ(s.result.rel_error_history.size(), r.result.rel_error_history.size()) << what;
-  for (std::size_t i = 0; i < s.result.rel_error_history.size(); ++i)
-    EXPECT_NEAR(s.result.rel_error_history[i], r.result.rel_error_history[i], 1e-10 * r.result.rel_error_history[i])
-        << what << " iteration " << i + 1;
-  EXPECT_NEAR(s.result.rel_error, r.result.rel_error, 1e-10 * r.result.rel_error) << what;
-  EXPECT_EQ(s.result.fused, r.result.fused) << what;
-}
-
 TEST_F(DeviceStream, SolvesEqualResidentForEveryAlgorithmAndDepth) {
   const auto a = test::noisy_rank4(60, 45, 12, 0.1);
   io::write_npy<double>(path("a.npy"), a.view());
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     const FactorOptions o = options_for(algo, 12);
-    backend::ReferenceKernels<double> kernels;
+    backend::ReferenceKernels<double> kernels, host;
     solvers::ResidentOperand<double> resident_op(kernels, MatrixRef<double>{a.view()});
-    const Outcome resident = solve_with(kernels, resident_op, o);
+    const Outcome resident = test::solve_with(kernels, host, resident_op, o);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);
       auto mem = from_memory(kernels, a, Side::H, 60 * 8 * 4, depth);  // 12 tiles of 3-4 columns
-      const Outcome m = solve_with(kernels, *mem.operand, o);
+      const Outcome m = test::solve_with(kernels, host, *mem.operand, o);
       expect_same(m, resident, what + " registered");
       EXPECT_TRUE(mem.engine->violations().empty()) << what;
       EXPECT_GE(m.stats.tiles, 12 * 12) << what;
       auto file =
           from_source(kernels, stream::open_source<double>(path("a.npy"), {0, 60}, {0, 45}), 60 * 8 * 7, depth, depth);
-      const Outcome f = solve_with(kernels, *file.operand, o);
+      const Outcome f = test::solve_with(kernels, host, *file.operand, o);
       expect_same(f, resident, what + " file");
       EXPECT_TRUE(file.engine->violations().empty()) << what;
       // The fused single pass: one pass over A per iteration (plus stats, the first product, the final check).

@@ -18,10 +18,10 @@
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
 #include "solvers/operand.hpp"
-#include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/grid_shapes.hpp"
 #include "support/random_matrices.hpp"
+#include "support/streamed_vs_resident.hpp"
 
 namespace dnmf::stream {
 namespace {
@@ -59,25 +59,6 @@ Files write_files(const std::string& dir, const DenseMatrix<double>& a, dist::Co
   return f;
 }
 
-struct Pieces {
-  solvers::Solution<double> solution;
-  solvers::OperandStats stats;
-};
-
-Pieces solve_on(const dist::Grid& grid, const dist::Layout& layout, solvers::Operand<double>& a,
-                const FactorOptions& o) {
-  auto kernels = backend::make_kernels<double>(BackendKind::cpu);
-  auto host = backend::make_kernels<double>(BackendKind::cpu);
-  Pieces p;
-  p.solution = solvers::solve<double>(*kernels, *host, a, nullptr, grid, layout, o);
-  p.stats = a.operand_stats();
-  return p;
-}
-
-double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
-  return test::max_relative_difference(x, y);
-}
-
 TEST(StreamOnGrid, EveryRankStreamsItsBlockAndMatchesTheResidentGrid) {
   dist::Communicator& world = dist::world();
   const std::string dir = shared_folder(world);
@@ -100,15 +81,16 @@ TEST(StreamOnGrid, EveryRankStreamsItsBlockAndMatchesTheResidentGrid) {
         const io::LocalBlock<double> block = sparse ? io::read_dcsr_block<double>(path, layout.a_rows, layout.a_cols)
                                                     : io::read_block<double>(path, layout.a_rows, layout.a_cols, world);
         auto kernels = backend::make_kernels<double>(BackendKind::cpu);
+        auto host = backend::make_kernels<double>(BackendKind::cpu);
         solvers::ResidentOperand<double> resident(*kernels, block.ref());
-        const Pieces r = solve_on(grid, layout, resident, o);
+        const test::Outcome r = test::solve_on(*kernels, *host, resident, grid, layout, o);
         // Tiles of about three lines of the block: several tiles per rank, two slots.
         const std::size_t tile =
             3 * 8 * static_cast<std::size_t>(std::max(layout.a_rows.size(), layout.a_cols.size())) + 64;
         StreamedOperand<double> streamed(*kernels, open_source<double>(path, layout.a_rows, layout.a_cols), tile, 2);
-        const Pieces s = solve_on(grid, layout, streamed, o);
-        EXPECT_LE(max_rel(s.solution.pieces.wt, r.solution.pieces.wt), 1e-10);
-        EXPECT_LE(max_rel(s.solution.pieces.h, r.solution.pieces.h), 1e-10);
+        const test::Outcome s = test::solve_on(*kernels, *host, streamed, grid, layout, o);
+        EXPECT_LE(test::max_relative_difference(s.solution.pieces.wt, r.solution.pieces.wt), 1e-10);
+        EXPECT_LE(test::max_relative_difference(s.solution.pieces.h, r.solution.pieces.h), 1e-10);
         EXPECT_NEAR(s.solution.result.rel_error, r.solution.result.rel_error, 1e-10);
         // The single pass needs no reduction between a tile's numerator and its update (DESIGN §3); the
         // resident dense block can tile either way, the stream only along its stripes.

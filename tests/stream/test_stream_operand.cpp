@@ -8,16 +8,15 @@
 #include <memory>
 
 #include "backend/cpu/cpu_kernels.hpp"
-#include "dist/communicator.hpp"
-#include "dist/grid.hpp"
 #include "dnmf/io.hpp"
 #include "io/dcsr.hpp"
-#include "solvers/solve.hpp"
+#include "solvers/operand.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/error_message.hpp"
 #include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
+#include "support/streamed_vs_resident.hpp"
 #include "support/temp_dir_test.hpp"
 
 namespace dnmf::stream {
@@ -31,63 +30,23 @@ using io::write_dcsr;
 
 using backend::Side;
 
-double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
-  return test::max_relative_difference(x, y);
-}
-
-struct Outcome {
-  solvers::Solution<double> solution;
-  solvers::OperandStats stats;
-  std::size_t tiles = 0;
-};
-
-FactorOptions options_for(Algorithm algo, int iters) {
-  FactorOptions o;
-  o.rank = 4;
-  o.algorithm = algo;
-  o.max_iterations = iters;
-  o.tol = 0;
-  o.seed = 11;
-  return o;
-}
-
-Outcome solve_with(solvers::Operand<double>& a, const FactorOptions& options) {
-  backend::CpuKernels<double> kernels, host;
-  dist::SingleCommunicator self;
-  const dist::Grid grid(self, {1, 1});
-  const dist::Layout layout = dist::make_layout(grid, a.rows(), a.cols());
-  Outcome run;
-  run.solution = solvers::solve<double>(kernels, host, a, nullptr, grid, layout, options);
-  run.stats = a.operand_stats();
-  return run;
-}
+using test::expect_same;
+using test::options_for;
+using test::Outcome;
 
 Outcome solve_resident(const MatrixRef<double>& a, const FactorOptions& options) {
-  backend::CpuKernels<double> kernels;
+  backend::CpuKernels<double> kernels, host;
   solvers::ResidentOperand<double> operand(kernels, a);
-  return solve_with(operand, options);
+  return test::solve_with(kernels, host, operand, options);
 }
 
 Outcome solve_streamed(std::unique_ptr<TileSource<double>> source, std::size_t tile_bytes, int depth,
                        const FactorOptions& options) {
-  backend::CpuKernels<double> kernels;
+  backend::CpuKernels<double> kernels, host;
   StreamedOperand<double> operand(kernels, std::move(source), tile_bytes, depth);
-  Outcome run = solve_with(operand, options);
+  Outcome run = test::solve_with(kernels, host, operand, options);
   run.tiles = operand.tile_count();
   return run;
-}
-
-void expect_same(const Outcome& streamed, const Outcome& resident, const std::string& what) {
-  const auto& s = streamed.solution;
-  const auto& r = resident.solution;
-  EXPECT_LE(max_rel(s.pieces.wt, r.pieces.wt), 1e-10) << what;
-  EXPECT_LE(max_rel(s.pieces.h, r.pieces.h), 1e-10) << what;
-  ASSERT_EQ(s.result.rel_error_history.size(), r.result.rel_error_history.size()) << what;
-  for (std::size_t i = 0; i < s.result.rel_error_history.size(); ++i)
-    EXPECT_NEAR(s.result.rel_error_history[i], r.result.rel_error_history[i], 1e-10 * r.result.rel_error_history[i])
-        << what << " iteration " << i + 1;
-  EXPECT_NEAR(s.result.rel_error, r.result.rel_error, 1e-10 * r.result.rel_error) << what;
-  EXPECT_EQ(s.result.fused, r.result.fused) << what;
 }
 
 const Algorithm kAll[] = {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp};
@@ -179,19 +138,19 @@ void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, 
     DenseMatrix<double> p1 = test::random_dense<double>(k, n, 23), p2 = p1;
     streamed.multiply(Side::H, wt.view(), p1.view(), beta);
     resident.multiply(Side::H, wt.view(), p2.view(), beta);
-    EXPECT_LE(max_rel(p1, p2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(p1, p2), 1e-13);
     DenseMatrix<double> q1 = test::random_dense<double>(k, m, 24), q2 = q1;
     streamed.multiply(Side::W, h.view(), q1.view(), beta);
     resident.multiply(Side::W, h.view(), q2.view(), beta);
-    EXPECT_LE(max_rel(q1, q2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(q1, q2), 1e-13);
     const auto kl1 = streamed.kl_multiply(Side::H, wt.view(), h.view(), p1.view(), beta);
     const auto kl2 = resident.kl_multiply(Side::H, wt.view(), h.view(), p2.view(), beta);
-    EXPECT_LE(max_rel(p1, p2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(p1, p2), 1e-13);
     EXPECT_NEAR(kl1.a_log_a_over_m, kl2.a_log_a_over_m, 1e-12 * std::abs(kl2.a_log_a_over_m));
     EXPECT_NEAR(kl1.a_times_m, kl2.a_times_m, 1e-12 * kl2.a_times_m);
     (void)streamed.kl_multiply(Side::W, h.view(), wt.view(), q1.view(), beta);
     (void)resident.kl_multiply(Side::W, h.view(), wt.view(), q2.view(), beta);
-    EXPECT_LE(max_rel(q1, q2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(q1, q2), 1e-13);
   }
   // The fused pass along the stream's side.
   const Side side = streamed.fused_side();
@@ -210,9 +169,9 @@ void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, 
         streamed.fused_pass(side, rule, x1.view(), y.view(), gy.view(), y_sums.data(), o1.view(), g1.view());
     const auto f2 =
         resident.fused_pass(side, rule, x2.view(), y.view(), gy.view(), y_sums.data(), o2.view(), g2.view());
-    EXPECT_LE(max_rel(x1, x2), 1e-13);
-    EXPECT_LE(max_rel(o1, o2), 1e-13);
-    EXPECT_LE(max_rel(g1, g2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(x1, x2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(o1, o2), 1e-13);
+    EXPECT_LE(test::max_relative_difference(g1, g2), 1e-13);
     EXPECT_NEAR(f1.cross, f2.cross, 1e-12 * std::abs(f2.cross));
     EXPECT_NEAR(f1.kl_accum.a_times_m, f2.kl_accum.a_times_m, 1e-12 * std::abs(f2.kl_accum.a_times_m));
   }

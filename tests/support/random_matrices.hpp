@@ -2,6 +2,9 @@
 // the library's own generator, so a bug there cannot hide a bug here).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -35,6 +38,7 @@ CsrMatrix<T> to_csr(const DenseMatrix<T>& d) {
   return {d.rows(), d.cols(), std::move(indptr), std::move(indices), std::move(values)};
 }
 
+/// max |x - y| / max |y| (plain max |x - y| where y is all zero): every test's "equal within a tolerance".
 template <class T>
 double max_relative_difference(const DenseMatrix<T>& x, const DenseMatrix<T>& y) {
   double diff = 0, scale = 0;
