@@ -9,8 +9,8 @@
 
 #include "commands.hpp"
 #include "dnmf/error.hpp"
-#include "dnmf/io.hpp"
 #include "dnmf/inspect.hpp"
+#include "dnmf/io.hpp"
 #include "dnmf/planted.hpp"
 
 namespace dnmf::cli {

@@ -26,19 +26,18 @@ struct MemoryFigures {
   std::int64_t budget_bytes = 0;  ///< 0: no budget was given (nothing planned; the other fields are zero)
   bool streamed = false;          ///< A was streamed in tiles rather than held
   // The planner's count of the bytes this process needs (stream/planner.hpp).
-  std::int64_t baseline_bytes = 0, runtime_reserve_bytes = 0, factors_bytes = 0, workspace_bytes = 0,
-               matrix_bytes = 0, ring_bytes = 0, staging_bytes = 0, total_bytes = 0, resident_total_bytes = 0,
-               minimum_budget_bytes = 0;
+  std::int64_t baseline_bytes = 0, runtime_reserve_bytes = 0, factors_bytes = 0, workspace_bytes = 0, matrix_bytes = 0,
+               ring_bytes = 0, staging_bytes = 0, total_bytes = 0, resident_total_bytes = 0, minimum_budget_bytes = 0;
   // Streamed runs only.
-  std::string access;              ///< "mapped" (tiles lent from a mapped file) or "pread"
-  std::int64_t tile_bytes = 0;     ///< largest tile
-  int depth = 0;                   ///< slots of the prefetch ring
+  std::string access;           ///< "mapped" (tiles lent from a mapped file) or "pread"
+  std::int64_t tile_bytes = 0;  ///< largest tile
+  int depth = 0;                ///< slots of the prefetch ring
   std::int64_t tiles_per_pass = 0;
-  long long passes = 0;            ///< full passes over A
+  long long passes = 0;  ///< full passes over A
   long long tiles_delivered = 0;
   double bytes_read = 0;
-  double seconds_waiting = 0;      ///< compute waiting for tiles
-  double seconds_reading = 0;      ///< the reader's time
+  double seconds_waiting = 0;  ///< compute waiting for tiles
+  double seconds_reading = 0;  ///< the reader's time
 };
 
 namespace detail {
@@ -52,8 +51,8 @@ struct Factorization {
   /// The solver's figures on every process; W and H are the whole factors on rank 0 after a gather (empty on
   /// other ranks and without a gather).
   FactorResult<T> result;
-  DenseMatrix<T> w_block;    ///< this process's rows of W, transposed: k x (its W rows), rows from w_row_first
-  DenseMatrix<T> h_block;    ///< this process's columns of H: k x (its H columns), columns from h_col_first
+  DenseMatrix<T> w_block;  ///< this process's rows of W, transposed: k x (its W rows), rows from w_row_first
+  DenseMatrix<T> h_block;  ///< this process's columns of H: k x (its H columns), columns from h_col_first
   index_t w_row_first = 0;
   index_t h_col_first = 0;
   std::string input;         ///< Source::name()
@@ -61,8 +60,8 @@ struct Factorization {
   std::string precision;     ///< "f32" or "f64"
   std::string grid = "1x1";  ///< the process grid as run
   index_t m = 0, n = 0;
-  index_t nnz = 0;           ///< stored entries (sparse) or entries != 0 (dense)
-  FactorOptions options;     ///< as run (backend and threads from the context)
+  index_t nnz = 0;        ///< stored entries (sparse) or entries != 0 (dense)
+  FactorOptions options;  ///< as run (backend and threads from the context)
   CommunicationFigures communication;
   MemoryFigures memory;
   std::shared_ptr<const detail::Distribution<T>> distribution;  ///< for gather() and write_factors_h5()

@@ -1,11 +1,12 @@
 // dnmf::Context: a communicator and the resources of a job (see dnmf/context.hpp).
 
+#include "dnmf/context.hpp"
+
 #include <string>
 
 #include "api/context_state.hpp"
 #include "backend/kernels.hpp"
 #include "dist/grid.hpp"
-#include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "stream/bytes.hpp"
 #include "util/memory.hpp"

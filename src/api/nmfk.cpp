@@ -1,6 +1,8 @@
 // dnmf::nmfk on a Source and a Context: the blocks of a file read per process (or sliced from memory) and
 // handed to NMFk's distributed driver (src/nmfk/driver.cpp).
 
+#include "dnmf/nmfk.hpp"
+
 #include <filesystem>
 #include <string>
 
@@ -9,7 +11,6 @@
 #include "dist/communicator.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
-#include "dnmf/nmfk.hpp"
 #include "io/block_read.hpp"
 #include "nmfk/provider.hpp"
 
@@ -50,8 +51,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
   BlockProvider<T> provider;
   if (source.is_file()) {
     provider = [&name](const BlockRequest& r) {
-      io::LocalBlock<T> local =
-          io::read_block<T>(name, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
+      io::LocalBlock<T> local = io::read_block<T>(name, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
       MatrixBlock<T> block;
       block.sparse = local.sparse;
       block.dense = std::move(local.dense);

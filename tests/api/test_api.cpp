@@ -80,8 +80,8 @@ TEST(Api, RowMajorAndCscAreFactoredWithoutCopyAndNormalisedLikeW) {
   ASSERT_EQ(run.result.W.cols(), 4);
   ASSERT_EQ(run.result.H.rows(), 4);
   ASSERT_EQ(run.result.H.cols(), 40);
-  const double direct = relative_error_direct<double>(MatrixRef<double>{a.view()}, run.result.W.view(),
-                                                      run.result.H.view());
+  const double direct =
+      relative_error_direct<double>(MatrixRef<double>{a.view()}, run.result.W.view(), run.result.H.view());
   EXPECT_NEAR(direct, run.result.rel_error, 1e-8);
   EXPECT_LT(direct, 0.05);
   for (index_t c = 0; c < 4; ++c) EXPECT_NEAR(column_sum(run.result.W, c), 1.0, 1e-12);

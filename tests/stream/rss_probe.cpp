@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
         "rel_error=%.6g waiting=%.3f reading=%.3f peak_rss=%lld\n",
         static_cast<long long>(m.budget_bytes), static_cast<long long>(m.baseline_bytes),
         static_cast<long long>(m.total_bytes), static_cast<long long>(m.tile_bytes), m.depth,
-        static_cast<long long>(m.tiles_per_pass), m.passes, run.result.rel_error, m.seconds_waiting,
-        m.seconds_reading, static_cast<long long>(peak_rss_bytes()));
+        static_cast<long long>(m.tiles_per_pass), m.passes, run.result.rel_error, m.seconds_waiting, m.seconds_reading,
+        static_cast<long long>(peak_rss_bytes()));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stream_rss_probe: %s\n", e.what());

@@ -5,10 +5,7 @@
 #include <exception>
 #include <string>
 
-#include "dnmf/error.hpp"
-#include "dnmf/factorize.hpp"
-#include "dnmf/options.hpp"
-#include "dnmf/planted.hpp"
+#include "dnmf/dnmf.hpp"
 #include "dnmf/version.hpp"
 
 int main() {
@@ -28,6 +25,15 @@ int main() {
     std::printf("relative error %.3g (direct %.3g) after %d iterations\n", result.rel_error, direct, result.iterations);
     if (!(direct < 1e-3)) {
       std::fprintf(stderr, "consumer: relative error %.3g is not below 1e-3\n", direct);
+      return 1;
+    }
+    // The entry point the CLI uses: the same matrix borrowed from memory, on a one-process context.
+    const auto run = dnmf::factor<double>(dnmf::Source::dense<double>(planted.dense.view()), options, dnmf::Context());
+    const double run_direct =
+        dnmf::relative_error_direct<double>(planted.matrix(), run.result.W.view(), run.result.H.view());
+    std::printf("factor(): relative error %.3g on a %s grid\n", run_direct, run.grid.c_str());
+    if (!(run_direct < 1e-3) || run.grid != "1x1") {
+      std::fprintf(stderr, "consumer: factor() gave relative error %.3g on grid %s\n", run_direct, run.grid.c_str());
       return 1;
     }
   } catch (const std::exception& e) {
