@@ -2,6 +2,7 @@
 
 #include "dnmf/context.hpp"
 
+#include <cstdlib>
 #include <string>
 
 #include "api/context_state.hpp"
@@ -27,7 +28,10 @@ Context Context::world() {
 int Context::rank() const { return state_->comm->rank(); }
 int Context::size() const { return state_->comm->size(); }
 std::string Context::communicator_name() const { return state_->comm->name(); }
-void Context::abort(int code) const { state_->comm->abort(code); }
+void Context::abort(int code) const {
+  state_->comm->abort(code);
+  std::abort();  // not reached: the communicator's abort ends the process, but the compiler cannot see through it
+}
 
 void Context::on_root(const std::function<void()>& step) const {
   dist::Communicator& comm = *state_->comm;

@@ -62,7 +62,8 @@ MatrixInfo inspect(const std::string& path) {
   if (info.format == io::FileFormat::npy) {
     const io::NpyHeader header = io::read_npy_header(path);
     info.fortran_order = header.fortran_order;
-    info.dtype = std::string(1, header.kind) + std::to_string(header.word_size);
+    info.dtype.assign(1, header.kind);
+    info.dtype += std::to_string(header.word_size);
   }
   // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
   const io::LoadedMatrix<double> matrix = io::load_matrix<double>(path);
