@@ -9,18 +9,21 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/kernels.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/nmfk.hpp"
-#include "nmfk/provider.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/clustering.hpp"
 #include "nmfk/collect.hpp"
 #include "nmfk/group.hpp"
 #include "nmfk/job.hpp"
+#include "nmfk/provider.hpp"
 #include "nmfk/regression.hpp"
 #include "nmfk/schedule.hpp"
 #include "nmfk/selection.hpp"
@@ -139,9 +142,398 @@ void block_stats(const MatrixBlock<T>& b, double out[3]) {
     for (T v : b.dense.storage()) add(v);
 }
 
-void append(std::vector<double>& payload, const DenseMatrix<double>& x) {
-  payload.insert(payload.end(), x.storage().begin(), x.storage().end());
+// Job and regression records travel to world rank 0 as flat payloads of doubles. Each record type has one
+// field list (job_fields, regression_fields) that both the writer and the reader walk, so the two cannot
+// disagree on the order or the shapes.
+class PayloadWriter {
+ public:
+  explicit PayloadWriter(std::vector<double>& out) : out_(out) {}
+  template <class V>
+  void scalar(const V& v) {
+    out_.push_back(static_cast<double>(v));
+  }
+  void matrix(const DenseMatrix<double>& x, index_t /*rows*/, index_t /*cols*/) {
+    out_.insert(out_.end(), x.storage().begin(), x.storage().end());
+  }
+  void vector(const std::vector<double>& x, index_t /*size*/) { out_.insert(out_.end(), x.begin(), x.end()); }
+
+ private:
+  std::vector<double>& out_;
+};
+
+class PayloadFieldReader {
+ public:
+  explicit PayloadFieldReader(PayloadReader& in) : in_(in) {}
+  template <class V>
+  void scalar(V& v) {
+    v = static_cast<V>(in_.next());
+  }
+  void matrix(DenseMatrix<double>& x, index_t rows, index_t cols) {
+    x = DenseMatrix<double>(rows, cols);
+    in_.next(x.data(), x.storage().size());
+  }
+  void vector(std::vector<double>& x, index_t size) {
+    x.resize(static_cast<std::size_t>(size));
+    in_.next(x.data(), x.size());
+  }
+
+ private:
+  PayloadReader& in_;
+};
+
+// Record is JobRecord (reading) or const JobRecord (writing); W is m x k, H (only with_h) k x n.
+template <class Io, class Record>
+void job_fields(Io& io, Record& r, index_t m, index_t n, bool with_h) {
+  io.scalar(r.k);
+  io.scalar(r.p);
+  io.scalar(r.rel_error);
+  io.scalar(r.seconds);
+  io.scalar(r.iterations);
+  io.matrix(r.W, m, r.k);
+  if (with_h) io.matrix(r.H, r.k, n);
 }
+
+// Record is RegressionRecord or its const; H is k x n, one error per column.
+template <class Io, class Record>
+void regression_fields(Io& io, Record& r, index_t n) {
+  io.scalar(r.k);
+  io.scalar(r.rel_error);
+  io.scalar(r.seconds);
+  io.matrix(r.H, r.k, n);
+  io.vector(r.column_errors, n);
+}
+
+template <class T>
+DenseMatrix<T> to_precision(const DenseMatrix<double>& x) {
+  DenseMatrix<T> y(x.rows(), x.cols());
+  for (std::size_t i = 0; i < x.storage().size(); ++i) y.storage()[i] = static_cast<T>(x.storage()[i]);
+  return y;
+}
+
+std::vector<index_t> sorted_ks(const NmfkOptions& options) {
+  std::vector<index_t> ks(options.ks);
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  return ks;
+}
+
+// One rank's part of the sweep; each method is one phase (or part of one) of the list at the top of the file.
+template <class T>
+class Sweep {
+ public:
+  Sweep(index_t m, index_t n, const BlockProvider<T>& provider, const NmfkOptions& options, dist::Communicator& world)
+      : start_(Clock::now()),
+        m_(m),
+        n_(n),
+        provider_(provider),
+        options_(options),
+        world_(world),
+        ks_(sorted_ks(options)),
+        rank_(world.rank()),
+        P_(options.perturbations),
+        store_(options.checkpoint_dir) {}
+
+  NmfkResult<T> run() {
+    validate(options_, ks_, m_, n_, world_.size());
+    if (options_.factor.threads > 0) omp_set_num_threads(options_.factor.threads);
+    form_group();
+    const std::vector<Job> remaining = load_checkpoints();
+    collect_job_records(run_jobs(remaining));
+    centroids_.reserve(ks_.size());
+    for (index_t k : ks_) centroids_.emplace_back(m_, k);
+    if (rank_ == 0) cluster_all();
+    for (auto& w : centroids_) world_.broadcast(w.data(), w.storage().size(), dist::Scalar::f64, 0);
+    const auto payloads = gather_payloads(world_, run_regressions());
+    select(payloads);
+    result_.seconds = seconds_since(start_);
+    return std::move(result_);
+  }
+
+ private:
+  void notice(const std::string& line) const {
+    if (rank_ == 0 && options_.notice && !line.empty()) options_.notice(line);
+  }
+
+  std::size_t index_of(index_t k) const {
+    return static_cast<std::size_t>(std::find(ks_.begin(), ks_.end(), k) - ks_.begin());
+  }
+
+  // 1. Groups, grids, blocks; the data's sum, squared norm and non-zero count.
+  void form_group() {
+    const int processes = world_.size();
+    group_.count = options_.groups;
+    group_.index = group_of(rank_, processes, options_.groups);
+    group_.comm = world_.split(group_.index, rank_);
+    shape_ = options_.grid == "auto" ? dist::choose_grid(group_.comm->size(), m_, n_, ks_.back())
+                                     : dist::parse_grid(options_.grid);
+    group_.grid = std::make_unique<dist::Grid>(*group_.comm, shape_);
+    group_.layout = dist::make_layout(*group_.grid, m_, n_);
+    const dist::Layout& layout = group_.layout;
+    group_.block = provider_(
+        {layout.a_rows.first, layout.a_rows.last, layout.a_cols.first, layout.a_cols.last, group_.comm.get()});
+    if (rows_of(group_.block.ref()) != layout.a_rows.size() || cols_of(group_.block.ref()) != layout.a_cols.size())
+      throw Error("nmfk: the block provider returned a block of the wrong shape");
+    block_stats(group_.block, stats_);
+    group_.comm->allreduce_sum(stats_, 3);
+    world_.broadcast(stats_, 3, dist::Scalar::f64, 0);  // group 0's figures for everyone: one fingerprint
+    if (!(stats_[1] > 0)) throw CollectiveError("nmfk: the matrix is all zeros: there is nothing to factorise");
+  }
+
+  // Checkpoints: world rank 0 reads what is finished; everyone learns which jobs remain.
+  std::vector<Job> load_checkpoints() {
+    std::vector<Job> jobs;
+    for (index_t k : ks_)
+      for (int p = 0; p < P_; ++p) jobs.push_back({k, p});
+    std::vector<unsigned char> finished = read_checkpoints(jobs);
+    world_.broadcast(finished.data(), finished.size(), dist::Scalar::u8, 0);
+    std::vector<Job> remaining;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (!finished[i]) remaining.push_back(jobs[i]);
+    result_.rows = m_;
+    result_.cols = n_;
+    result_.jobs_total = static_cast<int>(jobs.size());
+    result_.jobs_loaded = static_cast<int>(jobs.size() - remaining.size());
+    result_.jobs_run = static_cast<int>(remaining.size());
+    result_.processes = world_.size();
+    result_.groups = options_.groups;
+    result_.group_grid = shape_.str();
+    if (result_.jobs_loaded > 0)
+      notice("resuming from " + store_.directory() + ": " + std::to_string(result_.jobs_loaded) + " of " +
+             std::to_string(result_.jobs_total) + " jobs already finished, " + std::to_string(result_.jobs_run) +
+             " to run");
+    return remaining;
+  }
+
+  // On world rank 0: which jobs have a usable file (their records kept); an error there is every rank's.
+  std::vector<unsigned char> read_checkpoints(const std::vector<Job>& jobs) {
+    std::vector<unsigned char> finished(jobs.size(), 0);
+    std::string error;
+    if (rank_ == 0) {
+      try {
+        notice(store_.open(make_fingerprint<T>(options_, m_, n_, stats_[2], stats_[0], stats_[1]), options_.restart));
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+          std::string problem;
+          auto record = store_.load(jobs[i].k, jobs[i].p, m_, n_, &problem);
+          notice(problem);
+          if (!record) continue;
+          if (!options_.h_silhouettes) record->H = DenseMatrix<double>();
+          records_.emplace(std::make_pair(jobs[i].k, jobs[i].p), std::move(*record));
+          finished[i] = 1;
+        }
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    share_error(world_, error);
+    return finished;
+  }
+
+  // 2. The remaining jobs, largest k first, dealt to the groups; returns this rank's payload of records.
+  std::vector<double> run_jobs(const std::vector<Job>& remaining) {
+    const std::vector<std::vector<Job>> plan = schedule_jobs(remaining, options_.groups);
+    const std::vector<Job>& mine = plan[static_cast<std::size_t>(group_.index)];
+    std::vector<double> payload;
+    PayloadWriter out(payload);
+    int done = 0;
+    for (const Job& job : mine) {
+      std::optional<JobRecord> record = run_job(group_, job.k, job.p, options_);
+      ++done;
+      if (!record) continue;
+      store_.save(*record);
+      if (options_.progress)
+        options_.progress({job.k, job.p, group_.index, false, record->rel_error, record->iterations, record->seconds,
+                           done, static_cast<int>(mine.size())});
+      job_fields(out, std::as_const(*record), m_, n_, options_.h_silhouettes);
+    }
+    return payload;
+  }
+
+  void collect_job_records(const std::vector<double>& payload) {
+    for (const auto& from : gather_payloads(world_, payload)) {
+      PayloadReader in(from);
+      PayloadFieldReader fields(in);
+      while (!in.done()) {
+        JobRecord r;
+        job_fields(fields, r, m_, n_, options_.h_silhouettes);
+        records_.emplace(std::make_pair(r.k, r.p), std::move(r));
+      }
+    }
+  }
+
+  // 3. Clustering and silhouettes on world rank 0; the centroids (columns summing to 1) go to every rank.
+  void cluster_all() {
+    auto host = backend::make_kernels<double>(BackendKind::cpu);
+    for (std::size_t ki = 0; ki < ks_.size(); ++ki) result_.ranks.push_back(cluster_rank(*host, ki));
+    records_.clear();
+  }
+
+  NmfkRank<T> cluster_rank(backend::Kernels<double>& host, std::size_t ki) {
+    const auto cluster_start = Clock::now();
+    const index_t k = ks_[ki];
+    NmfkRank<T> r;
+    r.k = k;
+    const int best = summarise_perturbations(r);
+    const std::vector<int> used = accept_perturbations(r, best);
+    const int used_count = static_cast<int>(used.size());
+    int seed = 0;
+    DenseMatrix<double> vectors = stacked_w_columns(k, used, best, seed);
+    normalise_rows(vectors);
+    const Clustering c = cluster_columns(host, vectors, k, used_count, seed, options_.max_cluster_iterations);
+    const Silhouettes s = cosine_silhouettes(host, vectors, c.labels, k);
+    r.silhouettes = s.per_cluster;
+    r.min_silhouette = s.min;
+    r.mean_silhouette = s.mean;
+    r.cluster_iterations = c.iterations;
+    r.cluster_converged = c.converged;
+    if (options_.h_silhouettes) add_h_silhouettes(host, r, used, c.labels);
+    DenseMatrix<double>& w = centroids_[ki];
+    for (index_t l = 0; l < k; ++l) {
+      double sum = 0;
+      for (index_t i = 0; i < m_; ++i) sum += c.centroids(i, l);
+      for (index_t i = 0; i < m_; ++i) w(i, l) = sum > 0 ? c.centroids(i, l) / sum : 0.0;
+    }
+    r.seconds += seconds_since(cluster_start);
+    return r;
+  }
+
+  // Records each perturbation's error, iterations and time; returns the best one.
+  int summarise_perturbations(NmfkRank<T>& r) const {
+    int best = 0;
+    for (int p = 0; p < P_; ++p) {
+      const JobRecord& job = records_.at({r.k, p});
+      r.perturbation_errors.push_back(job.rel_error);
+      r.perturbation_iterations.push_back(job.iterations);
+      r.seconds += job.seconds;
+      if (job.rel_error < r.perturbation_errors[static_cast<std::size_t>(best)]) best = p;
+    }
+    return best;
+  }
+
+  // Factorisations stuck far above the best fit (a poor local minimum) are left out of the clustering.
+  std::vector<int> accept_perturbations(NmfkRank<T>& r, int best) const {
+    std::vector<int> used;
+    for (int p = 0; p < P_; ++p) {
+      if (r.perturbation_errors[static_cast<std::size_t>(p)] <=
+          options_.accept_factor * r.perturbation_errors[static_cast<std::size_t>(best)])
+        used.push_back(p);
+      else
+        r.rejected_perturbations.push_back(p);
+    }
+    return used;
+  }
+
+  // W's columns of the used perturbations as rows, perturbation by perturbation; seed: the best one's place.
+  DenseMatrix<double> stacked_w_columns(index_t k, const std::vector<int>& used, int best, int& seed) const {
+    const int used_count = static_cast<int>(used.size());
+    DenseMatrix<double> vectors(k * used_count, m_);
+    for (int u = 0; u < used_count; ++u) {
+      const JobRecord& job = records_.at({k, used[static_cast<std::size_t>(u)]});
+      if (used[static_cast<std::size_t>(u)] == best) seed = u;
+      for (index_t l = 0; l < k; ++l)
+        for (index_t i = 0; i < m_; ++i) vectors(u * k + l, i) = job.W(i, l);
+    }
+    return vectors;
+  }
+
+  // The same silhouettes for H's rows, under W's clustering.
+  void add_h_silhouettes(backend::Kernels<double>& host, NmfkRank<T>& r, const std::vector<int>& used,
+                         const std::vector<int>& labels) const {
+    const index_t k = r.k;
+    const int used_count = static_cast<int>(used.size());
+    DenseMatrix<double> rows(k * used_count, n_);
+    for (int u = 0; u < used_count; ++u) {
+      const JobRecord& job = records_.at({k, used[static_cast<std::size_t>(u)]});
+      for (index_t l = 0; l < k; ++l)
+        for (index_t j = 0; j < n_; ++j) rows(u * k + l, j) = job.H(l, j);
+    }
+    const Silhouettes hs = cosine_silhouettes(host, rows, labels, k);
+    r.h_silhouettes = hs.per_cluster;
+    r.h_min_silhouette = hs.min;
+    r.h_mean_silhouette = hs.mean;
+  }
+
+  // 4. One regression per k on the groups; returns this rank's payload of records.
+  std::vector<double> run_regressions() {
+    std::vector<Job> regressions;
+    regressions.reserve(ks_.size());
+    for (index_t k : ks_) regressions.push_back({k, 0});
+    const auto regression_plan = schedule_jobs(regressions, options_.groups);
+    std::vector<double> payload;
+    PayloadWriter out(payload);
+    for (const Job& job : regression_plan[static_cast<std::size_t>(group_.index)]) {
+      std::optional<RegressionRecord> rec = regress(group_, centroids_[index_of(job.k)], options_.factor.backend);
+      if (rec) regression_fields(out, std::as_const(*rec), n_);
+    }
+    return payload;
+  }
+
+  // 5. Selection on world rank 0, shared with every rank.
+  void select(const std::vector<std::vector<double>>& payloads) {
+    long long chosen[4] = {-1, -1, -1, 0};
+    if (rank_ == 0) {
+      read_regressions(payloads);
+      select_on_root(chosen);
+    }
+    world_.broadcast(chosen, 4, dist::Scalar::i64, 0);
+    if (rank_ != 0) {
+      NmfkSelection& s = result_.selection;
+      s.decided_by = options_.rule;
+      if (chosen[0] >= 0) s.selected_k = chosen[0];
+      if (chosen[1] >= 0) s.silhouette_k = chosen[1];
+      if (chosen[2] >= 0) s.wilcoxon_k = chosen[2];
+      s.best_candidate = chosen[3];
+    }
+  }
+
+  void read_regressions(const std::vector<std::vector<double>>& payloads) {
+    for (const auto& from : payloads) {
+      PayloadReader in(from);
+      PayloadFieldReader fields(in);
+      while (!in.done()) {
+        RegressionRecord rec;
+        regression_fields(fields, rec, n_);
+        const std::size_t ki = index_of(rec.k);
+        NmfkRank<T>& r = result_.ranks[ki];
+        r.rel_error = rec.rel_error;
+        r.seconds += rec.seconds;
+        r.column_errors = std::move(rec.column_errors);
+        r.H = to_precision<T>(rec.H);
+        r.W = to_precision<T>(centroids_[ki]);
+      }
+    }
+  }
+
+  void select_on_root(long long chosen[4]) {
+    const SelectionCriteria criteria{options_.sil_threshold, options_.err_threshold, options_.rule,
+                                     options_.wilcoxon_alpha};
+    std::vector<RankFigures> figures;
+    for (auto& r : result_.ranks) {
+      figures.push_back({r.k, r.min_silhouette, r.rel_error, r.column_errors});
+      r.accepted = accepted(figures.back(), criteria);
+    }
+    result_.selection = select_rank(figures, criteria);
+    const NmfkSelection& s = result_.selection;
+    chosen[0] = s.selected_k ? *s.selected_k : -1;
+    chosen[1] = s.silhouette_k ? *s.silhouette_k : -1;
+    chosen[2] = s.wilcoxon_k ? *s.wilcoxon_k : -1;
+    chosen[3] = s.best_candidate;
+  }
+
+  const Clock::time_point start_;
+  const index_t m_, n_;
+  const BlockProvider<T>& provider_;
+  const NmfkOptions& options_;
+  dist::Communicator& world_;
+  const std::vector<index_t> ks_;
+  const int rank_, P_;
+  GroupContext<T> group_;
+  dist::GridShape shape_;
+  double stats_[3] = {0, 0, 0};
+  CheckpointStore store_;
+  std::map<std::pair<index_t, int>, JobRecord> records_;
+  std::vector<DenseMatrix<double>> centroids_;
+  NmfkResult<T> result_;
+};
 
 }  // namespace
 }  // namespace rank_search
@@ -149,260 +541,7 @@ void append(std::vector<double>& payload, const DenseMatrix<double>& x) {
 template <class T>
 NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const NmfkOptions& options,
                    dist::Communicator& world) {
-  using namespace rank_search;
-  const auto start = Clock::now();
-  std::vector<index_t> ks(options.ks);
-  std::sort(ks.begin(), ks.end());
-  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-  const int processes = world.size(), rank = world.rank(), P = options.perturbations;
-  validate(options, ks, m, n, processes);
-  if (options.factor.threads > 0) omp_set_num_threads(options.factor.threads);
-  auto notice = [&](const std::string& line) {
-    if (rank == 0 && options.notice && !line.empty()) options.notice(line);
-  };
-
-  // 1. Groups, grids, blocks.
-  GroupContext<T> group;
-  group.count = options.groups;
-  group.index = group_of(rank, processes, options.groups);
-  group.comm = world.split(group.index, rank);
-  const dist::GridShape shape =
-      options.grid == "auto" ? dist::choose_grid(group.comm->size(), m, n, ks.back()) : dist::parse_grid(options.grid);
-  group.grid = std::make_unique<dist::Grid>(*group.comm, shape);
-  group.layout = dist::make_layout(*group.grid, m, n);
-  const dist::Layout& layout = group.layout;
-  group.block =
-      provider({layout.a_rows.first, layout.a_rows.last, layout.a_cols.first, layout.a_cols.last, group.comm.get()});
-  if (rows_of(group.block.ref()) != layout.a_rows.size() || cols_of(group.block.ref()) != layout.a_cols.size())
-    throw Error("nmfk: the block provider returned a block of the wrong shape");
-  double stats[3] = {0, 0, 0};
-  block_stats(group.block, stats);
-  group.comm->allreduce_sum(stats, 3);
-  world.broadcast(stats, 3, dist::Scalar::f64, 0);  // group 0's figures for everyone: one fingerprint
-  if (!(stats[1] > 0)) throw CollectiveError("nmfk: the matrix is all zeros: there is nothing to factorise");
-
-  // Checkpoints: world rank 0 reads what is finished; everyone learns which jobs remain.
-  std::vector<Job> jobs;
-  for (index_t k : ks)
-    for (int p = 0; p < P; ++p) jobs.push_back({k, p});
-  CheckpointStore store(options.checkpoint_dir);
-  std::map<std::pair<index_t, int>, JobRecord> records;
-  std::vector<unsigned char> finished(jobs.size(), 0);
-  {
-    std::string error;
-    if (rank == 0) {
-      try {
-        notice(store.open(make_fingerprint<T>(options, m, n, stats[2], stats[0], stats[1]), options.restart));
-        for (std::size_t i = 0; i < jobs.size(); ++i) {
-          std::string problem;
-          auto record = store.load(jobs[i].k, jobs[i].p, m, n, &problem);
-          notice(problem);
-          if (!record) continue;
-          if (!options.h_silhouettes) record->H = DenseMatrix<double>();
-          records.emplace(std::make_pair(jobs[i].k, jobs[i].p), std::move(*record));
-          finished[i] = 1;
-        }
-      } catch (const Error& e) {
-        error = e.what();
-      }
-    }
-    share_error(world, error);
-  }
-  world.broadcast(finished.data(), finished.size(), dist::Scalar::u8, 0);
-  std::vector<Job> remaining;
-  for (std::size_t i = 0; i < jobs.size(); ++i)
-    if (!finished[i]) remaining.push_back(jobs[i]);
-  NmfkResult<T> result;
-  result.rows = m;
-  result.cols = n;
-  result.jobs_total = static_cast<int>(jobs.size());
-  result.jobs_loaded = static_cast<int>(jobs.size() - remaining.size());
-  result.jobs_run = static_cast<int>(remaining.size());
-  result.processes = processes;
-  result.groups = options.groups;
-  result.group_grid = shape.str();
-  if (result.jobs_loaded > 0)
-    notice("resuming from " + store.directory() + ": " + std::to_string(result.jobs_loaded) + " of " +
-           std::to_string(result.jobs_total) + " jobs already finished, " + std::to_string(result.jobs_run) +
-           " to run");
-
-  // 2. The remaining jobs, largest k first, dealt to the groups.
-  const std::vector<std::vector<Job>> plan = schedule_jobs(remaining, options.groups);
-  const std::vector<Job>& mine = plan[static_cast<std::size_t>(group.index)];
-  std::vector<double> payload;
-  {
-    int done = 0;
-    for (const Job& job : mine) {
-      std::optional<JobRecord> record = run_job(group, job.k, job.p, options);
-      ++done;
-      if (!record) continue;
-      store.save(*record);
-      if (options.progress)
-        options.progress({job.k, job.p, group.index, false, record->rel_error, record->iterations, record->seconds,
-                          done, static_cast<int>(mine.size())});
-      payload.insert(payload.end(), {static_cast<double>(job.k), static_cast<double>(job.p), record->rel_error,
-                                     record->seconds, static_cast<double>(record->iterations)});
-      append(payload, record->W);
-      if (options.h_silhouettes) append(payload, record->H);
-    }
-  }
-  {
-    const auto payloads = gather_payloads(world, payload);
-    payload.clear();
-    for (const auto& from : payloads) {
-      PayloadReader in(from);
-      while (!in.done()) {
-        JobRecord r;
-        r.k = static_cast<index_t>(in.next());
-        r.p = static_cast<int>(in.next());
-        r.rel_error = in.next();
-        r.seconds = in.next();
-        r.iterations = static_cast<int>(in.next());
-        r.W = DenseMatrix<double>(m, r.k);
-        in.next(r.W.data(), r.W.storage().size());
-        if (options.h_silhouettes) {
-          r.H = DenseMatrix<double>(r.k, n);
-          in.next(r.H.data(), r.H.storage().size());
-        }
-        records.emplace(std::make_pair(r.k, r.p), std::move(r));
-      }
-    }
-  }
-
-  // 3. Clustering and silhouettes on world rank 0; the centroids (columns summing to 1) to every rank.
-  std::vector<DenseMatrix<double>> centroids;
-  centroids.reserve(ks.size());
-  for (index_t k : ks) centroids.emplace_back(m, k);
-  if (rank == 0) {
-    auto host = backend::make_kernels<double>(BackendKind::cpu);
-    for (std::size_t ki = 0; ki < ks.size(); ++ki) {
-      const auto cluster_start = Clock::now();
-      const index_t k = ks[ki];
-      NmfkRank<T> r;
-      r.k = k;
-      int best = 0;
-      for (int p = 0; p < P; ++p) {
-        const JobRecord& job = records.at({k, p});
-        r.perturbation_errors.push_back(job.rel_error);
-        r.perturbation_iterations.push_back(job.iterations);
-        r.seconds += job.seconds;
-        if (job.rel_error < r.perturbation_errors[static_cast<std::size_t>(best)]) best = p;
-      }
-      // Factorisations stuck far above the best fit (a poor local minimum) are left out of the clustering.
-      std::vector<int> used;
-      for (int p = 0; p < P; ++p) {
-        if (r.perturbation_errors[static_cast<std::size_t>(p)] <=
-            options.accept_factor * r.perturbation_errors[static_cast<std::size_t>(best)])
-          used.push_back(p);
-        else
-          r.rejected_perturbations.push_back(p);
-      }
-      const int used_count = static_cast<int>(used.size());
-      DenseMatrix<double> vectors(k * used_count, m);
-      int seed = 0;
-      for (int u = 0; u < used_count; ++u) {
-        const JobRecord& job = records.at({k, used[static_cast<std::size_t>(u)]});
-        if (used[static_cast<std::size_t>(u)] == best) seed = u;
-        for (index_t l = 0; l < k; ++l)
-          for (index_t i = 0; i < m; ++i) vectors(u * k + l, i) = job.W(i, l);
-      }
-      normalise_rows(vectors);
-      const Clustering c = cluster_columns(*host, vectors, k, used_count, seed, options.max_cluster_iterations);
-      const Silhouettes s = cosine_silhouettes(*host, vectors, c.labels, k);
-      r.silhouettes = s.per_cluster;
-      r.min_silhouette = s.min;
-      r.mean_silhouette = s.mean;
-      r.cluster_iterations = c.iterations;
-      r.cluster_converged = c.converged;
-      if (options.h_silhouettes) {
-        DenseMatrix<double> rows(k * used_count, n);
-        for (int u = 0; u < used_count; ++u) {
-          const JobRecord& job = records.at({k, used[static_cast<std::size_t>(u)]});
-          for (index_t l = 0; l < k; ++l)
-            for (index_t j = 0; j < n; ++j) rows(u * k + l, j) = job.H(l, j);
-        }
-        const Silhouettes hs = cosine_silhouettes(*host, rows, c.labels, k);
-        r.h_silhouettes = hs.per_cluster;
-        r.h_min_silhouette = hs.min;
-        r.h_mean_silhouette = hs.mean;
-      }
-      DenseMatrix<double>& w = centroids[ki];
-      for (index_t l = 0; l < k; ++l) {
-        double sum = 0;
-        for (index_t i = 0; i < m; ++i) sum += c.centroids(i, l);
-        for (index_t i = 0; i < m; ++i) w(i, l) = sum > 0 ? c.centroids(i, l) / sum : 0.0;
-      }
-      r.seconds += seconds_since(cluster_start);
-      result.ranks.push_back(std::move(r));
-    }
-    records.clear();
-  }
-  for (auto& w : centroids) world.broadcast(w.data(), w.storage().size(), dist::Scalar::f64, 0);
-
-  // 4. One regression per k on the groups.
-  std::vector<Job> regressions;
-  regressions.reserve(ks.size());
-  for (index_t k : ks) regressions.push_back({k, 0});
-  const auto regression_plan = schedule_jobs(regressions, options.groups);
-  {
-    for (const Job& job : regression_plan[static_cast<std::size_t>(group.index)]) {
-      const auto ki = static_cast<std::size_t>(std::find(ks.begin(), ks.end(), job.k) - ks.begin());
-      std::optional<RegressionRecord> rec = regress(group, centroids[ki], options.factor.backend);
-      if (!rec) continue;
-      payload.insert(payload.end(), {static_cast<double>(rec->k), rec->rel_error, rec->seconds});
-      append(payload, rec->H);
-      payload.insert(payload.end(), rec->column_errors.begin(), rec->column_errors.end());
-    }
-  }
-  const auto payloads = gather_payloads(world, payload);
-
-  // 5. Selection.
-  long long chosen[4] = {-1, -1, -1, 0};
-  if (rank == 0) {
-    for (const auto& from : payloads) {
-      PayloadReader in(from);
-      while (!in.done()) {
-        const auto k = static_cast<index_t>(in.next());
-        const auto ki = static_cast<std::size_t>(std::find(ks.begin(), ks.end(), k) - ks.begin());
-        NmfkRank<T>& r = result.ranks[ki];
-        r.rel_error = in.next();
-        r.seconds += in.next();
-        DenseMatrix<double> h(k, n);
-        in.next(h.data(), h.storage().size());
-        r.column_errors.resize(static_cast<std::size_t>(n));
-        in.next(r.column_errors.data(), r.column_errors.size());
-        r.H = DenseMatrix<T>(k, n);
-        for (std::size_t i = 0; i < h.storage().size(); ++i) r.H.storage()[i] = static_cast<T>(h.storage()[i]);
-        r.W = DenseMatrix<T>(m, k);
-        for (std::size_t i = 0; i < centroids[ki].storage().size(); ++i)
-          r.W.storage()[i] = static_cast<T>(centroids[ki].storage()[i]);
-      }
-    }
-    const SelectionCriteria criteria{options.sil_threshold, options.err_threshold, options.rule,
-                                     options.wilcoxon_alpha};
-    std::vector<RankFigures> figures;
-    for (auto& r : result.ranks) {
-      figures.push_back({r.k, r.min_silhouette, r.rel_error, r.column_errors});
-      r.accepted = accepted(figures.back(), criteria);
-    }
-    result.selection = select_rank(figures, criteria);
-    const NmfkSelection& s = result.selection;
-    chosen[0] = s.selected_k ? *s.selected_k : -1;
-    chosen[1] = s.silhouette_k ? *s.silhouette_k : -1;
-    chosen[2] = s.wilcoxon_k ? *s.wilcoxon_k : -1;
-    chosen[3] = s.best_candidate;
-  }
-  world.broadcast(chosen, 4, dist::Scalar::i64, 0);
-  if (rank != 0) {
-    NmfkSelection& s = result.selection;
-    s.decided_by = options.rule;
-    if (chosen[0] >= 0) s.selected_k = chosen[0];
-    if (chosen[1] >= 0) s.silhouette_k = chosen[1];
-    if (chosen[2] >= 0) s.wilcoxon_k = chosen[2];
-    s.best_candidate = chosen[3];
-  }
-  result.seconds = seconds_since(start);
-  return result;
+  return rank_search::Sweep<T>(m, n, provider, options, world).run();
 }
 
 template NmfkResult<float> nmfk<float>(index_t, index_t, const BlockProvider<float>&, const NmfkOptions&,

@@ -97,190 +97,287 @@ void allreduce_kl(dist::Communicator& world, backend::KlSums& sums) {
   sums.a_times_m = v[1];
 }
 
+void check_block_shape(index_t m_block, index_t n_block, const dist::Layout& layout) {
+  if (m_block != layout.a_rows.size() || n_block != layout.a_cols.size())
+    throw Error("internal: the local block is " + std::to_string(m_block) + "x" + std::to_string(n_block) +
+                ", the layout says " + std::to_string(layout.a_rows.size()) + "x" +
+                std::to_string(layout.a_cols.size()));
+}
+
+// What one iteration leaves for the error and objective of the state it reports.
+struct StepSums {
+  double cross = 0;         // <Wt, H·Aᵀ> at the state the error is reported for (global)
+  backend::KlSums kl_sums;  // KL: ratio sums at (W_{t-1}, H_t), global
+};
+
+struct Figures {
+  double squared_error = 0;
+  double objective = 0;
+  double rel_error = 0;
+};
+
+// The iteration's state on this rank: factor pieces, their gathered blocks, the products P = Wt·A and
+// Qt = H·Aᵀ, the global Gram matrices and (KL) row sums. Each method is one step of DESIGN §3-4.
+template <class T>
+class Iteration {
+ public:
+  Iteration(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
+            const FactorOptions& options, const backend::MatrixStats& stats)
+      : kernels_(kernels),
+        a_(a),
+        options_(options),
+        stats_(stats),
+        k_(options.rank),
+        kl_(options.algorithm == Algorithm::kl),
+        rule_h_{options.algorithm, kEps, options.penalties.l1_h, options.penalties.l2_h},
+        rule_w_{options.algorithm, kEps, options.penalties.l1_w, options.penalties.l2_w},
+        world_(grid.world()),
+        row_comm_(grid.row_comm()),
+        col_comm_(grid.col_comm()),
+        w_whole_(row_comm_.size() == 1),
+        h_whole_(col_comm_.size() == 1),
+        w_counts_(piece_counts(layout.w_piece_sizes, k_)),
+        h_counts_(piece_counts(layout.h_piece_sizes, k_)),
+        exchange_(kernels),
+        wt_(kernels, k_, layout.w_rows.size()),
+        h_(kernels, k_, layout.h_cols.size()),
+        wt_full_(kernels, k_, a.rows(), wt_, w_whole_),
+        h_full_(kernels, k_, a.cols(), h_, h_whole_),
+        p_full_(kernels, k_, a.cols()),
+        qt_full_(kernels, k_, a.rows()),
+        p_(kernels, k_, layout.h_cols.size(), p_full_, h_whole_),
+        qt_(kernels, k_, layout.w_rows.size(), qt_full_, w_whole_),
+        gw_(kernels, k_, k_),
+        gh_(kernels, k_, k_),
+        gw_prev_(kernels, k_, k_),
+        w_sums_(kernels, k_, 1),
+        w_sums_prev_(kernels, k_, 1),
+        h_sums_(kernels, k_, 1) {}
+
+  FactorResult<T> run(Factors<T>& factors) {
+    upload(factors);
+    choose_pass();
+    // The W-side pass leaves P = Wt·A for the next H half; the first one comes from a plain product. KL's H
+    // half reads the gathered H from the start.
+    if ((fused_ && pass_side_ == Side::W) || kl_) gather_h();
+    if (fused_ && pass_side_ == Side::W) form_p();
+    const auto start = std::chrono::steady_clock::now();
+    double previous_objective = std::numeric_limits<double>::quiet_NaN();
+    for (int it = 1; it <= options_.max_iterations; ++it) {
+      const StepSums sums = (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h();
+      const Figures f = measure(sums);
+      if (kl_) refresh_w_sums();
+      record(it, f, start);
+      if (should_stop(it, f.objective, previous_objective)) {
+        result_.converged = true;
+        break;
+      }
+      previous_objective = f.objective;
+    }
+    result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    wt_.download(factors.wt.data());
+    h_.download(factors.h.data());
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr double kEps = std::is_same_v<T, float> ? 1e-12 : 1e-16;
+
+  void upload(const Factors<T>& factors) {
+    wt_.upload(factors.wt.data());
+    h_.upload(factors.h.data());
+    kernels_.gram(wt_.cview(), gw_.view(), T(0));
+    exchange_.allreduce(world_, gw_.data(), kk());
+    kernels_.gram(h_.cview(), gh_.view(), T(0));
+    exchange_.allreduce(world_, gh_.data(), kk());
+    if (kl_) {
+      kernels_.row_sums(wt_.cview(), w_sums_.data());
+      exchange_.allreduce(world_, w_sums_.data(), ku());
+    }
+  }
+
+  // The single pass needs no reduction between a tile's numerator and its update: the H side when the grid
+  // has one row (pr = 1), the W side when it has one column (pc = 1).
+  void choose_pass() {
+    fused_ = options_.fused;
+    pass_side_ = a_.fused_side();
+    auto fusable = [&](Side s) { return (s == Side::H ? h_whole_ : w_whole_) && a_.can_fuse(s); };
+    if (fused_ && !fusable(pass_side_)) {
+      if (fusable(backend::other(pass_side_))) {
+        pass_side_ = backend::other(pass_side_);
+      } else {
+        fused_ = false;
+      }
+    }
+    result_.fused = fused_;
+    result_.backend = kernels_.name();
+    result_.threads = kernels_.concurrency();
+  }
+
+  // Unfused, or fused on the H side: H half, then W half.
+  StepSums h_then_w() {
+    StepSums sums;
+    gather_w();
+    if (fused_) {
+      sums.kl_sums = fused_h_pass();
+    } else {
+      form_p();
+      update_h();
+      gather_h();
+      sums.kl_sums = form_qt();
+    }
+    exchange_.reduce_scatter(row_comm_, qt_full_.data(), qt_.data(), w_counts_);
+    if (kl_) {
+      allreduce_kl(world_, sums.kl_sums);
+      sum_h_rows();
+    }
+    count_cap_hits(kernels_.update(rule_w_, wt_.view(), qt_.cview(), gh_.cview(), h_sums_.data()));
+    swap(gw_, gw_prev_);
+    kernels_.gram(wt_.cview(), gw_.view(), T(0));
+    exchange_.allreduce(world_, gw_.data(), kk());
+    if (!kl_) sums.cross = world_.sum(kernels_.dot(wt_.cview(), qt_.cview()));
+    return sums;
+  }
+
+  // Fused on the W side: H half from the P the previous pass left, then one pass that updates W and forms
+  // the next P.
+  StepSums w_pass_then_h() {
+    update_h();
+    if (kl_) sum_h_rows();
+    gather_h();
+    swap(gw_, gw_prev_);
+    auto pass = a_.fused_pass(Side::W, rule_w_, wt_.view(), h_full_.cview(), gh_.cview(), h_sums_.data(),
+                              p_full_.view(), gw_.view());
+    exchange_.allreduce(world_, gw_.data(), kk());
+    exchange_.reduce_scatter(col_comm_, p_full_.data(), p_.data(), h_counts_);
+    count_cap_hits(pass.nnls_cap_hits);
+    StepSums sums;
+    sums.cross = world_.sum(pass.cross);
+    sums.kl_sums = pass.kl_numer;
+    if (kl_) allreduce_kl(world_, sums.kl_sums);
+    return sums;
+  }
+
+  backend::KlSums fused_h_pass() {
+    auto pass = a_.fused_pass(Side::H, rule_h_, h_.view(), wt_full_.cview(), gw_.cview(), w_sums_.data(),
+                              qt_full_.view(), gh_.view());
+    count_cap_hits(pass.nnls_cap_hits);
+    exchange_.allreduce(world_, gh_.data(), kk());
+    return pass.kl_accum;
+  }
+
+  // P = Wt·A (KL: the ratio product), summed over the grid column onto this rank's columns.
+  void form_p() {
+    if (kl_) {
+      (void)a_.kl_multiply(Side::H, wt_full_.cview(), h_full_.cview(), p_full_.view(), T(0));
+    } else {
+      a_.multiply(Side::H, wt_full_.cview(), p_full_.view(), T(0));
+    }
+    exchange_.reduce_scatter(col_comm_, p_full_.data(), p_.data(), h_counts_);
+  }
+
+  // Qt_full = H·Aᵀ (KL: the ratio product, whose sums it returns); reduced by the caller.
+  backend::KlSums form_qt() {
+    if (kl_) return a_.kl_multiply(Side::W, h_full_.cview(), wt_full_.cview(), qt_full_.view(), T(0));
+    a_.multiply(Side::W, h_full_.cview(), qt_full_.view(), T(0));
+    return {};
+  }
+
+  void update_h() {
+    count_cap_hits(kernels_.update(rule_h_, h_.view(), p_.cview(), gw_.cview(), w_sums_.data()));
+    kernels_.gram(h_.cview(), gh_.view(), T(0));
+    exchange_.allreduce(world_, gh_.data(), kk());
+  }
+
+  void sum_h_rows() {
+    kernels_.row_sums(h_.cview(), h_sums_.data());
+    exchange_.allreduce(world_, h_sums_.data(), ku());
+  }
+
+  // KL keeps last iteration's W sums for the figures of the state its ratio was formed at.
+  void refresh_w_sums() {
+    swap(w_sums_, w_sums_prev_);
+    kernels_.row_sums(wt_.cview(), w_sums_.data());
+    exchange_.allreduce(world_, w_sums_.data(), ku());
+  }
+
+  // ||A - WH||² from k x k products (DESIGN §3); KL reports it at the state its ratio was formed.
+  Figures measure(const StepSums& sums) {
+    Figures f;
+    if (kl_) {
+      f.squared_error = stats_.squared_norm - 2 * sums.kl_sums.a_times_m + kernels_.dot(gw_prev_.cview(), gh_.cview());
+      const double model_sum = kernels_.dot(w_sums_.cview(), h_sums_.cview());
+      f.objective = sums.kl_sums.a_log_a_over_m - stats_.sum + model_sum;
+    } else {
+      const auto& pen = options_.penalties;
+      f.squared_error = stats_.squared_norm - 2 * sums.cross + kernels_.dot(gw_.cview(), gh_.cview());
+      f.objective = 0.5 * std::max(f.squared_error, 0.0) + penalty(kernels_, world_, wt_, gw_, pen.l1_w, pen.l2_w) +
+                    penalty(kernels_, world_, h_, gh_, pen.l1_h, pen.l2_h);
+    }
+    f.rel_error = std::sqrt(std::max(f.squared_error, 0.0) / stats_.squared_norm);
+    return f;
+  }
+
+  void record(int it, const Figures& f, std::chrono::steady_clock::time_point start) {
+    if (!std::isfinite(f.objective) || !std::isfinite(f.rel_error))
+      throw Error("numerical breakdown at iteration " + std::to_string(it) + " (" + to_string(options_.algorithm) +
+                  "): the objective is not finite");
+    result_.rel_error_history.push_back(f.rel_error);
+    result_.objective_history.push_back(f.objective);
+    result_.iterations = it;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options_.progress) options_.progress({it, options_.max_iterations, f.rel_error, f.objective, seconds});
+  }
+
+  // Every rank must leave the loop together: rank 0's decisions are the job's.
+  bool should_stop(int it, double objective, double previous_objective) {
+    bool stop = it > 1 && options_.tol > 0 &&
+                std::abs(previous_objective - objective) <= options_.tol * std::abs(previous_objective);
+    bool cancel = world_.rank() == 0 && options_.cancel && options_.cancel();
+    if (world_.size() > 1) {
+      unsigned char flag = static_cast<unsigned char>((stop ? 1 : 0) | (cancel ? 2 : 0));
+      world_.broadcast(&flag, 1, dist::Scalar::u8, 0);
+      stop = (flag & 1) != 0;
+      cancel = (flag & 2) != 0;
+    }
+    if (cancel) throw Cancelled("cancelled at iteration " + std::to_string(it));
+    return stop;
+  }
+
+  void gather_w() { exchange_.allgather(row_comm_, wt_.data(), wt_full_.data(), w_counts_); }
+  void gather_h() { exchange_.allgather(col_comm_, h_.data(), h_full_.data(), h_counts_); }
+  void count_cap_hits(std::int64_t local) { result_.nnls_cap_hits += world_.sum<std::int64_t>(local); }
+  [[nodiscard]] std::size_t kk() const { return static_cast<std::size_t>(k_ * k_); }
+  [[nodiscard]] std::size_t ku() const { return static_cast<std::size_t>(k_); }
+
+  backend::Kernels<T>& kernels_;
+  Operand<T>& a_;
+  const FactorOptions& options_;
+  const backend::MatrixStats& stats_;
+  const index_t k_;
+  const bool kl_;
+  const backend::UpdateRule rule_h_, rule_w_;
+  dist::Communicator& world_;
+  dist::Communicator& row_comm_;  // along which W's block row is split
+  dist::Communicator& col_comm_;  // along which H's block column is split
+  const bool w_whole_;            // this rank owns all of W's block row
+  const bool h_whole_;            // ... all of H's block column
+  const std::vector<std::size_t> w_counts_, h_counts_;
+  Exchange<T> exchange_;
+  Block<T> wt_, h_, wt_full_, h_full_, p_full_, qt_full_, p_, qt_, gw_, gh_, gw_prev_, w_sums_, w_sums_prev_, h_sums_;
+  bool fused_ = false;
+  Side pass_side_ = Side::H;
+  FactorResult<T> result_;
+};
+
 }  // namespace
 
 template <class T>
 FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
                         const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors) {
-  const index_t m_block = a.rows();
-  const index_t n_block = a.cols();
-  const index_t k = options.rank;
-  if (m_block != layout.a_rows.size() || n_block != layout.a_cols.size())
-    throw Error("internal: the local block is " + std::to_string(m_block) + "x" + std::to_string(n_block) +
-                ", the layout says " + std::to_string(layout.a_rows.size()) + "x" +
-                std::to_string(layout.a_cols.size()));
-  const bool kl = options.algorithm == Algorithm::kl;
-  const auto& pen = options.penalties;
-  const double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;
-  const backend::UpdateRule rule_h{options.algorithm, eps, pen.l1_h, pen.l2_h};
-  const backend::UpdateRule rule_w{options.algorithm, eps, pen.l1_w, pen.l2_w};
-  dist::Communicator& world = grid.world();
-  dist::Communicator& row_comm = grid.row_comm();  // along which W's block row is split
-  dist::Communicator& col_comm = grid.col_comm();  // along which H's block column is split
-  const bool w_whole = row_comm.size() == 1;       // this rank owns all of W's block row
-  const bool h_whole = col_comm.size() == 1;       // ... all of H's block column
-  const auto w_counts = piece_counts(layout.w_piece_sizes, k);
-  const auto h_counts = piece_counts(layout.h_piece_sizes, k);
-  Exchange<T> exchange(kernels);
-
-  Block<T> wt(kernels, k, layout.w_rows.size()), h(kernels, k, layout.h_cols.size());
-  Block<T> wt_full(kernels, k, m_block, wt, w_whole), h_full(kernels, k, n_block, h, h_whole);
-  Block<T> p_full(kernels, k, n_block), qt_full(kernels, k, m_block);
-  Block<T> p(kernels, k, layout.h_cols.size(), p_full, h_whole), qt(kernels, k, layout.w_rows.size(), qt_full, w_whole);
-  Block<T> gw(kernels, k, k), gh(kernels, k, k), gw_prev(kernels, k, k);
-  Block<T> w_sums(kernels, k, 1), w_sums_prev(kernels, k, 1), h_sums(kernels, k, 1);
-  const auto kk = static_cast<std::size_t>(k * k);
-  const auto ku = static_cast<std::size_t>(k);
-  wt.upload(factors.wt.data());
-  h.upload(factors.h.data());
-  kernels.gram(wt.cview(), gw.view(), T(0));
-  exchange.allreduce(world, gw.data(), kk);
-  kernels.gram(h.cview(), gh.view(), T(0));
-  exchange.allreduce(world, gh.data(), kk);
-  if (kl) {
-    kernels.row_sums(wt.cview(), w_sums.data());
-    exchange.allreduce(world, w_sums.data(), ku);
-  }
-  auto gather_w = [&] { exchange.allgather(row_comm, wt.data(), wt_full.data(), w_counts); };
-  auto gather_h = [&] { exchange.allgather(col_comm, h.data(), h_full.data(), h_counts); };
-
-  // The single pass needs no reduction between a tile's numerator and its update: the H side when the grid
-  // has one row (pr = 1), the W side when it has one column (pc = 1).
-  bool fused = options.fused;
-  Side pass_side = a.fused_side();
-  auto fusable = [&](Side s) { return (s == Side::H ? h_whole : w_whole) && a.can_fuse(s); };
-  if (fused && !fusable(pass_side)) {
-    if (fusable(backend::other(pass_side))) {
-      pass_side = backend::other(pass_side);
-    } else {
-      fused = false;
-    }
-  }
-  FactorResult<T> result;
-  result.fused = fused;
-  result.backend = kernels.name();
-  result.threads = kernels.concurrency();
-
-  // The W-side pass leaves P = Wt·A for the next H half; the first one comes from a plain product.
-  if ((fused && pass_side == Side::W) || kl) gather_h();
-  if (fused && pass_side == Side::W) {
-    if (kl) {
-      (void)a.kl_multiply(Side::H, wt_full.cview(), h_full.cview(), p_full.view(), T(0));
-    } else {
-      a.multiply(Side::H, wt_full.cview(), p_full.view(), T(0));
-    }
-    exchange.reduce_scatter(col_comm, p_full.data(), p.data(), h_counts);
-  }
-
-  const auto start = std::chrono::steady_clock::now();
-  double previous_objective = std::numeric_limits<double>::quiet_NaN();
-  for (int it = 1; it <= options.max_iterations; ++it) {
-    double cross = 0;         // <Wt, H·Aᵀ> at the state the error is reported for (global)
-    backend::KlSums kl_sums;  // KL: ratio sums at (W_{t-1}, H_t), global
-    if (!fused || pass_side == Side::H) {
-      gather_w();
-      if (fused) {
-        auto sums = a.fused_pass(Side::H, rule_h, h.view(), wt_full.cview(), gw.cview(), w_sums.data(), qt_full.view(),
-                                 gh.view());
-        result.nnls_cap_hits += world.sum<std::int64_t>(sums.nnls_cap_hits);
-        exchange.allreduce(world, gh.data(), kk);
-        kl_sums = sums.kl_accum;
-      } else {
-        if (kl) {
-          (void)a.kl_multiply(Side::H, wt_full.cview(), h_full.cview(), p_full.view(), T(0));
-        } else {
-          a.multiply(Side::H, wt_full.cview(), p_full.view(), T(0));
-        }
-        exchange.reduce_scatter(col_comm, p_full.data(), p.data(), h_counts);
-        result.nnls_cap_hits +=
-            world.sum<std::int64_t>(kernels.update(rule_h, h.view(), p.cview(), gw.cview(), w_sums.data()));
-        kernels.gram(h.cview(), gh.view(), T(0));
-        exchange.allreduce(world, gh.data(), kk);
-        gather_h();
-        if (kl) {
-          kl_sums = a.kl_multiply(Side::W, h_full.cview(), wt_full.cview(), qt_full.view(), T(0));
-        } else {
-          a.multiply(Side::W, h_full.cview(), qt_full.view(), T(0));
-        }
-      }
-      exchange.reduce_scatter(row_comm, qt_full.data(), qt.data(), w_counts);
-      if (kl) {
-        allreduce_kl(world, kl_sums);
-        kernels.row_sums(h.cview(), h_sums.data());
-        exchange.allreduce(world, h_sums.data(), ku);
-      }
-      result.nnls_cap_hits +=
-          world.sum<std::int64_t>(kernels.update(rule_w, wt.view(), qt.cview(), gh.cview(), h_sums.data()));
-      swap(gw, gw_prev);
-      kernels.gram(wt.cview(), gw.view(), T(0));
-      exchange.allreduce(world, gw.data(), kk);
-      if (!kl) cross = world.sum(kernels.dot(wt.cview(), qt.cview()));
-    } else {
-      result.nnls_cap_hits +=
-          world.sum<std::int64_t>(kernels.update(rule_h, h.view(), p.cview(), gw.cview(), w_sums.data()));
-      kernels.gram(h.cview(), gh.view(), T(0));
-      exchange.allreduce(world, gh.data(), kk);
-      if (kl) {
-        kernels.row_sums(h.cview(), h_sums.data());
-        exchange.allreduce(world, h_sums.data(), ku);
-      }
-      gather_h();
-      swap(gw, gw_prev);
-      auto sums =
-          a.fused_pass(Side::W, rule_w, wt.view(), h_full.cview(), gh.cview(), h_sums.data(), p_full.view(), gw.view());
-      exchange.allreduce(world, gw.data(), kk);
-      exchange.reduce_scatter(col_comm, p_full.data(), p.data(), h_counts);
-      result.nnls_cap_hits += world.sum<std::int64_t>(sums.nnls_cap_hits);
-      cross = world.sum(sums.cross);
-      kl_sums = sums.kl_numer;
-      if (kl) allreduce_kl(world, kl_sums);
-    }
-
-    // ||A - WH||² from k x k products (DESIGN §3); KL reports it at the state its ratio was formed.
-    double squared_error = 0;
-    double objective = 0;
-    if (kl) {
-      squared_error = stats.squared_norm - 2 * kl_sums.a_times_m + kernels.dot(gw_prev.cview(), gh.cview());
-      const double model_sum = kernels.dot(w_sums.cview(), h_sums.cview());
-      objective = kl_sums.a_log_a_over_m - stats.sum + model_sum;
-      swap(w_sums, w_sums_prev);
-      kernels.row_sums(wt.cview(), w_sums.data());
-      exchange.allreduce(world, w_sums.data(), ku);
-    } else {
-      squared_error = stats.squared_norm - 2 * cross + kernels.dot(gw.cview(), gh.cview());
-      objective = 0.5 * std::max(squared_error, 0.0) + penalty(kernels, world, wt, gw, pen.l1_w, pen.l2_w) +
-                  penalty(kernels, world, h, gh, pen.l1_h, pen.l2_h);
-    }
-    const double rel_error = std::sqrt(std::max(squared_error, 0.0) / stats.squared_norm);
-    if (!std::isfinite(objective) || !std::isfinite(rel_error))
-      throw Error("numerical breakdown at iteration " + std::to_string(it) + " (" + to_string(options.algorithm) +
-                  "): the objective is not finite");
-    result.rel_error_history.push_back(rel_error);
-    result.objective_history.push_back(objective);
-    result.iterations = it;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.progress) options.progress({it, options.max_iterations, rel_error, objective, seconds});
-    bool stop = it > 1 && options.tol > 0 &&
-                std::abs(previous_objective - objective) <= options.tol * std::abs(previous_objective);
-    bool cancel = world.rank() == 0 && options.cancel && options.cancel();
-    // Every rank must leave the loop together: rank 0's decisions are the job's.
-    if (world.size() > 1) {
-      unsigned char flag = static_cast<unsigned char>((stop ? 1 : 0) | (cancel ? 2 : 0));
-      world.broadcast(&flag, 1, dist::Scalar::u8, 0);
-      stop = (flag & 1) != 0;
-      cancel = (flag & 2) != 0;
-    }
-    if (cancel) throw Cancelled("cancelled at iteration " + std::to_string(it));
-    if (stop) {
-      result.converged = true;
-      break;
-    }
-    previous_objective = objective;
-  }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  wt.download(factors.wt.data());
-  h.download(factors.h.data());
-  return result;
+  check_block_shape(a.rows(), a.cols(), layout);
+  Iteration<T> iteration(kernels, a, grid, layout, options, stats);
+  return iteration.run(factors);
 }
 
 template FactorResult<float> iterate<float>(backend::Kernels<float>&, Operand<float>&, const dist::Grid&,

@@ -230,335 +230,460 @@ double factorise(const Scaled& s, index_t m, double growth, Workspace& ws, index
 // and Murty's rule, though finite, can need thousands of single-index rounds. Lawson-Hanson never increases the
 // objective, so it cannot wander, and it adds one index per outer step. It starts from z = 0: starting from the
 // last pivoting iterate saved nothing measurable, and that iterate can be far off on exactly these problems.
-void lawson_hanson(const Scaled& s, double growth, const double* bs, double* z, Workspace& ws, index_t& retries) {
-  const index_t k = s.k;
-  char* in_p = ws.in_p.data();
-  char* blocked = ws.blocked.data();
-  double* w = ws.gz.data();  // bs - M z, the negative gradient
-  double* t = ws.t.data();
-  double bscale = 0;
-  for (index_t i = 0; i < k; ++i) bscale = std::max(bscale, std::abs(bs[i]));
-  auto update_gradient = [&] {
-    for (index_t i = 0; i < k; ++i) w[i] = bs[i] - s.shift[i] * growth * z[i];
-    for (index_t j = 0; j < k; ++j) {
-      if (z[j] == 0) continue;
-      const double* gj = s.gs.data() + j * k;
-      for (index_t i = 0; i < k; ++i) w[i] -= gj[i] * z[j];
+class LawsonHanson {
+ public:
+  LawsonHanson(const Scaled& s, double growth, const double* bs, double* z, Workspace& ws, index_t& retries)
+      : s_(s),
+        k_(s.k),
+        growth_(growth),
+        bs_(bs),
+        z_(z),
+        ws_(ws),
+        retries_(retries),
+        in_p_(ws.in_p.data()),
+        blocked_(ws.blocked.data()),
+        w_(ws.gz.data()),
+        t_(ws.t.data()) {}
+
+  void solve() {
+    double bscale = 0;
+    for (index_t i = 0; i < k_; ++i) bscale = std::max(bscale, std::abs(bs_[i]));
+    std::fill(z_, z_ + k_, 0.0);
+    std::fill(in_p_, in_p_ + k_, 0);
+    std::fill(blocked_, blocked_ + k_, 0);
+    bool ok = true;
+    for (index_t outer = 0; ok && outer < 3 * k_ + 10; ++outer) {
+      update_gradient();
+      const index_t enter = entering_index(bscale);
+      if (enter < 0) break;
+      in_p_[enter] = 1;
+      bool entered = true;
+      ok = settle(enter, entered);
+      if (entered) std::fill(blocked_, blocked_ + k_, 0);
     }
-  };
-  std::fill(z, z + k, 0.0);
-  std::fill(in_p, in_p + k, 0);
-  std::fill(blocked, blocked + k, 0);
+    reject_if_objective_rose();
+  }
+
+ private:
+  double z_scale() const {
+    double zscale = 0;
+    for (index_t i = 0; i < k_; ++i) zscale = std::max(zscale, z_[i]);
+    return zscale;
+  }
+
+  // w = bs - M z, the negative gradient.
+  void update_gradient() {
+    for (index_t i = 0; i < k_; ++i) w_[i] = bs_[i] - s_.shift[i] * growth_ * z_[i];
+    for (index_t j = 0; j < k_; ++j) {
+      if (z_[j] == 0) continue;
+      const double* gj = s_.gs.data() + j * k_;
+      for (index_t i = 0; i < k_; ++i) w_[i] -= gj[i] * z_[j];
+    }
+  }
+
+  // The live, inactive, unblocked index of steepest descent, or -1 when none beats rounding noise.
+  index_t entering_index(double bscale) const {
+    index_t enter = -1;
+    double best = kFeasTol * (bscale + z_scale());
+    for (index_t i = 0; i < k_; ++i) {
+      if (s_.live[i] && !in_p_[i] && !blocked_[i] && w_[i] > best) {
+        best = w_[i];
+        enter = i;
+      }
+    }
+    return enter;
+  }
 
   // Moves z to the minimiser over the passive set, or as far towards it as z >= 0 allows, dropping the indices
   // that block, until the passive-set minimiser is positive. Each step lowers the objective (the segment from z
   // to the minimiser is descent). Returns false when the factorisation or the solve broke down. Enter is the
   // index just added, which must come out positive (else it is blocked and entered is false).
-  auto settle = [&](index_t enter, bool& entered) {
+  bool settle(index_t enter, bool& entered) {
     entered = true;
-    double zscale = 0;
-    for (index_t i = 0; i < k; ++i) zscale = std::max(zscale, z[i]);
-    for (index_t inner = 0; inner <= k; ++inner) {
-      index_t m = 0;
-      for (index_t i = 0; i < k; ++i) {
-        if (in_p[i]) ws.idx[m++] = i;
-      }
-      if (factorise(s, m, growth, ws, retries) == 0) return false;
-      for (index_t r = 0; r < m; ++r) ws.rhs[r] = bs[ws.idx[r]];
-      cholesky_solve(ws.chol.data(), m, ws.rhs.data());
+    const double zscale = z_scale();
+    for (index_t inner = 0; inner <= k_; ++inner) {
+      const index_t m = passive_indices();
       bool all_positive = true;
-      for (index_t r = 0; r < m; ++r) {
-        t[ws.idx[r]] = ws.rhs[r];
-        if (!std::isfinite(ws.rhs[r])) return false;
-        if (!(ws.rhs[r] > 0)) all_positive = false;
-      }
-      if (inner == 0 && !(t[enter] > 0)) {
+      if (!solve_passive(m, all_positive)) return false;
+      if (inner == 0 && !(t_[enter] > 0)) {
         // Rounding made the entering direction useless (a column dependent on the passive ones).
-        in_p[enter] = 0;
-        blocked[enter] = 1;
+        in_p_[enter] = 0;
+        blocked_[enter] = 1;
         entered = false;
         return true;
       }
       if (all_positive) {
-        for (index_t r = 0; r < m; ++r) z[ws.idx[r]] = t[ws.idx[r]];
+        for (index_t r = 0; r < m; ++r) z_[ws_.idx[r]] = t_[ws_.idx[r]];
         return true;
       }
-      double alpha = 1;
-      for (index_t r = 0; r < m; ++r) {
-        const index_t i = ws.idx[r];
-        if (t[i] <= 0) alpha = std::min(alpha, z[i] - t[i] > 0 ? z[i] / (z[i] - t[i]) : 0.0);
-      }
-      for (index_t r = 0; r < m; ++r) {
-        const index_t i = ws.idx[r];
-        z[i] += alpha * (t[i] - z[i]);
-        if (z[i] <= 0 || (t[i] <= 0 && z[i] <= kFeasTol * zscale)) {
-          z[i] = 0;
-          in_p[i] = 0;
-        }
-      }
+      step_towards_t(m, zscale);
     }
     return true;
-  };
+  }
 
-  bool ok = true;
-  for (index_t outer = 0; ok && outer < 3 * k + 10; ++outer) {
-    update_gradient();
-    double zscale = 0;
-    for (index_t i = 0; i < k; ++i) zscale = std::max(zscale, z[i]);
-    index_t enter = -1;
-    double best = kFeasTol * (bscale + zscale);
-    for (index_t i = 0; i < k; ++i) {
-      if (s.live[i] && !in_p[i] && !blocked[i] && w[i] > best) {
-        best = w[i];
-        enter = i;
+  index_t passive_indices() {
+    index_t m = 0;
+    for (index_t i = 0; i < k_; ++i) {
+      if (in_p_[i]) ws_.idx[m++] = i;
+    }
+    return m;
+  }
+
+  // t = the minimiser over the passive set; false on breakdown.
+  bool solve_passive(index_t m, bool& all_positive) {
+    if (factorise(s_, m, growth_, ws_, retries_) == 0) return false;
+    for (index_t r = 0; r < m; ++r) ws_.rhs[r] = bs_[ws_.idx[r]];
+    cholesky_solve(ws_.chol.data(), m, ws_.rhs.data());
+    for (index_t r = 0; r < m; ++r) {
+      t_[ws_.idx[r]] = ws_.rhs[r];
+      if (!std::isfinite(ws_.rhs[r])) return false;
+      if (!(ws_.rhs[r] > 0)) all_positive = false;
+    }
+    return true;
+  }
+
+  // The longest step from z towards t that keeps z >= 0; the indices it stops at leave the passive set.
+  void step_towards_t(index_t m, double zscale) {
+    double alpha = 1;
+    for (index_t r = 0; r < m; ++r) {
+      const index_t i = ws_.idx[r];
+      if (t_[i] <= 0) alpha = std::min(alpha, z_[i] - t_[i] > 0 ? z_[i] / (z_[i] - t_[i]) : 0.0);
+    }
+    for (index_t r = 0; r < m; ++r) {
+      const index_t i = ws_.idx[r];
+      z_[i] += alpha * (t_[i] - z_[i]);
+      if (z_[i] <= 0 || (t_[i] <= 0 && z_[i] <= kFeasTol * zscale)) {
+        z_[i] = 0;
+        in_p_[i] = 0;
       }
     }
-    if (enter < 0) break;
-    in_p[enter] = 1;
-    bool entered = true;
-    ok = settle(enter, entered);
-    if (entered) std::fill(blocked, blocked + k, 0);
   }
+
   // The objective 0.5 z'Mz - bs'z = -0.5 z'(bs + w) started at 0 and only fell; rounding aside, this holds.
-  update_gradient();
-  double f = 0;
-  for (index_t i = 0; i < k; ++i) f -= 0.5 * z[i] * (bs[i] + w[i]);
-  if (!(f <= 0)) std::fill(z, z + k, 0.0);
-}
+  void reject_if_objective_rose() {
+    update_gradient();
+    double f = 0;
+    for (index_t i = 0; i < k_; ++i) f -= 0.5 * z_[i] * (bs_[i] + w_[i]);
+    if (!(f <= 0)) std::fill(z_, z_ + k_, 0.0);
+  }
 
-}  // namespace
+  const Scaled& s_;
+  const index_t k_;
+  const double growth_;
+  const double* bs_;
+  double* z_;
+  Workspace& ws_;
+  index_t& retries_;
+  char* in_p_;
+  char* blocked_;
+  double* w_;
+  double* t_;
+};
 
-template <class T>
-NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, const NnlsOptions& options) {
-  check_shapes_and_values(G, B, X);
+void check_nnls_options(const NnlsOptions& options) {
   if (options.max_rounds < 0) {
     throw Error("nnls_bpp: max_rounds is " + std::to_string(options.max_rounds) + ", expected >= 0");
   }
   if (!std::isfinite(options.tikhonov) || options.tikhonov < 0) {
     throw Error("nnls_bpp: tikhonov is " + std::to_string(options.tikhonov) + ", expected finite and >= 0");
   }
+}
 
-  NnlsStats stats;
-  const index_t k = G.rows;
-  const index_t n = B.cols;
-  stats.columns = n;
-  if (n == 0) return stats;
-  if (k == 0) return stats;
+int thread_id() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
 
-  const Scaled s = equilibrate(G, options.tikhonov, stats);
-  const index_t max_rounds = options.max_rounds > 0 ? options.max_rounds : k / 2 + 20;
-  const index_t words = (k + kWordBits - 1) / kWordBits;
-
-  std::vector<double> bs(static_cast<std::size_t>(k * n));
-  std::vector<double> z(static_cast<std::size_t>(k * n), 0.0);
-  std::vector<Word> passive(static_cast<std::size_t>(words * n), 0);
-  std::vector<ColumnState> state(static_cast<std::size_t>(n));
-  for (index_t j = 0; j < n; ++j) {
-    double* bj = bs.data() + j * k;
-    Word* pj = passive.data() + j * words;
-    for (index_t i = 0; i < k; ++i) {
-      bj[i] = s.live[i] ? static_cast<double>(B(i, j)) * s.inv_d[i] : 0.0;
-      if (s.live[i] && X(i, j) > T(0)) flip(pj, i);
-    }
-    state[j].ninf = static_cast<int>(k) + 1;  // beta = k + 1
+// Block principal pivoting over all columns of the equilibrated problem: rounds of grouped passive-set solves
+// and exchanges, then Lawson-Hanson for the columns that reached the cap.
+class Pivoting {
+ public:
+  Pivoting(const Scaled& s, index_t n, index_t max_rounds, NnlsStats& stats)
+      : s_(s),
+        k_(s.k),
+        n_(n),
+        words_((s.k + kWordBits - 1) / kWordBits),
+        max_rounds_(max_rounds),
+        stats_(stats),
+        bs_(static_cast<std::size_t>(k_ * n)),
+        z_(static_cast<std::size_t>(k_ * n), 0.0),
+        passive_(static_cast<std::size_t>(words_ * n), 0),
+        state_(static_cast<std::size_t>(n)) {
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    workspaces_.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) workspaces_.emplace_back(k_);
   }
 
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_get_max_threads();
-#endif
-  std::vector<Workspace> workspaces;
-  workspaces.reserve(static_cast<std::size_t>(threads));
-  for (int t = 0; t < threads; ++t) workspaces.emplace_back(k);
+  // Scales B's columns and starts each passive set at X's positive live entries.
+  template <class T>
+  void load(DenseView<const T> B, DenseView<T> X) {
+    for (index_t j = 0; j < n_; ++j) {
+      double* bj = bs_.data() + j * k_;
+      Word* pj = passive_.data() + j * words_;
+      for (index_t i = 0; i < k_; ++i) {
+        bj[i] = s_.live[i] ? static_cast<double>(B(i, j)) * s_.inv_d[i] : 0.0;
+        if (s_.live[i] && X(i, j) > T(0)) flip(pj, i);
+      }
+      state_[j].ninf = static_cast<int>(k_) + 1;  // beta = k + 1
+    }
+  }
 
+  void solve() {
+    choose_base_growth();
+    active_.resize(static_cast<std::size_t>(n_));
+    for (index_t j = 0; j < n_; ++j) active_[j] = j;
+    index_t rounds = 0;
+    for (; rounds < max_rounds_ && !active_.empty(); ++rounds) {
+      group_by_passive_set();
+      solve_round();
+      active_.erase(std::remove_if(active_.begin(), active_.end(), [&](index_t j) { return state_[j].done; }),
+                    active_.end());
+    }
+    stats_.rounds = rounds;
+    stats_.rounds_cap_hits = static_cast<index_t>(active_.size());
+    if (!active_.empty()) finish_capped_columns();
+  }
+
+  // Converting a double beyond T's range is undefined behaviour, hence the explicit bound.
+  template <class T>
+  void store(DenseView<T> X) const {
+    const double t_max = static_cast<double>(std::numeric_limits<T>::max());
+    for (index_t j = 0; j < n_; ++j) {
+      const double* zj = z_.data() + j * k_;
+      bool finite = true;
+      for (index_t i = 0; i < k_; ++i) {
+        // Accepted infeasibilities are below kFeasTol and clamp to zero.
+        const double v = s_.live[i] ? std::max(zj[i], 0.0) * s_.inv_d[i] : 0.0;
+        const bool ok = v <= t_max;  // false for NaN too
+        finite = finite && ok;
+        X(i, j) = ok ? static_cast<T>(v) : T(0);
+      }
+      if (!finite) {
+        for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
+        ++stats_.nonfinite_zeroed;
+      }
+    }
+  }
+
+ private:
   // One factorisation of the whole live Gs picks the shift level every group starts from. Without it, when
   // rounding leaves G indefinite (float data, k above the rank) each group would settle on its own shift, the
   // problem being solved would change from round to round, and the pivoting could wander until the cap.
-  double base_growth = 1;
-  {
-    Workspace& ws = workspaces.front();
+  void choose_base_growth() {
+    Workspace& ws = workspaces_.front();
     index_t m = 0;
-    for (index_t i = 0; i < k; ++i) {
-      if (s.live[i]) ws.idx[m++] = i;
+    for (index_t i = 0; i < k_; ++i) {
+      if (s_.live[i]) ws.idx[m++] = i;
     }
-    if (m > 0) base_growth = std::max(1.0, factorise(s, m, 1.0, ws, stats.shift_retries));
+    if (m > 0) base_growth_ = std::max(1.0, factorise(s_, m, 1.0, ws, stats_.shift_retries));
   }
 
-  std::vector<index_t> active(static_cast<std::size_t>(n));
-  for (index_t j = 0; j < n; ++j) active[j] = j;
-  std::vector<index_t> group_start;
-  index_t rounds = 0;
-
-  for (; rounds < max_rounds && !active.empty(); ++rounds) {
-    // Sorting by passive set makes columns with equal sets adjacent; the order among equal sets is kept by
-    // index so that results do not depend on the sort's tie handling.
-    std::sort(active.begin(), active.end(), [&](index_t a, index_t b) {
-      const Word* pa = passive.data() + a * words;
-      const Word* pb = passive.data() + b * words;
-      for (index_t w = 0; w < words; ++w) {
+  // Sorting by passive set makes columns with equal sets adjacent; the order among equal sets is kept by
+  // index so that results do not depend on the sort's tie handling.
+  void group_by_passive_set() {
+    std::sort(active_.begin(), active_.end(), [&](index_t a, index_t b) {
+      const Word* pa = passive_.data() + a * words_;
+      const Word* pb = passive_.data() + b * words_;
+      for (index_t w = 0; w < words_; ++w) {
         if (pa[w] != pb[w]) return pa[w] < pb[w];
       }
       return a < b;
     });
-    group_start.clear();
-    for (std::size_t c = 0; c < active.size(); ++c) {
-      if (c == 0 || !std::equal(passive.begin() + active[c] * words, passive.begin() + (active[c] + 1) * words,
-                                passive.begin() + active[c - 1] * words)) {
-        group_start.push_back(static_cast<index_t>(c));
+    group_start_.clear();
+    for (std::size_t c = 0; c < active_.size(); ++c) {
+      if (c == 0 || !std::equal(passive_.begin() + active_[c] * words_, passive_.begin() + (active_[c] + 1) * words_,
+                                passive_.begin() + active_[c - 1] * words_)) {
+        group_start_.push_back(static_cast<index_t>(c));
       }
     }
-    group_start.push_back(static_cast<index_t>(active.size()));
-    const index_t ngroups = static_cast<index_t>(group_start.size()) - 1;
+    group_start_.push_back(static_cast<index_t>(active_.size()));
+  }
 
+  void solve_round() {
+    const index_t ngroups = static_cast<index_t>(group_start_.size()) - 1;
     index_t factorised = 0, retries = 0, backups = 0, zeroed = 0;
-    double round_shift = 0, round_growth = base_growth;
+    double round_shift = 0, round_growth = base_growth_;
 #pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
     reduction(max : round_shift, round_growth)
     for (index_t gi = 0; gi < ngroups; ++gi) {
-      int tid = 0;
-#ifdef _OPENMP
-      tid = omp_get_thread_num();
-#endif
-      Workspace& ws = workspaces[static_cast<std::size_t>(tid)];
-      const index_t first = group_start[gi];
-      const index_t last = group_start[gi + 1];
-      const Word* pset = passive.data() + active[first] * words;
-      index_t m = 0;
-      for (index_t i = 0; i < k; ++i) {
-        if (bit(pset, i)) ws.idx[m++] = i;
-      }
-      double growth = base_growth;
+      Workspace& ws = workspaces_[static_cast<std::size_t>(thread_id())];
+      const index_t first = group_start_[gi];
+      const index_t m = passive_indices(active_[first], ws);
+      double growth = base_growth_;
       if (m > 0) {
         ++factorised;
-        growth = factorise(s, m, base_growth, ws, retries);
+        growth = factorise(s_, m, base_growth_, ws, retries);
         round_growth = std::max(round_growth, growth);
-        for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s.abs_shift[ws.idx[r]] * growth);
+        for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * growth);
       }
+      for (index_t c = first; c < group_start_[gi + 1]; ++c) pivot_column(active_[c], m, growth, ws, backups, zeroed);
+    }
+    stats_.groups += factorised;
+    stats_.shift_retries += retries;
+    stats_.backup_rule_uses += backups;
+    stats_.nonfinite_zeroed += zeroed;
+    stats_.shift = std::max(stats_.shift, round_shift);
+    // Only ever raised, and from a max over groups, so the level (and the answer) is independent of threads.
+    base_growth_ = round_growth;
+  }
 
-      for (index_t c = first; c < last; ++c) {
-        const index_t j = active[c];
-        double* zj = z.data() + j * k;
-        const double* bj = bs.data() + j * k;
-        Word* pj = passive.data() + j * words;
-        ColumnState& st = state[j];
-        if (growth == 0) {
-          std::fill(zj, zj + k, 0.0);
-          st.done = true;
-          ++zeroed;
-          continue;
-        }
+  index_t passive_indices(index_t column, Workspace& ws) const {
+    const Word* pset = passive_.data() + column * words_;
+    index_t m = 0;
+    for (index_t i = 0; i < k_; ++i) {
+      if (bit(pset, i)) ws.idx[m++] = i;
+    }
+    return m;
+  }
 
-        std::fill(zj, zj + k, 0.0);
-        double* rhs = ws.rhs.data();
-        for (index_t r = 0; r < m; ++r) rhs[r] = bj[ws.idx[r]];
-        if (m > 0) cholesky_solve(ws.chol.data(), m, rhs);
-        double zscale = 0, bscale = 0;
-        bool finite = true;
-        for (index_t r = 0; r < m; ++r) {
-          zj[ws.idx[r]] = rhs[r];
-          finite = finite && std::isfinite(rhs[r]);
-          zscale = std::max(zscale, std::abs(rhs[r]));
-        }
-        if (!finite) {
-          std::fill(zj, zj + k, 0.0);
-          st.done = true;
-          ++zeroed;
-          continue;
-        }
-        for (index_t i = 0; i < k; ++i) bscale = std::max(bscale, std::abs(bj[i]));
-
-        // Gradient y = Gs z - bs on the complement of the passive set; |Gs_ij| <= 1 bounds its rounding error
-        // by about k * eps * zscale, hence the tolerances' zscale terms.
-        double* gz = ws.gz.data();
-        std::fill(gz, gz + k, 0.0);
-        for (index_t r = 0; r < m; ++r) {
-          const double zr = zj[ws.idx[r]];
-          if (zr == 0) continue;
-          const double* gcol = s.gs.data() + ws.idx[r] * k;
-          for (index_t i = 0; i < k; ++i) gz[i] += gcol[i] * zr;
-        }
-        const double tol_z = kFeasTol * zscale;
-        const double tol_y = kFeasTol * (bscale + zscale);
-        int ninf = 0;
-        index_t last_bad = -1;
-        for (index_t i = 0; i < k; ++i) {
-          if (!s.live[i]) continue;
-          const bool bad = bit(pj, i) ? zj[i] < -tol_z : gz[i] - bj[i] < -tol_y;
-          if (bad) {
-            ++ninf;
-            last_bad = i;
-          }
-        }
-        if (ninf == 0) {
-          st.done = true;
-          continue;
-        }
-        bool full_exchange = true;
-        if (ninf < st.ninf) {
-          st.ninf = ninf;
-          st.p = kAlpha;
-        } else if (st.p >= 1) {
-          --st.p;
-        } else {
-          full_exchange = false;
-        }
-        if (full_exchange) {
-          for (index_t i = 0; i < k; ++i) {
-            if (!s.live[i]) continue;
-            if (bit(pj, i) ? zj[i] < -tol_z : gz[i] - bj[i] < -tol_y) flip(pj, i);
-          }
-        } else {
-          flip(pj, last_bad);
-          ++backups;
-        }
+  // Solves column j on its passive set (factorised in ws with `growth`, 0 when that failed) and exchanges
+  // the infeasible indices, or marks the column done.
+  void pivot_column(index_t j, index_t m, double growth, Workspace& ws, index_t& backups, index_t& zeroed) {
+    double* zj = z_.data() + j * k_;
+    ColumnState& st = state_[j];
+    double zscale = 0;
+    if (growth == 0 || !solve_passive(j, m, ws, zscale)) {
+      std::fill(zj, zj + k_, 0.0);
+      st.done = true;
+      ++zeroed;
+      return;
+    }
+    const double* bj = bs_.data() + j * k_;
+    double bscale = 0;
+    for (index_t i = 0; i < k_; ++i) bscale = std::max(bscale, std::abs(bj[i]));
+    gradient_part(j, m, ws);
+    const Infeasible bad{bit_row(j), zj, ws.gz.data(), bj, kFeasTol * zscale, kFeasTol * (bscale + zscale)};
+    int ninf = 0;
+    index_t last_bad = -1;
+    for (index_t i = 0; i < k_; ++i) {
+      if (s_.live[i] && bad(i)) {
+        ++ninf;
+        last_bad = i;
       }
     }
-    stats.groups += factorised;
-    stats.shift_retries += retries;
-    stats.backup_rule_uses += backups;
-    stats.nonfinite_zeroed += zeroed;
-    stats.shift = std::max(stats.shift, round_shift);
-    // Only ever raised, and from a max over groups, so the level (and the answer) is independent of threads.
-    base_growth = round_growth;
-    active.erase(std::remove_if(active.begin(), active.end(), [&](index_t j) { return state[j].done; }), active.end());
+    if (ninf == 0) {
+      st.done = true;
+      return;
+    }
+    exchange(j, st, ninf, last_bad, bad, backups);
   }
-  stats.rounds = rounds;
-  stats.rounds_cap_hits = static_cast<index_t>(active.size());
 
-  if (!active.empty()) {
-    const index_t left = static_cast<index_t>(active.size());
+  // z_j = the passive-set solution (zero elsewhere); false when it is not finite.
+  bool solve_passive(index_t j, index_t m, Workspace& ws, double& zscale) {
+    double* zj = z_.data() + j * k_;
+    const double* bj = bs_.data() + j * k_;
+    std::fill(zj, zj + k_, 0.0);
+    double* rhs = ws.rhs.data();
+    for (index_t r = 0; r < m; ++r) rhs[r] = bj[ws.idx[r]];
+    if (m > 0) cholesky_solve(ws.chol.data(), m, rhs);
+    bool finite = true;
+    for (index_t r = 0; r < m; ++r) {
+      zj[ws.idx[r]] = rhs[r];
+      finite = finite && std::isfinite(rhs[r]);
+      zscale = std::max(zscale, std::abs(rhs[r]));
+    }
+    return finite;
+  }
+
+  // ws.gz = Gs z_j; the gradient y = Gs z - bs is formed where it is tested. |Gs_ij| <= 1 bounds its rounding
+  // error by about k * eps * zscale, hence the tolerances' zscale terms.
+  void gradient_part(index_t j, index_t m, Workspace& ws) const {
+    const double* zj = z_.data() + j * k_;
+    double* gz = ws.gz.data();
+    std::fill(gz, gz + k_, 0.0);
+    for (index_t r = 0; r < m; ++r) {
+      const double zr = zj[ws.idx[r]];
+      if (zr == 0) continue;
+      const double* gcol = s_.gs.data() + ws.idx[r] * k_;
+      for (index_t i = 0; i < k_; ++i) gz[i] += gcol[i] * zr;
+    }
+  }
+
+  // Whether index i of a column is infeasible: a negative passive variable or a negative active gradient,
+  // beyond rounding noise.
+  struct Infeasible {
+    const Word* passive;
+    const double* z;
+    const double* gz;
+    const double* b;
+    double tol_z, tol_y;
+    bool operator()(index_t i) const { return bit(passive, i) ? z[i] < -tol_z : gz[i] - b[i] < -tol_y; }
+  };
+
+  Word* bit_row(index_t j) { return passive_.data() + j * words_; }
+
+  // Kim & Park's rule: full exchanges while the infeasible set keeps shrinking (or for kAlpha more tries), else
+  // Murty's backup rule, which flips only the last infeasible index and cannot cycle.
+  void exchange(index_t j, ColumnState& st, int ninf, index_t last_bad, const Infeasible& bad, index_t& backups) {
+    Word* pj = bit_row(j);
+    bool full_exchange = true;
+    if (ninf < st.ninf) {
+      st.ninf = ninf;
+      st.p = kAlpha;
+    } else if (st.p >= 1) {
+      --st.p;
+    } else {
+      full_exchange = false;
+    }
+    if (full_exchange) {
+      for (index_t i = 0; i < k_; ++i) {
+        if (!s_.live[i]) continue;
+        if (bad(i)) flip(pj, i);
+      }
+    } else {
+      flip(pj, last_bad);
+      ++backups;
+    }
+  }
+
+  void finish_capped_columns() {
+    const index_t left = static_cast<index_t>(active_.size());
     index_t retries = 0;
 #pragma omp parallel for schedule(dynamic) reduction(+ : retries)
     for (index_t c = 0; c < left; ++c) {
-      int tid = 0;
-#ifdef _OPENMP
-      tid = omp_get_thread_num();
-#endif
-      const index_t j = active[c];
-      lawson_hanson(s, base_growth, bs.data() + j * k, z.data() + j * k, workspaces[static_cast<std::size_t>(tid)],
-                    retries);
+      const index_t j = active_[c];
+      LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_,
+                   workspaces_[static_cast<std::size_t>(thread_id())], retries)
+          .solve();
     }
-    stats.shift_retries += retries;
-    for (index_t i = 0; i < k; ++i) stats.shift = std::max(stats.shift, s.abs_shift[i] * base_growth);
+    stats_.shift_retries += retries;
+    for (index_t i = 0; i < k_; ++i) stats_.shift = std::max(stats_.shift, s_.abs_shift[i] * base_growth_);
   }
 
-  // Converting a double beyond T's range is undefined behaviour, hence the explicit bound.
-  const double t_max = static_cast<double>(std::numeric_limits<T>::max());
-  for (index_t j = 0; j < n; ++j) {
-    const double* zj = z.data() + j * k;
-    bool finite = true;
-    for (index_t i = 0; i < k; ++i) {
-      // Accepted infeasibilities are below kFeasTol and clamp to zero.
-      const double v = s.live[i] ? std::max(zj[i], 0.0) * s.inv_d[i] : 0.0;
-      const bool ok = v <= t_max;  // false for NaN too
-      finite = finite && ok;
-      X(i, j) = ok ? static_cast<T>(v) : T(0);
-    }
-    if (!finite) {
-      for (index_t i = 0; i < k; ++i) X(i, j) = T(0);
-      ++stats.nonfinite_zeroed;
-    }
-  }
+  const Scaled& s_;
+  const index_t k_, n_, words_, max_rounds_;
+  NnlsStats& stats_;
+  std::vector<double> bs_, z_;
+  std::vector<Word> passive_;
+  std::vector<ColumnState> state_;
+  std::vector<Workspace> workspaces_;
+  std::vector<index_t> active_, group_start_;
+  double base_growth_ = 1;
+};
+
+}  // namespace
+
+template <class T>
+NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, const NnlsOptions& options) {
+  check_shapes_and_values(G, B, X);
+  check_nnls_options(options);
+  NnlsStats stats;
+  const index_t k = G.rows;
+  const index_t n = B.cols;
+  stats.columns = n;
+  if (n == 0 || k == 0) return stats;
+
+  const Scaled s = equilibrate(G, options.tikhonov, stats);
+  Pivoting pivoting(s, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20, stats);
+  pivoting.load(B, X);
+  pivoting.solve();
+  pivoting.store(X);
   return stats;
 }
 

@@ -31,7 +31,7 @@ void launch_row_sums(CView<T> x, T* out, cudaStream_t stream);
 template <class S, class D>
 void launch_rebase_offsets(const S* src, index_t count, index_t base, D* dst, cudaStream_t stream);
 
-// ---- update rules (updates.cu), as update_rules.hpp defines them -----------------------------------
+// ---- update rules (updates.cu), as solvers/mu_frobenius.hpp, mu_kl.hpp and hals.hpp define them ----
 /// MU: next (k x c, contiguous) = x ∘ numer ⊘ (g·x + l1 + l2·x + eps). x is only read: MU is a Jacobi step.
 template <class T>
 void launch_mu_update(const UpdateRule& rule, CView<T> x, CView<T> numer, CView<T> g, T* next, cudaStream_t stream);

@@ -1,5 +1,6 @@
-// The per-column update rules on the GPU, term for term as update_rules.hpp writes them (double
-// arithmetic on values read in T), so the cuda backend follows the reference to rounding.
+// The per-column update rules on the GPU, term for term as the host versions in solvers/ (mu_frobenius.hpp,
+// mu_kl.hpp, hals.hpp) write them (double arithmetic on values read in T), so the cuda backend follows the
+// reference to rounding.
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/launch.hpp"
 #include "backend/cuda/reduce.cuh"

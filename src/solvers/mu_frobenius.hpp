@@ -1,0 +1,37 @@
+// MU-Frobenius: Lee and Seung's multiplicative update for 0.5 ||A - W H||² + l1 Σx + 0.5 l2 ||x||², one
+// column x of H (or of Wᵀ) at a time, with numerator b = Wᵀa and Gram matrix G = WᵀW:
+//
+//   x_l <- x_l · b_l / ((G x)_l + l1 + l2 x_l + eps)      for every l at once (a Jacobi update)
+//
+// Non-negativity is kept because every factor is non-negative; eps keeps the quotient finite.
+#pragma once
+
+#include <vector>
+
+#include "backend/kernels.hpp"
+
+namespace dnmf::solvers {
+
+/// Updates columns [first, last) of x in place.
+template <class T>
+void mu_frobenius_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                         backend::CView<T> g, index_t first, index_t last) {
+  const index_t k = x.rows;
+  std::vector<double> denom(static_cast<std::size_t>(k));
+  for (index_t c = first; c < last; ++c) {
+    // Denominators from the old column first: MU is a simultaneous (Jacobi) update. Accumulated as
+    // axpys over G's columns so the inner loop runs over contiguous memory and vectorises.
+    for (index_t l = 0; l < k; ++l)
+      denom[static_cast<std::size_t>(l)] = rule.l1 + rule.l2 * static_cast<double>(x(l, c)) + rule.eps;
+    for (index_t p = 0; p < k; ++p) {
+      const double xp = static_cast<double>(x(p, c));
+      const T* gp = g.data + p * g.ld;
+      for (index_t l = 0; l < k; ++l) denom[static_cast<std::size_t>(l)] += static_cast<double>(gp[l]) * xp;
+    }
+    for (index_t l = 0; l < k; ++l)
+      x(l, c) = static_cast<T>(static_cast<double>(x(l, c)) * static_cast<double>(numer(l, c)) /
+                               denom[static_cast<std::size_t>(l)]);
+  }
+}
+
+}  // namespace dnmf::solvers
