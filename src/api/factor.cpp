@@ -18,6 +18,7 @@
 #include "api/memory_plan.hpp"
 #include "api/on_every_rank.hpp"
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
@@ -25,7 +26,6 @@
 #include "io/block_read.hpp"
 #include "io/collective_failure.hpp"
 #include "io/hdf5_io.hpp"
-#include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 
@@ -48,11 +48,11 @@ namespace {
 /// This rank's block of A as the solver reads it, with whatever owns its storage.
 template <class T>
 struct LocalOperand {
-  io::LocalBlock<T> block;             ///< a copy of the block when one was read or sliced
-  std::optional<MatrixRef<T>> host;    ///< the block in host memory (resident mode)
-  MatrixRef<T> on_backend;             ///< the block in the kernels' memory
-  std::unique_ptr<solvers::Operand<T>> operand;
-  api::MemoryPlan<T> memory;           ///< the budget's plan; budget 0 when none was given
+  io::LocalBlock<T> block;           ///< a copy of the block when one was read or sliced
+  std::optional<MatrixRef<T>> host;  ///< the block in host memory (resident mode)
+  MatrixRef<T> on_backend;           ///< the block in the kernels' memory
+  std::unique_ptr<backend::Operand<T>> operand;
+  api::MemoryPlan<T> memory;  ///< the budget's plan; budget 0 when none was given
   const stream::StreamedOperand<T>* streamed = nullptr;
 };
 
@@ -111,8 +111,9 @@ void take_memory_block(const Source& source, const dist::Layout& layout, LocalOp
     local.block = slice<T>(*source.stored<double>(), layout.a_rows, layout.a_cols);
   }
   if (!local.host) local.host = local.block.ref();
-  std::visit([&](const auto& v) { io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first); },
-             *local.host);
+  std::visit(
+      [&](const auto& v) { io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first); },
+      *local.host);
 }
 
 /// Reads or slices this rank's block and makes it resident on the kernels, or, when the budget says it does not
@@ -138,7 +139,7 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
     io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, local); });
   }
   local.on_backend = kernels.make_resident(*local.host);
-  local.operand = std::make_unique<solvers::ResidentOperand<T>>(kernels, local.on_backend);
+  local.operand = std::make_unique<backend::ResidentOperand<T>>(kernels, local.on_backend);
   return local;
 }
 

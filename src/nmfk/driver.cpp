@@ -15,12 +15,12 @@
 #include "backend/kernels.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/nmfk.hpp"
-#include "nmfk/provider.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/clustering.hpp"
 #include "nmfk/collect.hpp"
 #include "nmfk/group.hpp"
 #include "nmfk/job.hpp"
+#include "nmfk/provider.hpp"
 #include "nmfk/regression.hpp"
 #include "nmfk/schedule.hpp"
 #include "nmfk/selection.hpp"
@@ -86,16 +86,6 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
   FactorOptions check = o.factor;
   check.rank = ks.back();
   solvers::check_options(check, m, n);
-}
-
-// Rank 0's error (if any) becomes every rank's error.
-void share_error(dist::Communicator& world, std::string error) {
-  long long length = static_cast<long long>(error.size());
-  world.broadcast(&length, 1, dist::Scalar::i64, 0);
-  if (length == 0) return;
-  error.resize(static_cast<std::size_t>(length));
-  world.broadcast(error.data(), error.size(), dist::Scalar::u8, 0);
-  throw CollectiveError(error);
 }
 
 template <class T>
@@ -206,7 +196,7 @@ NmfkResult<T> nmfk(index_t m, index_t n, const BlockProvider<T>& provider, const
         error = e.what();
       }
     }
-    share_error(world, error);
+    dist::throw_root_error(world, 0, std::move(error));  // rank 0's error becomes every rank's
   }
   world.broadcast(finished.data(), finished.size(), dist::Scalar::u8, 0);
   std::vector<Job> remaining;

@@ -100,8 +100,9 @@ void allreduce_kl(dist::Communicator& world, backend::KlSums& sums) {
 }  // namespace
 
 template <class T>
-FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
-                        const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors) {
+FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid,
+                        const dist::Layout& layout, const FactorOptions& options, const backend::MatrixStats& stats,
+                        Factors<T>& factors) {
   const index_t m_block = a.rows();
   const index_t n_block = a.cols();
   const index_t k = options.rank;
@@ -283,10 +284,10 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist:
   return result;
 }
 
-template FactorResult<float> iterate<float>(backend::Kernels<float>&, Operand<float>&, const dist::Grid&,
+template FactorResult<float> iterate<float>(backend::Kernels<float>&, backend::Operand<float>&, const dist::Grid&,
                                             const dist::Layout&, const FactorOptions&, const backend::MatrixStats&,
                                             Factors<float>&);
-template FactorResult<double> iterate<double>(backend::Kernels<double>&, Operand<double>&, const dist::Grid&,
+template FactorResult<double> iterate<double>(backend::Kernels<double>&, backend::Operand<double>&, const dist::Grid&,
                                               const dist::Layout&, const FactorOptions&, const backend::MatrixStats&,
                                               Factors<double>&);
 

@@ -17,11 +17,11 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
-#include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
 #include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
@@ -69,7 +69,7 @@ TEST_F(CudaStreamed, ProductsEqualResidentOnBothStripeDirections) {
   const auto a = test::noisy_rank4(301, 203, 5, 0.2);
   Kernels gpu;
   const MatrixRef<double> resident_a = gpu.make_resident(MatrixRef<double>{a.view()});
-  solvers::ResidentOperand<double> resident(gpu, resident_a);
+  backend::ResidentOperand<double> resident(gpu, resident_a);
   const std::vector<double> c_order = test::row_major(a);
   io::write_npy_row_major<double>(path("c.npy"), c_order.data(), 301, 203);
   const index_t m = 301, n = 203, k = 7;
@@ -125,10 +125,10 @@ TEST_F(CudaStreamed, ProductsEqualResidentOnBothStripeDirections) {
 
 struct Outcome {
   solvers::Solution<double> solution;
-  solvers::OperandStats stats;
+  backend::OperandStats stats;
 };
 
-Outcome solve_with(Kernels& gpu, solvers::Operand<double>& a, Algorithm algo, int iters) {
+Outcome solve_with(Kernels& gpu, backend::Operand<double>& a, Algorithm algo, int iters) {
   backend::CpuKernels<double> host;
   dist::SingleCommunicator self;
   const dist::Grid grid(self, {1, 1});
@@ -162,7 +162,7 @@ TEST_F(CudaStreamed, SolvesEqualResidentForEveryAlgorithmDepthAndSource) {
   Kernels gpu;
   const MatrixRef<double> resident_a = gpu.make_resident(MatrixRef<double>{a.view()});
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
-    solvers::ResidentOperand<double> resident_op(gpu, resident_a);
+    backend::ResidentOperand<double> resident_op(gpu, resident_a);
     const Outcome resident = solve_with(gpu, resident_op, algo, 15);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);

@@ -11,13 +11,13 @@
 #include <random>
 #include <string>
 
-#include "backend/cuda/device_streamed_operand.hpp"
 #include "backend/reference/reference_kernels.hpp"
 #include "cuda/host_tile_engine.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/io.hpp"
 #include "solvers/solve.hpp"
+#include "stream/device_streamed_operand.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/npy_source.hpp"
 #include "support/error_message.hpp"
@@ -66,7 +66,7 @@ Streamed from_source(backend::Kernels<double>& kernels, std::unique_ptr<stream::
 // pass for each algorithm along the stream's side.
 void check_products(const DenseMatrix<double>& a, Streamed s, const std::string& what) {
   backend::ReferenceKernels<double> kernels;
-  solvers::ResidentOperand<double> resident(kernels, MatrixRef<double>{a.view()});
+  backend::ResidentOperand<double> resident(kernels, MatrixRef<double>{a.view()});
   auto& streamed = *s.operand;
   ASSERT_GE(streamed.tile_count(), 3u) << what << ": the test wants several tiles";
   const index_t m = a.rows(), n = a.cols(), k = 3;
@@ -196,7 +196,7 @@ TEST_F(DeviceStream, FileBlockOfAGridRank) {
 
 struct Outcome {
   solvers::Solution<double> solution;
-  solvers::OperandStats stats;
+  backend::OperandStats stats;
 };
 
 FactorOptions options_for(Algorithm algo, int iters) {
@@ -209,7 +209,7 @@ FactorOptions options_for(Algorithm algo, int iters) {
   return o;
 }
 
-Outcome solve_with(backend::Kernels<double>& kernels, solvers::Operand<double>& a, const FactorOptions& options) {
+Outcome solve_with(backend::Kernels<double>& kernels, backend::Operand<double>& a, const FactorOptions& options) {
   backend::ReferenceKernels<double> host;
   dist::SingleCommunicator self;
   const dist::Grid grid(self, {1, 1});
@@ -239,7 +239,7 @@ TEST_F(DeviceStream, SolvesEqualResidentForEveryAlgorithmAndDepth) {
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     const FactorOptions o = options_for(algo, 12);
     backend::ReferenceKernels<double> kernels;
-    solvers::ResidentOperand<double> resident_op(kernels, MatrixRef<double>{a.view()});
+    backend::ResidentOperand<double> resident_op(kernels, MatrixRef<double>{a.view()});
     const Outcome resident = solve_with(kernels, resident_op, o);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);

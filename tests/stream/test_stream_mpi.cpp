@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
-#include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/grid_shapes.hpp"
@@ -61,10 +61,10 @@ Files write_files(const std::string& dir, const DenseMatrix<double>& a, dist::Co
 
 struct Pieces {
   solvers::Solution<double> solution;
-  solvers::OperandStats stats;
+  backend::OperandStats stats;
 };
 
-Pieces solve_on(const dist::Grid& grid, const dist::Layout& layout, solvers::Operand<double>& a,
+Pieces solve_on(const dist::Grid& grid, const dist::Layout& layout, backend::Operand<double>& a,
                 const FactorOptions& o) {
   auto kernels = backend::make_kernels<double>(BackendKind::cpu);
   auto host = backend::make_kernels<double>(BackendKind::cpu);
@@ -100,7 +100,7 @@ TEST(StreamOnGrid, EveryRankStreamsItsBlockAndMatchesTheResidentGrid) {
         const io::LocalBlock<double> block = sparse ? io::read_dcsr_block<double>(path, layout.a_rows, layout.a_cols)
                                                     : io::read_block<double>(path, layout.a_rows, layout.a_cols, world);
         auto kernels = backend::make_kernels<double>(BackendKind::cpu);
-        solvers::ResidentOperand<double> resident(*kernels, block.ref());
+        backend::ResidentOperand<double> resident(*kernels, block.ref());
         const Pieces r = solve_on(grid, layout, resident, o);
         // Tiles of about three lines of the block: several tiles per rank, two slots.
         const std::size_t tile =

@@ -37,7 +37,7 @@ double max_rel(const DenseMatrix<double>& x, const DenseMatrix<double>& y) {
 
 struct Outcome {
   solvers::Solution<double> solution;
-  solvers::OperandStats stats;
+  backend::OperandStats stats;
   std::size_t tiles = 0;
 };
 
@@ -51,7 +51,7 @@ FactorOptions options_for(Algorithm algo, int iters) {
   return o;
 }
 
-Outcome solve_with(solvers::Operand<double>& a, const FactorOptions& options) {
+Outcome solve_with(backend::Operand<double>& a, const FactorOptions& options) {
   backend::CpuKernels<double> kernels, host;
   dist::SingleCommunicator self;
   const dist::Grid grid(self, {1, 1});
@@ -64,7 +64,7 @@ Outcome solve_with(solvers::Operand<double>& a, const FactorOptions& options) {
 
 Outcome solve_resident(const MatrixRef<double>& a, const FactorOptions& options) {
   backend::CpuKernels<double> kernels;
-  solvers::ResidentOperand<double> operand(kernels, a);
+  backend::ResidentOperand<double> operand(kernels, a);
   return solve_with(operand, options);
 }
 
@@ -167,7 +167,7 @@ TEST_F(StreamedSolve, BadEntryFoundWhileStreamingEndsTheSolve) {
 template <class Make>
 void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, Make make_source) {
   backend::CpuKernels<double> kernels;
-  solvers::ResidentOperand<double> resident(kernels, ref);
+  backend::ResidentOperand<double> resident(kernels, ref);
   StreamedOperand<double> streamed(kernels, make_source(),
                                    3 * 8 * static_cast<std::size_t>(std::max(a.rows(), a.cols())) + 40, 2);
   const index_t m = a.rows(), n = a.cols(), k = 3;
