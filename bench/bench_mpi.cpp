@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/planted.hpp"
-#include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
 
 namespace {
@@ -296,7 +296,7 @@ Row run_workload(Communicator& world, const std::string& name, const Whole& whol
   o.max_iterations = iters;
   o.tol = 0;
   o.seed = 1;
-  dnmf::solvers::ResidentOperand<double> operand(*kernels, kernels->make_resident(a));
+  dnmf::backend::ResidentOperand<double> operand(*kernels, kernels->make_resident(a));
   const dnmf::MatrixRef<double>* whole_ref = p == 1 ? &a : nullptr;
   double best = 1e300, best_total_bytes = 0;
   // Each iteration's duration on every rank (the progress callback reports the time since the loop began);

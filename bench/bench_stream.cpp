@@ -95,7 +95,7 @@ struct Timing {
   double seconds_per_iter = 1e300;  // the fastest iteration of the run (noise on a shared machine only adds)
   double mean_seconds_per_iter = 0;
   double rel_error = 0;
-  solvers::OperandStats stats;
+  backend::OperandStats stats;
 };
 
 FactorOptions options_for(const Args& a) {
@@ -108,13 +108,13 @@ FactorOptions options_for(const Args& a) {
   return o;
 }
 
-Timing run(solvers::Operand<double>& op, const Args& a) {
+Timing run(backend::Operand<double>& op, const Args& a) {
   backend::CpuKernels<double> kernels, host;
   dist::SingleCommunicator self;
   const dist::Grid grid(self, {1, 1});
   const dist::Layout layout = dist::make_layout(grid, op.rows(), op.cols());
   Timing t;
-  const solvers::OperandStats before = op.operand_stats();
+  const backend::OperandStats before = op.operand_stats();
   FactorOptions options = options_for(a);
   double last = 0;
   options.progress = [&](const IterationInfo& info) {
@@ -124,7 +124,7 @@ Timing run(solvers::Operand<double>& op, const Args& a) {
   const auto s = solvers::solve<double>(kernels, host, op, nullptr, grid, layout, options);
   t.mean_seconds_per_iter = s.result.seconds / std::max(s.result.iterations, 1);
   t.rel_error = s.result.rel_error;
-  const solvers::OperandStats after = op.operand_stats();
+  const backend::OperandStats after = op.operand_stats();
   t.stats = {after.passes - before.passes, after.tiles - before.tiles, after.bytes_read - before.bytes_read,
              after.seconds_waiting - before.seconds_waiting, after.seconds_reading - before.seconds_reading};
   return t;
@@ -232,7 +232,7 @@ int main_(int argc, char** argv) {
     backend::CpuKernels<double> kernels;
     // Interleaved, so that both see the same spells of load from the machine's other users.
     for (int rep = 0; rep < a.reps; ++rep) {
-      solvers::ResidentOperand<double> op(kernels, MatrixRef<double>{whole.view()});
+      backend::ResidentOperand<double> op(kernels, MatrixRef<double>{whole.view()});
       const Timing t = run(op, a);
       if (t.seconds_per_iter < r.seconds_per_iter) r = t;
       const Timing u = streamed(a, plan.tile_bytes, plan.depth, 1);

@@ -108,7 +108,7 @@ struct Run {
   long long passes = 0;
 };
 
-Run time_solve(dnmf::backend::CudaKernels<T>& gpu, dnmf::solvers::Operand<T>& a, index_t k, int iters,
+Run time_solve(dnmf::backend::CudaKernels<T>& gpu, dnmf::backend::Operand<T>& a, index_t k, int iters,
                std::int64_t free_before) {
   dnmf::backend::CpuKernels<T> host;
   dnmf::dist::SingleCommunicator self;

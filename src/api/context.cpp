@@ -44,13 +44,7 @@ void Context::on_root(const std::function<void()>& step) const {
       if (error.empty()) error = "failed";
     }
   }
-  if (comm.size() > 1) {
-    std::int64_t length = static_cast<std::int64_t>(error.size());
-    comm.broadcast(&length, 1, dist::Scalar::i64, 0);
-    error.resize(static_cast<std::size_t>(length));
-    if (length > 0) comm.broadcast(error.data(), error.size(), dist::Scalar::u8, 0);
-  }
-  if (!error.empty()) throw CollectiveError(error);
+  dist::throw_root_error(comm, 0, std::move(error));
 }
 
 bool backend_available(BackendKind kind, std::string* why_not) { return backend::backend_available(kind, why_not); }

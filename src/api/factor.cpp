@@ -25,7 +25,7 @@
 #include "io/block_read.hpp"
 #include "io/collective_failure.hpp"
 #include "io/hdf5_io.hpp"
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 
@@ -51,7 +51,7 @@ struct LocalOperand {
   io::LocalBlock<T> block;           ///< a copy of the block when one was read or sliced
   std::optional<MatrixRef<T>> host;  ///< the block in host memory (resident mode)
   MatrixRef<T> on_backend;           ///< the block in the kernels' memory
-  std::unique_ptr<solvers::Operand<T>> operand;
+  std::unique_ptr<backend::Operand<T>> operand;
   api::MemoryPlan<T> memory;  ///< the budget's plan; budget 0 when none was given
   const stream::StreamedOperand<T>* streamed = nullptr;
 };
@@ -139,7 +139,7 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
     io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, local); });
   }
   local.on_backend = kernels.make_resident(*local.host);
-  local.operand = std::make_unique<solvers::ResidentOperand<T>>(kernels, local.on_backend);
+  local.operand = std::make_unique<backend::ResidentOperand<T>>(kernels, local.on_backend);
   return local;
 }
 

@@ -94,13 +94,13 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
 }
 
 template <class T>
-std::unique_ptr<solvers::Operand<T>> make_streamed_operand(backend::Kernels<T>& kernels, MemoryPlan<T>& plan) {
+std::unique_ptr<backend::Operand<T>> make_streamed_operand(backend::Kernels<T>& kernels, MemoryPlan<T>& plan) {
   return std::make_unique<stream::StreamedOperand<T>>(kernels, std::move(plan.source), plan.plan.tile_bytes,
                                                       plan.plan.depth);
 }
 
 template <class T>
-MemoryFigures memory_figures(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles) {
+MemoryFigures memory_figures(const MemoryPlan<T>& plan, const backend::OperandStats& stats, std::size_t tiles) {
   const stream::Plan& p = plan.plan;
   MemoryFigures f;
   f.budget_bytes = plan.budget;
@@ -133,8 +133,8 @@ MemoryFigures memory_figures(const MemoryPlan<T>& plan, const solvers::OperandSt
 #define DNMF_INSTANTIATE_MEMORY_PLAN(T)                                                                         \
   template MemoryPlan<T> plan_block<T>(const std::string&, const io::MatrixShape&, const dist::Layout&,         \
                                        const FactorOptions&, std::int64_t, dist::Communicator&);                \
-  template std::unique_ptr<solvers::Operand<T>> make_streamed_operand<T>(backend::Kernels<T>&, MemoryPlan<T>&); \
-  template MemoryFigures memory_figures<T>(const MemoryPlan<T>&, const solvers::OperandStats&, std::size_t);
+  template std::unique_ptr<backend::Operand<T>> make_streamed_operand<T>(backend::Kernels<T>&, MemoryPlan<T>&); \
+  template MemoryFigures memory_figures<T>(const MemoryPlan<T>&, const backend::OperandStats&, std::size_t);
 // NOLINTEND(bugprone-macro-parentheses)
 DNMF_INSTANTIATE_MEMORY_PLAN(float)
 DNMF_INSTANTIATE_MEMORY_PLAN(double)

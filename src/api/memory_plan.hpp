@@ -7,12 +7,12 @@
 #include <string>
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/factor.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/options.hpp"
-#include "solvers/operand.hpp"
 #include "stream/planner.hpp"
 #include "stream/tile_source.hpp"
 
@@ -37,10 +37,10 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
 
 /// The operand that streams a streamed plan's source through the ring on `kernels`.
 template <class T>
-std::unique_ptr<solvers::Operand<T>> make_streamed_operand(backend::Kernels<T>& kernels, MemoryPlan<T>& plan);
+std::unique_ptr<backend::Operand<T>> make_streamed_operand(backend::Kernels<T>& kernels, MemoryPlan<T>& plan);
 
 /// The plan's figures and, for a streamed run, the operand's (`stats`, `tiles` per pass).
 template <class T>
-MemoryFigures memory_figures(const MemoryPlan<T>& plan, const solvers::OperandStats& stats, std::size_t tiles);
+MemoryFigures memory_figures(const MemoryPlan<T>& plan, const backend::OperandStats& stats, std::size_t tiles);
 
 }  // namespace dnmf::api

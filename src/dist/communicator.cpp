@@ -135,4 +135,14 @@ void SingleCommunicator::do_alltoallv(const void* send, const std::vector<std::s
   if (send != recv && send_counts[0] > 0) std::memmove(recv, send, send_counts[0] * size_of(type));
 }
 
+void throw_root_error(Communicator& comm, int root, std::string error) {
+  if (comm.size() > 1) {
+    std::int64_t length = comm.rank() == root ? static_cast<std::int64_t>(error.size()) : 0;
+    comm.broadcast(&length, 1, Scalar::i64, root);
+    error.resize(static_cast<std::size_t>(length));
+    if (length > 0) comm.broadcast(error.data(), error.size(), Scalar::u8, root);
+  }
+  if (!error.empty()) throw CollectiveError(error);
+}
+
 }  // namespace dnmf::dist

@@ -150,6 +150,11 @@ class SingleCommunicator final : public Communicator {
 /// MPI is otherwise initialised), else a SingleCommunicator. Initialises MPI on first use; finalised at exit.
 [[nodiscard]] Communicator& world();
 
+/// Collective over `comm`: rank `root`'s `error` (the other ranks' is ignored) reaches every rank, and when it
+/// is not empty every rank throws CollectiveError with it; otherwise returns. The one way ranks agree on a
+/// failure of one rank's step (Context::on_root, nmfk's checkpoint scan, io's failed reads).
+void throw_root_error(Communicator& comm, int root, std::string error);
+
 /// True when this build contains the MPI communicator.
 [[nodiscard]] bool mpi_built();
 

@@ -23,16 +23,10 @@ void raise_on(dist::Communicator& comm, int reporter, const std::string& path, c
   throw PeerError(path + ": failed on another rank");
 }
 
-void raise_everywhere(dist::Communicator& comm, int root, const std::string& message) {
-  std::string text = comm.rank() == root ? message : std::string();
-  if (comm.size() > 1) {
-    std::int64_t length = static_cast<std::int64_t>(text.size());
-    comm.broadcast(&length, 1, dist::Scalar::i64, root);
-    text.resize(static_cast<std::size_t>(length));
-    if (length > 0) comm.broadcast(text.data(), text.size(), dist::Scalar::u8, root);
-  }
-  if (text.empty()) text = "a rank failed while reading (no message)";
-  throw CollectiveError(text);
+void raise_everywhere(dist::Communicator& comm, int root, std::string message) {
+  if (comm.rank() == root && message.empty()) message = "a rank failed while reading (no message)";
+  dist::throw_root_error(comm, root, std::move(message));
+  throw CollectiveError("a rank failed while reading (no message)");  // not reached: root's text is not empty
 }
 
 }  // namespace dnmf::io::detail

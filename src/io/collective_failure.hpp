@@ -53,7 +53,8 @@ auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) 
 /// Every rank calls with the same `reporter`: that rank throws dnmf::Error(message), the others PeerError.
 [[noreturn]] void raise_on(dist::Communicator& comm, int reporter, const std::string& path, const std::string& message);
 
-/// Collective: rank `root` passes the message; every rank throws a CollectiveError with it.
-[[noreturn]] void raise_everywhere(dist::Communicator& comm, int root, const std::string& message);
+/// Collective: rank `root` passes the message; every rank throws a CollectiveError with it (dist::throw_root_error
+/// with a default text for an empty message).
+[[noreturn]] void raise_everywhere(dist::Communicator& comm, int root, std::string message);
 
 }  // namespace dnmf::io::detail

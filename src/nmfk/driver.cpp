@@ -91,16 +91,6 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
   solvers::check_options(check, m, n);
 }
 
-// Rank 0's error (if any) becomes every rank's error.
-void share_error(dist::Communicator& world, std::string error) {
-  long long length = static_cast<long long>(error.size());
-  world.broadcast(&length, 1, dist::Scalar::i64, 0);
-  if (length == 0) return;
-  error.resize(static_cast<std::size_t>(length));
-  world.broadcast(error.data(), error.size(), dist::Scalar::u8, 0);
-  throw CollectiveError(error);
-}
-
 template <class T>
 Fingerprint make_fingerprint(const NmfkOptions& o, index_t m, index_t n, double nonzeros, double sum,
                              double sum_squares) {
@@ -324,7 +314,7 @@ class Sweep {
         error = e.what();
       }
     }
-    share_error(world_, error);
+    dist::throw_root_error(world_, 0, std::move(error));  // rank 0's error becomes every rank's
     return finished;
   }
 

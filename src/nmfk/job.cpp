@@ -24,7 +24,7 @@ std::optional<JobRecord> run_job(GroupContext<T>& group, index_t k, int p, const
   auto host =
       backend::make_kernels<T>(factor.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   const MatrixRef<T> a = perturbed.ref();
-  solvers::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
+  backend::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
   const bool alone = group.grid->shape().size() == 1;
   solvers::Solution<T> solution =
       solvers::solve(*kernels, *host, operand, alone ? &a : nullptr, *group.grid, layout, factor);

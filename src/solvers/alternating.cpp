@@ -121,7 +121,7 @@ struct Figures {
 template <class T>
 class Iteration {
  public:
-  Iteration(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
+  Iteration(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
             const FactorOptions& options, const backend::MatrixStats& stats)
       : kernels_(kernels),
         a_(a),
@@ -351,7 +351,7 @@ class Iteration {
   [[nodiscard]] std::size_t ku() const { return static_cast<std::size_t>(k_); }
 
   backend::Kernels<T>& kernels_;
-  Operand<T>& a_;
+  backend::Operand<T>& a_;
   const FactorOptions& options_;
   const backend::MatrixStats& stats_;
   const index_t k_;
@@ -373,17 +373,17 @@ class Iteration {
 }  // namespace
 
 template <class T>
-FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
+FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
                         const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors) {
   check_block_shape(a.rows(), a.cols(), layout);
   Iteration<T> iteration(kernels, a, grid, layout, options, stats);
   return iteration.run(factors);
 }
 
-template FactorResult<float> iterate<float>(backend::Kernels<float>&, Operand<float>&, const dist::Grid&,
+template FactorResult<float> iterate<float>(backend::Kernels<float>&, backend::Operand<float>&, const dist::Grid&,
                                             const dist::Layout&, const FactorOptions&, const backend::MatrixStats&,
                                             Factors<float>&);
-template FactorResult<double> iterate<double>(backend::Kernels<double>&, Operand<double>&, const dist::Grid&,
+template FactorResult<double> iterate<double>(backend::Kernels<double>&, backend::Operand<double>&, const dist::Grid&,
                                               const dist::Layout&, const FactorOptions&, const backend::MatrixStats&,
                                               Factors<double>&);
 

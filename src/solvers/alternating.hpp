@@ -3,10 +3,10 @@
 #pragma once
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/factorize.hpp"
 #include "solvers/init.hpp"
-#include "solvers/operand.hpp"
 
 namespace dnmf::solvers {
 
@@ -15,7 +15,8 @@ namespace dnmf::solvers {
 /// there. `stats` is A's global sum and squared norm. Every rank of `grid` calls it together. The result's
 /// W/H fields are left empty (the caller lays them out); the history is the global one, on every rank.
 template <class T>
-FactorResult<T> iterate(backend::Kernels<T>& kernels, Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
-                        const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors);
+FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid,
+                        const dist::Layout& layout, const FactorOptions& options, const backend::MatrixStats& stats,
+                        Factors<T>& factors);
 
 }  // namespace dnmf::solvers

@@ -31,7 +31,7 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   const dist::Grid grid(self, {1, 1});
   const dist::Layout layout = dist::make_layout(grid, m, n);
   const auto resident_start = std::chrono::steady_clock::now();
-  solvers::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
+  backend::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
   const double resident_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - resident_start).count();
   solvers::Solution<T> solution = solvers::solve(*kernels, *host, operand, &a, grid, layout, options, W0, H0);

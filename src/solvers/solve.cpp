@@ -73,7 +73,7 @@ DenseMatrix<T> transpose(const DenseMatrix<T>& x) {
 // identity cancels to rounding noise (it can even report 0), so small values are recomputed directly where
 // the whole matrix is at hand and that costs no more than a few products.
 template <class T>
-double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& host, Operand<T>& a,
+double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                             const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
                             const Factors<T>& f, double squared_norm_a) {
   const index_t k = f.wt.rows();
@@ -119,7 +119,7 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 }
 
 template <class T>
-Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, Operand<T>& a,
+Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                   const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
                   const FactorOptions& options, const DenseMatrix<T>* W0, const DenseMatrix<T>* H0) {
   check_options(options, layout.m, layout.n);
@@ -178,10 +178,10 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
   }
 }
 
-template Solution<float> solve<float>(backend::Kernels<float>&, backend::Kernels<float>&, Operand<float>&,
+template Solution<float> solve<float>(backend::Kernels<float>&, backend::Kernels<float>&, backend::Operand<float>&,
                                       const MatrixRef<float>*, const dist::Grid&, const dist::Layout&,
                                       const FactorOptions&, const DenseMatrix<float>*, const DenseMatrix<float>*);
-template Solution<double> solve<double>(backend::Kernels<double>&, backend::Kernels<double>&, Operand<double>&,
+template Solution<double> solve<double>(backend::Kernels<double>&, backend::Kernels<double>&, backend::Operand<double>&,
                                         const MatrixRef<double>*, const dist::Grid&, const dist::Layout&,
                                         const FactorOptions&, const DenseMatrix<double>*, const DenseMatrix<double>*);
 template void gather_factors<float>(const dist::Grid&, const dist::Layout&, const Factors<float>&, DenseMatrix<float>&,

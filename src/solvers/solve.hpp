@@ -3,10 +3,10 @@
 // point shares, the single-process factorize() included.
 #pragma once
 
+#include "backend/operand.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/factorize.hpp"
 #include "solvers/init.hpp"
-#include "solvers/operand.hpp"
 
 namespace dnmf::solvers {
 
@@ -24,7 +24,7 @@ struct Solution {
 /// and the direct final error need it), else nullptr. W0/H0: full initial factors for InitMethod::given.
 /// Throws dnmf::Error for bad options (checked against the global m x n).
 template <class T>
-Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, Operand<T>& a,
+Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                   const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
                   const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr, const DenseMatrix<T>* H0 = nullptr);
 

@@ -167,8 +167,8 @@ backend::FusedSums StreamedOperand<T>::fused_pass(Side side, const backend::Upda
 }
 
 template <class T>
-solvers::OperandStats StreamedOperand<T>::operand_stats() const {
-  solvers::OperandStats s;
+backend::OperandStats StreamedOperand<T>::operand_stats() const {
+  backend::OperandStats s;
   s.passes = passes_;
   s.bytes_read = static_cast<double>(bytes_read_.load());
   if (ring_) {

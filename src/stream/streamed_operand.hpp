@@ -1,4 +1,4 @@
-// A block of A that does not fit in memory, as the iteration sees it (solvers::Operand): every product is one
+// A block of A that does not fit in memory, as the iteration sees it (backend::Operand): every product is one
 // pass over the block's tiles, which a TileSource reads into a Ring while the backend computes on the tile
 // before. Each tile goes through the backend's own kernels, so streamed results equal resident ones up to the
 // order of floating-point sums.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "stream/buffer.hpp"
 #include "stream/ring.hpp"
 #include "stream/tile_source.hpp"
@@ -17,7 +17,7 @@
 namespace dnmf::stream {
 
 template <class T>
-class StreamedOperand final : public solvers::Operand<T> {
+class StreamedOperand final : public backend::Operand<T> {
  public:
   /// Streams `source` in tiles of at most `tile_bytes` through `depth` >= 2 slots from `allocator`. The
   /// producer starts reading at once. Throws dnmf::Error when a row or column of the block exceeds a tile or
@@ -44,7 +44,7 @@ class StreamedOperand final : public solvers::Operand<T> {
   backend::FusedSums fused_pass(backend::Side side, const backend::UpdateRule& rule, backend::View<T> x,
                                 backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
                                 backend::View<T> other_numer, backend::View<T> gx) override;
-  [[nodiscard]] solvers::OperandStats operand_stats() const override;
+  [[nodiscard]] backend::OperandStats operand_stats() const override;
 
   /// Entries != 0 of the block, counted during the last stats() pass (-1 before one ran).
   [[nodiscard]] index_t nonzeros() const { return nonzeros_; }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/tile_engine.hpp"
+#include "stream/tile_engine.hpp"
 
 namespace dnmf::test {
 

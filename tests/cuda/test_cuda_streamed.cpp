@@ -21,7 +21,7 @@
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "solvers/solve.hpp"
 #include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
@@ -70,7 +70,7 @@ TEST_F(CudaStreamed, ProductsEqualResidentOnBothStripeDirections) {
   const auto a = test::noisy_rank4(301, 203, 5, 0.2);
   Kernels gpu;
   const MatrixRef<double> resident_a = gpu.make_resident(MatrixRef<double>{a.view()});
-  solvers::ResidentOperand<double> resident(gpu, resident_a);
+  backend::ResidentOperand<double> resident(gpu, resident_a);
   const std::vector<double> c_order = test::row_major(a);
   io::write_npy_row_major<double>(path("c.npy"), c_order.data(), 301, 203);
   const index_t m = 301, n = 203, k = 7;
@@ -132,7 +132,7 @@ TEST_F(CudaStreamed, SolvesEqualResidentForEveryAlgorithmDepthAndSource) {
   const MatrixRef<double> resident_a = gpu.make_resident(MatrixRef<double>{a.view()});
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     const FactorOptions o = options_for(algo, 15, 5);
-    solvers::ResidentOperand<double> resident_op(gpu, resident_a);
+    backend::ResidentOperand<double> resident_op(gpu, resident_a);
     const Outcome resident = test::solve_with(gpu, host, resident_op, o);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);

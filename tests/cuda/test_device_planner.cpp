@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/device_planner.hpp"
-#include "backend/cuda/timeline.hpp"
+#include "backend/cuda/nccl_communicator.hpp"
 #include "dist/grid.hpp"
-#include "dist/nccl_communicator.hpp"
+#include "stream/device_planner.hpp"
+#include "stream/timeline.hpp"
 #include "support/error_message.hpp"
 
 namespace dnmf {

@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "backend/cuda/device_streamed_operand.hpp"
+#include "stream/device_streamed_operand.hpp"
 #include "backend/reference/reference_kernels.hpp"
 #include "cuda/host_tile_engine.hpp"
 #include "dist/communicator.hpp"
@@ -67,7 +67,7 @@ Streamed from_source(backend::Kernels<double>& kernels, std::unique_ptr<stream::
 // pass for each algorithm along the stream's side.
 void check_products(const DenseMatrix<double>& a, Streamed s, const std::string& what) {
   backend::ReferenceKernels<double> kernels;
-  solvers::ResidentOperand<double> resident(kernels, MatrixRef<double>{a.view()});
+  backend::ResidentOperand<double> resident(kernels, MatrixRef<double>{a.view()});
   auto& streamed = *s.operand;
   ASSERT_GE(streamed.tile_count(), 3u) << what << ": the test wants several tiles";
   const index_t m = a.rows(), n = a.cols(), k = 3;
@@ -201,7 +201,7 @@ TEST_F(DeviceStream, SolvesEqualResidentForEveryAlgorithmAndDepth) {
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     const FactorOptions o = options_for(algo, 12);
     backend::ReferenceKernels<double> kernels, host;
-    solvers::ResidentOperand<double> resident_op(kernels, MatrixRef<double>{a.view()});
+    backend::ResidentOperand<double> resident_op(kernels, MatrixRef<double>{a.view()});
     const Outcome resident = test::solve_with(kernels, host, resident_op, o);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);

@@ -18,7 +18,7 @@
 #include "cuda/device_matrix.hpp"
 #endif
 #if DNMF_WITH_NCCL
-#include "dist/nccl_communicator.hpp"
+#include "backend/cuda/nccl_communicator.hpp"
 #endif
 
 namespace dnmf {

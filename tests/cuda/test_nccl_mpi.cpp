@@ -14,8 +14,8 @@
 #if DNMF_WITH_CUDA && DNMF_WITH_NCCL
 #include "backend/cuda/cuda_kernels.hpp"
 #include "backend/cuda/device_memory.hpp"
+#include "backend/cuda/nccl_communicator.hpp"
 #include "cuda/device_matrix.hpp"
-#include "dist/nccl_communicator.hpp"
 #endif
 
 namespace dnmf {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/factorize.hpp"
-#include "solvers/operand.hpp"
 #include "solvers/solve.hpp"
 #include "support/grid_shapes.hpp"
 #include "support/random_matrices.hpp"
@@ -79,7 +79,7 @@ GridRun run_on_grid(const DenseMatrix<double>& a, bool sparse, GridShape shape, 
     auto host = backend::make_kernels<double>(BackendKind::cpu);
     const CsrMatrix<double> whole_csr = sparse && shape.size() == 1 ? test::to_csr(a) : CsrMatrix<double>{};
     const MatrixRef<double> whole = sparse ? MatrixRef<double>{whole_csr.view()} : MatrixRef<double>{a.view()};
-    solvers::ResidentOperand<double> operand(*kernels, kernels->make_resident(block.ref()));
+    backend::ResidentOperand<double> operand(*kernels, kernels->make_resident(block.ref()));
     solvers::Solution<double> s =
         solvers::solve(*kernels, *host, operand, shape.size() == 1 ? &whole : nullptr, grid, layout, options);
     GridRun run;

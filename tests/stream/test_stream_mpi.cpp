@@ -17,7 +17,7 @@
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/grid_shapes.hpp"
 #include "support/random_matrices.hpp"
@@ -82,7 +82,7 @@ TEST(StreamOnGrid, EveryRankStreamsItsBlockAndMatchesTheResidentGrid) {
                                                     : io::read_block<double>(path, layout.a_rows, layout.a_cols, world);
         auto kernels = backend::make_kernels<double>(BackendKind::cpu);
         auto host = backend::make_kernels<double>(BackendKind::cpu);
-        solvers::ResidentOperand<double> resident(*kernels, block.ref());
+        backend::ResidentOperand<double> resident(*kernels, block.ref());
         const test::Outcome r = test::solve_on(*kernels, *host, resident, grid, layout, o);
         // Tiles of about three lines of the block: several tiles per rank, two slots.
         const std::size_t tile =

@@ -10,7 +10,7 @@
 #include "backend/cpu/cpu_kernels.hpp"
 #include "dnmf/io.hpp"
 #include "io/dcsr.hpp"
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/error_message.hpp"
@@ -36,7 +36,7 @@ using test::Outcome;
 
 Outcome solve_resident(const MatrixRef<double>& a, const FactorOptions& options) {
   backend::CpuKernels<double> kernels, host;
-  solvers::ResidentOperand<double> operand(kernels, a);
+  backend::ResidentOperand<double> operand(kernels, a);
   return test::solve_with(kernels, host, operand, options);
 }
 
@@ -126,7 +126,7 @@ TEST_F(StreamedSolve, BadEntryFoundWhileStreamingEndsTheSolve) {
 template <class Make>
 void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, Make make_source) {
   backend::CpuKernels<double> kernels;
-  solvers::ResidentOperand<double> resident(kernels, ref);
+  backend::ResidentOperand<double> resident(kernels, ref);
   StreamedOperand<double> streamed(kernels, make_source(),
                                    3 * 8 * static_cast<std::size_t>(std::max(a.rows(), a.cols())) + 40, 2);
   const index_t m = a.rows(), n = a.cols(), k = 3;

@@ -12,7 +12,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/options.hpp"
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "solvers/solve.hpp"
 #include "support/random_matrices.hpp"
 
@@ -21,7 +21,7 @@ namespace dnmf::test {
 /// One solve: this rank's solution, the operand's pass counts, and (set by streamed callers) its tile count.
 struct Outcome {
   solvers::Solution<double> solution;
-  solvers::OperandStats stats;
+  backend::OperandStats stats;
   std::size_t tiles = 0;
 };
 
@@ -37,7 +37,7 @@ inline FactorOptions options_for(Algorithm algo, int iters, index_t rank = 4) {
 }
 
 /// Solves this rank's block `a` of `grid` with `kernels`, host-side work on `host`; the stats are read after.
-inline Outcome solve_on(backend::Kernels<double>& kernels, backend::Kernels<double>& host, solvers::Operand<double>& a,
+inline Outcome solve_on(backend::Kernels<double>& kernels, backend::Kernels<double>& host, backend::Operand<double>& a,
                         const dist::Grid& grid, const dist::Layout& layout, const FactorOptions& options) {
   Outcome run;
   run.solution = solvers::solve<double>(kernels, host, a, nullptr, grid, layout, options);
@@ -47,7 +47,7 @@ inline Outcome solve_on(backend::Kernels<double>& kernels, backend::Kernels<doub
 
 /// Solves the whole of `a` in this process (a 1 x 1 grid).
 inline Outcome solve_with(backend::Kernels<double>& kernels, backend::Kernels<double>& host,
-                          solvers::Operand<double>& a, const FactorOptions& options) {
+                          backend::Operand<double>& a, const FactorOptions& options) {
   dist::SingleCommunicator self;
   const dist::Grid grid(self, {1, 1});
   const dist::Layout layout = dist::make_layout(grid, a.rows(), a.cols());

@@ -10,9 +10,9 @@
 #include "backend/cuda/context.hpp"
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/device_memory.hpp"
-#include "backend/cuda/device_planner.hpp"
 #include "backend/cuda/launch.hpp"
 #include "dnmf/error.hpp"
+#include "stream/device_planner.hpp"
 
 namespace dnmf::backend::cuda {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "backend/cuda/cuda_kernels.hpp"
-#include "backend/cuda/tile_engine.hpp"
+#include "stream/tile_engine.hpp"
 
 namespace dnmf::backend::cuda {
 

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "backend/cuda/cuda_kernels.hpp"
-#include "backend/cuda/device_planner.hpp"
-#include "backend/cuda/device_streamed_operand.hpp"
 #include "dist/grid.hpp"
 #include "io/block_read.hpp"
+#include "stream/device_planner.hpp"
+#include "stream/device_streamed_operand.hpp"
 
 namespace dnmf::backend::cuda {
 

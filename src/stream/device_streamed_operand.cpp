@@ -1,4 +1,4 @@
-#include "backend/cuda/device_streamed_operand.hpp"
+#include "stream/device_streamed_operand.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -231,8 +231,8 @@ FusedSums DeviceStreamedOperand<T>::fused_pass(Side side, const UpdateRule& rule
 }
 
 template <class T>
-solvers::OperandStats DeviceStreamedOperand<T>::operand_stats() const {
-  solvers::OperandStats s;
+backend::OperandStats DeviceStreamedOperand<T>::operand_stats() const {
+  backend::OperandStats s;
   s.passes = passes_;
   s.tiles = tiles_;
   s.bytes_read = bytes_copied_;

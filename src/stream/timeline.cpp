@@ -1,4 +1,4 @@
-#include "backend/cuda/timeline.hpp"
+#include "stream/timeline.hpp"
 
 #include <algorithm>
 #include <utility>

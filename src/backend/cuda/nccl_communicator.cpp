@@ -1,4 +1,4 @@
-#include "dist/nccl_communicator.hpp"
+#include "backend/cuda/nccl_communicator.hpp"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-#include "backend/cuda/device_planner.hpp"
+#include "stream/device_planner.hpp"
 
 #include <algorithm>
 #include <string>

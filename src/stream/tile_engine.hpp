@@ -12,9 +12,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "backend/cuda/timeline.hpp"
 #include "backend/kernels.hpp"
 #include "stream/buffer.hpp"
+#include "stream/timeline.hpp"
 
 namespace dnmf::backend::cuda {
 

@@ -13,16 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/tile_engine.hpp"
-#include "backend/cuda/timeline.hpp"
-#include "solvers/operand.hpp"
+#include "backend/operand.hpp"
 #include "stream/ring.hpp"
+#include "stream/tile_engine.hpp"
 #include "stream/tile_source.hpp"
+#include "stream/timeline.hpp"
 
 namespace dnmf::backend::cuda {
 
 template <class T>
-class DeviceStreamedOperand final : public solvers::Operand<T> {
+class DeviceStreamedOperand final : public backend::Operand<T> {
  public:
   /// A dense block already in host memory (column-major, any ld; it must outlive the operand), in stripes
   /// along `direction` (Side::H: column stripes, the efficient copy for column-major memory), tiles of at most
@@ -51,7 +51,7 @@ class DeviceStreamedOperand final : public solvers::Operand<T> {
   [[nodiscard]] bool can_fuse(Side side) const override { return side == source_->direction(); }
   FusedSums fused_pass(Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy, const T* y_row_sums,
                        View<T> other_numer, View<T> gx) override;
-  [[nodiscard]] solvers::OperandStats operand_stats() const override;
+  [[nodiscard]] backend::OperandStats operand_stats() const override;
 
   /// Per-tile events from the next pass on (see timeline()).
   void set_timeline(bool on) { engine_->set_timeline(on); }

@@ -6,7 +6,7 @@
 
 #include "backend/kernels.hpp"
 
-namespace dnmf::solvers {
+namespace dnmf::backend {
 
 /// How an operand moved A, for report.json (zeros for a resident one).
 struct OperandStats {
@@ -81,4 +81,4 @@ class ResidentOperand final : public Operand<T> {
   MatrixRef<T> a_;
 };
 
-}  // namespace dnmf::solvers
+}  // namespace dnmf::backend
