@@ -29,6 +29,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/planted.hpp"
 #include "solvers/solve.hpp"
+#include "solvers/update_rule.hpp"
 
 namespace {
 
@@ -239,7 +240,7 @@ Row run_workload(Communicator& world, const std::string& name, const Whole& whol
     dnmf::DenseMatrix<double> wp(k, layout.w_rows.size(), 0.5), wn(k, layout.w_rows.size(), 0.5);
     dnmf::DenseMatrix<double> hp(k, layout.h_cols.size(), 0.5), hn(k, layout.h_cols.size(), 0.5);
     dnmf::DenseMatrix<double> g(k, k, 0.01), gx(k, k);
-    const dnmf::backend::UpdateRule rule{dnmf::Algorithm::mu, 1e-16, 0, 0};
+    const dnmf::backend::UpdateRule rule = dnmf::solvers::update_rule(dnmf::Algorithm::mu, 1e-16, 0, 0);
     row.piece_seconds = timed(world, 3 * reps, [&] {
       (void)kernels->update(rule, hp.view(), hn.view(), g.view(), nullptr);
       kernels->gram(hp.view(), gx.view(), 0.0);

@@ -33,6 +33,7 @@
 #include "dnmf/io.hpp"
 #include "gpu_ceilings.hpp"
 #include "solvers/solve.hpp"
+#include "solvers/update_rule.hpp"
 #include "synthetic.hpp"
 
 namespace {
@@ -144,7 +145,7 @@ cuda::Timeline fused_pass_timeline(dnmf::backend::CudaKernels<T>& gpu, cuda::Dev
   gpu.fill({x, k, n, k}, T(1));
   gpu.fill({y, k, m, k}, T(1e-3));
   gpu.fill({gy, k, k, k}, T(1));
-  const dnmf::backend::UpdateRule rule{dnmf::Algorithm::mu, 1e-12, 0, 0};
+  const dnmf::backend::UpdateRule rule = dnmf::solvers::update_rule(dnmf::Algorithm::mu, 1e-12, 0, 0);
   a.set_timeline(true);
   (void)a.fused_pass(dnmf::backend::Side::H, rule, {x, k, n, k}, {y, k, m, k}, {gy, k, k, k}, nullptr, {other, k, m, k},
                      {gx, k, k, k});

@@ -18,6 +18,7 @@
 #include "api/memory_plan.hpp"
 #include "api/on_every_rank.hpp"
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
@@ -25,7 +26,6 @@
 #include "io/block_read.hpp"
 #include "io/collective_failure.hpp"
 #include "io/hdf5_io.hpp"
-#include "backend/operand.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 

@@ -33,6 +33,13 @@ struct UpdateRule {
   double eps = 1e-16;  ///< guards every division
   double l1 = 0;       ///< L1 penalty on the factor being updated
   double l2 = 0;       ///< L2 penalty on the factor being updated
+  /// The rule's host implementation over columns [first, last) of x (numerator, Gram matrix, the other factor's
+  /// row sums for KL), returning the NNLS round-cap hits (bpp). The solvers state each algorithm and hand it down
+  /// here (solvers::update_rule(), src/solvers/<algorithm>.hpp), so the host backends apply it without depending
+  /// on the layer above; the CUDA backend runs its own kernels for mu, kl and hals and this one for bpp.
+  int (*host_f32)(const UpdateRule&, View<float>, CView<float>, CView<float>, const float*, index_t, index_t) = nullptr;
+  int (*host_f64)(const UpdateRule&, View<double>, CView<double>, CView<double>, const double*, index_t,
+                  index_t) = nullptr;
 };
 
 /// Sums a KL ratio product gathers on the way (DESIGN §3: no extra pass for the objective).

@@ -9,6 +9,7 @@
 
 #include "dnmf/error.hpp"
 #include "solvers/exchange.hpp"
+#include "solvers/update_rule.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -129,8 +130,8 @@ class Iteration {
         stats_(stats),
         k_(options.rank),
         kl_(options.algorithm == Algorithm::kl),
-        rule_h_{options.algorithm, kEps, options.penalties.l1_h, options.penalties.l2_h},
-        rule_w_{options.algorithm, kEps, options.penalties.l1_w, options.penalties.l2_w},
+        rule_h_(update_rule(options.algorithm, kEps, options.penalties.l1_h, options.penalties.l2_h)),
+        rule_w_(update_rule(options.algorithm, kEps, options.penalties.l1_w, options.penalties.l2_w)),
         world_(grid.world()),
         row_comm_(grid.row_comm()),
         col_comm_(grid.col_comm()),
@@ -373,8 +374,9 @@ class Iteration {
 }  // namespace
 
 template <class T>
-FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
-                        const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors) {
+FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid,
+                        const dist::Layout& layout, const FactorOptions& options, const backend::MatrixStats& stats,
+                        Factors<T>& factors) {
   check_block_shape(a.rows(), a.cols(), layout);
   Iteration<T> iteration(kernels, a, grid, layout, options, stats);
   return iteration.run(factors);

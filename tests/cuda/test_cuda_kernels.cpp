@@ -17,6 +17,7 @@
 #include "cuda/device_matrix.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
+#include "solvers/update_rule.hpp"
 #include "support/random_matrices.hpp"
 #if DNMF_WITH_CUDA
 #include "backend/cuda/cuda_kernels.hpp"
@@ -211,7 +212,7 @@ TYPED_TEST(CudaKernelsTest, UpdateRulesMatchReference) {
   for (Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     for (const Shape& s : kShapes) {
       for (const backend::UpdateRule rule :
-           {backend::UpdateRule{algo, 1e-16, 0.0, 0.0}, backend::UpdateRule{algo, 1e-16, 0.01, 0.02}}) {
+           {solvers::update_rule(algo, 1e-16, 0.0, 0.0), solvers::update_rule(algo, 1e-16, 0.01, 0.02)}) {
         const DenseMatrix<T> numer = test::random_dense<T>(s.k, s.n, 21);
         const DenseMatrix<T> y = test::random_dense<T>(s.k, s.m + 3, 22);
         DenseMatrix<T> g(s.k, s.k), sums(s.k, 1);
@@ -252,7 +253,7 @@ TYPED_TEST(CudaKernelsTest, FusedPassesMatchReference) {
         const BackendMatrix<T> y_dev(gpu, y), gy_dev(gpu, gy), ysum_dev(gpu, ysum);
         DenseMatrix<T> x_ref = test::random_dense<T>(s.k, dx, 33);
         DenseMatrix<T> other_ref(s.k, dy, T(7)), gx_ref(s.k, s.k, T(3));
-        const backend::UpdateRule rule{algo, 1e-16, 0.0, 0.0};
+        const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.0, 0.0);
         const BackendMatrix<T> x_own(gpu, x_ref), other_own(gpu, other_ref), gx_own(gpu, gx_ref);
         const BackendMatrix<T> x_gen(gpu, x_ref), other_gen(gpu, other_ref), gx_gen(gpu, gx_ref);
         const auto sr = this->ref.fused_pass(host, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),

@@ -17,12 +17,13 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
-#include "backend/operand.hpp"
 #include "solvers/solve.hpp"
+#include "solvers/update_rule.hpp"
 #include "support/matrix_views.hpp"
 #include "support/random_matrices.hpp"
 #include "support/streamed_vs_resident.hpp"
@@ -109,7 +110,7 @@ TEST_F(CudaStreamed, ProductsEqualResidentOnBothStripeDirections) {
         const test::BackendMatrix<double> x1(gpu, x0), x2(gpu, x0);
         const test::BackendMatrix<double> o1(gpu, DenseMatrix<double>(k, on_h ? m : n, 7.0)), o2(gpu, o1.download());
         const test::BackendMatrix<double> g1(gpu, DenseMatrix<double>(k, k, 7.0)), g2(gpu, g1.download());
-        const backend::UpdateRule rule{algo, 1e-16, 0, 0};
+        const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0, 0);
         const auto f1 = op->fused_pass(side, rule, x1.view(), y.view(), gy.view(), sums.data(), o1.view(), g1.view());
         const auto f2 =
             resident.fused_pass(side, rule, x2.view(), y.view(), gy.view(), sums.data(), o2.view(), g2.view());

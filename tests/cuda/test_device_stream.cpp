@@ -11,13 +11,14 @@
 #include <random>
 #include <string>
 
-#include "stream/device_streamed_operand.hpp"
 #include "backend/reference/reference_kernels.hpp"
 #include "cuda/host_tile_engine.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/io.hpp"
 #include "solvers/solve.hpp"
+#include "solvers/update_rule.hpp"
+#include "stream/device_streamed_operand.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/npy_source.hpp"
 #include "support/error_message.hpp"
@@ -105,7 +106,7 @@ void check_products(const DenseMatrix<double>& a, Streamed s, const std::string&
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     DenseMatrix<double> x1 = on_h ? h : wt, x2 = x1;
     DenseMatrix<double> o1(k, on_h ? m : n, 7.0), o2 = o1, g1(k, k, 7.0), g2 = g1;
-    const backend::UpdateRule rule{algo, 1e-16, 0, 0};
+    const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0, 0);
     const auto f1 =
         streamed.fused_pass(side, rule, x1.view(), y.view(), gy.view(), y_sums.data(), o1.view(), g1.view());
     const auto f2 =

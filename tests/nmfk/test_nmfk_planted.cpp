@@ -90,7 +90,9 @@ TEST_P(PlantedSelection, SelectsThePlantedRank) {
       EXPECT_GT(worst_match(planted.W, k.W), 0.98);
       EXPECT_TRUE(k.accepted);
     }
-    if (k.k > c.rank) EXPECT_FALSE(k.accepted) << "k=" << k.k << " min silhouette " << k.min_silhouette;
+    if (k.k > c.rank) {
+      EXPECT_FALSE(k.accepted) << "k=" << k.k << " min silhouette " << k.min_silhouette;
+    }
     double sum = 0;
     for (index_t i = 0; i < k.W.rows(); ++i) sum += k.W(i, 0);
     EXPECT_NEAR(sum, 1.0, 1e-12) << "centroid columns sum to 1";

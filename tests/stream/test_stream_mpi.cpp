@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
-#include "backend/operand.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/grid_shapes.hpp"
 #include "support/random_matrices.hpp"

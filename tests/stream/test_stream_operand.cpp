@@ -8,9 +8,10 @@
 #include <memory>
 
 #include "backend/cpu/cpu_kernels.hpp"
+#include "backend/operand.hpp"
 #include "dnmf/io.hpp"
 #include "io/dcsr.hpp"
-#include "backend/operand.hpp"
+#include "solvers/update_rule.hpp"
 #include "stream/memory_source.hpp"
 #include "stream/streamed_operand.hpp"
 #include "support/error_message.hpp"
@@ -164,7 +165,7 @@ void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, 
   ASSERT_TRUE(resident.can_fuse(side));
   ASSERT_FALSE(streamed.can_fuse(backend::other(side)));
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
-    const backend::UpdateRule rule{algo, 1e-16, 0, 0};
+    const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0, 0);
     const auto f1 =
         streamed.fused_pass(side, rule, x1.view(), y.view(), gy.view(), y_sums.data(), o1.view(), g1.view());
     const auto f2 =

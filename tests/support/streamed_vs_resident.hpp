@@ -9,10 +9,10 @@
 #include <string>
 
 #include "backend/kernels.hpp"
+#include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/options.hpp"
-#include "backend/operand.hpp"
 #include "solvers/solve.hpp"
 #include "support/random_matrices.hpp"
 

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/reference/reference_kernels.hpp"
+#include "solvers/update_rule.hpp"
 #include "support/random_matrices.hpp"
 
 namespace dnmf {
@@ -119,7 +120,7 @@ TYPED_TEST(KernelsTest, UpdateRulesMatchReference) {
       this->ref.row_sums(y.view(), sums.data());
       DenseMatrix<T> x_ref = test::random_dense<T>(s.k, s.n, 23);
       DenseMatrix<T> x_cpu = x_ref;
-      const backend::UpdateRule rule{algo, 1e-16, 0.01, 0.02};
+      const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.01, 0.02);
       this->ref.update(rule, x_ref.view(), numer.view(), g.view(), sums.data());
       this->cpu.update(rule, x_cpu.view(), numer.view(), g.view(), sums.data());
       EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), tolerance<T>()) << to_string(algo) << " k=" << s.k;
@@ -150,7 +151,7 @@ TYPED_TEST(KernelsTest, FusedPassMatchesReference) {
           DenseMatrix<T> other_ref(s.k, dy, T(5)), gx_ref(s.k, s.k, T(5));
           DenseMatrix<T> other_cpu(s.k, dy, T(7)), gx_cpu(s.k, s.k, T(3));
           this->cpu.set_tile_bytes(512);  // many small tiles, so the schedule and the reduction are exercised
-          const backend::UpdateRule rule{algo, 1e-16, 0.0, 0.0};
+          const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.0, 0.0);
           const auto sr = this->ref.fused_pass(a, side, rule, x_ref.view(), y.view(), gy.view(), ysum.data(),
                                                other_ref.view(), gx_ref.view(), false);
           const auto sc = this->cpu.fused_pass(a, side, rule, x_cpu.view(), y.view(), gy.view(), ysum.data(),
