@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "dnmf/factorize.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/planted.hpp"
 
 namespace {
@@ -37,7 +38,7 @@ double copy_bandwidth(int reps) {
   const std::size_t bytes = std::size_t{1} << 30;
   std::vector<char> src(bytes, 1), dst(bytes, 0);
   const double s = best_of(reps, [&] {
-    const std::size_t chunk = bytes / static_cast<std::size_t>(omp_get_max_threads());
+    const std::size_t chunk = bytes / dnmf::to_size(omp_get_max_threads());
 #pragma omp parallel for
     for (int t = 0; t < omp_get_max_threads(); ++t) std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk);
   });

@@ -27,6 +27,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/planted.hpp"
 #include "solvers/solve.hpp"
 #include "solvers/update_rule.hpp"
@@ -63,15 +64,15 @@ Whole scattered(index_t m, index_t n, double density, std::uint64_t seed) {
   for (auto& p : at) p = {row(rng), col(rng)};
   std::sort(at.begin(), at.end());
   at.erase(std::unique(at.begin(), at.end()), at.end());
-  std::vector<index_t> indptr(static_cast<std::size_t>(m) + 1, 0);
+  std::vector<index_t> indptr(dnmf::to_size(m) + 1, 0);
   std::vector<dnmf::col_index_t> indices;
   std::vector<double> values;
   for (const auto& [i, j] : at) {
-    ++indptr[static_cast<std::size_t>(i) + 1];
+    ++indptr[dnmf::to_size(i) + 1];
     indices.push_back(static_cast<dnmf::col_index_t>(j));
     values.push_back(value(rng));
   }
-  for (std::size_t i = 0; i < static_cast<std::size_t>(m); ++i) indptr[i + 1] += indptr[i];
+  for (std::size_t i = 0; i < dnmf::to_size(m); ++i) indptr[i + 1] += indptr[i];
   Whole w;
   w.sparse = true;
   w.csr = dnmf::CsrMatrix<double>(m, n, std::move(indptr), std::move(indices), std::move(values));
@@ -102,11 +103,11 @@ Whole cut_block(const Whole& a, const dnmf::dist::Layout& l) {
   std::vector<double> values;
   const auto& ip = a.csr.indptr();
   for (index_t i = l.a_rows.first; i < l.a_rows.last; ++i) {
-    for (index_t p = ip[static_cast<std::size_t>(i)]; p < ip[static_cast<std::size_t>(i) + 1]; ++p) {
-      const index_t j = a.csr.indices()[static_cast<std::size_t>(p)];
+    for (index_t p = ip[dnmf::to_size(i)]; p < ip[dnmf::to_size(i) + 1]; ++p) {
+      const index_t j = a.csr.indices()[dnmf::to_size(p)];
       if (j < l.a_cols.first || j >= l.a_cols.last) continue;
       indices.push_back(static_cast<dnmf::col_index_t>(j - l.a_cols.first));
-      values.push_back(a.csr.values()[static_cast<std::size_t>(p)]);
+      values.push_back(a.csr.values()[dnmf::to_size(p)]);
     }
     indptr.push_back(static_cast<index_t>(values.size()));
   }
@@ -133,7 +134,7 @@ double timed(Communicator& world, int reps, const std::function<void()>& f) {
 
 std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t k) {
   std::vector<std::size_t> c;
-  for (index_t s : sizes) c.push_back(static_cast<std::size_t>(s * k));
+  for (index_t s : sizes) c.push_back(dnmf::to_size(s * k));
   return c;
 }
 
@@ -154,8 +155,8 @@ Network measure_network(Communicator& world, int reps) {
                         }) /
                   calls;
   const std::size_t piece = std::size_t{1} << 20;  // 8 MiB of doubles per rank
-  std::vector<double> mine(piece, 1.0), all(piece * static_cast<std::size_t>(world.size()));
-  const std::vector<std::size_t> counts(static_cast<std::size_t>(world.size()), piece);
+  std::vector<double> mine(piece, 1.0), all(piece * dnmf::to_size(world.size()));
+  const std::vector<std::size_t> counts(dnmf::to_size(world.size()), piece);
   const double t =
       timed(world, reps, [&] { world.allgather(mine.data(), all.data(), counts, dnmf::dist::Scalar::f64); });
   const double sent = static_cast<double>(world.size() - 1) / world.size() * 8.0 * static_cast<double>(all.size());
@@ -228,8 +229,7 @@ Row run_workload(Communicator& world, const std::string& name, const Whole& whol
   // and the MU updates and Gram matrices of this rank's factor pieces.
   {
     const dnmf::CsrMatrix<double> empty(layout.a_rows.size(), layout.a_cols.size(),
-                                        std::vector<index_t>(static_cast<std::size_t>(layout.a_rows.size()) + 1, 0), {},
-                                        {});
+                                        std::vector<index_t>(dnmf::to_size(layout.a_rows.size()) + 1, 0), {}, {});
     const dnmf::MatrixRef<double> e{empty.view()};
     dnmf::DenseMatrix<double> wt(k, layout.a_rows.size(), 0.5), h(k, layout.a_cols.size(), 0.5);
     dnmf::DenseMatrix<double> pp(k, layout.a_cols.size()), qt(k, layout.a_rows.size());
@@ -258,11 +258,11 @@ Row run_workload(Communicator& world, const std::string& name, const Whole& whol
   // scalar sums and the stop flag.
   {
     const auto wc = piece_counts(layout.w_piece_sizes, k), hc = piece_counts(layout.h_piece_sizes, k);
-    std::vector<double> wt(static_cast<std::size_t>(k * layout.w_rows.size()) + 1),
-        wt_full(static_cast<std::size_t>(k * layout.a_rows.size()) + 1);
-    std::vector<double> h(static_cast<std::size_t>(k * layout.h_cols.size()) + 1),
-        h_full(static_cast<std::size_t>(k * layout.a_cols.size()) + 1);
-    std::vector<double> gram(static_cast<std::size_t>(k * k));
+    std::vector<double> wt(dnmf::to_size(k * layout.w_rows.size()) + 1),
+        wt_full(dnmf::to_size(k * layout.a_rows.size()) + 1);
+    std::vector<double> h(dnmf::to_size(k * layout.h_cols.size()) + 1),
+        h_full(dnmf::to_size(k * layout.a_cols.size()) + 1);
+    std::vector<double> gram(dnmf::to_size(k * k));
     const int replays = 5;
     row.comm_replay_seconds =
         timed(world, reps,

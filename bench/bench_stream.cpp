@@ -22,6 +22,7 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "dist/communicator.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "solvers/solve.hpp"
 #include "stream/bytes.hpp"
@@ -55,7 +56,7 @@ struct Args {
 void write_matrix(const Args& a) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> u(0, 1);
-  std::vector<double> w(static_cast<std::size_t>(a.rows * a.k)), col(static_cast<std::size_t>(a.rows)), h(a.k);
+  std::vector<double> w(dnmf::to_size(a.rows * a.k)), col(dnmf::to_size(a.rows)), h(a.k);
   for (double& v : w) v = u(rng);
   std::string dict = "{'descr': '<f8', 'fortran_order': True, 'shape': (" + std::to_string(a.rows) + ", " +
                      std::to_string(a.cols) + "), }";
@@ -71,9 +72,8 @@ void write_matrix(const Args& a) {
     for (double& v : h) v = u(rng);
     for (index_t i = 0; i < a.rows; ++i) {
       double s = 0.01 * u(rng);
-      for (index_t l = 0; l < a.k; ++l)
-        s += w[static_cast<std::size_t>(i + l * a.rows)] * h[static_cast<std::size_t>(l)];
-      col[static_cast<std::size_t>(i)] = s;
+      for (index_t l = 0; l < a.k; ++l) s += w[dnmf::to_size(i + l * a.rows)] * h[dnmf::to_size(l)];
+      col[dnmf::to_size(i)] = s;
     }
     out.write(reinterpret_cast<const char*>(col.data()), static_cast<std::streamsize>(col.size() * 8));
   }
@@ -87,7 +87,7 @@ double sequential_read(const std::string& path) {
   std::vector<char> buffer(std::size_t{8} << 20);
   const auto t0 = Clock::now();
   for (std::uint64_t at = 0; at < file.size(); at += buffer.size())
-    file.read(at, buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), file.size() - at)));
+    file.read(at, buffer.data(), dnmf::to_size(std::min<std::uint64_t>(buffer.size(), file.size() - at)));
   return static_cast<double>(file.size()) / since(t0);
 }
 
@@ -312,7 +312,7 @@ int main_(int argc, char** argv) {
     sequential_read(a.file);
     for (const std::size_t mib : {4, 16, 64})
       for (const int depth : {2, 3, 4}) {
-        const std::size_t tile = std::max<std::size_t>(mib << 20, static_cast<std::size_t>(a.rows) * 8);
+        const std::size_t tile = std::max<std::size_t>(mib << 20, dnmf::to_size(a.rows) * 8);
         const Timing t = streamed(quick, tile, depth, std::max(1, a.reps - 1));
         const double p = static_cast<double>(t.stats.passes);
         std::printf("  %-12s %6d %10.4f %10.3f %12.4f\n", stream::human_bytes(static_cast<double>(tile)).c_str(), depth,

@@ -30,6 +30,7 @@
 #include "backend/cuda/streamed_cuda.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "gpu_ceilings.hpp"
 #include "solvers/solve.hpp"
@@ -137,11 +138,11 @@ Run time_solve(dnmf::backend::CudaKernels<T>& gpu, dnmf::backend::Operand<T>& a,
 // One fused MU pass over the streamed A with the per-tile events on: the timeline of the configuration.
 cuda::Timeline fused_pass_timeline(dnmf::backend::CudaKernels<T>& gpu, cuda::DeviceStreamedOperand<T>& a, index_t k) {
   const index_t m = a.rows(), n = a.cols();
-  T* x = gpu.allocate(static_cast<std::size_t>(k * n));
-  T* y = gpu.allocate(static_cast<std::size_t>(k * m));
-  T* gy = gpu.allocate(static_cast<std::size_t>(k * k));
-  T* other = gpu.allocate(static_cast<std::size_t>(k * m));
-  T* gx = gpu.allocate(static_cast<std::size_t>(k * k));
+  T* x = gpu.allocate(dnmf::to_size(k * n));
+  T* y = gpu.allocate(dnmf::to_size(k * m));
+  T* gy = gpu.allocate(dnmf::to_size(k * k));
+  T* other = gpu.allocate(dnmf::to_size(k * m));
+  T* gx = gpu.allocate(dnmf::to_size(k * k));
   gpu.fill({x, k, n, k}, T(1));
   gpu.fill({y, k, m, k}, T(1e-3));
   gpu.fill({gy, k, k, k}, T(1));
@@ -226,7 +227,7 @@ int main(int argc, char** argv) {
     in.scalar_bytes = sizeof(T);
     in.rank = c.k;
     in.budget = budget;
-    in.min_tile_bytes = static_cast<std::size_t>(m) * sizeof(T);
+    in.min_tile_bytes = dnmf::to_size(m) * sizeof(T);
     const cuda::DevicePlan plan = cuda::plan_device(in);
     out["plan"] = {{"streamed", plan.streamed},     {"tile_bytes", plan.tile_bytes},
                    {"depth", plan.depth},           {"total_bytes", plan.total},
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
     if (plan.streamed) measure("planned", plan.tile_bytes, plan.depth);
     for (const int mib : c.tiles_mib)
       for (const int depth : c.depths) {
-        const auto tile = static_cast<std::size_t>(mib) << 20;
+        const auto tile = dnmf::to_size(mib) << 20;
         if (beside_ring + static_cast<std::int64_t>(tile) * depth > budget) {
           out["skipped"].push_back({{"tile_bytes", tile}, {"depth", depth}, {"why", "over the device budget"}});
           continue;

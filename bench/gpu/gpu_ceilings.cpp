@@ -10,6 +10,7 @@
 
 #include "backend/cuda/blas_calls.hpp"
 #include "backend/cuda/check.hpp"
+#include "dnmf/index.hpp"
 #include "synthetic.hpp"
 
 namespace dnmf::bench {
@@ -66,7 +67,7 @@ struct DeviceBlock {
 template <class T>
 void upload_random(void* dst, index_t k, index_t cols, std::uint64_t seed) {
   const DenseMatrix<T> host = random_dense<T>(k, cols, seed);
-  DNMF_CUDA_CHECK(cudaMemcpy(dst, host.data(), static_cast<std::size_t>(k * cols) * sizeof(T), cudaMemcpyHostToDevice));
+  DNMF_CUDA_CHECK(cudaMemcpy(dst, host.data(), dnmf::to_size(k * cols) * sizeof(T), cudaMemcpyHostToDevice));
 }
 
 }  // namespace
@@ -89,8 +90,8 @@ double cublas_mu_products_seconds(const T* a_device, index_t m, index_t n, index
   StreamTimer timer;
   cublasHandle_t handle = nullptr;
   DNMF_CUDA_CHECK(cublasCreate(&handle));
-  DeviceBlock wt(static_cast<std::size_t>(k * m) * sizeof(T)), h(static_cast<std::size_t>(k * n) * sizeof(T));
-  DeviceBlock p(static_cast<std::size_t>(k * n) * sizeof(T)), qt(static_cast<std::size_t>(k * m) * sizeof(T));
+  DeviceBlock wt(dnmf::to_size(k * m) * sizeof(T)), h(dnmf::to_size(k * n) * sizeof(T));
+  DeviceBlock p(dnmf::to_size(k * n) * sizeof(T)), qt(dnmf::to_size(k * m) * sizeof(T));
   double seconds = 0;
   try {
     DNMF_CUDA_CHECK(cublasSetStream(handle, timer.stream()));

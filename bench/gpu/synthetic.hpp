@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 
 namespace dnmf::bench {
@@ -39,9 +40,9 @@ DenseMatrix<T> random_dense(index_t m, index_t n, std::uint64_t seed) {
 template <class T>
 CsrMatrix<T> random_csr(index_t m, index_t n, double density, std::uint64_t seed) {
   const index_t per_row = std::clamp<index_t>(std::llround(density * static_cast<double>(n)), 1, n);
-  std::vector<index_t> indptr(static_cast<std::size_t>(m + 1));
-  for (index_t i = 0; i <= m; ++i) indptr[static_cast<std::size_t>(i)] = i * per_row;
-  std::vector<col_index_t> indices(static_cast<std::size_t>(m * per_row));
+  std::vector<index_t> indptr(dnmf::to_size(m + 1));
+  for (index_t i = 0; i <= m; ++i) indptr[dnmf::to_size(i)] = i * per_row;
+  std::vector<col_index_t> indices(dnmf::to_size(m * per_row));
   std::vector<T> values(indices.size());
 #pragma omp parallel for schedule(static)
   for (index_t i = 0; i < m; ++i)

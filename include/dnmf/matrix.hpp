@@ -7,10 +7,10 @@
 #include <variant>
 #include <vector>
 
+#include "dnmf/index.hpp"
+
 namespace dnmf {
 
-/// Row/column counts, leading dimensions and CSR row pointers.
-using index_t = std::int64_t;
 /// CSR column indices: 32 bits keep the index stream small; a local block wider than 2^31 is rejected.
 using col_index_t = std::int32_t;
 
@@ -51,14 +51,14 @@ class DenseMatrix {
  public:
   DenseMatrix() = default;
   DenseMatrix(index_t rows, index_t cols, T fill = T(0))
-      : rows_(rows), cols_(cols), storage_(static_cast<std::size_t>(rows * cols), fill) {}
+      : rows_(rows), cols_(cols), storage_(to_size(rows * cols), fill) {}
 
   [[nodiscard]] index_t rows() const { return rows_; }
   [[nodiscard]] index_t cols() const { return cols_; }
   [[nodiscard]] T* data() { return storage_.data(); }
   [[nodiscard]] const T* data() const { return storage_.data(); }
-  T& operator()(index_t i, index_t j) { return storage_[static_cast<std::size_t>(i + j * rows_)]; }
-  const T& operator()(index_t i, index_t j) const { return storage_[static_cast<std::size_t>(i + j * rows_)]; }
+  T& operator()(index_t i, index_t j) { return storage_[to_size(i + j * rows_)]; }
+  const T& operator()(index_t i, index_t j) const { return storage_[to_size(i + j * rows_)]; }
   [[nodiscard]] DenseView<T> view() { return {data(), rows_, cols_, rows_ > 0 ? rows_ : 1}; }
   [[nodiscard]] DenseView<const T> view() const { return {data(), rows_, cols_, rows_ > 0 ? rows_ : 1}; }
   [[nodiscard]] std::vector<T>& storage() { return storage_; }

@@ -22,6 +22,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/collective_failure.hpp"
@@ -233,7 +234,7 @@ Factorization<T> factor_stored(const Source& source, const FactorOptions& reques
 
   // Every rank's share of the traffic, for the report (DESIGN §4's model beside it).
   const int iterations = std::max(run.result.iterations, 1);
-  std::vector<double> bytes_per_rank(static_cast<std::size_t>(world.size()));
+  std::vector<double> bytes_per_rank(to_size(world.size()));
   const double mine = solution.iteration_traffic.bytes_sent / iterations;
   world.gather(&mine, bytes_per_rank.data(), std::vector<std::size_t>(bytes_per_rank.size(), 1), dist::Scalar::f64, 0);
   run.communication.processes = world.size();
@@ -255,7 +256,7 @@ template <class T>
 void scale_rows(DenseMatrix<T>& x, const std::vector<double>& scale, bool divide) {
   for (index_t j = 0; j < x.cols(); ++j)
     for (index_t c = 0; c < x.rows(); ++c) {
-      const double s = scale[static_cast<std::size_t>(c)];
+      const double s = scale[to_size(c)];
       if (s > 0) x(c, j) = static_cast<T>(divide ? x(c, j) / s : x(c, j) * s);
     }
 }
@@ -286,9 +287,9 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   if (run.options.normalize) {
     // W's columns sum to 1 as for any other source; each of W's rows is owned by exactly one process.
     const index_t k = run.w_block.rows();
-    std::vector<double> sums(static_cast<std::size_t>(k), 0.0);
+    std::vector<double> sums(to_size(k), 0.0);
     for (index_t i = 0; i < run.w_block.cols(); ++i)
-      for (index_t c = 0; c < k; ++c) sums[static_cast<std::size_t>(c)] += run.w_block(c, i);
+      for (index_t c = 0; c < k; ++c) sums[to_size(c)] += run.w_block(c, i);
     api::communicator(context).allreduce_sum(sums.data(), sums.size());
     scale_rows(run.w_block, sums, true);
     scale_rows(run.h_block, sums, false);

@@ -3,6 +3,7 @@
 // (cpu) override Kernels::fused_pass; the streaming ring reuses the same per-tile sequence.
 #include "backend/kernels.hpp"
 #include "backend/tiles.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend {
 
@@ -16,7 +17,7 @@ FusedSums Kernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateR
   const auto bounds = tile_bounds(a, side, 4.0 * 1024 * 1024 / sizeof(T));
   index_t widest = 0;
   for (std::size_t t = 1; t < bounds.size(); ++t) widest = std::max(widest, bounds[t] - bounds[t - 1]);
-  T* numer_buffer = allocate(static_cast<std::size_t>(std::max<index_t>(k * widest, 1)));
+  T* numer_buffer = allocate(to_size(std::max<index_t>(k * widest, 1)));
   try {
     if (!accumulate) {
       fill(other_numer, T(0));

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::dist {
 
@@ -29,7 +30,7 @@ double total_bytes(const std::vector<std::size_t>& counts, Scalar type) {
 }
 
 void check_counts(const Communicator& c, const std::vector<std::size_t>& counts, const char* what) {
-  if (counts.size() != static_cast<std::size_t>(c.size()))
+  if (counts.size() != to_size(c.size()))
     throw Error(std::string("internal: ") + what + " given " + std::to_string(counts.size()) + " counts for " +
                 std::to_string(c.size()) + " ranks");
 }
@@ -69,8 +70,7 @@ void Communicator::allgather(const void* send, void* recv, const std::vector<std
 
 void Communicator::gather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type, int root) {
   check_counts(*this, counts, "gather");
-  if (rank() != root)
-    traffic_.bytes_sent += static_cast<double>(counts[static_cast<std::size_t>(rank())] * size_of(type));
+  if (rank() != root) traffic_.bytes_sent += static_cast<double>(counts[to_size(rank())] * size_of(type));
   ++traffic_.collectives;
   do_gather(send, recv, counts, type, root);
 }
@@ -85,7 +85,7 @@ void Communicator::alltoallv(const void* send, const std::vector<std::size_t>& s
                              const std::vector<std::size_t>& recv_counts, Scalar type) {
   check_counts(*this, send_counts, "alltoallv");
   check_counts(*this, recv_counts, "alltoallv");
-  const double kept = static_cast<double>(send_counts[static_cast<std::size_t>(rank())] * size_of(type));
+  const double kept = static_cast<double>(send_counts[to_size(rank())] * size_of(type));
   traffic_.bytes_sent += total_bytes(send_counts, type) - kept;
   ++traffic_.collectives;
   do_alltoallv(send, send_counts, recv, recv_counts, type);
@@ -139,7 +139,7 @@ void throw_root_error(Communicator& comm, int root, std::string error) {
   if (comm.size() > 1) {
     std::int64_t length = comm.rank() == root ? static_cast<std::int64_t>(error.size()) : 0;
     comm.broadcast(&length, 1, Scalar::i64, root);
-    error.resize(static_cast<std::size_t>(length));
+    error.resize(to_size(length));
     if (length > 0) comm.broadcast(error.data(), error.size(), Scalar::u8, root);
   }
   if (!error.empty()) throw CollectiveError(error);

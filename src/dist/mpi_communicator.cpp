@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::dist {
 
@@ -14,9 +15,8 @@ void check_mpi(int code, const char* what) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
-  throw Error(
-      std::string("MPI ") + what + ": " +
-      (length > 0 ? std::string(text, static_cast<std::size_t>(length)) : "error code " + std::to_string(code)));
+  throw Error(std::string("MPI ") + what + ": " +
+              (length > 0 ? std::string(text, to_size(length)) : "error code " + std::to_string(code)));
 }
 
 namespace {
@@ -36,7 +36,7 @@ MPI_Datatype mpi_type(Scalar s) {
 }
 
 int to_int(std::size_t value, const char* what) {
-  if (value > static_cast<std::size_t>(INT_MAX))
+  if (value > to_size(INT_MAX))
     throw Error(std::string("MPI ") + what + ": " + std::to_string(value) +
                 " elements exceed the largest count MPI takes (" + std::to_string(INT_MAX) +
                 "); use more processes so that each piece is smaller");
@@ -60,7 +60,7 @@ Pieces pieces(const std::vector<std::size_t>& counts, const char* what) {
 }
 
 // The largest piece an unchunked call moves: MPI counts are int.
-constexpr std::size_t chunk_elements = static_cast<std::size_t>(INT_MAX);
+constexpr std::size_t chunk_elements = to_size(INT_MAX);
 
 }  // namespace
 
@@ -111,9 +111,9 @@ void MpiCommunicator::do_reduce_scatter(const void* send, void* recv, const std:
 
 void MpiCommunicator::do_allgather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type) {
   const Pieces p = pieces(counts, "Allgatherv");
-  const auto r = static_cast<std::size_t>(rank_);
+  const auto r = to_size(rank_);
   // The caller's piece may already sit at its place in recv: MPI then wants MPI_IN_PLACE.
-  const void* own = static_cast<const char*>(recv) + static_cast<std::size_t>(p.displs[r]) * size_of(type);
+  const void* own = static_cast<const char*>(recv) + to_size(p.displs[r]) * size_of(type);
   const void* source = send == own ? MPI_IN_PLACE : send;
   check_mpi(MPI_Allgatherv(source, p.counts[r], mpi_type(type), recv, p.counts.data(), p.displs.data(), mpi_type(type),
                            comm_),
@@ -123,9 +123,9 @@ void MpiCommunicator::do_allgather(const void* send, void* recv, const std::vect
 void MpiCommunicator::do_gather(const void* send, void* recv, const std::vector<std::size_t>& counts, Scalar type,
                                 int root) {
   const Pieces p = pieces(counts, "Gatherv");
-  const auto r = static_cast<std::size_t>(rank_);
+  const auto r = to_size(rank_);
   const void* source = send;
-  if (rank_ == root && send == static_cast<const char*>(recv) + static_cast<std::size_t>(p.displs[r]) * size_of(type))
+  if (rank_ == root && send == static_cast<const char*>(recv) + to_size(p.displs[r]) * size_of(type))
     source = MPI_IN_PLACE;
   check_mpi(MPI_Gatherv(source, p.counts[r], mpi_type(type), recv, p.counts.data(), p.displs.data(), mpi_type(type),
                         root, comm_),

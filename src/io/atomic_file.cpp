@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 
 namespace dnmf::io {
@@ -44,11 +45,11 @@ class FdStreamBuf : public std::streambuf {
   // Large blocks (matrix payloads) bypass the buffer instead of being copied through it.
   std::streamsize xsputn(const char* data, std::streamsize count) override {
     if (count <= epptr() - pptr()) {
-      std::memcpy(pptr(), data, static_cast<std::size_t>(count));
+      std::memcpy(pptr(), data, to_size(count));
       pbump(static_cast<int>(count));
       return count;
     }
-    if (!drain() || !write_all(data, static_cast<std::size_t>(count))) return 0;
+    if (!drain() || !write_all(data, to_size(count))) return 0;
     return count;
   }
 
@@ -58,7 +59,7 @@ class FdStreamBuf : public std::streambuf {
   static constexpr std::size_t kBufferSize = std::size_t{1} << 20;
 
   bool drain() {
-    const auto pending = static_cast<std::size_t>(pptr() - pbase());
+    const auto pending = to_size(pptr() - pbase());
     if (!write_all(pbase(), pending)) return false;
     setp(buffer_.data(), buffer_.data() + buffer_.size());
     return true;
@@ -76,7 +77,7 @@ class FdStreamBuf : public std::streambuf {
         return false;
       }
       data += written;
-      count -= static_cast<std::size_t>(written);
+      count -= to_size(written);
     }
     return true;
   }

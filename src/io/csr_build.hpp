@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 
 namespace dnmf::io::detail {
@@ -61,8 +62,8 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
     }
   }
   indptr[rows] = write;
-  indices.resize(static_cast<std::size_t>(write));
-  values.resize(static_cast<std::size_t>(write));
+  indices.resize(to_size(write));
+  values.resize(to_size(write));
 }
 
 }  // namespace dnmf::io::detail

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 
 namespace dnmf::io {
@@ -122,7 +123,7 @@ void write_dcsr(const std::string& path, CsrView<T> a) {
     std::vector<index_t> starts(1024);
     for (index_t i = 0; i <= a.rows; i += static_cast<index_t>(starts.size())) {
       const index_t n = std::min<index_t>(static_cast<index_t>(starts.size()), a.rows + 1 - i);
-      for (index_t q = 0; q < n; ++q) starts[static_cast<std::size_t>(q)] = a.indptr[i + q] - base;
+      for (index_t q = 0; q < n; ++q) starts[to_size(q)] = a.indptr[i + q] - base;
       write(starts.data(), static_cast<std::uint64_t>(n) * 8);
     }
     pad_to(indices_offset);
@@ -150,8 +151,8 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
   const std::string& path = file.path();
   const index_t r = count;
   file.read_exact(header.indptr_offset + static_cast<std::uint64_t>(first) * sizeof(index_t), indptr,
-                  static_cast<std::size_t>(r + 1) * sizeof(index_t));
-  bytes_read += static_cast<std::size_t>(r + 1) * sizeof(index_t);
+                  to_size(r + 1) * sizeof(index_t));
+  bytes_read += to_size(r + 1) * sizeof(index_t);
   const index_t base = indptr[0], end = indptr[r];
   for (index_t i = 0; i < r; ++i)
     if (indptr[i] < 0 || indptr[i + 1] < indptr[i] || indptr[i + 1] > header.nnz)
@@ -169,12 +170,11 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
 
   if (dcsr_staging_bytes<T>(header, cols) == 0) {
     const index_t n = end - base;
-    if (static_cast<std::size_t>(n) > capacity) throw Error(path + ": more entries than room (file changed?)");
-    file.read_exact(header.indices_offset + static_cast<std::uint64_t>(base) * 4, indices,
-                    static_cast<std::size_t>(n) * 4);
+    if (to_size(n) > capacity) throw Error(path + ": more entries than room (file changed?)");
+    file.read_exact(header.indices_offset + static_cast<std::uint64_t>(base) * 4, indices, to_size(n) * 4);
     file.read_exact(header.values_offset + static_cast<std::uint64_t>(base) * sizeof(T), values,
-                    static_cast<std::size_t>(n) * sizeof(T));
-    bytes_read += static_cast<std::size_t>(n) * (4 + sizeof(T));
+                    to_size(n) * sizeof(T));
+    bytes_read += to_size(n) * (4 + sizeof(T));
     for (index_t i = 0; i <= r; ++i) indptr[i] -= base;
     for (index_t i = 0; i < r; ++i) {
       index_t previous = -1;
@@ -193,20 +193,18 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
   const std::size_t word = header.value_bytes;
   // A multiple of 16 entries keeps the three arrays in the buffer aligned for their types.
   const auto chunk = static_cast<index_t>(kStagingBytes / (4 + word + sizeof(T))) / 16 * 16;
-  staging.resize(static_cast<std::size_t>(chunk) * (4 + word + sizeof(T)));
+  staging.resize(to_size(chunk) * (4 + word + sizeof(T)));
   auto* chunk_indices = reinterpret_cast<col_index_t*>(staging.data());
-  std::byte* chunk_raw = staging.data() + static_cast<std::size_t>(chunk) * 4;
-  auto* chunk_values = reinterpret_cast<T*>(chunk_raw + static_cast<std::size_t>(chunk) * word);
+  std::byte* chunk_raw = staging.data() + to_size(chunk) * 4;
+  auto* chunk_values = reinterpret_cast<T*>(chunk_raw + to_size(chunk) * word);
   index_t kept = 0, i = 0, previous = -1;
   index_t row_end = r > 0 ? indptr[1] : end;
   indptr[0] = 0;
   for (index_t p0 = base; p0 < end; p0 += chunk) {
     const index_t n = std::min(chunk, end - p0);
-    file.read_exact(header.indices_offset + static_cast<std::uint64_t>(p0) * 4, chunk_indices,
-                    static_cast<std::size_t>(n) * 4);
-    file.read_exact(header.values_offset + static_cast<std::uint64_t>(p0) * word, chunk_raw,
-                    static_cast<std::size_t>(n) * word);
-    bytes_read += static_cast<std::size_t>(n) * (4 + word);
+    file.read_exact(header.indices_offset + static_cast<std::uint64_t>(p0) * 4, chunk_indices, to_size(n) * 4);
+    file.read_exact(header.values_offset + static_cast<std::uint64_t>(p0) * word, chunk_raw, to_size(n) * word);
+    bytes_read += to_size(n) * (4 + word);
     convert_values(chunk_raw, word, n, chunk_values);
     for (index_t q = 0; q < n; ++q) {
       while (p0 + q >= row_end) {
@@ -221,7 +219,7 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
       const T v = chunk_values[q];
       if (validate && !acceptable_entry(v)) bad_value(first + i, col, v);
       if (col < cols.first || col >= cols.last) continue;
-      if (static_cast<std::size_t>(kept) >= capacity) throw Error(path + ": more entries than room (file changed?)");
+      if (to_size(kept) >= capacity) throw Error(path + ": more entries than room (file changed?)");
       indices[kept] = static_cast<col_index_t>(col - cols.first);
       values[kept] = v;
       ++kept;
@@ -248,15 +246,15 @@ LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::R
   if (bound < 0 || row_span[0] < 0 || row_span[1] > header.nnz)
     throw Error(path + ": row pointers of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
                 ") are not increasing inside [0, nnz] (corrupt file)");
-  std::vector<index_t> indptr(static_cast<std::size_t>(rows.size() + 1));
-  std::vector<col_index_t> indices(static_cast<std::size_t>(bound));
-  std::vector<T> values(static_cast<std::size_t>(bound));
+  std::vector<index_t> indptr(to_size(rows.size() + 1));
+  std::vector<col_index_t> indices(to_size(bound));
+  std::vector<T> values(to_size(bound));
   std::vector<std::byte> staging;
   std::size_t bytes_read = 0;
   const index_t nnz = read_dcsr_rows(file, header, rows.first, rows.size(), cols, indptr.data(), indices.data(),
-                                     values.data(), static_cast<std::size_t>(bound), true, staging, bytes_read);
-  indices.resize(static_cast<std::size_t>(nnz));
-  values.resize(static_cast<std::size_t>(nnz));
+                                     values.data(), to_size(bound), true, staging, bytes_read);
+  indices.resize(to_size(nnz));
+  values.resize(to_size(nnz));
   LocalBlock<T> block;
   block.sparse = true;
   block.csr = CsrMatrix<T>(rows.size(), cols.size(), std::move(indptr), std::move(indices), std::move(values));

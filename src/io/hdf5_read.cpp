@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/collective_failure.hpp"
 #include "io/csr_build.hpp"
@@ -45,7 +46,7 @@ std::vector<hsize_t> dims_of(hid_t dataset) {
   const Id space(H5Dget_space(dataset), H5Sclose);
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0) return {};
-  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  std::vector<hsize_t> dims(to_size(rank));
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   return dims;
 }
@@ -115,9 +116,9 @@ std::vector<std::string> root_names(hid_t file) {
   for (hsize_t k = 0; k < info.nlinks; ++k) {
     const ssize_t length = H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, nullptr, 0, H5P_DEFAULT);
     if (length < 0) continue;
-    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    std::string name(to_size(length) + 1, '\0');
     H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT);
-    name.resize(static_cast<std::size_t>(length));
+    name.resize(to_size(length));
     names.push_back("/" + name);
   }
   return names;
@@ -302,7 +303,7 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
   const index_t cb = cols.size();
   // Row-major slabs of whole block rows, transposed into the column-major block.
   const index_t slab = std::max<index_t>(1, static_cast<index_t>(kChunkBytes / sizeof(T)) / cb);
-  std::vector<T> buffer(static_cast<std::size_t>(std::min(slab, rows.size()) * cb));
+  std::vector<T> buffer(to_size(std::min(slab, rows.size()) * cb));
   const std::string what = m.where + ": cannot read rows [" + std::to_string(rows.first) + ", " +
                            std::to_string(rows.last) + ") x columns [" + std::to_string(cols.first) + ", " +
                            std::to_string(cols.last) + ")";
@@ -320,7 +321,7 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
     for (index_t j0 = 0; j0 < cb; j0 += 64) {
       const index_t j1 = std::min(cb, j0 + 64);
       for (index_t i = 0; i < ri; ++i)
-        for (index_t j = j0; j < j1; ++j) out(i0 + i, j) = buffer[static_cast<std::size_t>(i * cb + j)];
+        for (index_t j = j0; j < j1; ++j) out(i0 + i, j) = buffer[to_size(i * cb + j)];
     }
   }
   check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
@@ -333,7 +334,7 @@ CsrMatrix<T> read_csr(const Matrix& m, dist::Range rows, dist::Range cols) {
   if (cols.size() > std::numeric_limits<col_index_t>::max()) {
     throw Error(m.where + ": a block of " + std::to_string(cols.size()) + " columns is too wide (32-bit indices)");
   }
-  std::vector<std::int64_t> ptr(static_cast<std::size_t>(rb) + 1);
+  std::vector<std::int64_t> ptr(to_size(rb) + 1);
   read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(rows.first), ptr.size(), ptr.data(),
           m.where + ": cannot read 'indptr'");
   for (index_t i = 0; i < rb; ++i) {
@@ -346,7 +347,7 @@ CsrMatrix<T> read_csr(const Matrix& m, dist::Range rows, dist::Range cols) {
     throw Error(m.where + ": 'indptr' of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
                 ") points outside the " + std::to_string(m.stored) + " stored entries");
   }
-  std::vector<index_t> indptr(static_cast<std::size_t>(rb) + 1, 0);
+  std::vector<index_t> indptr(to_size(rb) + 1, 0);
   std::vector<col_index_t> indices;
   std::vector<T> values;
   // The row range's entries in chunks; only the block's columns are kept.
@@ -355,8 +356,7 @@ CsrMatrix<T> read_csr(const Matrix& m, dist::Range rows, dist::Range cols) {
   std::vector<T> value_buffer;
   index_t i = 0;  // local row of the entry at hand
   for (std::int64_t first = ptr[0]; first < ptr[rb];) {
-    const auto count =
-        static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(chunk), ptr[rb] - first));
+    const auto count = to_size(std::min<std::int64_t>(static_cast<std::int64_t>(chunk), ptr[rb] - first));
     index_buffer.resize(count);
     value_buffer.resize(count);
     read_1d(m.indices.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(first), count, index_buffer.data(),

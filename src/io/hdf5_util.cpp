@@ -3,6 +3,7 @@
 
 #include "dist/mpi_handle.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::io::h5 {
 
@@ -82,7 +83,7 @@ std::optional<std::vector<std::int64_t>> integer_attribute(hid_t object, const c
   const Id space(H5Aget_space(attribute.get()), H5Sclose);
   const hssize_t count = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
   if (count < 0 || count > 64) return std::nullopt;
-  std::vector<std::int64_t> values(static_cast<std::size_t>(count));
+  std::vector<std::int64_t> values(to_size(count));
   if (count > 0 && H5Aread(attribute.get(), H5T_NATIVE_INT64, values.data()) < 0) return std::nullopt;
   return values;
 }

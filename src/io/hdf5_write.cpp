@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "io/collective_failure.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/hdf5_util.hpp"
@@ -99,7 +100,7 @@ template <class T, class At>
 void write_block(hid_t dataset, index_t row0, index_t col0, index_t rows, index_t cols, At&& at, hid_t transfer,
                  const std::string& what) {
   const Id space = h5::checked(H5Dget_space(dataset), H5Sclose, what);
-  std::vector<T> buffer(static_cast<std::size_t>(std::max<index_t>(1, rows * cols)));
+  std::vector<T> buffer(to_size(std::max<index_t>(1, rows * cols)));
   Id memory;
   if (rows == 0 || cols == 0) {
     H5Sselect_none(space.get());
@@ -108,7 +109,7 @@ void write_block(hid_t dataset, index_t row0, index_t col0, index_t rows, index_
     H5Sselect_none(memory.get());
   } else {
     for (index_t i = 0; i < rows; ++i)
-      for (index_t j = 0; j < cols; ++j) buffer[static_cast<std::size_t>(i * cols + j)] = at(i, j);
+      for (index_t j = 0; j < cols; ++j) buffer[to_size(i * cols + j)] = at(i, j);
     const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
     const hsize_t count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
     if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) h5::fail(what);
@@ -160,7 +161,7 @@ void write_h5_csr(const std::string& path, const std::string& group, CsrView<T> 
     h5::write_string_attribute(g.get(), "encoding-version", "0.1.0", where);
     h5::write_integer_attribute(g.get(), "shape", {matrix.rows, matrix.cols}, where);
     const index_t base = matrix.rows > 0 ? matrix.indptr[0] : 0;  // a row range of a larger matrix starts later
-    std::vector<std::int64_t> indptr(static_cast<std::size_t>(matrix.rows) + 1, 0);
+    std::vector<std::int64_t> indptr(to_size(matrix.rows) + 1, 0);
     for (index_t i = 0; i <= matrix.rows && matrix.rows > 0; ++i) indptr[i] = matrix.indptr[i] - base;
     const auto nnz = static_cast<hsize_t>(matrix.nnz());
     write_1d(g.get(), "data", file_type<T>(), h5::native_type<T>(), matrix.values + base, nnz, where);

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::io::detail {
 namespace {
@@ -59,7 +60,7 @@ void InputFile::read_exact(std::uint64_t offset, void* buffer, std::size_t count
     }
     out += got;
     offset += static_cast<std::uint64_t>(got);
-    count -= static_cast<std::size_t>(got);
+    count -= to_size(got);
   }
 }
 
@@ -67,7 +68,7 @@ std::string InputFile::read_all() const {
   if (size_ > std::numeric_limits<std::size_t>::max()) throw Error(path_ + ": file too large to read");
   std::string text;
   try {
-    text.resize(static_cast<std::size_t>(size_));
+    text.resize(to_size(size_));
   } catch (const std::bad_alloc&) {
     throw Error(path_ + ": cannot allocate " + std::to_string(size_) + " bytes to read the file");
   } catch (const std::length_error&) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/csr_build.hpp"
 #include "io/input_file.hpp"
@@ -89,7 +90,7 @@ Triplets<T> read_entries(const InputFile& file, const mtx::Header& header) {
 template <class T>
 CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries) {
   const std::size_t count = entries.values.size();
-  std::vector<index_t> indptr(static_cast<std::size_t>(rows) + 1, 0);
+  std::vector<index_t> indptr(to_size(rows) + 1, 0);
   for (const index_t row : entries.rows) ++indptr[row + 1];
   for (index_t i = 0; i < rows; ++i) indptr[i + 1] += indptr[i];
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/collective_failure.hpp"
 #include "io/csr_build.hpp"
@@ -67,7 +68,7 @@ struct Block {
 
 std::vector<Block> gather_blocks(const std::string& path, dist::Range rows, dist::Range cols, const mtx::Header& h,
                                  dist::Communicator& comm) {
-  const auto p = static_cast<std::size_t>(comm.size());
+  const auto p = to_size(comm.size());
   const std::int64_t mine[4] = {rows.first, rows.last, cols.first, cols.last};
   std::vector<std::int64_t> all(4 * p);
   if (p == 1) {
@@ -131,7 +132,7 @@ class Router {
       return;
     }
     for (std::size_t k = start_[r]; k < start_[r + 1]; ++k) {
-      if (blocks_[static_cast<std::size_t>(ranks_[k])].holds(i, j)) to(ranks_[k]);
+      if (blocks_[to_size(ranks_[k])].holds(i, j)) to(ranks_[k]);
     }
   }
 
@@ -149,14 +150,14 @@ class Router {
   }
   /// Index of breakpoint `value` (which is one).
   static std::size_t segment(const std::vector<index_t>& bp, index_t value) {
-    return static_cast<std::size_t>(std::lower_bound(bp.begin(), bp.end(), value) - bp.begin());
+    return to_size(std::lower_bound(bp.begin(), bp.end(), value) - bp.begin());
   }
   static std::size_t segments(const std::vector<index_t>& bp, index_t first, index_t last) {
     return segment(bp, last) - segment(bp, first);
   }
   /// The segment [bp[s], bp[s + 1]) holding `value`.
   static std::size_t find(const std::vector<index_t>& bp, index_t value) {
-    return static_cast<std::size_t>(std::upper_bound(bp.begin(), bp.end(), value) - bp.begin()) - 1;
+    return to_size(std::upper_bound(bp.begin(), bp.end(), value) - bp.begin()) - 1;
   }
   /// Fills start_/ranks_ for `slots` slots; `cover(block, add)` calls add(slot) for each slot a block covers.
   template <class Cover>
@@ -228,8 +229,8 @@ RangeResult parse_range(const InputFile& file, const mtx::Header& h, ByteRange r
   RangeResult result;
   const auto send = [&](index_t i, index_t j, T value) {
     router.route(i, j, [&](int q) {
-      const Block& b = blocks[static_cast<std::size_t>(q)];
-      pack<T>(buckets[static_cast<std::size_t>(q)], i - b.r0, static_cast<col_index_t>(j - b.c0), value);
+      const Block& b = blocks[to_size(q)];
+      pack<T>(buckets[to_size(q)], i - b.r0, static_cast<col_index_t>(j - b.c0), value);
     });
   };
   try {
@@ -282,8 +283,8 @@ CsrMatrix<T> build_block(index_t rows, index_t cols, const std::vector<unsigned 
     std::memcpy(&row, received.data() + k * kRecordBytes<T>, sizeof(row));
     return row;
   };
-  std::vector<index_t> indptr(static_cast<std::size_t>(rows) + 1, 0);
-  for (std::size_t k = 0; k < count; ++k) ++indptr[static_cast<std::size_t>(row_at(k)) + 1];
+  std::vector<index_t> indptr(to_size(rows) + 1, 0);
+  for (std::size_t k = 0; k < count; ++k) ++indptr[to_size(row_at(k)) + 1];
   for (index_t i = 0; i < rows; ++i) indptr[i + 1] += indptr[i];
   std::vector<col_index_t> indices(count);
   std::vector<T> values(count);
@@ -291,7 +292,7 @@ CsrMatrix<T> build_block(index_t rows, index_t cols, const std::vector<unsigned 
     std::vector<index_t> next(indptr.begin(), indptr.end() - 1);
     for (std::size_t k = 0; k < count; ++k) {
       const unsigned char* record = received.data() + k * kRecordBytes<T>;
-      const auto at = static_cast<std::size_t>(next[static_cast<std::size_t>(row_at(k))]++);
+      const auto at = to_size(next[to_size(row_at(k))]++);
       std::memcpy(&indices[at], record + sizeof(std::int64_t), sizeof(col_index_t));
       std::memcpy(&values[at], record + sizeof(std::int64_t) + sizeof(col_index_t), sizeof(T));
     }
@@ -306,7 +307,7 @@ template <class T>
 CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
                             std::size_t chunk_bytes) {
   const int p = comm.size();
-  const auto up = static_cast<std::size_t>(p);
+  const auto up = to_size(p);
   const mtx::Header h = broadcast_header(path, comm);
   const std::vector<Block> blocks = gather_blocks(path, rows, cols, h, comm);
 
@@ -350,7 +351,7 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
   // counts a line before parsing it, so an extra line is "more entries" even when it is also malformed).
   std::vector<std::int64_t> counts(up, 0);
   std::int64_t counted = 0;
-  for (std::size_t q = 0; q < up && (failing < 0 || q <= static_cast<std::size_t>(failing)); ++q) {
+  for (std::size_t q = 0; q < up && (failing < 0 || q <= to_size(failing)); ++q) {
     counts[q] = stats[4 * q + 1] + (static_cast<int>(q) == failing && stats[4 * q + 3] >= 0 ? 1 : 0);
     counted += counts[q];
   }
@@ -359,9 +360,9 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
     // The rank holding entry number h.entries (0-based) finds its line and reports it.
     std::int64_t before = 0, lines_before = 0;
     int holder = 0;
-    while (before + counts[static_cast<std::size_t>(holder)] <= h.entries) {
-      before += counts[static_cast<std::size_t>(holder)];
-      lines_before += stats[4 * static_cast<std::size_t>(holder)];
+    while (before + counts[to_size(holder)] <= h.entries) {
+      before += counts[to_size(holder)];
+      lines_before += stats[4 * to_size(holder)];
       ++holder;
     }
     std::string message;
@@ -407,8 +408,8 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
   detail::run_agreed(comm, path, [&] {
     std::size_t send_total = 0, recv_total = 0;
     for (std::size_t q = 0; q < up; ++q) {
-      send_counts[q] = static_cast<std::size_t>(send_bytes[q]);
-      recv_counts[q] = static_cast<std::size_t>(recv_bytes[q]);
+      send_counts[q] = to_size(send_bytes[q]);
+      recv_counts[q] = to_size(recv_bytes[q]);
       send_total += send_counts[q];
       recv_total += recv_counts[q];
     }

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::io::mtx {
 namespace {
@@ -184,7 +185,7 @@ bool take_number(std::string_view& rest, N& value) {
   const char* last = rest.data() + rest.size();
   const auto result = std::from_chars(first, last, value);
   if (result.ec != std::errc() || result.ptr == first || (result.ptr != last && !is_blank(*result.ptr))) return false;
-  rest.remove_prefix(static_cast<std::size_t>(result.ptr - rest.data()));
+  rest.remove_prefix(to_size(result.ptr - rest.data()));
   return true;
 }
 
@@ -277,7 +278,7 @@ bool RangeLines::refill() {
   base_ += cursor_;
   scan_ -= cursor_;
   cursor_ = 0;
-  const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_, file_.size() - read_to_));
+  const auto count = to_size(std::min<std::uint64_t>(chunk_, file_.size() - read_to_));
   const std::size_t old = buffer_.size();
   buffer_.resize(old + count);
   file_.read_exact(read_to_, buffer_.data() + old, count);
@@ -289,7 +290,7 @@ std::size_t RangeLines::find_newline() {
   scan_ = std::max(scan_, cursor_);
   for (;;) {
     const void* hit = std::memchr(buffer_.data() + scan_, '\n', buffer_.size() - scan_);
-    if (hit != nullptr) return static_cast<std::size_t>(static_cast<const char*>(hit) - buffer_.data());
+    if (hit != nullptr) return to_size(static_cast<const char*>(hit) - buffer_.data());
     scan_ = buffer_.size();
     if (!refill()) return std::string::npos;
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/input_file.hpp"
 #include "io/npy_block.hpp"
@@ -318,7 +319,7 @@ void check_data_size(const InputFile& file, const NpyHeader& header) {
 NpyHeader parse_header(const InputFile& file) {
   const std::string& path = file.path();
   unsigned char preamble[12] = {};
-  const std::size_t have = static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), sizeof(preamble)));
+  const std::size_t have = to_size(std::min<std::uint64_t>(file.size(), sizeof(preamble)));
   file.read_exact(0, preamble, have);
   if (have < 10 || std::memcmp(preamble, kMagic.data(), kMagic.size()) != 0) {
     fail(path, "not a .npy file (it does not start with the \\x93NUMPY magic string)");
@@ -338,12 +339,12 @@ NpyHeader parse_header(const InputFile& file) {
     fail(path, "truncated: the header is said to be " + std::to_string(header_length) + " bytes long, but only " +
                    std::to_string(file.size() - prefix) + " bytes follow the preamble");
   }
-  std::string text(static_cast<std::size_t>(header_length), '\0');
+  std::string text(to_size(header_length), '\0');
   file.read_exact(prefix, text.data(), text.size());
 
   NpyHeader header;
   parse_dict(path, text, header);
-  header.data_offset = prefix + static_cast<std::size_t>(header_length);
+  header.data_offset = prefix + to_size(header_length);
   check_data_size(file, header);
   return header;
 }
@@ -377,8 +378,8 @@ void read_runs(const InputFile& file, const NpyHeader& header, const Runs& runs,
   if (runs.count == 0 || runs.length == 0) return;
   const Converter<T> convert = converter_for<T>(header.kind, header.word_size, file.path());
   const std::size_t word = header.word_size;
-  const auto count = static_cast<std::size_t>(runs.count);
-  const auto length = static_cast<std::size_t>(runs.length);
+  const auto count = to_size(runs.count);
+  const auto length = to_size(runs.length);
   const bool contiguous = runs.stride == runs.length || runs.count == 1;
   // When the file holds exactly the output's bytes in the output's order, read straight into it.
   const bool direct = convert.identity && runs.are_columns;

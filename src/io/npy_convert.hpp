@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 
 namespace dnmf::io {
@@ -45,9 +46,8 @@ void convert_transposed(const std::byte* src, index_t m, index_t n, T* dst, inde
   for (index_t c0 = 0; c0 < n; c0 += kBlock) {
     const index_t c1 = c0 + kBlock < n ? c0 + kBlock : n;
     for (index_t r = 0; r < m; ++r) {
-      const std::byte* row = src + static_cast<std::size_t>(r * n) * sizeof(S);
-      for (index_t c = c0; c < c1; ++c)
-        dst[r + c * ld] = static_cast<T>(load<S>(row + static_cast<std::size_t>(c) * sizeof(S)));
+      const std::byte* row = src + to_size(r * n) * sizeof(S);
+      for (index_t c = c0; c < c1; ++c) dst[r + c * ld] = static_cast<T>(load<S>(row + to_size(c) * sizeof(S)));
     }
   }
 }

@@ -5,24 +5,24 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "nmfk/hungarian.hpp"
 
 namespace dnmf::rank_search {
 
 void normalise_rows(DenseMatrix<double>& x) {
-  std::vector<double> norms(static_cast<std::size_t>(x.rows()), 0.0);
+  std::vector<double> norms(to_size(x.rows()), 0.0);
   for (index_t i = 0; i < x.cols(); ++i)
-    for (index_t v = 0; v < x.rows(); ++v) norms[static_cast<std::size_t>(v)] += x(v, i) * x(v, i);
+    for (index_t v = 0; v < x.rows(); ++v) norms[to_size(v)] += x(v, i) * x(v, i);
   for (double& s : norms) s = s > 0 ? 1 / std::sqrt(s) : 0.0;
   for (index_t i = 0; i < x.cols(); ++i)
-    for (index_t v = 0; v < x.rows(); ++v) x(v, i) *= norms[static_cast<std::size_t>(v)];
+    for (index_t v = 0; v < x.rows(); ++v) x(v, i) *= norms[to_size(v)];
 }
 
 DenseMatrix<double> cluster_medians(const DenseMatrix<double>& x, const std::vector<int>& labels, index_t k) {
   const index_t d = x.cols();
-  std::vector<std::vector<index_t>> members(static_cast<std::size_t>(k));
-  for (std::size_t v = 0; v < labels.size(); ++v)
-    members[static_cast<std::size_t>(labels[v])].push_back(static_cast<index_t>(v));
+  std::vector<std::vector<index_t>> members(to_size(k));
+  for (std::size_t v = 0; v < labels.size(); ++v) members[to_size(labels[v])].push_back(static_cast<index_t>(v));
   DenseMatrix<double> medians(d, k);
 #pragma omp parallel
   {
@@ -32,7 +32,7 @@ DenseMatrix<double> cluster_medians(const DenseMatrix<double>& x, const std::vec
       // Column i of x holds entry i of every vector, contiguous.
       const double* column = x.data() + i * x.rows();
       for (index_t c = 0; c < k; ++c) {
-        const auto& group = members[static_cast<std::size_t>(c)];
+        const auto& group = members[to_size(c)];
         if (group.empty()) continue;
         values.clear();
         for (index_t v : group) values.push_back(column[v]);
@@ -64,10 +64,10 @@ Clustering cluster_columns(backend::Kernels<double>& host, const DenseMatrix<dou
   for (index_t l = 0; l < k; ++l)
     for (index_t i = 0; i < d; ++i) out.centroids(i, l) = x(seed_perturbation * k + l, i);
 
-  const auto uk = static_cast<std::size_t>(k);
+  const auto uk = to_size(k);
   DenseMatrix<double> similarity(n_vectors, k);
   std::vector<double> cost(uk * uk);
-  std::vector<int> labels(static_cast<std::size_t>(n_vectors), -1);
+  std::vector<int> labels(to_size(n_vectors), -1);
   for (int it = 1; it <= max_iterations; ++it) {
     // cos(vector v, centroid c) for all v at once: X (N x d) times the centroids (d x k).
     const MatrixRef<double> centroids{DenseView<const double>(out.centroids.view())};
@@ -75,11 +75,9 @@ Clustering cluster_columns(backend::Kernels<double>& host, const DenseMatrix<dou
     std::vector<int> next(labels.size());
     for (int p = 0; p < P; ++p) {
       for (index_t l = 0; l < k; ++l)
-        for (index_t c = 0; c < k; ++c)
-          cost[static_cast<std::size_t>(l) * uk + static_cast<std::size_t>(c)] = 1 - similarity(p * k + l, c);
+        for (index_t c = 0; c < k; ++c) cost[to_size(l) * uk + to_size(c)] = 1 - similarity(p * k + l, c);
       const std::vector<int> assignment = hungarian(cost, static_cast<int>(k));
-      for (index_t l = 0; l < k; ++l)
-        next[static_cast<std::size_t>(p * k + l)] = assignment[static_cast<std::size_t>(l)];
+      for (index_t l = 0; l < k; ++l) next[to_size(p * k + l)] = assignment[to_size(l)];
     }
     out.iterations = it;
     if (next == labels) {

@@ -4,14 +4,15 @@
 #include <cstdint>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::rank_search {
 
 std::vector<std::vector<double>> gather_payloads(dist::Communicator& world, const std::vector<double>& mine) {
   const int size = world.size();
-  std::vector<std::int64_t> sizes(static_cast<std::size_t>(size), 0);
+  std::vector<std::int64_t> sizes(to_size(size), 0);
   const std::int64_t own = static_cast<std::int64_t>(mine.size());
-  world.allgather(&own, sizes.data(), std::vector<std::size_t>(static_cast<std::size_t>(size), 1), dist::Scalar::i64);
+  world.allgather(&own, sizes.data(), std::vector<std::size_t>(to_size(size), 1), dist::Scalar::i64);
   std::vector<std::size_t> counts(sizes.begin(), sizes.end());
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;

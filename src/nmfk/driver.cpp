@@ -17,6 +17,7 @@
 
 #include "backend/kernels.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/nmfk.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/clustering.hpp"
@@ -163,7 +164,7 @@ class PayloadFieldReader {
     in_.next(x.data(), x.storage().size());
   }
   void vector(std::vector<double>& x, index_t size) {
-    x.resize(static_cast<std::size_t>(size));
+    x.resize(to_size(size));
     in_.next(x.data(), x.size());
   }
 
@@ -244,9 +245,7 @@ class Sweep {
     if (rank_ == 0 && options_.notice && !line.empty()) options_.notice(line);
   }
 
-  std::size_t index_of(index_t k) const {
-    return static_cast<std::size_t>(std::find(ks_.begin(), ks_.end(), k) - ks_.begin());
-  }
+  std::size_t index_of(index_t k) const { return to_size(std::find(ks_.begin(), ks_.end(), k) - ks_.begin()); }
 
   // 1. Groups, grids, blocks; the data's sum, squared norm and non-zero count.
   void form_group() {
@@ -321,7 +320,7 @@ class Sweep {
   // 2. The remaining jobs, largest k first, dealt to the groups; returns this rank's payload of records.
   std::vector<double> run_jobs(const std::vector<Job>& remaining) {
     const std::vector<std::vector<Job>> plan = schedule_jobs(remaining, options_.groups);
-    const std::vector<Job>& mine = plan[static_cast<std::size_t>(group_.index)];
+    const std::vector<Job>& mine = plan[to_size(group_.index)];
     std::vector<double> payload;
     PayloadWriter out(payload);
     int done = 0;
@@ -394,7 +393,7 @@ class Sweep {
       r.perturbation_errors.push_back(job.rel_error);
       r.perturbation_iterations.push_back(job.iterations);
       r.seconds += job.seconds;
-      if (job.rel_error < r.perturbation_errors[static_cast<std::size_t>(best)]) best = p;
+      if (job.rel_error < r.perturbation_errors[to_size(best)]) best = p;
     }
     return best;
   }
@@ -403,8 +402,7 @@ class Sweep {
   std::vector<int> accept_perturbations(NmfkRank<T>& r, int best) const {
     std::vector<int> used;
     for (int p = 0; p < P_; ++p) {
-      if (r.perturbation_errors[static_cast<std::size_t>(p)] <=
-          options_.accept_factor * r.perturbation_errors[static_cast<std::size_t>(best)])
+      if (r.perturbation_errors[to_size(p)] <= options_.accept_factor * r.perturbation_errors[to_size(best)])
         used.push_back(p);
       else
         r.rejected_perturbations.push_back(p);
@@ -417,8 +415,8 @@ class Sweep {
     const int used_count = static_cast<int>(used.size());
     DenseMatrix<double> vectors(k * used_count, m_);
     for (int u = 0; u < used_count; ++u) {
-      const JobRecord& job = records_.at({k, used[static_cast<std::size_t>(u)]});
-      if (used[static_cast<std::size_t>(u)] == best) seed = u;
+      const JobRecord& job = records_.at({k, used[to_size(u)]});
+      if (used[to_size(u)] == best) seed = u;
       for (index_t l = 0; l < k; ++l)
         for (index_t i = 0; i < m_; ++i) vectors(u * k + l, i) = job.W(i, l);
     }
@@ -432,7 +430,7 @@ class Sweep {
     const int used_count = static_cast<int>(used.size());
     DenseMatrix<double> rows(k * used_count, n_);
     for (int u = 0; u < used_count; ++u) {
-      const JobRecord& job = records_.at({k, used[static_cast<std::size_t>(u)]});
+      const JobRecord& job = records_.at({k, used[to_size(u)]});
       for (index_t l = 0; l < k; ++l)
         for (index_t j = 0; j < n_; ++j) rows(u * k + l, j) = job.H(l, j);
     }
@@ -450,7 +448,7 @@ class Sweep {
     const auto regression_plan = schedule_jobs(regressions, options_.groups);
     std::vector<double> payload;
     PayloadWriter out(payload);
-    for (const Job& job : regression_plan[static_cast<std::size_t>(group_.index)]) {
+    for (const Job& job : regression_plan[to_size(group_.index)]) {
       std::optional<RegressionRecord> rec = regress(group_, centroids_[index_of(job.k)], options_.factor.backend);
       if (rec) regression_fields(out, std::as_const(*rec), n_);
     }

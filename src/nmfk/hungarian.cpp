@@ -6,11 +6,12 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::rank_search {
 
 std::vector<int> hungarian(const std::vector<double>& cost_in, int n) {
-  if (n < 0 || cost_in.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(n))
+  if (n < 0 || cost_in.size() != to_size(n) * to_size(n))
     throw Error("hungarian: expected a " + std::to_string(n) + "x" + std::to_string(n) + " cost matrix");
   if (n == 0) return {};
   // A NaN would break the comparisons the method relies on; it becomes "worse than anything finite".
@@ -23,7 +24,7 @@ std::vector<int> hungarian(const std::vector<double>& cost_in, int n) {
 
   // Shortest augmenting paths with row potentials u and column potentials v (1-based; column 0 is virtual).
   const double inf = std::numeric_limits<double>::infinity();
-  const auto un = static_cast<std::size_t>(n);
+  const auto un = to_size(n);
   std::vector<double> u(un + 1, 0.0), v(un + 1, 0.0), minv(un + 1);
   std::vector<int> p(un + 1, 0), way(un + 1, 0);
   std::vector<char> used(un + 1);
@@ -33,15 +34,14 @@ std::vector<int> hungarian(const std::vector<double>& cost_in, int n) {
     std::fill(minv.begin(), minv.end(), inf);
     std::fill(used.begin(), used.end(), 0);
     do {
-      used[static_cast<std::size_t>(j0)] = 1;
-      const int i0 = p[static_cast<std::size_t>(j0)];
+      used[to_size(j0)] = 1;
+      const int i0 = p[to_size(j0)];
       double delta = inf;
       int j1 = 0;
       for (int j = 1; j <= n; ++j) {
-        const auto uj = static_cast<std::size_t>(j);
+        const auto uj = to_size(j);
         if (used[uj]) continue;
-        const double cur =
-            cost[static_cast<std::size_t>(i0 - 1) * un + uj - 1] - u[static_cast<std::size_t>(i0)] - v[uj];
+        const double cur = cost[to_size(i0 - 1) * un + uj - 1] - u[to_size(i0)] - v[uj];
         if (cur < minv[uj]) {
           minv[uj] = cur;
           way[uj] = j0;
@@ -52,24 +52,24 @@ std::vector<int> hungarian(const std::vector<double>& cost_in, int n) {
         }
       }
       for (int j = 0; j <= n; ++j) {
-        const auto uj = static_cast<std::size_t>(j);
+        const auto uj = to_size(j);
         if (used[uj]) {
-          u[static_cast<std::size_t>(p[uj])] += delta;
+          u[to_size(p[uj])] += delta;
           v[uj] -= delta;
         } else {
           minv[uj] -= delta;
         }
       }
       j0 = j1;
-    } while (p[static_cast<std::size_t>(j0)] != 0);
+    } while (p[to_size(j0)] != 0);
     do {
-      const int j1 = way[static_cast<std::size_t>(j0)];
-      p[static_cast<std::size_t>(j0)] = p[static_cast<std::size_t>(j1)];
+      const int j1 = way[to_size(j0)];
+      p[to_size(j0)] = p[to_size(j1)];
       j0 = j1;
     } while (j0 != 0);
   }
   std::vector<int> assignment(un, -1);
-  for (int j = 1; j <= n; ++j) assignment[static_cast<std::size_t>(p[static_cast<std::size_t>(j)] - 1)] = j - 1;
+  for (int j = 1; j <= n; ++j) assignment[to_size(p[to_size(j)] - 1)] = j - 1;
   return assignment;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "dnmf/index.hpp"
 #include "util/random.hpp"
 
 namespace dnmf::rank_search {
@@ -89,9 +90,8 @@ MatrixBlock<T> perturb_block(const MatrixBlock<T>& block, index_t row0, index_t 
   const auto& indices = a.indices();
 #pragma omp parallel for schedule(static)
   for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t q = indptr[static_cast<std::size_t>(i)]; q < indptr[static_cast<std::size_t>(i + 1)]; ++q)
-      values[static_cast<std::size_t>(q)] = perturbed(static_cast<double>(a.values()[static_cast<std::size_t>(q)]), i,
-                                                      indices[static_cast<std::size_t>(q)]);
+    for (index_t q = indptr[to_size(i)]; q < indptr[to_size(i + 1)]; ++q)
+      values[to_size(q)] = perturbed(static_cast<double>(a.values()[to_size(q)]), i, indices[to_size(q)]);
   out.csr = CsrMatrix<T>(a.rows(), a.cols(), indptr, indices, std::move(values));
   return out;
 }

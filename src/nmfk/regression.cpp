@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/kernels.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
 
 namespace dnmf::rank_search {
@@ -14,17 +15,17 @@ template <class T>
 std::vector<double> column_squares(const MatrixBlock<T>& block) {
   if (!block.sparse) {
     const DenseMatrix<T>& a = block.dense;
-    std::vector<double> out(static_cast<std::size_t>(a.cols()), 0.0);
+    std::vector<double> out(to_size(a.cols()), 0.0);
     for (index_t j = 0; j < a.cols(); ++j)
       for (index_t i = 0; i < a.rows(); ++i)
-        out[static_cast<std::size_t>(j)] += static_cast<double>(a(i, j)) * static_cast<double>(a(i, j));
+        out[to_size(j)] += static_cast<double>(a(i, j)) * static_cast<double>(a(i, j));
     return out;
   }
   const CsrMatrix<T>& a = block.csr;
-  std::vector<double> out(static_cast<std::size_t>(a.cols()), 0.0);
+  std::vector<double> out(to_size(a.cols()), 0.0);
   for (std::size_t q = 0; q < a.values().size(); ++q) {
     const double v = static_cast<double>(a.values()[q]);
-    out[static_cast<std::size_t>(a.indices()[q])] += v * v;
+    out[to_size(a.indices()[q])] += v * v;
   }
   return out;
 }
@@ -50,11 +51,11 @@ std::optional<RegressionRecord> regress(GroupContext<T>& group, const DenseMatri
   DenseMatrix<double> local(k + 1, local_cols);
   for (index_t j = 0; j < local_cols; ++j) {
     for (index_t l = 0; l < k; ++l) local(l, j) = static_cast<double>(product(l, j));
-    local(k, j) = squares[static_cast<std::size_t>(j)];
+    local(k, j) = squares[to_size(j)];
   }
   // Summed over the grid column; each rank receives the columns of H it owns.
   std::vector<std::size_t> counts;
-  for (index_t s : layout.h_piece_sizes) counts.push_back(static_cast<std::size_t>(s * (k + 1)));
+  for (index_t s : layout.h_piece_sizes) counts.push_back(to_size(s * (k + 1)));
   const index_t owned = layout.h_cols.size();
   DenseMatrix<double> mine(k + 1, owned);
   grid.col_comm().reduce_scatter_sum(local.data(), mine.data(), counts, dist::Scalar::f64);
@@ -92,7 +93,7 @@ std::optional<RegressionRecord> regress(GroupContext<T>& group, const DenseMatri
   std::vector<dist::Range> ranges;
   for (int r = 0; r < comm.size(); ++r) {
     ranges.push_back(dist::make_layout(shape, r / shape.cols, r % shape.cols, layout.m, layout.n).h_cols);
-    gather_counts.push_back(static_cast<std::size_t>(ranges.back().size() * (k + 2)));
+    gather_counts.push_back(to_size(ranges.back().size() * (k + 2)));
   }
   const bool root = comm.rank() == 0;
   DenseMatrix<double> all(root ? k + 2 : 0, root ? layout.n : 0);
@@ -101,14 +102,14 @@ std::optional<RegressionRecord> regress(GroupContext<T>& group, const DenseMatri
   RegressionRecord rec;
   rec.k = k;
   rec.H = DenseMatrix<double>(k, layout.n);
-  rec.column_errors.assign(static_cast<std::size_t>(layout.n), 0.0);
+  rec.column_errors.assign(to_size(layout.n), 0.0);
   double residual = 0, norm = 0;
   index_t offset = 0;
   for (const dist::Range& range : ranges)
     for (index_t j = range.first; j < range.last; ++j, ++offset) {
       for (index_t l = 0; l < k; ++l) rec.H(l, j) = all(l, offset);
       const double e2 = all(k, offset), a2 = all(k + 1, offset);
-      rec.column_errors[static_cast<std::size_t>(j)] = a2 > 0 ? std::sqrt(e2 / a2) : 0.0;
+      rec.column_errors[to_size(j)] = a2 > 0 ? std::sqrt(e2 / a2) : 0.0;
       residual += e2;
       norm += a2;
     }

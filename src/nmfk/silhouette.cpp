@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::rank_search {
 
@@ -18,8 +19,8 @@ Silhouettes cosine_silhouettes(backend::Kernels<double>& host, const DenseMatrix
   for (int c : labels)
     if (c < 0 || c >= k)
       throw Error("nmfk silhouettes: label " + std::to_string(c) + " outside 0.." + std::to_string(k - 1));
-  const auto un = static_cast<std::size_t>(n_vectors);
-  const auto uk = static_cast<std::size_t>(k);
+  const auto un = to_size(n_vectors);
+  const auto uk = to_size(k);
   Silhouettes s;
   s.per_vector.assign(un, 1.0);
   s.per_cluster.assign(uk, 1.0);
@@ -28,7 +29,7 @@ Silhouettes cosine_silhouettes(backend::Kernels<double>& host, const DenseMatrix
     return s;
   }
   std::vector<double> sizes(uk, 0.0);
-  for (int c : labels) sizes[static_cast<std::size_t>(c)] += 1;
+  for (int c : labels) sizes[to_size(c)] += 1;
 
   // All dot products at once (N x N), then cosines from them.
   DenseMatrix<double> gram(n_vectors, n_vectors);
@@ -48,10 +49,10 @@ Silhouettes cosine_silhouettes(backend::Kernels<double>& host, const DenseMatrix
       const double* row = gram.data() + v * n_vectors;  // symmetric: column v is row v
       for (index_t w = 0; w < n_vectors; ++w) {
         if (w == v) continue;
-        const double cosine = row[w] * inv_norm[static_cast<std::size_t>(v)] * inv_norm[static_cast<std::size_t>(w)];
-        distance_sum[static_cast<std::size_t>(labels[static_cast<std::size_t>(w)])] += std::max(0.0, 1.0 - cosine);
+        const double cosine = row[w] * inv_norm[to_size(v)] * inv_norm[to_size(w)];
+        distance_sum[to_size(labels[to_size(w)])] += std::max(0.0, 1.0 - cosine);
       }
-      const auto own = static_cast<std::size_t>(labels[static_cast<std::size_t>(v)]);
+      const auto own = to_size(labels[to_size(v)]);
       double value = 0;
       if (sizes[own] > 1) {
         const double a = distance_sum[own] / (sizes[own] - 1);
@@ -61,13 +62,13 @@ Silhouettes cosine_silhouettes(backend::Kernels<double>& host, const DenseMatrix
         const double scale = std::max(a, b);
         value = std::isfinite(b) && scale > 0 ? (b - a) / scale : 0.0;
       }
-      s.per_vector[static_cast<std::size_t>(v)] = value;
+      s.per_vector[to_size(v)] = value;
     }
   }
   std::fill(s.per_cluster.begin(), s.per_cluster.end(), 0.0);
   double total = 0;
   for (std::size_t v = 0; v < un; ++v) {
-    s.per_cluster[static_cast<std::size_t>(labels[v])] += s.per_vector[v];
+    s.per_cluster[to_size(labels[v])] += s.per_vector[v];
     total += s.per_vector[v];
   }
   s.min = std::numeric_limits<double>::infinity();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::rank_search {
 namespace {
@@ -16,12 +17,12 @@ double normal_upper(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
 // Counts of subsets of {1..n} by their sum: the exact null distribution of W+ (each of the 2^n sign patterns
 // is equally likely). Doubles hold the counts exactly up to 2^53, far above 2^50.
 std::vector<double> subset_sum_counts(long long n) {
-  const auto max_sum = static_cast<std::size_t>(n * (n + 1) / 2);
+  const auto max_sum = to_size(n * (n + 1) / 2);
   std::vector<double> counts(max_sum + 1, 0.0);
   counts[0] = 1;
   std::size_t reach = 0;
   for (long long r = 1; r <= n; ++r) {
-    const auto ur = static_cast<std::size_t>(r);
+    const auto ur = to_size(r);
     reach += ur;
     for (std::size_t s = reach; s >= ur; --s) counts[s] += counts[s - ur];
   }

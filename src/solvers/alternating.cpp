@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "solvers/exchange.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -27,19 +28,19 @@ class Block {
       : kernels_(kernels),
         rows_(rows),
         cols_(cols),
-        data_(kernels.allocate(static_cast<std::size_t>(std::max<index_t>(rows * cols, 1)))) {}
+        data_(kernels.allocate(to_size(std::max<index_t>(rows * cols, 1)))) {}
   /// The same storage as `other` when `alias`, else a new block of other's shape.
   Block(Block& other, bool alias)
       : kernels_(other.kernels_),
         rows_(other.rows_),
         cols_(other.cols_),
-        data_(alias ? other.data_ : kernels_.allocate(static_cast<std::size_t>(std::max<index_t>(rows_ * cols_, 1)))),
+        data_(alias ? other.data_ : kernels_.allocate(to_size(std::max<index_t>(rows_ * cols_, 1)))),
         owns_(!alias) {}
   Block(backend::Kernels<T>& kernels, index_t rows, index_t cols, Block& alias_of, bool alias)
       : kernels_(kernels),
         rows_(rows),
         cols_(cols),
-        data_(alias ? alias_of.data_ : kernels.allocate(static_cast<std::size_t>(std::max<index_t>(rows * cols, 1)))),
+        data_(alias ? alias_of.data_ : kernels.allocate(to_size(std::max<index_t>(rows * cols, 1)))),
         owns_(!alias) {}
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
@@ -49,7 +50,7 @@ class Block {
   [[nodiscard]] View<T> view() const { return {data_, rows_, cols_, std::max<index_t>(rows_, 1)}; }
   [[nodiscard]] CView<T> cview() const { return view(); }
   [[nodiscard]] T* data() const { return data_; }
-  [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(rows_ * cols_); }
+  [[nodiscard]] std::size_t size() const { return to_size(rows_ * cols_); }
   void upload(const T* host) { kernels_.copy_to_backend(host, data_, size()); }
   void download(T* host) const { kernels_.copy_to_host(data_, host, size()); }
   /// Exchanges storage with an owning block of the same shape (a Gram matrix and its predecessor, say).
@@ -68,15 +69,15 @@ double penalty(backend::Kernels<T>& kernels, dist::Communicator& world, const Bl
                double l1, double l2) {
   if (l1 == 0 && l2 == 0) return 0;
   const index_t k = gram.view().rows;
-  std::vector<T> host_gram(static_cast<std::size_t>(k * k));
+  std::vector<T> host_gram(to_size(k * k));
   gram.download(host_gram.data());
   double trace = 0;
-  for (index_t l = 0; l < k; ++l) trace += static_cast<double>(host_gram[static_cast<std::size_t>(l + l * k)]);
+  for (index_t l = 0; l < k; ++l) trace += static_cast<double>(host_gram[to_size(l + l * k)]);
   double sum = 0;
   if (l1 != 0) {
     Block<T> sums(kernels, k, 1);
     kernels.row_sums(x.cview(), sums.data());
-    std::vector<T> host(static_cast<std::size_t>(k));
+    std::vector<T> host(to_size(k));
     sums.download(host.data());
     for (T v : host) sum += static_cast<double>(v);
     sum = world.sum(sum);
@@ -87,7 +88,7 @@ double penalty(backend::Kernels<T>& kernels, dist::Communicator& world, const Bl
 std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t k) {
   std::vector<std::size_t> counts;
   counts.reserve(sizes.size());
-  for (index_t s : sizes) counts.push_back(static_cast<std::size_t>(s * k));
+  for (index_t s : sizes) counts.push_back(to_size(s * k));
   return counts;
 }
 
@@ -348,8 +349,8 @@ class Iteration {
   void gather_w() { exchange_.allgather(row_comm_, wt_.data(), wt_full_.data(), w_counts_); }
   void gather_h() { exchange_.allgather(col_comm_, h_.data(), h_full_.data(), h_counts_); }
   void count_cap_hits(std::int64_t local) { result_.nnls_cap_hits += world_.sum<std::int64_t>(local); }
-  [[nodiscard]] std::size_t kk() const { return static_cast<std::size_t>(k_ * k_); }
-  [[nodiscard]] std::size_t ku() const { return static_cast<std::size_t>(k_); }
+  [[nodiscard]] std::size_t kk() const { return to_size(k_ * k_); }
+  [[nodiscard]] std::size_t ku() const { return to_size(k_); }
 
   backend::Kernels<T>& kernels_;
   backend::Operand<T>& a_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
 
 namespace dnmf::solvers {
@@ -23,14 +24,13 @@ int bpp_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CVi
   backend::View<T> xs = x.columns(first, last);
   backend::CView<T> bs = numer.columns(first, last);
   if (rule.l1 == 0 && rule.l2 == 0) return static_cast<int>(nnls_bpp<T>(g, bs, xs).rounds_cap_hits);
-  std::vector<T> gp(static_cast<std::size_t>(k * k));
-  std::vector<T> bp(static_cast<std::size_t>(k * std::max<index_t>(bs.cols, 0)));
+  std::vector<T> gp(to_size(k * k));
+  std::vector<T> bp(to_size(k * std::max<index_t>(bs.cols, 0)));
   for (index_t q = 0; q < k; ++q)
     for (index_t p = 0; p < k; ++p)
-      gp[static_cast<std::size_t>(p + q * k)] = static_cast<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));
+      gp[to_size(p + q * k)] = static_cast<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));
   for (index_t c = 0; c < bs.cols; ++c)
-    for (index_t l = 0; l < k; ++l)
-      bp[static_cast<std::size_t>(l + c * k)] = static_cast<T>(static_cast<double>(bs(l, c)) - rule.l1);
+    for (index_t l = 0; l < k; ++l) bp[to_size(l + c * k)] = static_cast<T>(static_cast<double>(bs(l, c)) - rule.l1);
   const backend::CView<T> gv{gp.data(), k, k, std::max<index_t>(k, 1)};
   const backend::CView<T> bv{bp.data(), k, bs.cols, std::max<index_t>(k, 1)};
   return static_cast<int>(nnls_bpp<T>(gv, bv, xs).rounds_cap_hits);

@@ -10,6 +10,7 @@
 #include "backend/kernels.hpp"
 #include "dist/communicator.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::solvers {
 
@@ -52,7 +53,7 @@ class Exchange {
                       const std::vector<std::size_t>& counts) {
     dist::Communicator& c = route(host_or_device);
     if (c.size() == 1) return require_alias(send, recv);
-    const std::size_t total = sum(counts), mine = counts[static_cast<std::size_t>(c.rank())];
+    const std::size_t total = sum(counts), mine = counts[to_size(c.rank())];
     if (direct(c)) {
       c.reduce_scatter_sum(send, recv, counts, dist::scalar_of<T>());
       return;
@@ -67,7 +68,7 @@ class Exchange {
   void allgather(dist::Communicator& host_or_device, const T* send, T* recv, const std::vector<std::size_t>& counts) {
     dist::Communicator& c = route(host_or_device);
     if (c.size() == 1) return require_alias(send, recv);
-    const std::size_t total = sum(counts), mine = counts[static_cast<std::size_t>(c.rank())];
+    const std::size_t total = sum(counts), mine = counts[to_size(c.rank())];
     if (direct(c)) {
       c.allgather(send, recv, counts, dist::scalar_of<T>());
       return;

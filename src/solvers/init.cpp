@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "solvers/truncated_svd.hpp"
 #include "util/random.hpp"
 
@@ -42,18 +43,18 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
   const index_t n = cols_of(a);
   const TruncatedSvd svd = truncated_svd(kernels, a, k, seed);
   Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
-  std::vector<double> up(static_cast<std::size_t>(m)), un(static_cast<std::size_t>(m));
-  std::vector<double> vp(static_cast<std::size_t>(n)), vn(static_cast<std::size_t>(n));
+  std::vector<double> up(to_size(m)), un(to_size(m));
+  std::vector<double> vp(to_size(n)), vn(to_size(n));
   for (index_t l = 0; l < svd.rank; ++l) {
     const double* u = svd.u.data() + l * m;
     const double* v = svd.v.data() + l * n;
     for (index_t i = 0; i < m; ++i) {
-      up[static_cast<std::size_t>(i)] = std::max(u[i], 0.0);
-      un[static_cast<std::size_t>(i)] = std::max(-u[i], 0.0);
+      up[to_size(i)] = std::max(u[i], 0.0);
+      un[to_size(i)] = std::max(-u[i], 0.0);
     }
     for (index_t j = 0; j < n; ++j) {
-      vp[static_cast<std::size_t>(j)] = std::max(v[j], 0.0);
-      vn[static_cast<std::size_t>(j)] = std::max(-v[j], 0.0);
+      vp[to_size(j)] = std::max(v[j], 0.0);
+      vn[to_size(j)] = std::max(-v[j], 0.0);
     }
     const double nup = norm2(up.data(), m), nun = norm2(un.data(), m);
     const double nvp = norm2(vp.data(), n), nvn = norm2(vn.data(), n);
@@ -61,12 +62,11 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
     const double mass = positive ? nup * nvp : nun * nvn;
     const double nu = positive ? nup : nun;
     const double nv = positive ? nvp : nvn;
-    const double s = std::sqrt(svd.sigma[static_cast<std::size_t>(l)] * mass);
+    const double s = std::sqrt(svd.sigma[to_size(l)] * mass);
     const auto& uu = positive ? up : un;
     const auto& vv = positive ? vp : vn;
-    for (index_t i = 0; i < m; ++i)
-      f.wt(l, i) = static_cast<T>(nu > 0 ? s * uu[static_cast<std::size_t>(i)] / nu : 0.0);
-    for (index_t j = 0; j < n; ++j) f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[static_cast<std::size_t>(j)] / nv : 0.0);
+    for (index_t i = 0; i < m; ++i) f.wt(l, i) = static_cast<T>(nu > 0 ? s * uu[to_size(i)] / nu : 0.0);
+    for (index_t j = 0; j < n; ++j) f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[to_size(j)] / nv : 0.0);
   }
   if (fill > 0) {
     for (auto& x : f.wt.storage())

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::solvers {
 
@@ -17,20 +18,18 @@ template <class T>
 void mu_frobenius_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
                          backend::CView<T> g, index_t first, index_t last) {
   const index_t k = x.rows;
-  std::vector<double> denom(static_cast<std::size_t>(k));
+  std::vector<double> denom(to_size(k));
   for (index_t c = first; c < last; ++c) {
     // Denominators from the old column first: MU is a simultaneous (Jacobi) update. Accumulated as
     // axpys over G's columns so the inner loop runs over contiguous memory and vectorises.
-    for (index_t l = 0; l < k; ++l)
-      denom[static_cast<std::size_t>(l)] = rule.l1 + rule.l2 * static_cast<double>(x(l, c)) + rule.eps;
+    for (index_t l = 0; l < k; ++l) denom[to_size(l)] = rule.l1 + rule.l2 * static_cast<double>(x(l, c)) + rule.eps;
     for (index_t p = 0; p < k; ++p) {
       const double xp = static_cast<double>(x(p, c));
       const T* gp = g.data + p * g.ld;
-      for (index_t l = 0; l < k; ++l) denom[static_cast<std::size_t>(l)] += static_cast<double>(gp[l]) * xp;
+      for (index_t l = 0; l < k; ++l) denom[to_size(l)] += static_cast<double>(gp[l]) * xp;
     }
     for (index_t l = 0; l < k; ++l)
-      x(l, c) = static_cast<T>(static_cast<double>(x(l, c)) * static_cast<double>(numer(l, c)) /
-                               denom[static_cast<std::size_t>(l)]);
+      x(l, c) = static_cast<T>(static_cast<double>(x(l, c)) * static_cast<double>(numer(l, c)) / denom[to_size(l)]);
   }
 }
 

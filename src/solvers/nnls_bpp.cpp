@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
 
 #ifdef _OPENMP
@@ -146,18 +147,18 @@ Scaled equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats) {
   Scaled s;
   const index_t k = g.rows;
   s.k = k;
-  s.gs.assign(static_cast<std::size_t>(k * k), 0.0);
-  s.inv_d.assign(static_cast<std::size_t>(k), 0.0);
-  s.shift.assign(static_cast<std::size_t>(k), 0.0);
-  s.abs_shift.assign(static_cast<std::size_t>(k), 0.0);
-  s.live.assign(static_cast<std::size_t>(k), 0);
+  s.gs.assign(to_size(k * k), 0.0);
+  s.inv_d.assign(to_size(k), 0.0);
+  s.shift.assign(to_size(k), 0.0);
+  s.abs_shift.assign(to_size(k), 0.0);
+  s.live.assign(to_size(k), 0);
   double max_diag = 0;
   for (index_t i = 0; i < k; ++i) max_diag = std::max(max_diag, static_cast<double>(g(i, i)));
   // A column of C whose norm is below eps(T) times the largest is lost in any product with the others, so its
   // variable is unconstrained noise; the same test catches exact zeros and negative diagonals.
   const double eps = std::numeric_limits<T>::epsilon();
   const double dead_below = eps * eps * max_diag;
-  std::vector<double> d(static_cast<std::size_t>(k), 0.0);
+  std::vector<double> d(to_size(k), 0.0);
   for (index_t i = 0; i < k; ++i) {
     const double gii = g(i, i);
     if (max_diag > 0 && gii > dead_below && gii >= std::numeric_limits<double>::min()) {
@@ -188,14 +189,14 @@ struct Workspace {
   std::vector<index_t> idx;
   std::vector<char> in_p, blocked;
   explicit Workspace(index_t k)
-      : chol(static_cast<std::size_t>(std::max<index_t>(k * k, 1))),
-        min_pivot(static_cast<std::size_t>(std::max<index_t>(k, 1))),
-        rhs(static_cast<std::size_t>(std::max<index_t>(k, 1))),
-        gz(static_cast<std::size_t>(std::max<index_t>(k, 1))),
-        t(static_cast<std::size_t>(std::max<index_t>(k, 1))),
-        idx(static_cast<std::size_t>(std::max<index_t>(k, 1))),
-        in_p(static_cast<std::size_t>(std::max<index_t>(k, 1))),
-        blocked(static_cast<std::size_t>(std::max<index_t>(k, 1))) {}
+      : chol(to_size(std::max<index_t>(k * k, 1))),
+        min_pivot(to_size(std::max<index_t>(k, 1))),
+        rhs(to_size(std::max<index_t>(k, 1))),
+        gz(to_size(std::max<index_t>(k, 1))),
+        t(to_size(std::max<index_t>(k, 1))),
+        idx(to_size(std::max<index_t>(k, 1))),
+        in_p(to_size(std::max<index_t>(k, 1))),
+        blocked(to_size(std::max<index_t>(k, 1))) {}
 };
 
 // Per-column pivoting state.
@@ -408,15 +409,15 @@ class Pivoting {
         words_((s.k + kWordBits - 1) / kWordBits),
         max_rounds_(max_rounds),
         stats_(stats),
-        bs_(static_cast<std::size_t>(k_ * n)),
-        z_(static_cast<std::size_t>(k_ * n), 0.0),
-        passive_(static_cast<std::size_t>(words_ * n), 0),
-        state_(static_cast<std::size_t>(n)) {
+        bs_(to_size(k_ * n)),
+        z_(to_size(k_ * n), 0.0),
+        passive_(to_size(words_ * n), 0),
+        state_(to_size(n)) {
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    workspaces_.reserve(static_cast<std::size_t>(threads));
+    workspaces_.reserve(to_size(threads));
     for (int t = 0; t < threads; ++t) workspaces_.emplace_back(k_);
   }
 
@@ -436,7 +437,7 @@ class Pivoting {
 
   void solve() {
     choose_base_growth();
-    active_.resize(static_cast<std::size_t>(n_));
+    active_.resize(to_size(n_));
     for (index_t j = 0; j < n_; ++j) active_[j] = j;
     index_t rounds = 0;
     for (; rounds < max_rounds_ && !active_.empty(); ++rounds) {
@@ -512,7 +513,7 @@ class Pivoting {
 #pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
     reduction(max : round_shift, round_growth)
     for (index_t gi = 0; gi < ngroups; ++gi) {
-      Workspace& ws = workspaces_[static_cast<std::size_t>(thread_id())];
+      Workspace& ws = workspaces_[to_size(thread_id())];
       const index_t first = group_start_[gi];
       const index_t m = passive_indices(active_[first], ws);
       double growth = base_growth_;
@@ -648,8 +649,8 @@ class Pivoting {
 #pragma omp parallel for schedule(dynamic) reduction(+ : retries)
     for (index_t c = 0; c < left; ++c) {
       const index_t j = active_[c];
-      LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_,
-                   workspaces_[static_cast<std::size_t>(thread_id())], retries)
+      LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, workspaces_[to_size(thread_id())],
+                   retries)
           .solve();
     }
     stats_.shift_retries += retries;

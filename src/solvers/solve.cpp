@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "solvers/alternating.hpp"
 
 namespace dnmf::solvers {
@@ -19,14 +20,14 @@ class BackendBuffer {
       : kernels_(kernels),
         rows_(host.rows()),
         cols_(host.cols()),
-        data_(kernels.allocate(static_cast<std::size_t>(std::max<index_t>(rows_ * cols_, 1)))) {
-    kernels.copy_to_backend(host.data(), data_, static_cast<std::size_t>(rows_ * cols_));
+        data_(kernels.allocate(to_size(std::max<index_t>(rows_ * cols_, 1)))) {
+    kernels.copy_to_backend(host.data(), data_, to_size(rows_ * cols_));
   }
   BackendBuffer(backend::Kernels<T>& kernels, index_t rows, index_t cols)
       : kernels_(kernels),
         rows_(rows),
         cols_(cols),
-        data_(kernels.allocate(static_cast<std::size_t>(std::max<index_t>(rows * cols, 1)))) {}
+        data_(kernels.allocate(to_size(std::max<index_t>(rows * cols, 1)))) {}
   BackendBuffer(const BackendBuffer&) = delete;
   BackendBuffer& operator=(const BackendBuffer&) = delete;
   ~BackendBuffer() { kernels_.deallocate(data_); }
@@ -41,7 +42,7 @@ class BackendBuffer {
 std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t k) {
   std::vector<std::size_t> counts;
   counts.reserve(sizes.size());
-  for (index_t s : sizes) counts.push_back(static_cast<std::size_t>(s * k));
+  for (index_t s : sizes) counts.push_back(to_size(s * k));
   return counts;
 }
 
@@ -49,12 +50,12 @@ std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t
 template <class T>
 void normalise(dist::Communicator& world, Factors<T>& f) {
   const index_t k = f.wt.rows();
-  std::vector<double> sums(static_cast<std::size_t>(k), 0.0);
+  std::vector<double> sums(to_size(k), 0.0);
   for (index_t i = 0; i < f.wt.cols(); ++i)
-    for (index_t l = 0; l < k; ++l) sums[static_cast<std::size_t>(l)] += static_cast<double>(f.wt(l, i));
+    for (index_t l = 0; l < k; ++l) sums[to_size(l)] += static_cast<double>(f.wt(l, i));
   world.allreduce_sum(sums.data(), sums.size());
   for (index_t l = 0; l < k; ++l) {
-    const double s = sums[static_cast<std::size_t>(l)];
+    const double s = sums[to_size(l)];
     if (!(s > 0)) continue;
     for (index_t i = 0; i < f.wt.cols(); ++i) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / s);
     for (index_t j = 0; j < f.h.cols(); ++j) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * s);
@@ -156,12 +157,12 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
   const dist::GridShape shape = grid.shape();
   // Rank r = i·pc + j owns W rows make_layout(shape, i, j).w_rows, which increase with r: Wt's pieces gathered
   // in rank order are Wt itself. H's pieces are ordered by (j, i), so they are gathered and then placed.
-  std::vector<std::size_t> w_counts(static_cast<std::size_t>(p)), h_counts(static_cast<std::size_t>(p));
+  std::vector<std::size_t> w_counts(to_size(p)), h_counts(to_size(p));
   std::vector<dist::Layout> layouts;
   for (int r = 0; r < p; ++r) {
     layouts.push_back(dist::make_layout(shape, r / shape.cols, r % shape.cols, layout.m, layout.n));
-    w_counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(k * layouts.back().w_rows.size());
-    h_counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(k * layouts.back().h_cols.size());
+    w_counts[to_size(r)] = to_size(k * layouts.back().w_rows.size());
+    h_counts[to_size(r)] = to_size(k * layouts.back().h_cols.size());
   }
   const bool at_root = world.rank() == root;
   DenseMatrix<T> wt(at_root ? k : 0, at_root ? layout.m : 0), h_ranked(at_root ? k : 0, at_root ? layout.n : 0);
@@ -172,7 +173,7 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
   H = DenseMatrix<T>(k, layout.n);
   index_t offset = 0;
   for (int r = 0; r < p; ++r) {
-    const dist::Range cols = layouts[static_cast<std::size_t>(r)].h_cols;
+    const dist::Range cols = layouts[to_size(r)].h_cols;
     for (index_t j = cols.first; j < cols.last; ++j, ++offset)
       for (index_t l = 0; l < k; ++l) H(l, j) = h_ranked(l, offset);
   }

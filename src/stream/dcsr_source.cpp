@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::stream {
 namespace {
@@ -31,11 +32,11 @@ void DcsrSource<T>::scan_rows(Visit visit) const {
   std::vector<index_t> starts;
   for (index_t i = 0; i < rows(); i += kScanRows) {
     const index_t n = std::min(kScanRows, rows() - i);
-    starts.resize(static_cast<std::size_t>(n + 1));
+    starts.resize(to_size(n + 1));
     file_.read_exact(header_.indptr_offset + static_cast<std::uint64_t>(rows_.first + i) * sizeof(index_t),
                      starts.data(), starts.size() * sizeof(index_t));
     for (index_t q = 0; q < n; ++q) {
-      const index_t a = starts[static_cast<std::size_t>(q)], b = starts[static_cast<std::size_t>(q + 1)];
+      const index_t a = starts[to_size(q)], b = starts[to_size(q + 1)];
       if (a < 0 || b < a || b > header_.nnz)
         throw Error(name() + ": row pointers of row " + std::to_string(rows_.first + i + q) + " are [" +
                     std::to_string(a) + ", " + std::to_string(b) + "), not increasing inside [0, " +
@@ -87,8 +88,7 @@ void DcsrSource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate)
   tile.rows = extent.range.size();
   tile.cols = cols();
   tile.bytes_read = 0;
-  if (tile.indptr.capacity() < static_cast<std::size_t>(tile.rows + 1))
-    throw Error("internal: tile larger than its slot");
+  if (tile.indptr.capacity() < to_size(tile.rows + 1)) throw Error("internal: tile larger than its slot");
   tile.nnz = io::read_dcsr_rows(file_, header_, rows_.first + extent.range.first, tile.rows, cols_, tile.indptr.data(),
                                 tile.indices.data(), tile.values.data(),
                                 std::min(tile.indices.capacity(), tile.values.capacity()), validate, staging_,

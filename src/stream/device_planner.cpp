@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/bytes.hpp"
 
 namespace dnmf::backend::cuda {
@@ -82,7 +83,7 @@ DevicePlan plan_device(const DevicePlanInput& in) {
                 stream::human_bytes(static_cast<double>(p.reserve)) + " + factors " +
                 stream::human_bytes(static_cast<double>(p.factors)) + " + two tiles of one line, " +
                 stream::human_bytes(static_cast<double>(min_tile)) + " each, and their scratch)");
-  const std::size_t whole = std::max<std::size_t>(static_cast<std::size_t>(a_bytes), min_tile);
+  const std::size_t whole = std::max<std::size_t>(to_size(a_bytes), min_tile);
   // The largest tile (in whole lines, at most the cap and the block) whose ring of `depth` fits the budget.
   const auto largest = [&](int depth) {
     std::size_t lo = min_tile, hi = std::min(cap, whole);
@@ -106,8 +107,7 @@ DevicePlan plan_device(const DevicePlanInput& in) {
   }
   const std::size_t tiles = (whole + tile - 1) / tile;
   if (depth == 3 && tiles > 3 && cost(tile, 4) <= in.budget) depth = 4;  // slack for uneven copies
-  depth = static_cast<int>(std::clamp<std::size_t>(std::min<std::size_t>(static_cast<std::size_t>(depth), tiles), 2,
-                                                   static_cast<std::size_t>(depth)));
+  depth = static_cast<int>(std::clamp<std::size_t>(std::min<std::size_t>(to_size(depth), tiles), 2, to_size(depth)));
   p.streamed = true;
   p.tile_bytes = tile;
   p.depth = depth;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/memory_source.hpp"
 
 namespace dnmf::backend::cuda {
@@ -14,7 +15,7 @@ DeviceStreamedOperand<T>::DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> e
     : engine_(std::move(engine)), kernels_(engine_->kernels()), host_(host), direct_(true), depth_(depth) {
   source_ = std::make_unique<stream::MemorySource<T>>(MatrixRef<T>{host}, direction);
   if (host.rows > 0 && host.cols > 0) {
-    const std::size_t span = static_cast<std::size_t>((host.cols - 1) * host.ld + host.rows) * sizeof(T);
+    const std::size_t span = to_size((host.cols - 1) * host.ld + host.rows) * sizeof(T);
     host_pinned_ = engine_->pin(host.data, span);
   }
   setup(tile_bytes, 0);
@@ -43,7 +44,7 @@ void DeviceStreamedOperand<T>::setup(std::size_t tile_bytes, int host_depth) {
     entries = std::max(entries, e.entries);
     widest_ = std::max(widest_, e.range.size());
   }
-  slot_elements_ = static_cast<std::size_t>(std::max<index_t>(entries, 1));
+  slot_elements_ = to_size(std::max<index_t>(entries, 1));
   engine_->configure(depth_, slot_elements_, extents_.size(), 3 * extents_.size(), host_depth);
   if (direct_ || extents_.empty()) return;
   std::vector<HostSlot> slots;
@@ -88,7 +89,7 @@ void DeviceStreamedOperand<T>::pass(Body&& body) {
       const stream::TileExtent& e = extents_[t];
       const index_t r = by_columns ? rows() : e.range.size();
       const index_t c = by_columns ? e.range.size() : cols();
-      const int s = static_cast<int>(sequence_++ % static_cast<std::size_t>(depth_));
+      const int s = static_cast<int>(sequence_++ % to_size(depth_));
       if (direct_) {
         const T* first = host_.data + (by_columns ? e.range.first * host_.ld : e.range.first);
         engine_->copy_in(s, t, first, r, c, host_.ld);
@@ -128,7 +129,7 @@ void DeviceStreamedOperand<T>::scale_empty(View<T> out, T beta) {
 
 template <class T>
 View<T> DeviceStreamedOperand<T>::numerator(index_t k, index_t lines) {
-  const auto need = static_cast<std::size_t>(std::max<index_t>(k * widest_, 1));
+  const auto need = to_size(std::max<index_t>(k * widest_, 1));
   if (need > numer_capacity_) {
     kernels_.deallocate(numer_);  // waits for the device: only when k grows
     numer_ = nullptr;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/operand.hpp"
+#include "dnmf/index.hpp"
 #include "stream/ring.hpp"
 #include "stream/tile_engine.hpp"
 #include "stream/tile_source.hpp"
@@ -62,7 +63,7 @@ class DeviceStreamedOperand final : public backend::Operand<T> {
   [[nodiscard]] int depth() const { return depth_; }
   /// Device bytes of one tile buffer (sized for the largest tile), and of all of them.
   [[nodiscard]] std::size_t slot_bytes() const { return slot_elements_ * sizeof(T); }
-  [[nodiscard]] std::size_t ring_bytes() const { return slot_bytes() * static_cast<std::size_t>(depth_); }
+  [[nodiscard]] std::size_t ring_bytes() const { return slot_bytes() * to_size(depth_); }
   /// Whether the host memory copies read from is pinned (registered block or pinned ring).
   [[nodiscard]] bool host_pinned() const { return host_pinned_; }
   /// "memory" (a registered host block) or the file source's kind ("npy").

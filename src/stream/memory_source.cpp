@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/validate.hpp"
 
 namespace dnmf::stream {
@@ -33,7 +34,7 @@ index_t MemorySource<T>::stored() const {
 template <class T>
 std::size_t MemorySource<T>::min_tile_bytes() const {
   if (!is_sparse(a_))
-    return static_cast<std::size_t>(std::max<index_t>(direction_ == backend::Side::H ? rows() : cols(), 1)) * sizeof(T);
+    return to_size(std::max<index_t>(direction_ == backend::Side::H ? rows() : cols(), 1)) * sizeof(T);
   const auto& s = std::get<CsrView<T>>(a_);
   index_t widest = 0;
   for (index_t i = rows_.first; i < rows_.last; ++i) widest = std::max(widest, s.indptr[i + 1] - s.indptr[i]);
@@ -48,11 +49,11 @@ std::vector<TileExtent> MemorySource<T>::partition(std::size_t max_tile_bytes) c
     const index_t extent = by_columns ? cols() : rows();
     const index_t line = by_columns ? rows() : cols();
     if (extent == 0) return tiles;
-    const std::size_t line_bytes = static_cast<std::size_t>(line) * sizeof(T);
+    const std::size_t line_bytes = to_size(line) * sizeof(T);
     if (line_bytes > max_tile_bytes) throw Error("memory: one line of the block does not fit a tile");
     const index_t width = line_bytes == 0 ? extent : static_cast<index_t>(max_tile_bytes / line_bytes);
     for (const dist::Range r : even_ranges(extent, (extent + width - 1) / width))
-      tiles.push_back({r, r.size() * line, static_cast<std::size_t>(r.size()) * line_bytes});
+      tiles.push_back({r, r.size() * line, to_size(r.size()) * line_bytes});
     return tiles;
   }
   // Greedy nnz-balanced row ranges, as the file source makes them.
@@ -92,12 +93,10 @@ void MemorySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validat
     tile.cols = by_columns ? extent.range.size() : cols();
     const index_t r0 = rows_.first + (by_columns ? 0 : extent.range.first);
     const index_t c0 = cols_.first + (by_columns ? extent.range.first : 0);
-    if (static_cast<std::size_t>(tile.rows * tile.cols) > tile.values.capacity())
-      throw Error("internal: tile larger than its slot");
+    if (to_size(tile.rows * tile.cols) > tile.values.capacity()) throw Error("internal: tile larger than its slot");
     for (index_t j = 0; j < tile.cols; ++j)
-      std::memcpy(tile.values.data() + j * tile.rows, d->data + r0 + (c0 + j) * d->ld,
-                  static_cast<std::size_t>(tile.rows) * sizeof(T));
-    tile.bytes_read = static_cast<std::size_t>(tile.rows * tile.cols) * sizeof(T);
+      std::memcpy(tile.values.data() + j * tile.rows, d->data + r0 + (c0 + j) * d->ld, to_size(tile.rows) * sizeof(T));
+    tile.bytes_read = to_size(tile.rows * tile.cols) * sizeof(T);
     if (validate)
       check_dense_entries("memory",
                           DenseView<const T>(tile.values.data(), tile.rows, tile.cols, std::max<index_t>(tile.rows, 1)),
@@ -116,7 +115,7 @@ void MemorySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validat
       const T v = s.values[p];
       if (validate && !io::acceptable_entry(v)) throw Error("memory: " + io::describe_bad_entry(row, col, v));
       if (col < cols_.first || col >= cols_.last) continue;
-      if (static_cast<std::size_t>(kept) >= tile.values.capacity()) throw Error("internal: tile larger than its slot");
+      if (to_size(kept) >= tile.values.capacity()) throw Error("internal: tile larger than its slot");
       tile.indices.data()[kept] = static_cast<col_index_t>(col - cols_.first);
       tile.values.data()[kept] = v;
       ++kept;
@@ -124,8 +123,7 @@ void MemorySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validat
     tile.indptr.data()[i + 1] = kept;
   }
   tile.nnz = kept;
-  tile.bytes_read = static_cast<std::size_t>(kept) * (sizeof(T) + sizeof(col_index_t)) +
-                    static_cast<std::size_t>(tile.rows + 1) * sizeof(index_t);
+  tile.bytes_read = to_size(kept) * (sizeof(T) + sizeof(col_index_t)) + to_size(tile.rows + 1) * sizeof(index_t);
 }
 
 template class MemorySource<float>;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/validate.hpp"
 
 namespace dnmf::stream {
@@ -44,12 +45,11 @@ NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range c
   const bool lendable = columns_ && convert_.identity && rows.first == 0 && rows.last == header_.rows &&
                         rows.size() > 0 && cols.size() > 0 && header_.data_offset % sizeof(T) == 0;
   if (access != NpyAccess::read && lendable) {
-    void* map = ::mmap(nullptr, static_cast<std::size_t>(file_.size()), PROT_READ, MAP_SHARED, file_.descriptor(), 0);
+    void* map = ::mmap(nullptr, to_size(file_.size()), PROT_READ, MAP_SHARED, file_.descriptor(), 0);
     if (map != MAP_FAILED) {
       map_ = static_cast<const std::byte*>(map);
-      map_bytes_ = static_cast<std::size_t>(file_.size());
-      block_begin_ = map_ + header_.data_offset +
-                     static_cast<std::size_t>(cols.first) * static_cast<std::size_t>(header_.rows) * sizeof(T);
+      map_bytes_ = to_size(file_.size());
+      block_begin_ = map_ + header_.data_offset + to_size(cols.first) * to_size(header_.rows) * sizeof(T);
       (void)::madvise(map, map_bytes_, MADV_SEQUENTIAL);
     }
   }
@@ -84,18 +84,17 @@ void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
     for (const auto& [begin, end] : lent_)
       if (begin < released) from = std::max(from, end);
     from = std::min(from, released);
-    const auto [addr, bytes] = pages(from, static_cast<std::size_t>(released - from) + tile.lent_bytes);
+    const auto [addr, bytes] = pages(from, to_size(released - from) + tile.lent_bytes);
     (void)::madvise(addr, bytes, MADV_DONTNEED);
     if (file_.drop_behind())
       (void)::posix_fadvise(file_.descriptor(), static_cast<off_t>(reinterpret_cast<const std::byte*>(addr) - map_),
                             static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
     tile.lent = nullptr;
   }
-  const std::byte* stripe =
-      block_begin_ + static_cast<std::size_t>(extent.range.first) * static_cast<std::size_t>(header_.rows) * sizeof(T);
-  const auto offset = static_cast<std::size_t>(stripe - map_);
+  const std::byte* stripe = block_begin_ + to_size(extent.range.first) * to_size(header_.rows) * sizeof(T);
+  const auto offset = to_size(stripe - map_);
   const T* first = reinterpret_cast<const T*>(stripe);
-  const std::size_t bytes = static_cast<std::size_t>(tile.rows * tile.cols) * sizeof(T);
+  const std::size_t bytes = to_size(tile.rows * tile.cols) * sizeof(T);
   const auto [addr, length] = pages(first, bytes);
   // Prefault on the producer thread so the compute threads never stall on the file.
   if (::madvise(addr, length, MADV_POPULATE_READ) != 0) {
@@ -114,7 +113,7 @@ void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
 
 template <class T>
 std::size_t NpySource<T>::min_tile_bytes() const {
-  return static_cast<std::size_t>(std::max<index_t>(columns_ ? rows() : cols(), 1)) * sizeof(T);
+  return to_size(std::max<index_t>(columns_ ? rows() : cols(), 1)) * sizeof(T);
 }
 
 template <class T>
@@ -127,7 +126,7 @@ template <class T>
 std::vector<TileExtent> NpySource<T>::partition(std::size_t max_tile_bytes) const {
   const index_t extent = columns_ ? cols() : rows();
   const index_t line = columns_ ? rows() : cols();
-  const std::size_t line_bytes = static_cast<std::size_t>(line) * sizeof(T);
+  const std::size_t line_bytes = to_size(line) * sizeof(T);
   std::vector<TileExtent> tiles;
   if (extent == 0) return tiles;
   if (line_bytes > max_tile_bytes)
@@ -136,7 +135,7 @@ std::vector<TileExtent> NpySource<T>::partition(std::size_t max_tile_bytes) cons
   const auto width = static_cast<index_t>(line_bytes == 0 ? extent : max_tile_bytes / line_bytes);
   const index_t parts = (extent + width - 1) / width;
   for (const dist::Range r : even_ranges(extent, parts))
-    tiles.push_back({r, r.size() * line, static_cast<std::size_t>(r.size()) * line_bytes});
+    tiles.push_back({r, r.size() * line, to_size(r.size()) * line_bytes});
   return tiles;
 }
 
@@ -148,7 +147,7 @@ void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) 
   tile.cols = columns_ ? extent.range.size() : cols();
   tile.nnz = 0;
   tile.bytes_read = 0;
-  if (map_ == nullptr && static_cast<std::size_t>(tile.rows * tile.cols) > tile.values.capacity())
+  if (map_ == nullptr && to_size(tile.rows * tile.cols) > tile.values.capacity())
     throw Error("internal: tile larger than its slot");
   // The tile is `runs` file lines of `length` elements: columns (Fortran order) or rows (C order).
   const index_t runs = columns_ ? tile.cols : tile.rows;
@@ -174,24 +173,24 @@ void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) 
 
   if (columns_ && convert_.identity) {
     // The file holds the tile's bytes in the tile's order: read straight into the slot.
-    const std::size_t run_bytes = static_cast<std::size_t>(length) * word;
+    const std::size_t run_bytes = to_size(length) * word;
     if (adjacent) {
-      file_.read(offset(0, 0), out, run_bytes * static_cast<std::size_t>(runs));
+      file_.read(offset(0, 0), out, run_bytes * to_size(runs));
     } else {
       for (index_t s = 0; s < runs; ++s) file_.read(offset(s, 0), out + s * length, run_bytes);
     }
-    tile.bytes_read = run_bytes * static_cast<std::size_t>(runs);
+    tile.bytes_read = run_bytes * to_size(runs);
   } else {
     staging_.resize(kStagingBytes);
     const auto chunk = static_cast<index_t>(kStagingBytes / word);
     for (index_t s = 0; s < runs;) {
       if (length <= chunk) {
         const index_t m = adjacent ? std::min(runs - s, chunk / length) : 1;
-        const std::size_t bytes = static_cast<std::size_t>(m * length) * word;
+        const std::size_t bytes = to_size(m * length) * word;
         file_.read(offset(s, 0), staging_.data(), bytes);
         tile.bytes_read += bytes;
         if (columns_) {
-          convert_.run(staging_.data(), static_cast<std::size_t>(m * length), out + s * length);
+          convert_.run(staging_.data(), to_size(m * length), out + s * length);
         } else {
           convert_.transposed(staging_.data(), m, length, out + s, tile.rows);
         }
@@ -200,11 +199,11 @@ void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) 
       }
       for (index_t j = 0; j < length; j += chunk) {  // one line longer than the staging buffer
         const index_t n = std::min(chunk, length - j);
-        const std::size_t bytes = static_cast<std::size_t>(n) * word;
+        const std::size_t bytes = to_size(n) * word;
         file_.read(offset(s, j), staging_.data(), bytes);
         tile.bytes_read += bytes;
         if (columns_) {
-          convert_.run(staging_.data(), static_cast<std::size_t>(n), out + s * length + j);
+          convert_.run(staging_.data(), to_size(n), out + s * length + j);
         } else {
           convert_.transposed(staging_.data(), 1, n, out + s + j * tile.rows, tile.rows);
         }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/bytes.hpp"
 
 namespace dnmf::stream {
@@ -83,8 +84,8 @@ Plan plan_memory(const PlanInput& in) {
                 human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
   p.streamed = true;
   p.staging = static_cast<std::int64_t>(in.staging_bytes);
-  const auto available = static_cast<std::size_t>(in.budget - fixed - p.staging);
-  const std::size_t whole = std::max<std::size_t>(static_cast<std::size_t>(a_bytes), in.min_tile_bytes);
+  const auto available = to_size(in.budget - fixed - p.staging);
+  const std::size_t whole = std::max<std::size_t>(to_size(a_bytes), in.min_tile_bytes);
   std::size_t tile = std::min({kMaxTileBytes, available / 3, whole});
   int depth = 3;
   if (tile < in.min_tile_bytes) {  // only two minimal tiles fit

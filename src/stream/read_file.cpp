@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::stream {
 
@@ -45,7 +46,7 @@ void ReadFile::read(std::uint64_t offset, void* buffer, std::size_t count) const
                   " more were expected (truncated?)");
     out += got;
     offset += static_cast<std::uint64_t>(got);
-    count -= static_cast<std::size_t>(got);
+    count -= to_size(got);
   }
   if (drop_behind_)
     (void)::posix_fadvise(fd_, static_cast<off_t>(start), static_cast<off_t>(total), POSIX_FADV_DONTNEED);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::stream {
 
@@ -30,15 +31,14 @@ StreamedOperand<T>::StreamedOperand(backend::Kernels<T>& kernels, std::unique_pt
   std::vector<Tile<T>> slots;
   for (int d = 0; d < depth; ++d) {
     Tile<T> tile;
-    if (source_->fills_slots())
-      tile.values = Buffer<T>(allocator, static_cast<std::size_t>(std::max<index_t>(entries, 1)));
+    if (source_->fills_slots()) tile.values = Buffer<T>(allocator, to_size(std::max<index_t>(entries, 1)));
     if (csr) {
-      tile.indptr = Buffer<index_t>(allocator, static_cast<std::size_t>(lines + 1));
-      tile.indices = Buffer<col_index_t>(allocator, static_cast<std::size_t>(std::max<index_t>(entries, 1)));
+      tile.indptr = Buffer<index_t>(allocator, to_size(lines + 1));
+      tile.indices = Buffer<col_index_t>(allocator, to_size(std::max<index_t>(entries, 1)));
     }
     // A lending source maps its tiles instead: they count like slots.
     slot_bytes_ = source_->fills_slots() ? tile.values.bytes() + tile.indptr.bytes() + tile.indices.bytes()
-                                         : static_cast<std::size_t>(entries) * sizeof(T);
+                                         : to_size(entries) * sizeof(T);
     slots.push_back(std::move(tile));
   }
   ring_ = std::make_unique<Ring<Tile<T>>>(std::move(slots), extents_.size(), [this](std::size_t t, Tile<T>& tile) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/operand.hpp"
+#include "dnmf/index.hpp"
 #include "stream/buffer.hpp"
 #include "stream/ring.hpp"
 #include "stream/tile_source.hpp"
@@ -53,7 +54,7 @@ class StreamedOperand final : public backend::Operand<T> {
   [[nodiscard]] int depth() const { return depth_; }
   /// Memory of one slot (sized for the largest tile) and of the whole ring.
   [[nodiscard]] std::size_t slot_bytes() const { return slot_bytes_; }
-  [[nodiscard]] std::size_t ring_bytes() const { return slot_bytes_ * static_cast<std::size_t>(depth_); }
+  [[nodiscard]] std::size_t ring_bytes() const { return slot_bytes_ * to_size(depth_); }
 
  private:
   /// One pass: body(tile) for every tile in order. A pass abandoned by an exception restarts the ring, so the

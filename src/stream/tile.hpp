@@ -6,6 +6,7 @@
 
 #include "backend/kernels.hpp"
 #include "dist/grid.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 #include "stream/buffer.hpp"
 
@@ -45,9 +46,8 @@ struct Tile {
 /// Memory a tile needs for its extent: dense entries, or CSR values, indices and row starts.
 template <class T>
 std::size_t tile_bytes(bool sparse, index_t entries, index_t range_rows) {
-  if (!sparse) return static_cast<std::size_t>(entries) * sizeof(T);
-  return static_cast<std::size_t>(entries) * (sizeof(T) + sizeof(col_index_t)) +
-         static_cast<std::size_t>(range_rows + 1) * sizeof(index_t);
+  if (!sparse) return to_size(entries) * sizeof(T);
+  return to_size(entries) * (sizeof(T) + sizeof(col_index_t)) + to_size(range_rows + 1) * sizeof(index_t);
 }
 
 }  // namespace dnmf::stream

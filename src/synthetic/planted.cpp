@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "util/random.hpp"
 
 namespace dnmf {
@@ -67,29 +68,29 @@ Planted<T> make_planted(const PlantedOptions& o) {
     return p;
   }
   // Sparse product row by row: only the non-zeros of W's row and H's rows are visited.
-  std::vector<std::vector<std::pair<col_index_t, double>>> h_rows(static_cast<std::size_t>(r));
+  std::vector<std::vector<std::pair<col_index_t, double>>> h_rows(to_size(r));
   for (index_t l = 0; l < r; ++l)
     for (index_t j = 0; j < n; ++j)
-      if (p.H(l, j) != T(0)) h_rows[static_cast<std::size_t>(l)].emplace_back(static_cast<col_index_t>(j), p.H(l, j));
+      if (p.H(l, j) != T(0)) h_rows[to_size(l)].emplace_back(static_cast<col_index_t>(j), p.H(l, j));
   std::vector<index_t> indptr{0};
   std::vector<col_index_t> indices;
   std::vector<T> values;
-  std::vector<double> acc(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> acc(to_size(n), 0.0);
   std::vector<col_index_t> touched;
   for (index_t i = 0; i < m; ++i) {
     touched.clear();
     for (index_t l = 0; l < r; ++l) {
       const double w = static_cast<double>(p.W(i, l));
       if (w == 0) continue;
-      for (const auto& [j, h] : h_rows[static_cast<std::size_t>(l)]) {
-        if (acc[static_cast<std::size_t>(j)] == 0) touched.push_back(j);
-        acc[static_cast<std::size_t>(j)] += w * h;
+      for (const auto& [j, h] : h_rows[to_size(l)]) {
+        if (acc[to_size(j)] == 0) touched.push_back(j);
+        acc[to_size(j)] += w * h;
       }
     }
     std::sort(touched.begin(), touched.end());
     for (col_index_t j : touched) {
-      const double v = noisy(acc[static_cast<std::size_t>(j)], o.noise, o.seed, static_cast<std::uint64_t>(i + j * m));
-      acc[static_cast<std::size_t>(j)] = 0;
+      const double v = noisy(acc[to_size(j)], o.noise, o.seed, static_cast<std::uint64_t>(i + j * m));
+      acc[to_size(j)] = 0;
       if (v == 0) continue;
       indices.push_back(j);
       values.push_back(static_cast<T>(v));

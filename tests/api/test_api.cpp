@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dnmf/dnmf.hpp"
+#include "dnmf/index.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -36,9 +37,9 @@ FactorOptions options_k4(Algorithm algorithm = Algorithm::hals) {
 
 /// Row-major copy (data[i * cols + j]) of a column-major matrix.
 std::vector<double> row_major(const DenseMatrix<double>& a) {
-  std::vector<double> r(static_cast<std::size_t>(a.rows() * a.cols()));
+  std::vector<double> r(to_size(a.rows() * a.cols()));
   for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) r[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
+    for (index_t j = 0; j < a.cols(); ++j) r[to_size(i * a.cols() + j)] = a(i, j);
   return r;
 }
 
@@ -117,7 +118,7 @@ TEST_F(ApiTest, FileEqualsMemoryAndReportCarriesTheRun) {
   EXPECT_EQ(report["algo"], "mu");
   EXPECT_EQ(report["iterations"], from_file.result.iterations);
   EXPECT_DOUBLE_EQ(report["rel_error"].get<double>(), from_file.result.rel_error);
-  EXPECT_EQ(report["rel_error_history"].size(), static_cast<std::size_t>(from_file.result.iterations));
+  EXPECT_EQ(report["rel_error_history"].size(), to_size(from_file.result.iterations));
   EXPECT_EQ(report["nnz"], from_memory.nnz);
   EXPECT_FALSE(report.contains("memory"));
 }

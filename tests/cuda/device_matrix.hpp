@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backend/kernels.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 
 namespace dnmf::test {
@@ -28,7 +29,7 @@ class BackendMatrix {
   }
 
  private:
-  [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(rows_ * cols_); }
+  [[nodiscard]] std::size_t size() const { return to_size(rows_ * cols_); }
   backend::Kernels<T>& kernels_;
   index_t rows_, cols_;
   T* data_;

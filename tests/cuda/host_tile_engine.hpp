@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dnmf/index.hpp"
 #include "stream/tile_engine.hpp"
 
 namespace dnmf::test {
@@ -33,46 +34,45 @@ class HostTileEngine final : public backend::cuda::TileEngine<T> {
 
   void configure(int depth, std::size_t elements, std::size_t tiles, std::size_t sums, int host_slots) override {
     if (!slots_.empty()) fail("configured twice");
-    slots_.assign(static_cast<std::size_t>(depth), std::vector<T>(elements));
-    state_.assign(static_cast<std::size_t>(depth), State::free);
+    slots_.assign(to_size(depth), std::vector<T>(elements));
+    state_.assign(to_size(depth), State::free);
     sums_.assign(sums, {0.0, 0.0});
-    host_marked_.assign(static_cast<std::size_t>(host_slots), 1);
+    host_marked_.assign(to_size(host_slots), 1);
     tiles_ = tiles;
   }
-  T* slot(int s) override { return slots_.at(static_cast<std::size_t>(s)).data(); }
+  T* slot(int s) override { return slots_.at(to_size(s)).data(); }
   bool pin(const void*, std::size_t) override {
     ++pins_;
     return false;
   }
 
   void copy_in(int s, std::size_t tile, const T* host, index_t rows, index_t cols, index_t ld) override {
-    auto& st = state_.at(static_cast<std::size_t>(s));
+    auto& st = state_.at(to_size(s));
     if (st == State::copied || st == State::computing) fail("copy into buffer " + std::to_string(s) + " in use");
     if (tile >= tiles_) fail("tile number out of range");
-    if (static_cast<std::size_t>(rows * cols) > slots_[static_cast<std::size_t>(s)].size()) fail("tile too large");
+    if (to_size(rows * cols) > slots_[to_size(s)].size()) fail("tile too large");
     T* dst = slot(s);
-    for (index_t j = 0; j < cols; ++j)
-      std::memcpy(dst + j * rows, host + j * ld, static_cast<std::size_t>(rows) * sizeof(T));
+    for (index_t j = 0; j < cols; ++j) std::memcpy(dst + j * rows, host + j * ld, to_size(rows) * sizeof(T));
     st = State::copied;
     ++copies_;
   }
   void mark_host_read(int h) override {
-    host_marked_.at(static_cast<std::size_t>(h)) = 1;
+    host_marked_.at(to_size(h)) = 1;
     ++host_marks_;
   }
   void wait_host_read(int h) override {
     // Called by the producer before refilling: the consumer must have marked the last copy from it (or
     // never used it yet).
-    if (host_marked_.at(static_cast<std::size_t>(h)) == 0) fail("host buffer refilled before marked read");
-    host_marked_[static_cast<std::size_t>(h)] = 0;
+    if (host_marked_.at(to_size(h)) == 0) fail("host buffer refilled before marked read");
+    host_marked_[to_size(h)] = 0;
   }
   void compute_begin(int s, std::size_t) override {
-    auto& st = state_.at(static_cast<std::size_t>(s));
+    auto& st = state_.at(to_size(s));
     if (st != State::copied) fail("compute on buffer " + std::to_string(s) + " before its copy");
     st = State::computing;
   }
   void compute_end(int s, std::size_t) override {
-    auto& st = state_.at(static_cast<std::size_t>(s));
+    auto& st = state_.at(to_size(s));
     if (st != State::computing) fail("compute end without begin on buffer " + std::to_string(s));
     st = State::free;
   }

@@ -34,6 +34,7 @@
 #include "backend/cuda/device_query.hpp"
 #include "backend/cuda/streamed_cuda.hpp"
 #include "cuda/device_matrix.hpp"
+#include "dnmf/index.hpp"
 #endif
 
 namespace dnmf {
@@ -170,7 +171,7 @@ TEST_F(CudaStreamed, TimelineShowsOrderedAndOverlappedCopiesAndComputes) {
   const double slack = 5e-6;  // event timestamps resolve to about half a microsecond
   for (std::size_t i = 0; i < t.tiles.size(); ++i) {
     EXPECT_GE(t.tiles[i].compute_start + slack, t.tiles[i].copy_end) << "tile " << i << " computed before its copy";
-    if (i >= static_cast<std::size_t>(depth)) {
+    if (i >= to_size(depth)) {
       EXPECT_GE(t.tiles[i].copy_start + slack, t.tiles[i - depth].compute_end)
           << "tile " << i << " overwrote a buffer still being computed on";
     }

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/nccl_communicator.hpp"
 #include "dist/grid.hpp"
+#include "dnmf/index.hpp"
 #include "stream/device_planner.hpp"
 #include "stream/timeline.hpp"
 #include "support/error_message.hpp"
@@ -31,7 +32,7 @@ DevicePlanInput dense(index_t m, index_t n, index_t k, std::int64_t budget, Algo
   in.rank = k;
   in.algorithm = algo;
   in.budget = budget;
-  in.min_tile_bytes = static_cast<std::size_t>(m) * 8;
+  in.min_tile_bytes = to_size(m) * 8;
   return in;
 }
 

@@ -16,6 +16,7 @@
 #include "backend/cuda/device_memory.hpp"
 #include "backend/cuda/nccl_communicator.hpp"
 #include "cuda/device_matrix.hpp"
+#include "dnmf/index.hpp"
 #endif
 
 namespace dnmf {
@@ -87,9 +88,9 @@ TEST_F(NcclMpi, CollectivesMatchTheRankArithmetic) {
   EXPECT_EQ(values(mx, 1)[0], p - 1);
 
   // Uneven pieces (rank q holds q + 1 entries, rank 1 none when p > 2): reduce-scatter and allgather.
-  const auto uneven = counts(p, [](int q) -> std::size_t { return q == 1 ? 0 : static_cast<std::size_t>(q + 1); });
+  const auto uneven = counts(p, [](int q) -> std::size_t { return q == 1 ? 0 : to_size(q + 1); });
   const std::size_t total = std::accumulate(uneven.begin(), uneven.end(), std::size_t{0});
-  const std::size_t mine = uneven[static_cast<std::size_t>(r)];
+  const std::size_t mine = uneven[to_size(r)];
   std::vector<double> send(total);
   for (std::size_t i = 0; i < total; ++i) send[i] = static_cast<double>(i) * (r + 1);
   Matrix s(gpu, column(send)), piece(gpu, column(std::vector<double>(mine + 1, -1.0)));
@@ -105,7 +106,7 @@ TEST_F(NcclMpi, CollectivesMatchTheRankArithmetic) {
   const auto all = values(gathered, total);
   std::size_t at = 0;
   for (int q = 0; q < p; ++q)
-    for (std::size_t i = 0; i < uneven[static_cast<std::size_t>(q)]; ++i)
+    for (std::size_t i = 0; i < uneven[to_size(q)]; ++i)
       EXPECT_EQ(all[at++], 100.0 * q + static_cast<double>(i)) << "piece of rank " << q;
 
   // gather on the last rank, broadcast from it.
@@ -121,19 +122,19 @@ TEST_F(NcclMpi, CollectivesMatchTheRankArithmetic) {
   // alltoallv: rank r sends r + q + 1 entries to q, each 1000 r + q.
   std::vector<std::size_t> sc, rc;
   for (int q = 0; q < p; ++q) {
-    sc.push_back(static_cast<std::size_t>(r + q + 1));
-    rc.push_back(static_cast<std::size_t>(q + r + 1));
+    sc.push_back(to_size(r + q + 1));
+    rc.push_back(to_size(q + r + 1));
   }
   std::vector<double> out;
   for (int q = 0; q < p; ++q)
-    for (std::size_t i = 0; i < sc[static_cast<std::size_t>(q)]; ++i) out.push_back(1000.0 * r + q);
+    for (std::size_t i = 0; i < sc[to_size(q)]; ++i) out.push_back(1000.0 * r + q);
   const std::size_t in_total = std::accumulate(rc.begin(), rc.end(), std::size_t{0});
   Matrix so(gpu, column(out)), ri(gpu, column(std::vector<double>(in_total, -1.0)));
   nccl.alltoallv(so.data(), sc, ri.data(), rc, dist::Scalar::f64);
   const auto in = values(ri, in_total);
   at = 0;
   for (int q = 0; q < p; ++q)
-    for (std::size_t i = 0; i < rc[static_cast<std::size_t>(q)]; ++i) EXPECT_EQ(in[at++], 1000.0 * q + r);
+    for (std::size_t i = 0; i < rc[to_size(q)]; ++i) EXPECT_EQ(in[at++], 1000.0 * q + r);
 
   // Traffic as the MPI communicator counts it for the same calls.
   dist::Traffic expected;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dnmf/dnmf.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/mpi.hpp"
 #include "support/random_matrices.hpp"
 
@@ -50,16 +51,16 @@ TEST(MpiApi, HostCommunicatorContextEqualsOneProcess) {
     EXPECT_LE(test::max_relative_difference(dense.result.H, one.result.H), 1e-8);
     EXPECT_LE(test::max_relative_difference(sparse.result.W, one.result.W), 1e-8);
     EXPECT_LE(test::max_relative_difference(sparse.result.H, one.result.H), 1e-8);
-    EXPECT_EQ(dense.communication.bytes_per_iteration_per_rank.size(), static_cast<std::size_t>(size));
+    EXPECT_EQ(dense.communication.bytes_per_iteration_per_rank.size(), to_size(size));
   }
 }
 
 TEST(MpiApi, RowMajorSourceOnAGridEqualsOneProcess) {
   const Context context = mpi_context(MPI_COMM_WORLD);
   const DenseMatrix<double> a = planted();
-  std::vector<double> rm(static_cast<std::size_t>(a.rows() * a.cols()));
+  std::vector<double> rm(to_size(a.rows() * a.cols()));
   for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) rm[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
+    for (index_t j = 0; j < a.cols(); ++j) rm[to_size(i * a.cols() + j)] = a(i, j);
   const Source source = Source::dense_row_major<double>(rm.data(), a.rows(), a.cols(), a.cols());
   const Factorization<double> one = factor<double>(source, options());
   const Factorization<double> grid = factor<double>(source, options(), context);

@@ -15,6 +15,7 @@
 #include "dist/grid.hpp"
 #include "dist/mpi_communicator.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::dist {
 namespace {
@@ -89,35 +90,34 @@ TEST(MpiCollectives, AllreduceSumAndMaxOfEveryType) {
 
 TEST(MpiCollectives, ReduceScatterUnevenAndZeroCounts) {
   const int p = P(), r = R();
-  const auto counts = counts_of(p, [](int q) { return static_cast<std::size_t>(q % 3); });  // rank 0 gets nothing
+  const auto counts = counts_of(p, [](int q) { return to_size(q % 3); });  // rank 0 gets nothing
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::vector<double> send(std::max<std::size_t>(total, 1));
   for (std::size_t e = 0; e < total; ++e) send[e] = (r + 1) * static_cast<double>(e + 1);
-  std::vector<double> recv(std::max<std::size_t>(counts[static_cast<std::size_t>(r)], 1), -1.0);
+  std::vector<double> recv(std::max<std::size_t>(counts[to_size(r)], 1), -1.0);
   w().reduce_scatter_sum(send.data(), recv.data(), counts, Scalar::f64);
   const std::size_t off = offset_of(counts, r);
-  for (std::size_t t = 0; t < counts[static_cast<std::size_t>(r)]; ++t)
+  for (std::size_t t = 0; t < counts[to_size(r)]; ++t)
     EXPECT_DOUBLE_EQ(recv[t], static_cast<double>(off + t + 1) * p * (p + 1) / 2.0) << "element " << t;
-  if (counts[static_cast<std::size_t>(r)] == 0) {
+  if (counts[to_size(r)] == 0) {
     EXPECT_EQ(recv[0], -1.0) << "a zero-count rank receives nothing";
   }
 
-  std::vector<std::int64_t> isend(total + 1, r), irecv(counts[static_cast<std::size_t>(r)] + 1, -7);
+  std::vector<std::int64_t> isend(total + 1, r), irecv(counts[to_size(r)] + 1, -7);
   w().reduce_scatter_sum(isend.data(), irecv.data(), counts, Scalar::i64);
-  for (std::size_t t = 0; t < counts[static_cast<std::size_t>(r)]; ++t) EXPECT_EQ(irecv[t], p * (p - 1) / 2);
+  for (std::size_t t = 0; t < counts[to_size(r)]; ++t) EXPECT_EQ(irecv[t], p * (p - 1) / 2);
 }
 
 TEST(MpiCollectives, AllgatherUnevenZeroAndInPlace) {
   const int p = P(), r = R();
-  const auto counts = counts_of(p, [](int q) { return static_cast<std::size_t>((2 * q) % 5); });  // 0, 2, 4, 1, 3, 0
+  const auto counts = counts_of(p, [](int q) { return to_size((2 * q) % 5); });  // 0, 2, 4, 1, 3, 0
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  const std::size_t mine = counts[static_cast<std::size_t>(r)];
+  const std::size_t mine = counts[to_size(r)];
   std::vector<float> send(mine + 1);
   for (std::size_t t = 0; t < mine; ++t) send[t] = static_cast<float>(r * 100 + t);
   std::vector<float> expected;
   for (int q = 0; q < p; ++q)
-    for (std::size_t t = 0; t < counts[static_cast<std::size_t>(q)]; ++t)
-      expected.push_back(static_cast<float>(q * 100 + t));
+    for (std::size_t t = 0; t < counts[to_size(q)]; ++t) expected.push_back(static_cast<float>(q * 100 + t));
 
   std::vector<float> recv(total + 1, -1.0f);
   w().allgather(send.data(), recv.data(), counts, Scalar::f32);
@@ -133,9 +133,9 @@ TEST(MpiCollectives, AllgatherUnevenZeroAndInPlace) {
 
 TEST(MpiCollectives, GatherToTheLastRank) {
   const int p = P(), r = R(), root = p - 1;
-  const auto counts = counts_of(p, [](int q) { return static_cast<std::size_t>((q + 2) % 3); });  // 2, 0, 1, 2, 0, 1
+  const auto counts = counts_of(p, [](int q) { return to_size((q + 2) % 3); });  // 2, 0, 1, 2, 0, 1
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  const std::size_t mine = counts[static_cast<std::size_t>(r)];
+  const std::size_t mine = counts[to_size(r)];
   std::vector<std::int64_t> send(mine + 1);
   for (std::size_t t = 0; t < mine; ++t) send[t] = r * 10 + static_cast<std::int64_t>(t);
   std::vector<std::int64_t> recv(r == root ? total + 1 : 0, -1);
@@ -143,7 +143,7 @@ TEST(MpiCollectives, GatherToTheLastRank) {
   if (r == root) {
     std::size_t e = 0;
     for (int q = 0; q < p; ++q)
-      for (std::size_t t = 0; t < counts[static_cast<std::size_t>(q)]; ++t, ++e)
+      for (std::size_t t = 0; t < counts[to_size(q)]; ++t, ++e)
         EXPECT_EQ(recv[e], q * 10 + static_cast<std::int64_t>(t)) << "rank " << q << " element " << t;
     EXPECT_EQ(recv[total], -1) << "nothing written past the pieces";
   }
@@ -181,8 +181,8 @@ TEST(MpiCollectives, AlltoallvPersonalised) {
   std::vector<std::size_t> send_counts, recv_counts;
   std::vector<double> send;
   for (int q = 0; q < p; ++q) {
-    send_counts.push_back(static_cast<std::size_t>((r + q) % 3));
-    recv_counts.push_back(static_cast<std::size_t>((q + r) % 3));
+    send_counts.push_back(to_size((r + q) % 3));
+    recv_counts.push_back(to_size((q + r) % 3));
     for (int t = 0; t < (r + q) % 3; ++t) send.push_back(r * 1000 + q * 10 + t);
   }
   const std::size_t total = std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
@@ -193,7 +193,7 @@ TEST(MpiCollectives, AlltoallvPersonalised) {
   std::size_t e = 0;
   for (int q = 0; q < p; ++q)
     for (int t = 0; t < (q + r) % 3; ++t, ++e) EXPECT_DOUBLE_EQ(recv[e], q * 1000 + r * 10 + t);
-  const std::size_t sent = send.size() - 1 - send_counts[static_cast<std::size_t>(r)];
+  const std::size_t sent = send.size() - 1 - send_counts[to_size(r)];
   EXPECT_DOUBLE_EQ(w().traffic().bytes_sent, 8.0 * static_cast<double>(sent)) << "what a rank keeps is not sent";
 }
 
@@ -236,9 +236,9 @@ TEST(MpiCollectives, TrafficCountersFollowTheBandwidthOptimalVolumes) {
   EXPECT_DOUBLE_EQ(c.traffic().bytes_sent, 2 * f * 80);
 
   c.reset_traffic();
-  const auto counts = counts_of(p, [](int q) { return static_cast<std::size_t>(q + 1); });
+  const auto counts = counts_of(p, [](int q) { return to_size(q + 1); });
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  std::vector<double> big(total), piece(counts[static_cast<std::size_t>(r)]);
+  std::vector<double> big(total), piece(counts[to_size(r)]);
   c.reduce_scatter_sum(big.data(), piece.data(), counts, Scalar::f64);
   EXPECT_DOUBLE_EQ(c.traffic().bytes_sent, f * 8.0 * static_cast<double>(total));
   c.allgather(piece.data(), big.data(), counts, Scalar::f64);
@@ -252,15 +252,14 @@ TEST(MpiCollectives, TrafficCountersFollowTheBandwidthOptimalVolumes) {
   c.reset_traffic();
   std::vector<double> all(r == 0 ? total : 0);
   c.gather(piece.data(), r == 0 ? all.data() : nullptr, counts, Scalar::f64, 0);
-  EXPECT_DOUBLE_EQ(c.traffic().bytes_sent,
-                   r == 0 ? 0.0 : 8.0 * static_cast<double>(counts[static_cast<std::size_t>(r)]));
+  EXPECT_DOUBLE_EQ(c.traffic().bytes_sent, r == 0 ? 0.0 : 8.0 * static_cast<double>(counts[to_size(r)]));
 }
 
 TEST(MpiCollectives, CountsBeyondIntAreAClearError) {
   const int p = P();
   // Every rank passes the same counts, so every rank throws before any data moves (no hang, no access).
-  std::vector<std::size_t> counts(static_cast<std::size_t>(p), 0);
-  counts[0] = static_cast<std::size_t>(INT_MAX) + 1;
+  std::vector<std::size_t> counts(to_size(p), 0);
+  counts[0] = to_size(INT_MAX) + 1;
   unsigned char dummy[1] = {0};
   const std::string gather_error = error_of([&] { w().allgather(dummy, dummy, counts, Scalar::u8); });
   EXPECT_NE(gather_error.find("MPI Allgatherv"), std::string::npos) << gather_error;
@@ -292,13 +291,12 @@ TEST(MpiGrid, RowAndColumnCommunicatorsOfEveryShape) {
     EXPECT_EQ(grid.col_comm().size(), shape.rows);
     EXPECT_EQ(grid.col_comm().rank(), grid.row());
     // Gathering world ranks along each direction lists the grid row (j order) and the grid column (i order).
-    std::vector<std::int64_t> along_row(static_cast<std::size_t>(shape.cols)),
-        along_col(static_cast<std::size_t>(shape.rows));
+    std::vector<std::int64_t> along_row(to_size(shape.cols)), along_col(to_size(shape.rows));
     const std::int64_t me = r;
     grid.row_comm().allgather(&me, along_row.data(), std::vector<std::size_t>(along_row.size(), 1), Scalar::i64);
     grid.col_comm().allgather(&me, along_col.data(), std::vector<std::size_t>(along_col.size(), 1), Scalar::i64);
-    for (int j = 0; j < shape.cols; ++j) EXPECT_EQ(along_row[static_cast<std::size_t>(j)], grid.row() * shape.cols + j);
-    for (int i = 0; i < shape.rows; ++i) EXPECT_EQ(along_col[static_cast<std::size_t>(i)], i * shape.cols + grid.col());
+    for (int j = 0; j < shape.cols; ++j) EXPECT_EQ(along_row[to_size(j)], grid.row() * shape.cols + j);
+    for (int i = 0; i < shape.rows; ++i) EXPECT_EQ(along_col[to_size(i)], i * shape.cols + grid.col());
     // The grid's traffic is the sum of its three communicators'.
     grid.reset_traffic();
     double one = 1;

@@ -13,6 +13,7 @@
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/nmfk.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/perturb.hpp"
@@ -81,9 +82,8 @@ TEST(Perturbation, ABlockEqualsTheSameBlockOfThePerturbedWhole) {
     const auto& s = sparse_part.csr;
     for (index_t i = 0; i < 7; ++i) {
       for (index_t j = 0; j < 7; ++j) EXPECT_EQ(part.dense(i, j), whole.dense(5 + i, 3 + j));
-      for (index_t q = s.indptr()[static_cast<std::size_t>(i)]; q < s.indptr()[static_cast<std::size_t>(i + 1)]; ++q)
-        EXPECT_EQ(s.values()[static_cast<std::size_t>(q)],
-                  whole.dense(5 + i, 3 + s.indices()[static_cast<std::size_t>(q)]));
+      for (index_t q = s.indptr()[to_size(i)]; q < s.indptr()[to_size(i + 1)]; ++q)
+        EXPECT_EQ(s.values()[to_size(q)], whole.dense(5 + i, 3 + s.indices()[to_size(q)]));
     }
   }
 }
@@ -242,7 +242,7 @@ TEST_F(Checkpoints, DamagedAndStrayFilesAreNotReused) {
 // Per-column errors around `level`, slightly different per column (no ties).
 std::vector<double> errors(double level, int n = 40) {
   std::vector<double> e;
-  e.reserve(static_cast<std::size_t>(n));
+  e.reserve(to_size(n));
   for (int j = 0; j < n; ++j) e.push_back(level * (1 + 0.01 * j));
   return e;
 }
@@ -332,8 +332,8 @@ void expect_regression_matches_transform(const MatrixRef<T>& a) {
     if (!whole.sparse) return whole.dense;
     const auto& s = whole.csr;
     for (index_t i = 0; i < m; ++i)
-      for (index_t q = s.indptr()[static_cast<std::size_t>(i)]; q < s.indptr()[static_cast<std::size_t>(i + 1)]; ++q)
-        d(i, s.indices()[static_cast<std::size_t>(q)]) = s.values()[static_cast<std::size_t>(q)];
+      for (index_t q = s.indptr()[to_size(i)]; q < s.indptr()[to_size(i + 1)]; ++q)
+        d(i, s.indices()[to_size(q)]) = s.values()[to_size(q)];
     return d;
   }();
   for (index_t j = 0; j < n; ++j) {
@@ -344,7 +344,7 @@ void expect_regression_matches_transform(const MatrixRef<T>& a) {
       r2 += (static_cast<double>(dense(i, j)) - model) * (static_cast<double>(dense(i, j)) - model);
       a2 += static_cast<double>(dense(i, j)) * static_cast<double>(dense(i, j));
     }
-    EXPECT_NEAR(rec->column_errors[static_cast<std::size_t>(j)], a2 > 0 ? std::sqrt(r2 / a2) : 0.0, tol * 10);
+    EXPECT_NEAR(rec->column_errors[to_size(j)], a2 > 0 ? std::sqrt(r2 / a2) : 0.0, tol * 10);
   }
 }
 

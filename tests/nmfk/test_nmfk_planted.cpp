@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/nmfk.hpp"
 #include "dnmf/planted.hpp"
 #include "support/error_message.hpp"
@@ -74,14 +75,14 @@ TEST_P(PlantedSelection, SelectsThePlantedRank) {
   EXPECT_EQ(*r.selection.wilcoxon_k, c.rank) << r.selection.message;
   ASSERT_EQ(r.ranks.size(), o.ks.size());
   for (const auto& k : r.ranks) {
-    EXPECT_EQ(k.silhouettes.size(), static_cast<std::size_t>(k.k));
+    EXPECT_EQ(k.silhouettes.size(), to_size(k.k));
     EXPECT_EQ(k.perturbation_errors.size(), 8u);
     EXPECT_EQ(k.column_errors.size(), 90u);
     // Exactly the factorisations far above the best fit of their k are left out of the clustering.
     const double best = *std::min_element(k.perturbation_errors.begin(), k.perturbation_errors.end());
     for (int q = 0; q < 8; ++q) {
       const bool rejected = std::count(k.rejected_perturbations.begin(), k.rejected_perturbations.end(), q) > 0;
-      EXPECT_EQ(rejected, k.perturbation_errors[static_cast<std::size_t>(q)] > o.accept_factor * best);
+      EXPECT_EQ(rejected, k.perturbation_errors[to_size(q)] > o.accept_factor * best);
     }
     if (k.k == c.rank) {
       EXPECT_GE(k.min_silhouette, 0.9);

@@ -13,6 +13,7 @@
 
 #include "backend/kernels.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "nmfk/clustering.hpp"
 #include "nmfk/hungarian.hpp"
 #include "nmfk/silhouette.hpp"
@@ -96,14 +97,12 @@ TEST(Wilcoxon, DegenerateInputs) {
 // ---- Hungarian --------------------------------------------------------------------------------------------
 
 double brute_force_minimum(const std::vector<double>& cost, int n) {
-  std::vector<int> perm(static_cast<std::size_t>(n));
+  std::vector<int> perm(to_size(n));
   std::iota(perm.begin(), perm.end(), 0);
   double best = std::numeric_limits<double>::infinity();
   do {
     double s = 0;
-    for (int i = 0; i < n; ++i)
-      s += cost[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
-                static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+    for (int i = 0; i < n; ++i) s += cost[to_size(i) * to_size(n) + to_size(perm[to_size(i)])];
     best = std::min(best, s);
   } while (std::next_permutation(perm.begin(), perm.end()));
   return best;
@@ -115,17 +114,15 @@ TEST(Hungarian, MatchesBruteForceOnRandomMatrices) {
   std::uniform_int_distribution<int> small(0, 3);
   for (int n = 1; n <= 7; ++n)
     for (int trial = 0; trial < 20; ++trial) {
-      std::vector<double> cost(static_cast<std::size_t>(n * n));
+      std::vector<double> cost(to_size(n * n));
       // Half the trials with many ties (small integers), where greedy choices go wrong most easily.
       for (double& c : cost) c = trial % 2 ? u(rng) : small(rng);
       const std::vector<int> a = hungarian(cost, n);
       std::vector<int> sorted(a);
       std::sort(sorted.begin(), sorted.end());
-      for (int i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<std::size_t>(i)], i) << "not a permutation";
+      for (int i = 0; i < n; ++i) ASSERT_EQ(sorted[to_size(i)], i) << "not a permutation";
       double total = 0;
-      for (int i = 0; i < n; ++i)
-        total += cost[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
-                      static_cast<std::size_t>(a[static_cast<std::size_t>(i)])];
+      for (int i = 0; i < n; ++i) total += cost[to_size(i) * to_size(n) + to_size(a[to_size(i)])];
       EXPECT_NEAR(total, brute_force_minimum(cost, n), 1e-12) << "n=" << n << " trial " << trial;
     }
 }
@@ -155,25 +152,24 @@ std::vector<double> reference_silhouettes(const DenseMatrix<double>& x, const st
     }
     return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
   };
-  std::vector<double> s(static_cast<std::size_t>(n));
+  std::vector<double> s(to_size(n));
   for (index_t v = 0; v < n; ++v) {
-    std::vector<double> sum(static_cast<std::size_t>(k), 0.0), count(static_cast<std::size_t>(k), 0.0);
+    std::vector<double> sum(to_size(k), 0.0), count(to_size(k), 0.0);
     for (index_t w = 0; w < n; ++w) {
       if (w == v) continue;
-      sum[static_cast<std::size_t>(labels[static_cast<std::size_t>(w)])] += std::max(0.0, 1 - cosine(v, w));
-      count[static_cast<std::size_t>(labels[static_cast<std::size_t>(w)])] += 1;
+      sum[to_size(labels[to_size(w)])] += std::max(0.0, 1 - cosine(v, w));
+      count[to_size(labels[to_size(w)])] += 1;
     }
-    const int own = labels[static_cast<std::size_t>(v)];
-    if (count[static_cast<std::size_t>(own)] == 0) {
-      s[static_cast<std::size_t>(v)] = 0;
+    const int own = labels[to_size(v)];
+    if (count[to_size(own)] == 0) {
+      s[to_size(v)] = 0;
       continue;
     }
-    const double a = sum[static_cast<std::size_t>(own)] / count[static_cast<std::size_t>(own)];
+    const double a = sum[to_size(own)] / count[to_size(own)];
     double b = std::numeric_limits<double>::infinity();
     for (int c = 0; c < k; ++c)
-      if (c != own && count[static_cast<std::size_t>(c)] > 0)
-        b = std::min(b, sum[static_cast<std::size_t>(c)] / count[static_cast<std::size_t>(c)]);
-    s[static_cast<std::size_t>(v)] = (b - a) / std::max(a, b);
+      if (c != own && count[to_size(c)] > 0) b = std::min(b, sum[to_size(c)] / count[to_size(c)]);
+    s[to_size(v)] = (b - a) / std::max(a, b);
   }
   return s;
 }
@@ -196,11 +192,10 @@ TEST(Silhouettes, MatchPlainLoopDefinition) {
   for (std::size_t v = 0; v < ref.size(); ++v) {
     EXPECT_NEAR(s.per_vector[v], ref[v], 1e-12);
     mean += ref[v] / static_cast<double>(ref.size());
-    per_cluster[static_cast<std::size_t>(labels[v])] += ref[v] / per;
+    per_cluster[to_size(labels[v])] += ref[v] / per;
   }
   EXPECT_NEAR(s.mean, mean, 1e-12);
-  for (int c = 0; c < k; ++c)
-    EXPECT_NEAR(s.per_cluster[static_cast<std::size_t>(c)], per_cluster[static_cast<std::size_t>(c)], 1e-12);
+  for (int c = 0; c < k; ++c) EXPECT_NEAR(s.per_cluster[to_size(c)], per_cluster[to_size(c)], 1e-12);
   EXPECT_NEAR(s.min, *std::min_element(per_cluster.begin(), per_cluster.end()), 1e-12);
   EXPECT_GT(s.min, 0.3);  // the clusters were planted apart
 }
@@ -253,15 +248,14 @@ TEST(Clustering, RecoversPermutedNoisyColumns) {
   for (int l = 0; l < k; ++l)
     for (index_t i = 0; i < d; ++i) basis(i, l) = u(rng) < 0.4 ? u(rng) : 0.0;
   DenseMatrix<double> x(k * P, d);
-  std::vector<int> truth(static_cast<std::size_t>(k * P));
+  std::vector<int> truth(to_size(k * P));
   for (int p = 0; p < P; ++p) {
     std::vector<int> perm(k);
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
     for (int l = 0; l < k; ++l) {
-      truth[static_cast<std::size_t>(p * k + l)] = perm[static_cast<std::size_t>(l)];
-      for (index_t i = 0; i < d; ++i)
-        x(p * k + l, i) = std::max(0.0, basis(i, perm[static_cast<std::size_t>(l)]) + noise(rng));
+      truth[to_size(p * k + l)] = perm[to_size(l)];
+      for (index_t i = 0; i < d; ++i) x(p * k + l, i) = std::max(0.0, basis(i, perm[to_size(l)]) + noise(rng));
     }
   }
   normalise_rows(x);
@@ -271,14 +265,14 @@ TEST(Clustering, RecoversPermutedNoisyColumns) {
   // Labels agree with the truth up to one relabelling of the clusters.
   std::vector<int> map(k, -1);
   for (std::size_t v = 0; v < truth.size(); ++v) {
-    int& m = map[static_cast<std::size_t>(truth[v])];
+    int& m = map[to_size(truth[v])];
     if (m < 0) m = c.labels[v];
     EXPECT_EQ(c.labels[v], m) << "vector " << v;
   }
   for (int p = 0; p < P; ++p) {
     std::vector<int> seen(c.labels.begin() + p * k, c.labels.begin() + (p + 1) * k);
     std::sort(seen.begin(), seen.end());
-    for (int l = 0; l < k; ++l) EXPECT_EQ(seen[static_cast<std::size_t>(l)], l) << "one member per perturbation";
+    for (int l = 0; l < k; ++l) EXPECT_EQ(seen[to_size(l)], l) << "one member per perturbation";
   }
   const Silhouettes s = cosine_silhouettes(*host, x, c.labels, k);
   EXPECT_GT(s.min, 0.9);

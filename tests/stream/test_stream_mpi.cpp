@@ -15,6 +15,7 @@
 #include "backend/operand.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
@@ -48,9 +49,9 @@ Files write_files(const std::string& dir, const DenseMatrix<double>& a, dist::Co
   Files f{dir + "/f.npy", dir + "/c.npy", dir + "/s.dcsr"};
   if (world.rank() == 0) {
     io::write_npy<double>(f.fortran, a.view());
-    std::vector<double> rm(static_cast<std::size_t>(a.rows() * a.cols()));
+    std::vector<double> rm(to_size(a.rows() * a.cols()));
     for (index_t i = 0; i < a.rows(); ++i)
-      for (index_t j = 0; j < a.cols(); ++j) rm[static_cast<std::size_t>(i * a.cols() + j)] = a(i, j);
+      for (index_t j = 0; j < a.cols(); ++j) rm[to_size(i * a.cols() + j)] = a(i, j);
     io::write_npy_row_major<double>(f.c_order, rm.data(), a.rows(), a.cols());
     const CsrMatrix<double> csr = test::to_csr(a);
     io::write_dcsr<double>(f.dcsr, csr.view());
@@ -85,8 +86,7 @@ TEST(StreamOnGrid, EveryRankStreamsItsBlockAndMatchesTheResidentGrid) {
         backend::ResidentOperand<double> resident(*kernels, block.ref());
         const test::Outcome r = test::solve_on(*kernels, *host, resident, grid, layout, o);
         // Tiles of about three lines of the block: several tiles per rank, two slots.
-        const std::size_t tile =
-            3 * 8 * static_cast<std::size_t>(std::max(layout.a_rows.size(), layout.a_cols.size())) + 64;
+        const std::size_t tile = 3 * 8 * to_size(std::max(layout.a_rows.size(), layout.a_cols.size())) + 64;
         StreamedOperand<double> streamed(*kernels, open_source<double>(path, layout.a_rows, layout.a_cols), tile, 2);
         const test::Outcome s = test::solve_on(*kernels, *host, streamed, grid, layout, o);
         EXPECT_LE(test::max_relative_difference(s.solution.pieces.wt, r.solution.pieces.wt), 1e-10);

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/operand.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/dcsr.hpp"
 #include "solvers/update_rule.hpp"
@@ -128,8 +129,7 @@ template <class Make>
 void check_products(const DenseMatrix<double>& a, const MatrixRef<double>& ref, Make make_source) {
   backend::CpuKernels<double> kernels;
   backend::ResidentOperand<double> resident(kernels, ref);
-  StreamedOperand<double> streamed(kernels, make_source(),
-                                   3 * 8 * static_cast<std::size_t>(std::max(a.rows(), a.cols())) + 40, 2);
+  StreamedOperand<double> streamed(kernels, make_source(), 3 * 8 * to_size(std::max(a.rows(), a.cols())) + 40, 2);
   const index_t m = a.rows(), n = a.cols(), k = 3;
   const auto wt = test::random_dense<double>(k, m, 21), h = test::random_dense<double>(k, n, 22);
   const backend::MatrixStats s1 = streamed.stats(), s2 = resident.stats();

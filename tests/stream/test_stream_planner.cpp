@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/bytes.hpp"
 #include "stream/planner.hpp"
 #include "support/error_message.hpp"
@@ -48,7 +49,7 @@ PlanInput single(index_t m, index_t n, index_t k, std::int64_t budget) {
   in.threads = 2;
   in.budget = budget;
   in.baseline = 10 << 20;
-  in.min_tile_bytes = static_cast<std::size_t>(m) * 8;
+  in.min_tile_bytes = to_size(m) * 8;
   return in;
 }
 

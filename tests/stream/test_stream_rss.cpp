@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "dnmf/index.hpp"
 #include "support/temp_dir_test.hpp"
 
 extern char** environ;
@@ -40,9 +41,9 @@ void write_big_npy(const std::string& path, long long m, long long n, bool fortr
   out.write(len, 2);
   out.write(dict.data(), static_cast<std::streamsize>(dict.size()));
   const long long lines = fortran ? n : m, length = fortran ? m : n;
-  std::vector<double> line(static_cast<std::size_t>(length));
+  std::vector<double> line(to_size(length));
   for (long long s = 0; s < lines; ++s) {
-    for (long long t = 0; t < length; ++t) line[static_cast<std::size_t>(t)] = fortran ? entry(t, s) : entry(s, t);
+    for (long long t = 0; t < length; ++t) line[to_size(t)] = fortran ? entry(t, s) : entry(s, t);
     out.write(reinterpret_cast<const char*>(line.data()), static_cast<std::streamsize>(length * 8));
   }
   ASSERT_TRUE(out.good());

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/dcsr.hpp"
 #include "stream/dcsr_source.hpp"
@@ -56,9 +57,9 @@ TEST_F(SourceTest, NpyFortranOrderStreamsColumnStripes) {
       EXPECT_EQ(source.mapped(), access == NpyAccess::automatic && whole_columns);
       EXPECT_EQ(source.fills_slots(), !source.mapped());
       std::size_t tiles = 0;
-      const auto got = assemble(source, 3 * static_cast<std::size_t>(rows.size()) * 8, &tiles);
+      const auto got = assemble(source, 3 * to_size(rows.size()) * 8, &tiles);
       EXPECT_EQ(got.storage(), slice(a, rows, cols).storage());
-      EXPECT_EQ(tiles, static_cast<std::size_t>((cols.size() + 2) / 3));
+      EXPECT_EQ(tiles, to_size((cols.size() + 2) / 3));
     }
 }
 
@@ -76,7 +77,7 @@ TEST_F(SourceTest, NpyMappedTilesSurviveSlotReuse) {
     source.read(extents[t], slots[t % 2], t < 2);
     const Tile<double>& now = slots[t % 2];
     ASSERT_NE(now.lent, nullptr);
-    EXPECT_EQ(now.bytes_read, static_cast<std::size_t>(now.rows * now.cols) * 8);
+    EXPECT_EQ(now.bytes_read, to_size(now.rows * now.cols) * 8);
     for (const Tile<double>* tile : {&slots[0], &slots[1]}) {
       if (tile->lent == nullptr) continue;
       for (index_t j = 0; j < tile->cols; ++j)
@@ -93,7 +94,7 @@ TEST_F(SourceTest, NpyCOrderStreamsRowStripesTransposed) {
   for (const auto& [rows, cols] : blocks(37, 23)) {
     NpySource<double> source(path("c.npy"), rows, cols);
     EXPECT_EQ(source.direction(), backend::Side::W);
-    const auto got = assemble(source, 4 * static_cast<std::size_t>(cols.size()) * 8);
+    const auto got = assemble(source, 4 * to_size(cols.size()) * 8);
     EXPECT_EQ(got.storage(), slice(a, rows, cols).storage());
   }
 }
@@ -123,7 +124,7 @@ TEST_F(SourceTest, NpyLinesLongerThanTheStagingBufferAreReadInPieces) {
     for (index_t i = 0; i < m; ++i) a(i, j) = static_cast<float>((i * 7 + j) % 1000) * 0.5f;
   io::write_npy_row_major<float>(path("wide.npy"), row_major(a).data(), m, n);
   NpySource<double> source(path("wide.npy"), {0, m}, {100, n});
-  const auto got = assemble(source, static_cast<std::size_t>(n) * 8 * 2);
+  const auto got = assemble(source, to_size(n) * 8 * 2);
   for (index_t j = 0; j < n - 100; j += 997)
     for (index_t i = 0; i < m; ++i) ASSERT_EQ(got(i, j), static_cast<double>(a(i, 100 + j)));
   EXPECT_EQ(got(2, n - 101), static_cast<double>(a(2, n - 1)));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "dnmf/index.hpp"
 #include "stream/tile_source.hpp"
 #include "support/matrix_views.hpp"
 
@@ -20,10 +21,10 @@ stream::Tile<T> slot_for(const std::vector<stream::TileExtent>& extents, bool sp
   }
   stream::Tile<T> tile;
   const stream::BufferAllocator host = stream::host_allocator();
-  tile.values = stream::Buffer<T>(host, static_cast<std::size_t>(entries));
+  tile.values = stream::Buffer<T>(host, to_size(entries));
   if (sparse) {
-    tile.indptr = stream::Buffer<index_t>(host, static_cast<std::size_t>(lines + 1));
-    tile.indices = stream::Buffer<col_index_t>(host, static_cast<std::size_t>(entries));
+    tile.indptr = stream::Buffer<index_t>(host, to_size(lines + 1));
+    tile.indices = stream::Buffer<col_index_t>(host, to_size(entries));
   }
   return tile;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/grid.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 #include "support/random_matrices.hpp"
 
@@ -28,7 +29,7 @@ DenseMatrix<T> slice(const DenseMatrix<T>& whole, dist::Range rows, dist::Range 
 template <class S, class T>
 std::vector<S> row_major_as(const DenseMatrix<T>& a) {
   std::vector<S> out;
-  out.reserve(static_cast<std::size_t>(a.rows() * a.cols()));
+  out.reserve(to_size(a.rows() * a.cols()));
   for (index_t i = 0; i < a.rows(); ++i)
     for (index_t j = 0; j < a.cols(); ++j) out.push_back(static_cast<S>(a(i, j)));
   return out;

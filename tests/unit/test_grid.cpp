@@ -14,6 +14,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::dist {
 namespace {
@@ -85,8 +86,8 @@ TEST(MakeLayout, CoversEveryRowAndColumnExactlyOnce) {
         const index_t m = mn[0], n = mn[1];
         const GridShape shape{pr, pc};
         SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + " on " + shape.str());
-        std::vector<int> w_owner(static_cast<std::size_t>(m), 0), h_owner(static_cast<std::size_t>(n), 0);
-        std::vector<int> a_cover(static_cast<std::size_t>(m * n), 0);
+        std::vector<int> w_owner(to_size(m), 0), h_owner(to_size(n), 0);
+        std::vector<int> a_cover(to_size(m * n), 0);
         for (int i = 0; i < pr; ++i)
           for (int j = 0; j < pc; ++j) {
             const Layout l = make_layout(shape, i, j, m, n);
@@ -98,23 +99,23 @@ TEST(MakeLayout, CoversEveryRowAndColumnExactlyOnce) {
             EXPECT_LE(l.w_rows.last, l.a_rows.last);
             EXPECT_GE(l.h_cols.first, l.a_cols.first);
             EXPECT_LE(l.h_cols.last, l.a_cols.last);
-            ASSERT_EQ(l.w_piece_sizes.size(), static_cast<std::size_t>(pc));
-            ASSERT_EQ(l.h_piece_sizes.size(), static_cast<std::size_t>(pr));
-            EXPECT_EQ(l.w_piece_sizes[static_cast<std::size_t>(j)], l.w_rows.size());
-            EXPECT_EQ(l.h_piece_sizes[static_cast<std::size_t>(i)], l.h_cols.size());
+            ASSERT_EQ(l.w_piece_sizes.size(), to_size(pc));
+            ASSERT_EQ(l.h_piece_sizes.size(), to_size(pr));
+            EXPECT_EQ(l.w_piece_sizes[to_size(j)], l.w_rows.size());
+            EXPECT_EQ(l.h_piece_sizes[to_size(i)], l.h_cols.size());
             index_t w_sum = 0, h_sum = 0;
             for (index_t s : l.w_piece_sizes) w_sum += s;
             for (index_t s : l.h_piece_sizes) h_sum += s;
             EXPECT_EQ(w_sum, l.a_rows.size()) << "W's pieces make up the block row";
             EXPECT_EQ(h_sum, l.a_cols.size()) << "H's pieces make up the block column";
-            for (index_t r = l.w_rows.first; r < l.w_rows.last; ++r) ++w_owner[static_cast<std::size_t>(r)];
-            for (index_t c = l.h_cols.first; c < l.h_cols.last; ++c) ++h_owner[static_cast<std::size_t>(c)];
+            for (index_t r = l.w_rows.first; r < l.w_rows.last; ++r) ++w_owner[to_size(r)];
+            for (index_t c = l.h_cols.first; c < l.h_cols.last; ++c) ++h_owner[to_size(c)];
             for (index_t c = l.a_cols.first; c < l.a_cols.last; ++c)
-              for (index_t r = l.a_rows.first; r < l.a_rows.last; ++r) ++a_cover[static_cast<std::size_t>(r + c * m)];
+              for (index_t r = l.a_rows.first; r < l.a_rows.last; ++r) ++a_cover[to_size(r + c * m)];
             // The piece of rank (i, j) is the j-th of its block row and the i-th of its block column.
             index_t w_before = 0, h_before = 0;
-            for (int q = 0; q < j; ++q) w_before += l.w_piece_sizes[static_cast<std::size_t>(q)];
-            for (int q = 0; q < i; ++q) h_before += l.h_piece_sizes[static_cast<std::size_t>(q)];
+            for (int q = 0; q < j; ++q) w_before += l.w_piece_sizes[to_size(q)];
+            for (int q = 0; q < i; ++q) h_before += l.h_piece_sizes[to_size(q)];
             EXPECT_EQ(l.w_rows.first, l.a_rows.first + w_before);
             EXPECT_EQ(l.h_cols.first, l.a_cols.first + h_before);
           }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 #include "dnmf/nnls.hpp"
 
@@ -31,7 +32,7 @@ struct Problem {
   int n = 0;
   Vec g;
   Vec b;
-  const double* col(int j) const { return b.data() + static_cast<std::size_t>(j) * k; }
+  const double* col(int j) const { return b.data() + dnmf::to_size(j) * k; }
 };
 
 Vec gaussian(std::mt19937_64& rng, std::size_t count) {
@@ -43,12 +44,12 @@ Vec gaussian(std::mt19937_64& rng, std::size_t count) {
 
 // G = C'C for an m x k column-major C.
 Vec gram(const Vec& c, int m, int k) {
-  Vec g(static_cast<std::size_t>(k) * k, 0.0);
+  Vec g(dnmf::to_size(k) * k, 0.0);
   for (int j = 0; j < k; ++j) {
     for (int i = 0; i < k; ++i) {
       double s = 0;
-      for (int r = 0; r < m; ++r) s += c[r + static_cast<std::size_t>(i) * m] * c[r + static_cast<std::size_t>(j) * m];
-      g[i + static_cast<std::size_t>(j) * k] = s;
+      for (int r = 0; r < m; ++r) s += c[r + dnmf::to_size(i) * m] * c[r + dnmf::to_size(j) * m];
+      g[i + dnmf::to_size(j) * k] = s;
     }
   }
   return g;
@@ -56,13 +57,12 @@ Vec gram(const Vec& c, int m, int k) {
 
 // B = C' Cc for an m x n right-hand side matrix Cc.
 Vec project(const Vec& c, int m, int k, const Vec& rhs, int n) {
-  Vec b(static_cast<std::size_t>(k) * n, 0.0);
+  Vec b(dnmf::to_size(k) * n, 0.0);
   for (int j = 0; j < n; ++j) {
     for (int i = 0; i < k; ++i) {
       double s = 0;
-      for (int r = 0; r < m; ++r)
-        s += c[r + static_cast<std::size_t>(i) * m] * rhs[r + static_cast<std::size_t>(j) * m];
-      b[i + static_cast<std::size_t>(j) * k] = s;
+      for (int r = 0; r < m; ++r) s += c[r + dnmf::to_size(i) * m] * rhs[r + dnmf::to_size(j) * m];
+      b[i + dnmf::to_size(j) * k] = s;
     }
   }
   return b;
@@ -73,15 +73,15 @@ Vec project(const Vec& c, int m, int k, const Vec& rhs, int n) {
 Problem random_problem(int k, int n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int m = 2 * k + 10;
-  const Vec c = gaussian(rng, static_cast<std::size_t>(m) * k);
+  const Vec c = gaussian(rng, dnmf::to_size(m) * k);
   Problem p;
   p.k = k;
   p.n = n;
   p.g = gram(c, m, k);
-  p.b = project(c, m, k, gaussian(rng, static_cast<std::size_t>(m) * n), n);
+  p.b = project(c, m, k, gaussian(rng, dnmf::to_size(m) * n), n);
   std::uniform_real_distribution<double> expo(-3, 3);
   for (int j = 0; j < n; ++j) {
-    double* bj = p.b.data() + static_cast<std::size_t>(j) * k;
+    double* bj = p.b.data() + dnmf::to_size(j) * k;
     const double scale = std::pow(10.0, expo(rng));
     for (int i = 0; i < k; ++i) {
       if (j % 7 == 3) {
@@ -104,9 +104,9 @@ Vec solve_passive(const Vec& g, const double* b, int k, const std::vector<char>&
     if (passive[i]) idx.push_back(i);
   }
   const int m = static_cast<int>(idx.size());
-  Vec a(static_cast<std::size_t>(m) * (m + 1));  // row-major augmented matrix
+  Vec a(dnmf::to_size(m) * (m + 1));  // row-major augmented matrix
   for (int r = 0; r < m; ++r) {
-    for (int c = 0; c < m; ++c) a[r * (m + 1) + c] = g[idx[r] + static_cast<std::size_t>(idx[c]) * k];
+    for (int c = 0; c < m; ++c) a[r * (m + 1) + c] = g[idx[r] + dnmf::to_size(idx[c]) * k];
     a[r * (m + 1) + m] = b[idx[r]];
   }
   for (int c = 0; c < m; ++c) {
@@ -144,7 +144,7 @@ Vec lawson_hanson(const Vec& g, const double* b, int k) {
     for (int i = 0; i < k; ++i) {
       if (passive[i] || blocked[i]) continue;
       double w = b[i];
-      for (int q = 0; q < k; ++q) w -= g[i + static_cast<std::size_t>(q) * k] * x[q];
+      for (int q = 0; q < k; ++q) w -= g[i + dnmf::to_size(q) * k] * x[q];
       if (w > best_w) {
         best_w = w;
         best = i;
@@ -192,7 +192,7 @@ double objective(const Vec& g, const double* b, const X* x, int k) {
   double f = 0;
   for (int i = 0; i < k; ++i) {
     double gx = 0;
-    for (int q = 0; q < k; ++q) gx += g[i + static_cast<std::size_t>(q) * k] * x[q];
+    for (int q = 0; q < k; ++q) gx += g[i + dnmf::to_size(q) * k] * x[q];
     f += 0.5 * x[i] * gx - b[i] * x[i];
   }
   return f;
@@ -214,7 +214,7 @@ testing::AssertionResult kkt(const Vec& g, const double* b, const X* x, int k, d
   const double scale = k * gmax * xmax + bmax;
   for (int i = 0; i < k; ++i) {
     double grad = -b[i];
-    for (int q = 0; q < k; ++q) grad += g[i + static_cast<std::size_t>(q) * k] * x[q];
+    for (int q = 0; q < k; ++q) grad += g[i + dnmf::to_size(q) * k] * x[q];
     if (grad < -tol * scale) {
       return testing::AssertionFailure() << "gradient[" << i << "] = " << grad << " < -" << tol * scale;
     }
@@ -254,7 +254,7 @@ NnlsStats run(const Problem& p, std::vector<T>& x, const NnlsOptions& options = 
 template <class T>
 void expect_all_kkt(const Problem& p, const std::vector<T>& x, double tol) {
   for (int j = 0; j < p.n; ++j) {
-    EXPECT_TRUE(kkt(p.g, p.col(j), x.data() + static_cast<std::size_t>(j) * p.k, p.k, tol)) << "column " << j;
+    EXPECT_TRUE(kkt(p.g, p.col(j), x.data() + dnmf::to_size(j) * p.k, p.k, tol)) << "column " << j;
   }
 }
 
@@ -262,7 +262,7 @@ void expect_all_kkt(const Problem& p, const std::vector<T>& x, double tol) {
 template <class T>
 void expect_no_worse(const Problem& p, const std::vector<T>& x, double tol) {
   for (int j = 0; j < p.n; ++j) {
-    const T* xj = x.data() + static_cast<std::size_t>(j) * p.k;
+    const T* xj = x.data() + dnmf::to_size(j) * p.k;
     for (int i = 0; i < p.k; ++i) {
       ASSERT_TRUE(std::isfinite(xj[i]) && xj[i] >= 0) << "x(" << i << ", " << j << ") = " << xj[i];
     }
@@ -288,12 +288,12 @@ TEST_P(NnlsRandom, MatchesLawsonHansonDouble) {
   EXPECT_EQ(stats.dead_variables, 0);
   for (int j = 0; j < p.n; ++j) {
     const Vec ref = lawson_hanson(p.g, p.col(j), k);
-    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + static_cast<std::size_t>(j) * k, ref, 1e-8)) << "column " << j;
+    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + dnmf::to_size(j) * k, ref, 1e-8)) << "column " << j;
   }
   expect_all_kkt(p, x, 1e-10);
   // Columns with all-negative B must come back exactly zero: nothing ever enters the passive set.
   for (int j = 3; j < p.n; j += 7) {
-    for (int i = 0; i < k; ++i) EXPECT_EQ(x[i + static_cast<std::size_t>(j) * k], 0.0);
+    for (int i = 0; i < k; ++i) EXPECT_EQ(x[i + dnmf::to_size(j) * k], 0.0);
   }
 }
 
@@ -305,7 +305,7 @@ TEST_P(NnlsRandom, MatchesLawsonHansonFloat) {
   EXPECT_EQ(stats.rounds_cap_hits, 0);
   for (int j = 0; j < p.n; ++j) {
     const Vec ref = lawson_hanson(p.g, p.col(j), k);
-    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + static_cast<std::size_t>(j) * k, ref, 1e-4)) << "column " << j;
+    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + dnmf::to_size(j) * k, ref, 1e-4)) << "column " << j;
   }
   expect_all_kkt(p, x, 1e-5);
 }
@@ -317,13 +317,13 @@ TEST(Nnls, GroupsShareFactorisations) {
   // Identical right-hand sides share a passive set in every round, so they cost one factorisation.
   Problem p = random_problem(12, 1, 7);
   p.n = 200;
-  p.b.resize(static_cast<std::size_t>(p.k) * p.n);
+  p.b.resize(dnmf::to_size(p.k) * p.n);
   for (int j = 1; j < p.n; ++j) std::copy(p.b.begin(), p.b.begin() + p.k, p.b.begin() + j * p.k);
   std::vector<double> x;
   const NnlsStats stats = run(p, x);
   EXPECT_LE(stats.groups, stats.rounds);
   for (int j = 1; j < p.n; ++j) {
-    for (int i = 0; i < p.k; ++i) EXPECT_EQ(x[i + static_cast<std::size_t>(j) * p.k], x[i]);
+    for (int i = 0; i < p.k; ++i) EXPECT_EQ(x[i + dnmf::to_size(j) * p.k], x[i]);
   }
 }
 
@@ -350,16 +350,16 @@ Problem from_factor(const Vec& c, int m, int k, int n, std::mt19937_64& rng) {
   p.k = k;
   p.n = n;
   p.g = gram(c, m, k);
-  p.b = project(c, m, k, gaussian(rng, static_cast<std::size_t>(m) * n), n);
+  p.b = project(c, m, k, gaussian(rng, dnmf::to_size(m) * n), n);
   return p;
 }
 
 TEST(NnlsAdversarial, RankDeficient) {
   std::mt19937_64 rng(21);
   const int m = 30, k = 20, r = 5;
-  const Vec u = gaussian(rng, static_cast<std::size_t>(m) * r);
-  const Vec v = gaussian(rng, static_cast<std::size_t>(r) * k);
-  Vec c(static_cast<std::size_t>(m) * k, 0.0);
+  const Vec u = gaussian(rng, dnmf::to_size(m) * r);
+  const Vec v = gaussian(rng, dnmf::to_size(r) * k);
+  Vec c(dnmf::to_size(m) * k, 0.0);
   for (int j = 0; j < k; ++j) {
     for (int q = 0; q < r; ++q) {
       for (int i = 0; i < m; ++i) c[i + j * m] += u[i + q * m] * v[q + j * r];
@@ -384,7 +384,7 @@ TEST(NnlsAdversarial, RankDeficient) {
 TEST(NnlsAdversarial, ZeroRowsAndColumns) {
   std::mt19937_64 rng(22);
   const int m = 40, k = 12;
-  Vec c = gaussian(rng, static_cast<std::size_t>(m) * k);
+  Vec c = gaussian(rng, dnmf::to_size(m) * k);
   for (int j : {0, 5, 11}) std::fill(c.begin() + j * m, c.begin() + (j + 1) * m, 0.0);
   Problem p = from_factor(c, m, k, 100, rng);
   std::vector<double> x;
@@ -394,18 +394,18 @@ TEST(NnlsAdversarial, ZeroRowsAndColumns) {
   expect_all_kkt(p, x, 1e-10);
 
   // With positive B on a zero row the problem is unbounded in that variable; the solver pins it to zero.
-  for (int j = 0; j < p.n; ++j) p.b[5 + static_cast<std::size_t>(j) * k] = 1.0;
+  for (int j = 0; j < p.n; ++j) p.b[5 + dnmf::to_size(j) * k] = 1.0;
   run(p, x);
   for (int j = 0; j < p.n; ++j) {
-    EXPECT_EQ(x[5 + static_cast<std::size_t>(j) * k], 0.0);
-    for (int i = 0; i < k; ++i) EXPECT_TRUE(std::isfinite(x[i + static_cast<std::size_t>(j) * k]));
+    EXPECT_EQ(x[5 + dnmf::to_size(j) * k], 0.0);
+    for (int i = 0; i < k; ++i) EXPECT_TRUE(std::isfinite(x[i + dnmf::to_size(j) * k]));
   }
 }
 
 TEST(NnlsAdversarial, DuplicateColumns) {
   std::mt19937_64 rng(23);
   const int m = 25, k = 10;
-  Vec c = gaussian(rng, static_cast<std::size_t>(m) * k);
+  Vec c = gaussian(rng, dnmf::to_size(m) * k);
   for (int i = 0; i < m; ++i) {
     c[i + 3 * m] = c[i + 1 * m];        // exact copy
     c[i + 7 * m] = 2.0 * c[i + 2 * m];  // scaled copy
@@ -435,7 +435,7 @@ TEST(NnlsAdversarial, BadlyScaledDiagonal) {
     for (int i = 0; i < p.k; ++i) q.g[i + j * p.k] *= d[i] * d[j];
   }
   for (int j = 0; j < p.n; ++j) {
-    for (int i = 0; i < p.k; ++i) q.b[i + static_cast<std::size_t>(j) * p.k] *= d[i];
+    for (int i = 0; i < p.k; ++i) q.b[i + dnmf::to_size(j) * p.k] *= d[i];
   }
   std::vector<double> x, xs;
   run(p, x);
@@ -443,7 +443,7 @@ TEST(NnlsAdversarial, BadlyScaledDiagonal) {
   EXPECT_EQ(stats.dead_variables, 0);
   for (int j = 0; j < p.n; ++j) {
     Vec back(p.k);
-    for (int i = 0; i < p.k; ++i) back[i] = xs[i + static_cast<std::size_t>(j) * p.k] * d[i];
+    for (int i = 0; i < p.k; ++i) back[i] = xs[i + dnmf::to_size(j) * p.k] * d[i];
     EXPECT_TRUE(close_to(p.g, p.col(j), back.data(), Vec(x.begin() + j * p.k, x.begin() + (j + 1) * p.k), 1e-8))
         << "column " << j;
   }
@@ -473,7 +473,7 @@ TEST(NnlsAdversarial, TinyDiagonalRelativeToOthersIsDead) {
   std::vector<double> x;
   const NnlsStats stats = run(p, x);
   EXPECT_EQ(stats.dead_variables, 1);
-  for (int j = 0; j < p.n; ++j) EXPECT_EQ(x[2 + static_cast<std::size_t>(j) * p.k], 0.0);
+  for (int j = 0; j < p.n; ++j) EXPECT_EQ(x[2 + dnmf::to_size(j) * p.k], 0.0);
   for (double v : x) EXPECT_TRUE(std::isfinite(v) && v >= 0);
 }
 
@@ -511,7 +511,7 @@ TEST(NnlsAdversarial, FloatRoundingIndefinitenessIsAbsorbedByShift) {
   // Nearly parallel columns: rounding G to float leaves it slightly indefinite, which the shift retries absorb.
   std::mt19937_64 rng(28);
   const int m = 30, k = 6;
-  Vec c = gaussian(rng, static_cast<std::size_t>(m) * k);
+  Vec c = gaussian(rng, dnmf::to_size(m) * k);
   const Vec e = gaussian(rng, m);
   for (int i = 0; i < m; ++i) c[i + 4 * m] = c[i] + 1e-5 * e[i];
   Problem p = from_factor(c, m, k, 100, rng);
@@ -549,7 +549,7 @@ TEST(NnlsWarmStart, FromSolutionTakesOneRound) {
   EXPECT_EQ(warm.backup_rule_uses, 0);
   for (int j = 0; j < p.n; ++j) {
     const Vec ref(x.begin() + j * p.k, x.begin() + (j + 1) * p.k);
-    EXPECT_TRUE(close_to(p.g, p.col(j), again.data() + static_cast<std::size_t>(j) * p.k, ref, 1e-12));
+    EXPECT_TRUE(close_to(p.g, p.col(j), again.data() + dnmf::to_size(j) * p.k, ref, 1e-12));
   }
 }
 
@@ -567,7 +567,7 @@ TEST(NnlsWarmStart, BadWarmStartGivesSameAnswer) {
     run(p, *warm);
     for (int j = 0; j < p.n; ++j) {
       const Vec ref(cold.begin() + j * p.k, cold.begin() + (j + 1) * p.k);
-      EXPECT_TRUE(close_to(p.g, p.col(j), warm->data() + static_cast<std::size_t>(j) * p.k, ref, 1e-10));
+      EXPECT_TRUE(close_to(p.g, p.col(j), warm->data() + dnmf::to_size(j) * p.k, ref, 1e-10));
     }
   }
 }
@@ -583,21 +583,21 @@ TEST(NnlsDegenerate, CyclingProneTerminates) {
   for (int trial = 0; trial < 200; ++trial) {
     const int k = 3 + trial % 6;
     const int m = k + 1;
-    Vec c(static_cast<std::size_t>(m) * k);
+    Vec c(dnmf::to_size(m) * k);
     for (double& v : c) v = small(rng);
     Problem p;
     p.k = k;
     p.n = 4;
     p.g = gram(c, m, k);
-    p.b.assign(static_cast<std::size_t>(k) * p.n, 0.0);
+    p.b.assign(dnmf::to_size(k) * p.n, 0.0);
     for (int j = 0; j < p.n; ++j) {
       Vec xs(k);
       for (double& v : xs) v = std::max(0, small(rng));
       for (int i = 0; i < k; ++i) {
-        for (int q = 0; q < k; ++q) p.b[i + static_cast<std::size_t>(j) * k] += p.g[i + q * k] * xs[q];
+        for (int q = 0; q < k; ++q) p.b[i + dnmf::to_size(j) * k] += p.g[i + q * k] * xs[q];
       }
       if (j == 3) {
-        for (int i = 0; i < k; ++i) p.b[i + static_cast<std::size_t>(j) * k] -= small(rng) == 0 ? 1 : 0;
+        for (int i = 0; i < k; ++i) p.b[i + dnmf::to_size(j) * k] -= small(rng) == 0 ? 1 : 0;
       }
     }
     std::vector<double> x(p.b.size(), 0.0);
@@ -649,7 +649,7 @@ TEST(NnlsDegenerate, RoundCapFallsBackToExactSolve) {
   EXPECT_GT(stats.rounds_cap_hits, 50);
   for (int j = 0; j < p.n; ++j) {
     const Vec ref = lawson_hanson(p.g, p.col(j), p.k);
-    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + static_cast<std::size_t>(j) * p.k, ref, 1e-8)) << "column " << j;
+    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + dnmf::to_size(j) * p.k, ref, 1e-8)) << "column " << j;
   }
   expect_all_kkt(p, x, 1e-10);
 }
@@ -660,9 +660,9 @@ TEST(NnlsDegenerate, OverfactoredScaledDuplicatedReachesOptimum) {
   // of backup-rule rounds), so this exercises the default cap and the fallback on realistic data.
   std::mt19937_64 rng(61);
   const int m = 45, k = 70, r = 30, n = 60;
-  const Vec u = gaussian(rng, static_cast<std::size_t>(m) * r);
-  const Vec v = gaussian(rng, static_cast<std::size_t>(r) * k);
-  Vec c(static_cast<std::size_t>(m) * k, 0.0);
+  const Vec u = gaussian(rng, dnmf::to_size(m) * r);
+  const Vec v = gaussian(rng, dnmf::to_size(r) * k);
+  Vec c(dnmf::to_size(m) * k, 0.0);
   for (int j = 0; j < k; ++j) {
     for (int q = 0; q < r; ++q) {
       for (int i = 0; i < m; ++i) c[i + j * m] += std::abs(u[i + q * m]) * v[q + j * r];
@@ -779,20 +779,20 @@ TEST(NnlsInput, StridedViews) {
   std::vector<double> packed;
   run(p, packed);
   const int ld = p.k + 3;
-  Vec g(static_cast<std::size_t>(ld) * p.k, -5.0), b(static_cast<std::size_t>(ld) * p.n, -5.0);
-  std::vector<double> x(static_cast<std::size_t>(ld) * p.n, 42.0);
+  Vec g(dnmf::to_size(ld) * p.k, -5.0), b(dnmf::to_size(ld) * p.n, -5.0);
+  std::vector<double> x(dnmf::to_size(ld) * p.n, 42.0);
   for (int j = 0; j < p.k; ++j) std::copy(p.g.begin() + j * p.k, p.g.begin() + (j + 1) * p.k, g.begin() + j * ld);
   for (int j = 0; j < p.n; ++j) {
     std::copy(p.b.begin() + j * p.k, p.b.begin() + (j + 1) * p.k, b.begin() + j * ld);
-    for (int i = 0; i < p.k; ++i) x[i + static_cast<std::size_t>(j) * ld] = 0.0;
+    for (int i = 0; i < p.k; ++i) x[i + dnmf::to_size(j) * ld] = 0.0;
   }
   dnmf::nnls_bpp<double>(DenseView<const double>(g.data(), p.k, p.k, ld),
                          DenseView<const double>(b.data(), p.k, p.n, ld), DenseView<double>(x.data(), p.k, p.n, ld));
   for (int j = 0; j < p.n; ++j) {
     for (int i = 0; i < ld; ++i) {
-      const double v = x[i + static_cast<std::size_t>(j) * ld];
+      const double v = x[i + dnmf::to_size(j) * ld];
       if (i < p.k) {
-        EXPECT_EQ(v, packed[i + static_cast<std::size_t>(j) * p.k]);
+        EXPECT_EQ(v, packed[i + dnmf::to_size(j) * p.k]);
       } else {
         EXPECT_EQ(v, 42.0);
       }

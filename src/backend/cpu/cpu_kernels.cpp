@@ -10,6 +10,7 @@
 #include "backend/cpu/blas.hpp"
 #include "backend/tiles.hpp"
 #include "backend/update_rules.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend {
 namespace {
@@ -37,20 +38,20 @@ void scale_columns(View<T> out, T beta, index_t first, index_t last) {
 template <class T>
 void csr_gather(const CsrView<T>& s, CView<T> y, View<T> out, T beta, index_t first, index_t last) {
   const index_t k = y.rows;
-  std::vector<T> acc(static_cast<std::size_t>(k));
+  std::vector<T> acc(to_size(k));
   for (index_t i = first; i < last; ++i) {
     std::fill(acc.begin(), acc.end(), T(0));
     for (index_t p = s.indptr[i]; p < s.indptr[i + 1]; ++p) {
       const T v = s.values[p];
       const T* yc = y.data + static_cast<index_t>(s.indices[p]) * y.ld;
 #pragma omp simd
-      for (index_t l = 0; l < k; ++l) acc[static_cast<std::size_t>(l)] += v * yc[l];
+      for (index_t l = 0; l < k; ++l) acc[to_size(l)] += v * yc[l];
     }
     T* oc = out.data + i * out.ld;
     if (beta == T(0)) {
-      for (index_t l = 0; l < k; ++l) oc[l] = acc[static_cast<std::size_t>(l)];
+      for (index_t l = 0; l < k; ++l) oc[l] = acc[to_size(l)];
     } else {
-      for (index_t l = 0; l < k; ++l) oc[l] = beta * oc[l] + acc[static_cast<std::size_t>(l)];
+      for (index_t l = 0; l < k; ++l) oc[l] = beta * oc[l] + acc[to_size(l)];
     }
   }
 }
@@ -77,7 +78,7 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
               index_t last) {
   const index_t k = wt.rows;
   KlSums sums;
-  std::vector<T> acc(static_cast<std::size_t>(k));
+  std::vector<T> acc(to_size(k));
   for (index_t i = first; i < last; ++i) {
     const T* wc = wt.data + i * wt.ld;
     std::fill(acc.begin(), acc.end(), T(0));
@@ -94,7 +95,7 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
       const T r = static_cast<T>(kl_ratio(a, md));
       if (side == Side::W) {
 #pragma omp simd
-        for (index_t l = 0; l < k; ++l) acc[static_cast<std::size_t>(l)] += r * hc[l];
+        for (index_t l = 0; l < k; ++l) acc[to_size(l)] += r * hc[l];
       } else {
         T* oc = out + j * ldo;
 #pragma omp simd
@@ -103,7 +104,7 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
     }
     if (side == Side::W) {
       T* oc = out + i * ldo;
-      for (index_t l = 0; l < k; ++l) oc[l] = (beta == T(0) ? T(0) : beta * oc[l]) + acc[static_cast<std::size_t>(l)];
+      for (index_t l = 0; l < k; ++l) oc[l] = (beta == T(0) ? T(0) : beta * oc[l]) + acc[to_size(l)];
     }
   }
   return sums;
@@ -230,15 +231,15 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
     return;
   }
   scale_columns(out, beta, 0, out.cols);
-  std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(omp_get_max_threads() - 1, 0)));
+  std::vector<std::vector<T>> privates(to_size(std::max(omp_get_max_threads() - 1, 0)));
 #pragma omp parallel
   {
     const int t = omp_get_thread_num();
     T* acc = out.data;
     index_t ld = out.ld;
     if (t > 0) {
-      auto& priv = privates[static_cast<std::size_t>(t - 1)];
-      priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+      auto& priv = privates[to_size(t - 1)];
+      priv.assign(to_size(k * out.cols), T(0));
       acc = priv.data();
       ld = k;
     }
@@ -246,7 +247,7 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
     for (index_t c = 0; c < n_chunks; ++c) csr_scatter(s, y, acc, ld, chunks[c], chunks[c + 1]);
   }
   for (auto& priv : privates)
-    if (priv.empty()) priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+    if (priv.empty()) priv.assign(to_size(k * out.cols), T(0));
   reduce_into(out, privates);
 }
 
@@ -258,8 +259,8 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
   KlSums total;
   if (k == 0) return total;
   const int threads = omp_get_max_threads();
-  std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(threads - 1, 0)));
-  std::vector<KlSums> partial(static_cast<std::size_t>(threads));
+  std::vector<std::vector<T>> privates(to_size(std::max(threads - 1, 0)));
+  std::vector<KlSums> partial(to_size(threads));
   const bool scatter = (side == Side::H && is_sparse(a)) || (side == Side::W && !is_sparse(a));
   if (scatter) scale_columns(out, beta, 0, out.cols);
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
@@ -270,16 +271,16 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
 #pragma omp parallel
     {
       const int t = omp_get_thread_num();
-      std::vector<T> scratch(static_cast<std::size_t>(std::max<index_t>(d->rows, 1) * widest));
+      std::vector<T> scratch(to_size(std::max<index_t>(d->rows, 1) * widest));
       View<T> acc = out;
       if (side == Side::W && t > 0) {
-        auto& priv = privates[static_cast<std::size_t>(t - 1)];
-        priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+        auto& priv = privates[to_size(t - 1)];
+        priv.assign(to_size(k * out.cols), T(0));
         acc = View<T>{priv.data(), k, out.cols, k};
       }
 #pragma omp for schedule(dynamic, 1)
       for (index_t tile = 0; tile < n_tiles; ++tile)
-        partial[static_cast<std::size_t>(t)] +=
+        partial[to_size(t)] +=
             dense_kl(*d, side, wt, h, side == Side::H ? acc.columns(bounds[tile], bounds[tile + 1]) : acc, beta,
                      bounds[tile], bounds[tile + 1], scratch.data());
     }
@@ -293,19 +294,19 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
       T* acc = out.data;
       index_t ld = out.ld;
       if (side == Side::H && t > 0) {
-        auto& priv = privates[static_cast<std::size_t>(t - 1)];
-        priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+        auto& priv = privates[to_size(t - 1)];
+        priv.assign(to_size(k * out.cols), T(0));
         acc = priv.data();
         ld = k;
       }
 #pragma omp for schedule(dynamic, 1)
       for (index_t c = 0; c < n_chunks; ++c)
-        partial[static_cast<std::size_t>(t)] += csr_kl(s, side, wt, h, acc, ld, beta, chunks[c], chunks[c + 1]);
+        partial[to_size(t)] += csr_kl(s, side, wt, h, acc, ld, beta, chunks[c], chunks[c + 1]);
     }
   }
   if (scatter) {
     for (auto& priv : privates)
-      if (priv.empty()) priv.assign(static_cast<std::size_t>(k * out.cols), T(0));
+      if (priv.empty()) priv.assign(to_size(k * out.cols), T(0));
     reduce_into(out, privates);
   }
   for (const auto& p : partial) total += p;
@@ -367,10 +368,10 @@ double CpuKernels<T>::dot(CView<T> x, CView<T> y) {
 
 template <class T>
 void CpuKernels<T>::row_sums(CView<T> x, T* out) {
-  std::vector<double> acc(static_cast<std::size_t>(x.rows), 0.0);
+  std::vector<double> acc(to_size(x.rows), 0.0);
   for (index_t c = 0; c < x.cols; ++c)
-    for (index_t l = 0; l < x.rows; ++l) acc[static_cast<std::size_t>(l)] += static_cast<double>(x(l, c));
-  for (index_t l = 0; l < x.rows; ++l) out[l] = static_cast<T>(acc[static_cast<std::size_t>(l)]);
+    for (index_t l = 0; l < x.rows; ++l) acc[to_size(l)] += static_cast<double>(x(l, c));
+  for (index_t l = 0; l < x.rows; ++l) out[l] = static_cast<T>(acc[to_size(l)]);
 }
 
 template <class T>
@@ -401,26 +402,26 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
   const int threads = omp_get_max_threads();
-  std::vector<std::vector<T>> privates(static_cast<std::size_t>(std::max(threads - 1, 0)));
-  std::vector<std::vector<T>> gram_privates(static_cast<std::size_t>(threads));
-  std::vector<FusedSums> partial(static_cast<std::size_t>(threads));
+  std::vector<std::vector<T>> privates(to_size(std::max(threads - 1, 0)));
+  std::vector<std::vector<T>> gram_privates(to_size(threads));
+  std::vector<FusedSums> partial(to_size(threads));
   if (!accumulate) fill(other_numer, T(0));
   const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
 
 #pragma omp parallel if (n_tiles > 1)
   {
     const int t = omp_get_thread_num();
-    FusedSums& mine = partial[static_cast<std::size_t>(t)];
-    std::vector<T> numer_buf(static_cast<std::size_t>(std::max<index_t>(k * widest, 1)));
-    std::vector<T> kl_scratch(kl && dense ? static_cast<std::size_t>(std::max<index_t>(m_rows, 1) * widest) : 0);
+    FusedSums& mine = partial[to_size(t)];
+    std::vector<T> numer_buf(to_size(std::max<index_t>(k * widest, 1)));
+    std::vector<T> kl_scratch(kl && dense ? to_size(std::max<index_t>(m_rows, 1) * widest) : 0);
     View<T> acc = other_numer;
     if (t > 0) {
-      auto& priv = privates[static_cast<std::size_t>(t - 1)];
-      priv.assign(static_cast<std::size_t>(k * other_numer.cols), T(0));
+      auto& priv = privates[to_size(t - 1)];
+      priv.assign(to_size(k * other_numer.cols), T(0));
       acc = View<T>{priv.data(), k, other_numer.cols, std::max<index_t>(k, 1)};
     }
-    auto& gpriv = gram_privates[static_cast<std::size_t>(t)];
-    gpriv.assign(static_cast<std::size_t>(k * k), T(0));
+    auto& gpriv = gram_privates[to_size(t)];
+    gpriv.assign(to_size(k * k), T(0));
     View<T> gacc{gpriv.data(), k, k, std::max<index_t>(k, 1)};
 
 #pragma omp for schedule(dynamic, 1)
@@ -472,13 +473,13 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
     }
   }
   for (auto& priv : privates)
-    if (priv.empty()) priv.assign(static_cast<std::size_t>(k * other_numer.cols), T(0));
+    if (priv.empty()) priv.assign(to_size(k * other_numer.cols), T(0));
   reduce_into(other_numer, privates);
   if (!accumulate) fill(gx, T(0));
   for (const auto& gp : gram_privates) {
     if (gp.empty()) continue;  // a thread that did not run (serial region)
     for (index_t q = 0; q < k; ++q)
-      for (index_t p = 0; p <= q; ++p) gx(p, q) += gp[static_cast<std::size_t>(p + q * k)];
+      for (index_t p = 0; p <= q; ++p) gx(p, q) += gp[to_size(p + q * k)];
   }
   mirror_upper(gx);
   FusedSums total;

@@ -6,6 +6,7 @@
 #include "backend/cuda/device_query.hpp"
 #include "backend/cuda/launch.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend::cuda {
 
@@ -21,7 +22,7 @@ Context::Context() {
     DNMF_CUDA_CHECK(cublasSetStream(blas_, stream_));
     DNMF_CUDA_CHECK(cusparseCreate(&sparse_));
     DNMF_CUDA_CHECK(cusparseSetStream(sparse_, stream_));
-    reduction_.reserve((2 * static_cast<std::size_t>(kReduceBlocks) + 2) * sizeof(double));
+    reduction_.reserve((2 * to_size(kReduceBlocks) + 2) * sizeof(double));
     void* pinned = nullptr;
     DNMF_CUDA_CHECK(cudaMallocHost(&pinned, 2 * sizeof(double)));
     host_result_ = static_cast<double*>(pinned);
@@ -52,7 +53,7 @@ void* Context::scratch(Slot slot, std::size_t bytes) { return scratch_[static_ca
 
 double* Context::partials() const { return static_cast<double*>(reduction_.get()); }
 
-double* Context::accumulator() const { return partials() + 2 * static_cast<std::size_t>(kReduceBlocks); }
+double* Context::accumulator() const { return partials() + 2 * to_size(kReduceBlocks); }
 
 std::array<double, 2> Context::fetch_accumulator() {
   DNMF_CUDA_CHECK(cudaMemcpyAsync(host_result_, accumulator(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_));

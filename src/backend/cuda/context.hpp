@@ -12,6 +12,7 @@
 
 #include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/resident.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend::cuda {
 

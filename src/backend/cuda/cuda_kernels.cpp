@@ -12,6 +12,7 @@
 #include "backend/cuda/resident.hpp"
 #include "backend/cuda/sparse_mm.hpp"
 #include "backend/update_rules.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend {
 namespace {
@@ -31,18 +32,14 @@ void gemm(Context& c, bool ta, bool tb, index_t m, index_t n, index_t k, T alpha
 template <class T>
 void view_to_host(Context& c, CView<T> v, T* host) {
   if (v.empty()) return;
-  DNMF_CUDA_CHECK(cudaMemcpy2DAsync(host, static_cast<std::size_t>(v.rows) * sizeof(T), v.data,
-                                    static_cast<std::size_t>(v.ld) * sizeof(T),
-                                    static_cast<std::size_t>(v.rows) * sizeof(T), static_cast<std::size_t>(v.cols),
-                                    cudaMemcpyDeviceToHost, c.stream()));
+  DNMF_CUDA_CHECK(cudaMemcpy2DAsync(host, to_size(v.rows) * sizeof(T), v.data, to_size(v.ld) * sizeof(T),
+                                    to_size(v.rows) * sizeof(T), to_size(v.cols), cudaMemcpyDeviceToHost, c.stream()));
 }
 template <class T>
 void host_to_view(Context& c, const T* host, View<T> v) {
   if (v.empty()) return;
-  DNMF_CUDA_CHECK(cudaMemcpy2DAsync(v.data, static_cast<std::size_t>(v.ld) * sizeof(T), host,
-                                    static_cast<std::size_t>(v.rows) * sizeof(T),
-                                    static_cast<std::size_t>(v.rows) * sizeof(T), static_cast<std::size_t>(v.cols),
-                                    cudaMemcpyHostToDevice, c.stream()));
+  DNMF_CUDA_CHECK(cudaMemcpy2DAsync(v.data, to_size(v.ld) * sizeof(T), host, to_size(v.rows) * sizeof(T),
+                                    to_size(v.rows) * sizeof(T), to_size(v.cols), cudaMemcpyHostToDevice, c.stream()));
 }
 
 // ANLS-BPP on the host for now: the active-set pivoting is branchy per column and dnmf::nnls_bpp already
@@ -50,7 +47,7 @@ void host_to_view(Context& c, const T* host, View<T> v) {
 template <class T>
 int bpp_on_host(Context& c, const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g) {
   const index_t k = x.rows;
-  std::vector<T> xh(static_cast<std::size_t>(k * x.cols)), nh(xh.size()), gh(static_cast<std::size_t>(k * k));
+  std::vector<T> xh(to_size(k * x.cols)), nh(xh.size()), gh(to_size(k * k));
   view_to_host<T>(c, x, xh.data());
   view_to_host(c, numer, nh.data());
   view_to_host(c, g, gh.data());
@@ -78,7 +75,7 @@ KlSums dense_kl(Context& c, const DenseView<const T>& d, Side side, CView<T> wt,
   }
   const auto budget = static_cast<index_t>(tile_bytes / sizeof(T)) / m;
   const index_t width = std::clamp<index_t>(budget, 1, n);
-  T* tile = static_cast<T*>(c.scratch(Slot::tile, static_cast<std::size_t>(m * width) * sizeof(T)));
+  T* tile = static_cast<T*>(c.scratch(Slot::tile, to_size(m * width) * sizeof(T)));
   for (index_t first = 0; first < n; first += width) {
     const index_t last = std::min(n, first + width);
     const index_t w = last - first;
@@ -105,7 +102,7 @@ KlSums csr_kl(Context& c, const CsrView<T>& s, Side side, CView<T> y, CView<T> w
     cuda::launch_scale(out, beta, c.stream());
     return {};
   }
-  T* ratio = static_cast<T*>(c.scratch(Slot::ratio, static_cast<std::size_t>(a.nnz) * sizeof(T)));
+  T* ratio = static_cast<T*>(c.scratch(Slot::ratio, to_size(a.nnz) * sizeof(T)));
   const auto* values = static_cast<const T*>(a.values);
   if (a.wide) {
     cuda::launch_kl_ratio_csr(a.rows, static_cast<const std::int64_t*>(a.offsets),
@@ -261,12 +258,10 @@ int CudaKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CV
   switch (rule.algorithm) {
     case Algorithm::mu: {
       const index_t k = x.rows;
-      T* next = static_cast<T*>(c.scratch(Slot::tile, static_cast<std::size_t>(x.size()) * sizeof(T)));
+      T* next = static_cast<T*>(c.scratch(Slot::tile, to_size(x.size()) * sizeof(T)));
       cuda::launch_mu_update<T>(rule, x, numer, g, next, c.stream());
-      DNMF_CUDA_CHECK(cudaMemcpy2DAsync(x.data, static_cast<std::size_t>(x.ld) * sizeof(T), next,
-                                        static_cast<std::size_t>(k) * sizeof(T),
-                                        static_cast<std::size_t>(k) * sizeof(T), static_cast<std::size_t>(x.cols),
-                                        cudaMemcpyDeviceToDevice, c.stream()));
+      DNMF_CUDA_CHECK(cudaMemcpy2DAsync(x.data, to_size(x.ld) * sizeof(T), next, to_size(k) * sizeof(T),
+                                        to_size(k) * sizeof(T), to_size(x.cols), cudaMemcpyDeviceToDevice, c.stream()));
       return 0;
     }
     case Algorithm::kl:
@@ -288,7 +283,7 @@ FusedSums CudaKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upd
   FusedSums sums;
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
-  T* buffer = static_cast<T*>(context_->scratch(Slot::numer, static_cast<std::size_t>(x.size()) * sizeof(T)));
+  T* buffer = static_cast<T*>(context_->scratch(Slot::numer, to_size(x.size()) * sizeof(T)));
   const View<T> numer{buffer, k, x.cols, std::max<index_t>(k, 1)};
   if (kl) {
     sums.kl_numer = kl_multiply(a, side, y, x, numer, T(0));

@@ -12,6 +12,7 @@
 #include "backend/cuda/device_memory.hpp"
 #include "backend/cuda/launch.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/device_planner.hpp"
 
 namespace dnmf::backend::cuda {
@@ -37,7 +38,7 @@ class CudaTileEngine final : public TileEngine<T> {
     DNMF_CUDA_CHECK(cudaGetDevice(&device_));
     DNMF_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     try {
-      partials_.reserve(2 * static_cast<std::size_t>(kReduceBlocks) * sizeof(double));
+      partials_.reserve(2 * to_size(kReduceBlocks) * sizeof(double));
     } catch (...) {
       release();
       throw;
@@ -69,7 +70,7 @@ class CudaTileEngine final : public TileEngine<T> {
     slot_elements_ = elements;
   }
 
-  T* slot(int s) override { return static_cast<T*>(slots_[static_cast<std::size_t>(s)].get()); }
+  T* slot(int s) override { return static_cast<T*>(slots_[to_size(s)].get()); }
 
   bool pin(const void* host, std::size_t bytes) override {
     cudaPointerAttributes attributes{};
@@ -87,7 +88,7 @@ class CudaTileEngine final : public TileEngine<T> {
   }
 
   void copy_in(int s, std::size_t tile, const T* host, index_t rows, index_t cols, index_t ld) override {
-    const auto i = static_cast<std::size_t>(s);
+    const auto i = to_size(s);
     if (tile == 0) {  // a pass begins
       timing_ = timeline_requested_ && !copy_start_.empty();
       timed_tiles_ = 0;
@@ -95,35 +96,32 @@ class CudaTileEngine final : public TileEngine<T> {
     DNMF_CUDA_CHECK(cudaStreamWaitEvent(copy_, consumed_[i], 0));
     if (timing_) record(copy_start_, tile, copy_);
     if (rows > 0 && cols > 0) {
-      const std::size_t width = static_cast<std::size_t>(rows) * sizeof(T);
+      const std::size_t width = to_size(rows) * sizeof(T);
       if (ld == rows || cols == 1) {
-        DNMF_CUDA_CHECK(cudaMemcpyAsync(slots_[i].get(), host, width * static_cast<std::size_t>(cols),
-                                        cudaMemcpyHostToDevice, copy_));
+        DNMF_CUDA_CHECK(cudaMemcpyAsync(slots_[i].get(), host, width * to_size(cols), cudaMemcpyHostToDevice, copy_));
       } else {
-        DNMF_CUDA_CHECK(cudaMemcpy2DAsync(slots_[i].get(), width, host, static_cast<std::size_t>(ld) * sizeof(T), width,
-                                          static_cast<std::size_t>(cols), cudaMemcpyHostToDevice, copy_));
+        DNMF_CUDA_CHECK(cudaMemcpy2DAsync(slots_[i].get(), width, host, to_size(ld) * sizeof(T), width, to_size(cols),
+                                          cudaMemcpyHostToDevice, copy_));
       }
     }
     DNMF_CUDA_CHECK(cudaEventRecord(copied_[i], copy_));
     if (timing_) record(copy_end_, tile, copy_);
   }
 
-  void mark_host_read(int h) override {
-    DNMF_CUDA_CHECK(cudaEventRecord(host_read_[static_cast<std::size_t>(h)], copy_));
-  }
+  void mark_host_read(int h) override { DNMF_CUDA_CHECK(cudaEventRecord(host_read_[to_size(h)], copy_)); }
 
   void wait_host_read(int h) override {
     DNMF_CUDA_CHECK(cudaSetDevice(device_));  // the producer thread's current device
-    DNMF_CUDA_CHECK(cudaEventSynchronize(host_read_[static_cast<std::size_t>(h)]));
+    DNMF_CUDA_CHECK(cudaEventSynchronize(host_read_[to_size(h)]));
   }
 
   void compute_begin(int s, std::size_t tile) override {
-    DNMF_CUDA_CHECK(cudaStreamWaitEvent(compute(), copied_[static_cast<std::size_t>(s)], 0));
+    DNMF_CUDA_CHECK(cudaStreamWaitEvent(compute(), copied_[to_size(s)], 0));
     if (timing_) record(compute_start_, tile, compute());
   }
 
   void compute_end(int s, std::size_t tile) override {
-    DNMF_CUDA_CHECK(cudaEventRecord(consumed_[static_cast<std::size_t>(s)], compute()));
+    DNMF_CUDA_CHECK(cudaEventRecord(consumed_[to_size(s)], compute()));
     if (timing_) {
       record(compute_end_, tile, compute());
       timed_tiles_ = tile + 1;
@@ -153,7 +151,7 @@ class CudaTileEngine final : public TileEngine<T> {
     }
     const auto per_chunk = static_cast<index_t>(static_cast<double>(kKlChunkBytes) / sizeof(T)) / m;
     const index_t width = std::clamp<index_t>(per_chunk, 1, n);
-    T* model = static_cast<T*>(model_.reserve(static_cast<std::size_t>(m * width) * sizeof(T)));
+    T* model = static_cast<T*>(model_.reserve(to_size(m * width) * sizeof(T)));
     for (index_t first = 0; first < n; first += width) {
       const index_t last = std::min(n, first + width);
       const index_t w = last - first;

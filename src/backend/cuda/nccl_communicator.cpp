@@ -12,6 +12,7 @@
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/device_buffer.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::dist {
 namespace {
@@ -217,7 +218,7 @@ void NcclCommunicator::do_reduce_scatter(const void* send, void* recv, const std
     return;
   }
   // Pack every rank's piece at a stride of the largest, reduce-scatter that, unpack this rank's piece.
-  const std::size_t n = static_cast<std::size_t>(size_), e = size_of(type);
+  const std::size_t n = to_size(size_), e = size_of(type);
   char* padded = static_cast<char*>(scratch((n + 1) * p.piece * e));
   char* mine = padded + n * p.piece * e;
   for (std::size_t r = 0; r < n; ++r)
@@ -225,7 +226,7 @@ void NcclCommunicator::do_reduce_scatter(const void* send, void* recv, const std
       DNMF_CUDA_CHECK(cudaMemcpyAsync(padded + r * p.piece * e, at(send, p.offsets[r], type), counts[r] * e,
                                       cudaMemcpyDeviceToDevice, as_stream(stream_)));
   DNMF_NCCL_CHECK(a.reduce_scatter(padded, mine, p.piece, t, ncclSum, comm_, as_stream(stream_)));
-  const std::size_t own = counts[static_cast<std::size_t>(rank_)];
+  const std::size_t own = counts[to_size(rank_)];
   if (own > 0) DNMF_CUDA_CHECK(cudaMemcpyAsync(recv, mine, own * e, cudaMemcpyDeviceToDevice, as_stream(stream_)));
 }
 
@@ -238,10 +239,10 @@ void NcclCommunicator::do_allgather(const void* send, void* recv, const std::vec
     DNMF_NCCL_CHECK(a.all_gather(send, recv, p.piece, t, comm_, as_stream(stream_)));
     return;
   }
-  const std::size_t n = static_cast<std::size_t>(size_), e = size_of(type);
+  const std::size_t n = to_size(size_), e = size_of(type);
   char* mine = static_cast<char*>(scratch((n + 1) * p.piece * e));
   char* padded = mine + p.piece * e;
-  const std::size_t own = counts[static_cast<std::size_t>(rank_)];
+  const std::size_t own = counts[to_size(rank_)];
   if (own > 0) DNMF_CUDA_CHECK(cudaMemcpyAsync(mine, send, own * e, cudaMemcpyDeviceToDevice, as_stream(stream_)));
   DNMF_NCCL_CHECK(a.all_gather(mine, padded, p.piece, t, comm_, as_stream(stream_)));
   for (std::size_t r = 0; r < n; ++r)
@@ -255,15 +256,15 @@ void NcclCommunicator::do_gather(const void* send, void* recv, const std::vector
   const PaddedPieces p = padded_pieces(counts);
   const NcclApi& a = checked_api();
   const ncclDataType_t t = nccl_type(type);
-  const std::size_t own = counts[static_cast<std::size_t>(rank_)];
+  const std::size_t own = counts[to_size(rank_)];
   if (rank_ == root && own > 0)
-    DNMF_CUDA_CHECK(cudaMemcpyAsync(at(recv, p.offsets[static_cast<std::size_t>(root)], type), send,
-                                    own * size_of(type), cudaMemcpyDeviceToDevice, as_stream(stream_)));
+    DNMF_CUDA_CHECK(cudaMemcpyAsync(at(recv, p.offsets[to_size(root)], type), send, own * size_of(type),
+                                    cudaMemcpyDeviceToDevice, as_stream(stream_)));
   DNMF_NCCL_CHECK(a.group_start());
   ncclResult_t status = ncclSuccess;
   if (rank_ == root) {
     for (int r = 0; r < size_ && status == ncclSuccess; ++r) {
-      const auto q = static_cast<std::size_t>(r);
+      const auto q = to_size(r);
       if (r != root && counts[q] > 0)
         status = a.recv(at(recv, p.offsets[q], type), counts[q], t, r, comm_, as_stream(stream_));
     }
@@ -285,7 +286,7 @@ void NcclCommunicator::do_alltoallv(const void* send, const std::vector<std::siz
   const PaddedPieces s = padded_pieces(send_counts), r = padded_pieces(recv_counts);
   const NcclApi& a = checked_api();
   const ncclDataType_t t = nccl_type(type);
-  const auto me = static_cast<std::size_t>(rank_);
+  const auto me = to_size(rank_);
   if (send_counts[me] != recv_counts[me])
     throw Error("internal: alltoallv keeps " + std::to_string(send_counts[me]) + " elements but expects " +
                 std::to_string(recv_counts[me]) + " back");
@@ -295,7 +296,7 @@ void NcclCommunicator::do_alltoallv(const void* send, const std::vector<std::siz
   DNMF_NCCL_CHECK(a.group_start());
   ncclResult_t status = ncclSuccess;
   for (int q = 0; q < size_ && status == ncclSuccess; ++q) {
-    const auto i = static_cast<std::size_t>(q);
+    const auto i = to_size(q);
     if (i == me) continue;
     if (send_counts[i] > 0)
       status = a.send(at(send, s.offsets[i], type), send_counts[i], t, q, comm_, as_stream(stream_));

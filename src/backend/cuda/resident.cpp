@@ -9,6 +9,7 @@
 #include "backend/cuda/context.hpp"
 #include "backend/cuda/launch.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend::cuda {
 namespace {
@@ -18,14 +19,12 @@ constexpr index_t kNarrowLimit = std::numeric_limits<std::int32_t>::max();
 
 template <class T>
 void upload_span(void* dst, const T* src, index_t count, cudaStream_t stream) {
-  if (count > 0)
-    DNMF_CUDA_CHECK(
-        cudaMemcpyAsync(dst, src, static_cast<std::size_t>(count) * sizeof(T), cudaMemcpyHostToDevice, stream));
+  if (count > 0) DNMF_CUDA_CHECK(cudaMemcpyAsync(dst, src, to_size(count) * sizeof(T), cudaMemcpyHostToDevice, stream));
 }
 
 std::vector<std::int32_t> narrow_rebased(const index_t* indptr, index_t rows, index_t base) {
-  std::vector<std::int32_t> out(static_cast<std::size_t>(rows + 1));
-  for (index_t i = 0; i <= rows; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(indptr[i] - base);
+  std::vector<std::int32_t> out(to_size(rows + 1));
+  for (index_t i = 0; i <= rows; ++i) out[to_size(i)] = static_cast<std::int32_t>(indptr[i] - base);
   return out;
 }
 
@@ -35,14 +34,13 @@ template <class T>
 DenseView<const T> ResidentStore::upload(const DenseView<const T>& host, cudaStream_t stream) {
   const index_t rows = host.rows;
   const index_t cols = host.cols;
-  DeviceBuffer buffer(static_cast<std::size_t>(std::max<index_t>(rows * cols, 1)) * sizeof(T));
+  DeviceBuffer buffer(to_size(std::max<index_t>(rows * cols, 1)) * sizeof(T));
   if (rows > 0 && cols > 0) {
     if (host.ld == rows || cols == 1) {
       upload_span(buffer.get(), host.data, rows * cols, stream);
     } else {
-      DNMF_CUDA_CHECK(cudaMemcpy2DAsync(buffer.get(), static_cast<std::size_t>(rows) * sizeof(T), host.data,
-                                        static_cast<std::size_t>(host.ld) * sizeof(T),
-                                        static_cast<std::size_t>(rows) * sizeof(T), static_cast<std::size_t>(cols),
+      DNMF_CUDA_CHECK(cudaMemcpy2DAsync(buffer.get(), to_size(rows) * sizeof(T), host.data,
+                                        to_size(host.ld) * sizeof(T), to_size(rows) * sizeof(T), to_size(cols),
                                         cudaMemcpyHostToDevice, stream));
     }
     DNMF_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -60,27 +58,26 @@ CsrView<T> ResidentStore::upload(const CsrView<T>& host, cudaStream_t stream) {
   const index_t base = host.rows > 0 ? host.indptr[0] : 0;
   const index_t nnz = host.nnz();
   r->wide = nnz > kNarrowLimit;
-  r->host_indptr.resize(static_cast<std::size_t>(host.rows + 1), 0);
-  for (index_t i = 0; i <= host.rows && host.rows > 0; ++i)
-    r->host_indptr[static_cast<std::size_t>(i)] = host.indptr[i] - base;
+  r->host_indptr.resize(to_size(host.rows + 1), 0);
+  for (index_t i = 0; i <= host.rows && host.rows > 0; ++i) r->host_indptr[to_size(i)] = host.indptr[i] - base;
 
   // Host temporaries live to the end of the function: the copies below finish before it returns.
   std::vector<std::int32_t> narrow_offsets;
   const std::size_t width = r->wide ? sizeof(std::int64_t) : sizeof(std::int32_t);
-  r->offsets.reserve(static_cast<std::size_t>(host.rows + 1) * width);
+  r->offsets.reserve(to_size(host.rows + 1) * width);
   if (r->wide) {
     upload_span(r->offsets.get(), r->host_indptr.data(), host.rows + 1, stream);
   } else {
     narrow_offsets = narrow_rebased(r->host_indptr.data(), host.rows, 0);
     upload_span(r->offsets.get(), narrow_offsets.data(), host.rows + 1, stream);
   }
-  r->values.reserve(static_cast<std::size_t>(std::max<index_t>(nnz, 1)) * sizeof(T));
+  r->values.reserve(to_size(std::max<index_t>(nnz, 1)) * sizeof(T));
   upload_span(r->values.get(), host.values + base, nnz, stream);
-  r->indices.reserve(static_cast<std::size_t>(std::max<index_t>(nnz, 1)) * width);
+  r->indices.reserve(to_size(std::max<index_t>(nnz, 1)) * width);
   DeviceBuffer staging;
   if (r->wide) {
     // Widen the 32-bit column indices on the device rather than in a host copy of twice their size.
-    staging.reserve(static_cast<std::size_t>(nnz) * sizeof(std::int32_t));
+    staging.reserve(to_size(nnz) * sizeof(std::int32_t));
     upload_span(staging.get(), host.indices + base, nnz, stream);
     launch_rebase_offsets(static_cast<const std::int32_t*>(staging.get()), nnz, 0,
                           static_cast<std::int64_t*>(r->indices.get()), stream);

@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_tile_engine.hpp"
 #include "backend/cuda/device_memory.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/index.hpp"
 #include "stream/npy_source.hpp"
 #include "stream/tile_source.hpp"
 
@@ -57,7 +58,7 @@ CudaBlock<T> plan_cuda_block(CudaKernels<T>& kernels, const std::string& path, c
     source = device_source<T>(path, layout.a_rows, layout.a_cols);
     in.min_tile_bytes = source->min_tile_bytes();
   } else {
-    in.min_tile_bytes = static_cast<std::size_t>(std::max<index_t>(mb, 1)) * sizeof(T);
+    in.min_tile_bytes = to_size(std::max<index_t>(mb, 1)) * sizeof(T);
   }
   out.plan = plan_device(in);
   if (!out.plan.streamed) return out;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/update_rules.hpp"
+#include "dnmf/index.hpp"
 
 namespace dnmf::backend {
 namespace {
@@ -28,7 +29,7 @@ template <class T>
 void accumulate(std::vector<double>& acc, index_t k, Side side, CView<T> y, index_t i, index_t j, double v) {
   const index_t dst = side == Side::H ? j : i;
   const index_t src = side == Side::H ? i : j;
-  for (index_t l = 0; l < k; ++l) acc[static_cast<std::size_t>(l + dst * k)] += v * static_cast<double>(y(l, src));
+  for (index_t l = 0; l < k; ++l) acc[to_size(l + dst * k)] += v * static_cast<double>(y(l, src));
 }
 
 template <class T>
@@ -36,7 +37,7 @@ void store(const std::vector<double>& acc, View<T> out, T beta) {
   for (index_t c = 0; c < out.cols; ++c)
     for (index_t l = 0; l < out.rows; ++l) {
       const double prior = beta == T(0) ? 0.0 : static_cast<double>(beta) * static_cast<double>(out(l, c));
-      out(l, c) = static_cast<T>(acc[static_cast<std::size_t>(l + c * out.rows)] + prior);
+      out(l, c) = static_cast<T>(acc[to_size(l + c * out.rows)] + prior);
     }
 }
 
@@ -61,7 +62,7 @@ void ReferenceKernels<T>::copy_to_host(const T* src, T* host, std::size_t count)
 
 template <class T>
 void ReferenceKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<T> out, T beta) {
-  std::vector<double> acc(static_cast<std::size_t>(out.rows * out.cols), 0.0);
+  std::vector<double> acc(to_size(out.rows * out.cols), 0.0);
   for_each_entry(a,
                  [&](index_t i, index_t j, T v) { accumulate(acc, out.rows, side, y, i, j, static_cast<double>(v)); });
   store(acc, out, beta);
@@ -71,7 +72,7 @@ template <class T>
 KlSums ReferenceKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, CView<T> x, View<T> out, T beta) {
   const CView<T> wt = side == Side::H ? y : x;
   const CView<T> h = side == Side::H ? x : y;
-  std::vector<double> acc(static_cast<std::size_t>(out.rows * out.cols), 0.0);
+  std::vector<double> acc(to_size(out.rows * out.cols), 0.0);
   KlSums sums;
   for_each_entry(a, [&](index_t i, index_t j, T v) {
     double m = 0;
