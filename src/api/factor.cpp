@@ -68,35 +68,6 @@ io::MatrixShape shape_of(const MatrixRef<U>& a) {
   return s;
 }
 
-/// Rows x cols of an in-memory matrix as a block of precision T (a copy; converted when U differs).
-template <class T, class U>
-io::LocalBlock<T> slice(const MatrixRef<U>& a, dist::Range rows, dist::Range cols) {
-  io::LocalBlock<T> b;
-  if (const auto* d = std::get_if<DenseView<const U>>(&a)) {
-    b.dense = DenseMatrix<T>(rows.size(), cols.size());
-    for (index_t j = cols.first; j < cols.last; ++j)
-      for (index_t i = rows.first; i < rows.last; ++i)
-        b.dense(i - rows.first, j - cols.first) = static_cast<T>((*d)(i, j));
-    return b;
-  }
-  const auto& s = std::get<CsrView<U>>(a);
-  std::vector<index_t> indptr{0};
-  std::vector<col_index_t> indices;
-  std::vector<T> values;
-  for (index_t i = rows.first; i < rows.last; ++i) {
-    for (index_t q = s.indptr[i]; q < s.indptr[i + 1]; ++q) {
-      const index_t j = s.indices[q];
-      if (j < cols.first || j >= cols.last) continue;
-      indices.push_back(static_cast<col_index_t>(j - cols.first));
-      values.push_back(static_cast<T>(s.values[q]));
-    }
-    indptr.push_back(static_cast<index_t>(values.size()));
-  }
-  b.sparse = true;
-  b.csr = CsrMatrix<T>(rows.size(), cols.size(), std::move(indptr), std::move(indices), std::move(values));
-  return b;
-}
-
 /// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
 /// (no copy), else a sliced (and converted) copy. Entries are checked as the file readers check theirs.
 template <class T>
@@ -105,11 +76,11 @@ void take_memory_block(const Source& source, const dist::Layout& layout, LocalOp
   if (const MatrixRef<T>* same = source.stored<T>(); same != nullptr && whole) {
     local.host = *same;
   } else if (same != nullptr) {
-    local.block = slice<T>(*same, layout.a_rows, layout.a_cols);
+    local.block = io::slice_block<T>(*same, layout.a_rows, layout.a_cols);
   } else if (const auto* f = source.stored<float>()) {
-    local.block = slice<T>(*f, layout.a_rows, layout.a_cols);
+    local.block = io::slice_block<T>(*f, layout.a_rows, layout.a_cols);
   } else {
-    local.block = slice<T>(*source.stored<double>(), layout.a_rows, layout.a_cols);
+    local.block = io::slice_block<T>(*source.stored<double>(), layout.a_rows, layout.a_cols);
   }
   if (!local.host) local.host = local.block.ref();
   std::visit(

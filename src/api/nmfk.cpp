@@ -51,12 +51,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
   BlockProvider<T> provider;
   if (source.is_file()) {
     provider = [&name](const BlockRequest& r) {
-      io::LocalBlock<T> local = io::read_block<T>(name, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
-      MatrixBlock<T> block;
-      block.sparse = local.sparse;
-      block.dense = std::move(local.dense);
-      block.csr = std::move(local.csr);
-      return block;
+      return io::read_block<T>(name, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
     };
   } else {
     const MatrixRef<T> a = *source.stored<T>();

@@ -31,4 +31,9 @@ struct LocalBlock {
 template <class T>
 LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm);
 
+/// Rows x cols (global indices) of a matrix in memory as a block of precision T: a copy, converted when the
+/// matrix holds U, with block-local column indices for CSR.
+template <class T, class U>
+LocalBlock<T> slice_block(const MatrixRef<U>& a, dist::Range rows, dist::Range cols);
+
 }  // namespace dnmf::io

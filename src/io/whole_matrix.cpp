@@ -2,6 +2,7 @@
 // (`dnmf info`, `dnmf convert`, in-memory entry points).
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "dist/communicator.hpp"
@@ -94,6 +95,38 @@ MatrixShape convert_matrix(const std::string& input, const std::string& output) 
   return {a.rows, a.cols, a.nnz(), true};
 }
 
+template <class T, class U>
+LocalBlock<T> slice_block(const MatrixRef<U>& a, dist::Range rows, dist::Range cols) {
+  LocalBlock<T> b;
+  if (const auto* d = std::get_if<DenseView<const U>>(&a)) {
+    b.dense = DenseMatrix<T>(rows.size(), cols.size());
+    for (index_t j = cols.first; j < cols.last; ++j)
+      for (index_t i = rows.first; i < rows.last; ++i)
+        b.dense(i - rows.first, j - cols.first) = static_cast<T>((*d)(i, j));
+    return b;
+  }
+  const auto& s = std::get<CsrView<U>>(a);
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  for (index_t i = rows.first; i < rows.last; ++i) {
+    for (index_t q = s.indptr[i]; q < s.indptr[i + 1]; ++q) {
+      const index_t j = s.indices[q];
+      if (j < cols.first || j >= cols.last) continue;
+      indices.push_back(static_cast<col_index_t>(j - cols.first));
+      values.push_back(static_cast<T>(s.values[q]));
+    }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  b.sparse = true;
+  b.csr = CsrMatrix<T>(rows.size(), cols.size(), std::move(indptr), std::move(indices), std::move(values));
+  return b;
+}
+
+template LocalBlock<float> slice_block<float, float>(const MatrixRef<float>&, dist::Range, dist::Range);
+template LocalBlock<float> slice_block<float, double>(const MatrixRef<double>&, dist::Range, dist::Range);
+template LocalBlock<double> slice_block<double, float>(const MatrixRef<float>&, dist::Range, dist::Range);
+template LocalBlock<double> slice_block<double, double>(const MatrixRef<double>&, dist::Range, dist::Range);
 template LoadedMatrix<float> load_matrix<float>(const std::string&);
 template LoadedMatrix<double> load_matrix<double>(const std::string&);
 template MatrixShape convert_matrix<float>(const std::string&, const std::string&);

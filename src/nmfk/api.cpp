@@ -58,34 +58,6 @@ std::vector<index_t> parse_k_range(const std::string& text) {
 }
 
 template <class T>
-MatrixBlock<T> slice_block(const MatrixRef<T>& a, const BlockRequest& r) {
-  MatrixBlock<T> b;
-  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-    b.dense = DenseMatrix<T>(r.row_last - r.row_first, r.col_last - r.col_first);
-    for (index_t j = r.col_first; j < r.col_last; ++j)
-      for (index_t i = r.row_first; i < r.row_last; ++i) b.dense(i - r.row_first, j - r.col_first) = (*d)(i, j);
-    return b;
-  }
-  const auto& s = std::get<CsrView<T>>(a);
-  std::vector<index_t> indptr{0};
-  std::vector<col_index_t> indices;
-  std::vector<T> values;
-  for (index_t i = r.row_first; i < r.row_last; ++i) {
-    for (index_t q = s.indptr[i]; q < s.indptr[i + 1]; ++q) {
-      const index_t j = s.indices[q];
-      if (j < r.col_first || j >= r.col_last) continue;
-      indices.push_back(static_cast<col_index_t>(j - r.col_first));
-      values.push_back(s.values[q]);
-    }
-    indptr.push_back(static_cast<index_t>(values.size()));
-  }
-  b.sparse = true;
-  b.csr = CsrMatrix<T>(r.row_last - r.row_first, r.col_last - r.col_first, std::move(indptr), std::move(indices),
-                       std::move(values));
-  return b;
-}
-
-template <class T>
 NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options) {
   std::visit([](const auto& view) { io::check_nonnegative<T>(view, "nmfk input"); }, a);
   dist::SingleCommunicator self;
@@ -93,8 +65,6 @@ NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options) {
   return nmfk<T>(rows_of(a), cols_of(a), provider, options, self);
 }
 
-template MatrixBlock<float> slice_block<float>(const MatrixRef<float>&, const BlockRequest&);
-template MatrixBlock<double> slice_block<double>(const MatrixRef<double>&, const BlockRequest&);
 template NmfkResult<float> nmfk<float>(const MatrixRef<float>&, const NmfkOptions&);
 template NmfkResult<double> nmfk<double>(const MatrixRef<double>&, const NmfkOptions&);
 

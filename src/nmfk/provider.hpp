@@ -6,17 +6,13 @@
 
 #include "dist/communicator.hpp"
 #include "dnmf/nmfk.hpp"
+#include "io/block_read.hpp"
 
 namespace dnmf {
 
 /// A rank's block of A, owning its storage (dense column-major or CSR with block-local indices).
 template <class T>
-struct MatrixBlock {
-  bool sparse = false;
-  DenseMatrix<T> dense;
-  CsrMatrix<T> csr;
-  [[nodiscard]] MatrixRef<T> ref() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
-};
+using MatrixBlock = io::LocalBlock<T>;
 
 /// Rows [row_first, row_last) x columns [col_first, col_last) of A (global indices), requested collectively by
 /// every rank of `group`.
@@ -32,7 +28,9 @@ using BlockProvider = std::function<MatrixBlock<T>(const BlockRequest&)>;
 
 /// The block of an in-memory matrix (a copy): the provider for matrices already in memory.
 template <class T>
-MatrixBlock<T> slice_block(const MatrixRef<T>& a, const BlockRequest& request);
+MatrixBlock<T> slice_block(const MatrixRef<T>& a, const BlockRequest& r) {
+  return io::slice_block<T>(a, {r.row_first, r.row_last}, {r.col_first, r.col_last});
+}
 
 /// Runs NMFk on the m x n matrix that `provider` delivers. Collective over `world`: every rank calls it; the
 /// ranks are split into options.groups groups that run the (k, perturbation) jobs, largest k first, each job
