@@ -102,6 +102,13 @@ struct MatrixShape {
   bool sparse = false;
 };
 
+/// The shape of a matrix in memory (stored: rows*cols for dense, the CSR's entries for sparse).
+template <class T>
+[[nodiscard]] MatrixShape shape_of(const MatrixRef<T>& a) {
+  const bool sparse = is_sparse(a);
+  return {rows_of(a), cols_of(a), sparse ? std::get<CsrView<T>>(a).nnz() : rows_of(a) * cols_of(a), sparse};
+}
+
 /// Shape of the matrix file `path` (any format of format_of), read by this process alone.
 MatrixShape read_shape(const std::string& path);
 

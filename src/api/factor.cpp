@@ -57,17 +57,6 @@ struct LocalOperand {
   const stream::StreamedOperand<T>* streamed = nullptr;
 };
 
-/// The shape of an in-memory matrix.
-template <class U>
-io::MatrixShape shape_of(const MatrixRef<U>& a) {
-  io::MatrixShape s;
-  s.rows = rows_of(a);
-  s.cols = cols_of(a);
-  s.sparse = is_sparse(a);
-  s.stored = s.sparse ? std::get<CsrView<U>>(a).nnz() : s.rows * s.cols;
-  return s;
-}
-
 /// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
 /// (no copy), else a sliced (and converted) copy. Entries are checked as the file readers check theirs.
 template <class T>
@@ -148,8 +137,8 @@ Factorization<T> factor_stored(const Source& source, const FactorOptions& reques
     if (!source.is_file()) {
       if (budget > 0)
         throw Error(name + ": a memory budget applies to file sources (an in-memory matrix is held already)");
-      if (const auto* f = source.stored<float>()) return shape_of(*f);
-      return shape_of(*source.stored<double>());
+      if (const auto* f = source.stored<float>()) return io::shape_of(*f);
+      return io::shape_of(*source.stored<double>());
     }
     format = io::format_name(io::format_of(name));  // an unknown extension fails before anything is read
     return io::read_shape(name, world);

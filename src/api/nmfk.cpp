@@ -32,12 +32,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
       if (a == nullptr)
         throw Error(name + ": the matrix holds " + std::string(source.holds_float() ? "float32" : "float64") +
                     " values; run nmfk in that precision");
-      io::MatrixShape s;
-      s.rows = rows_of(*a);
-      s.cols = cols_of(*a);
-      s.sparse = is_sparse(*a);
-      s.stored = s.sparse ? std::get<CsrView<T>>(*a).nnz() : s.rows * s.cols;
-      return s;
+      return io::shape_of(*a);
     }
     (void)io::format_of(name);  // an unknown extension fails before any output
     return io::read_shape(name, world);
