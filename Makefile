@@ -3,22 +3,36 @@ JOBS ?= $(shell nproc)
 BUILD := build/release
 ASAN_BUILD := build/asan
 DNMF := $(BUILD)/bin/dnmf
+# The Python environment of the extension's build, the Python tests and the demo: a venv, so that neither the
+# system's (externally managed) Python nor the user's site-packages is touched.
+VENV := build/venv
+PYTHON := $(VENV)/bin/python
 
-.PHONY: deps build build-asan demo test test-release test-asan bench format clean
+.PHONY: deps venv build build-asan demo test test-release test-asan bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
 
-build: deps
-	cmake --preset release
+venv: $(VENV)/.installed
+$(VENV)/.installed: python/requirements-dev.txt | deps
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -r python/requirements-dev.txt
+	# mpi4py compiled against the system's Open MPI (the one dnmf links), not a wheel's bundled MPI.
+	$(PYTHON) -m pip install -q --no-binary mpi4py "mpi4py>=3.1"
+	touch $@
+
+build: deps venv
+	cmake --preset release -DPython_EXECUTABLE=$(abspath $(PYTHON))
 	cmake --build --preset release -j $(JOBS)
 
-build-asan: deps
-	cmake --preset asan
+build-asan: deps venv
+	cmake --preset asan -DPython_EXECUTABLE=$(abspath $(PYTHON))
 	cmake --build --preset asan -j $(JOBS)
 
 demo: build
 	@bash scripts/demo.sh $(DNMF)
+	PYTHONPATH=$(BUILD)/python $(PYTHON) scripts/demo.py
 
 test: build build-asan
 	ctest --preset release -j $(JOBS)

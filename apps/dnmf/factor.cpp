@@ -14,9 +14,9 @@
 #include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
 #include "output_dir.hpp"
-#include "progress.hpp"
 #include "solver_options.hpp"
 
 namespace dnmf::cli {
@@ -61,7 +61,12 @@ int factor(FactorArgs args) {
   context.on_root([&] { out.emplace(args.output); });
 
   FactorOptions& options = solver.options;
-  if (!solver.quiet && root) options.progress = ProgressPrinter{};
+  if (!solver.quiet && root) {
+    options.progress = [lines = ProgressLines{}](const IterationInfo& info) mutable {
+      const std::string line = lines(info);
+      if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
+    };
+  }
   const bool h5_factors = args.factors_format == "h5";
   Factorization<T> run =
       dnmf::factor<T>(Source::file(args.input), options, context, h5_factors ? Gather::none : Gather::to_root);

@@ -12,4 +12,5 @@
 #include "dnmf/nnls.hpp"       // non-negative least squares
 #include "dnmf/options.hpp"    // what a factorisation computes
 #include "dnmf/planted.hpp"    // planted factorisations for demos and tests
+#include "dnmf/progress.hpp"   // the progress lines of a factorisation
 #include "dnmf/source.hpp"     // where A comes from: a file or memory

@@ -73,15 +73,23 @@ enum class Gather {
   none,     ///< only the blocks; call gather() or write_factors_h5() later
 };
 
+/// Initial factors for FactorOptions::init == InitMethod::given: W (m x k) and H (k x n) of A, whole on every
+/// process (each takes its own rows and columns), whatever the source's storage order.
+template <class T>
+struct InitialFactors {
+  DenseMatrix<T> W;
+  DenseMatrix<T> H;
+};
+
 /// Factorises the matrix of `source` on the processes of `context`: each process reads (or slices) only its
 /// block of A; with a memory budget the block is planned resident or streamed from the file (.npy, .dcsr).
 /// Collective. Throws dnmf::Error naming the source for bad input or options (CollectiveError when every process
 /// sees it alike), dnmf::Cancelled when options.cancel asked to stop. Transposed sources (row-major dense, CSC)
 /// are factored as Aᵀ and W, H returned for A (then W's columns, not H's rows, carry the normalisation's scale
-/// as usual: W's columns sum to 1).
+/// as usual: W's columns sum to 1). `initial` is required with InitMethod::given and refused otherwise.
 template <class T>
 Factorization<T> factor(const Source& source, const FactorOptions& options, const Context& context = Context(),
-                        Gather gather = Gather::to_root);
+                        Gather gather = Gather::to_root, const InitialFactors<T>* initial = nullptr);
 
 /// Collects W and H of `run` on rank 0 (result.W, result.H). Collective over the context factor() ran on.
 template <class T>

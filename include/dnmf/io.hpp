@@ -67,11 +67,14 @@ template <class T>
 void check_nonnegative(CsrView<T> matrix, const std::string& source);
 
 /// The same checks for a block of a larger matrix whose entry (0, 0) is (row_offset, col_offset) of the
-/// whole: the message names the entry's global row and column.
+/// whole: the message names the entry's global row and column. `transposed`: the whole is stored as Aᵀ (a
+/// row-major or CSC input), and the message names the entry's row and column in A.
 template <class T>
-void check_nonnegative(DenseView<const T> block, const std::string& source, index_t row_offset, index_t col_offset);
+void check_nonnegative(DenseView<const T> block, const std::string& source, index_t row_offset, index_t col_offset,
+                       bool transposed = false);
 template <class T>
-void check_nonnegative(CsrView<T> block, const std::string& source, index_t row_offset, index_t col_offset);
+void check_nonnegative(CsrView<T> block, const std::string& source, index_t row_offset, index_t col_offset,
+                       bool transposed = false);
 
 /// True for a finite, non-negative value (-0.0 included): what NMF accepts as an entry.
 template <class T>

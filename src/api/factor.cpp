@@ -59,8 +59,9 @@ struct LocalOperand {
 
 /// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
 /// (no copy), else a sliced (and converted) copy. Entries are checked as the file readers check theirs.
+/// `transposed`: the source holds Aᵀ of the caller's A (bad entries are reported at their place in A).
 template <class T>
-void take_memory_block(const Source& source, const dist::Layout& layout, LocalOperand<T>& local) {
+void take_memory_block(const Source& source, const dist::Layout& layout, bool transposed, LocalOperand<T>& local) {
   const bool whole = layout.a_rows.size() == layout.m && layout.a_cols.size() == layout.n;
   if (const MatrixRef<T>* same = source.stored<T>(); same != nullptr && whole) {
     local.host = *same;
@@ -73,7 +74,9 @@ void take_memory_block(const Source& source, const dist::Layout& layout, LocalOp
   }
   if (!local.host) local.host = local.block.ref();
   std::visit(
-      [&](const auto& v) { io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first); },
+      [&](const auto& v) {
+        io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first, transposed);
+      },
       *local.host);
 }
 
@@ -82,7 +85,7 @@ void take_memory_block(const Source& source, const dist::Layout& layout, LocalOp
 template <class T>
 LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source, const io::MatrixShape& shape,
                              const dist::Layout& layout, const FactorOptions& options, std::int64_t budget,
-                             dist::Communicator& world) {
+                             bool transposed, dist::Communicator& world) {
   LocalOperand<T> local;
   if (source.is_file()) {
     if (budget > 0) {
@@ -97,7 +100,7 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
     local.block = io::read_block<T>(source.name(), layout.a_rows, layout.a_cols, world);
     local.host = local.block.ref();
   } else {
-    io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, local); });
+    io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, transposed, local); });
   }
   local.on_backend = kernels.make_resident(*local.host);
   local.operand = std::make_unique<backend::ResidentOperand<T>>(kernels, local.on_backend);
@@ -116,9 +119,10 @@ index_t local_nonzeros(const MatrixRef<T>& block) {
 }
 
 /// The factorisation of a source stored as it is (not transposed).
+/// `transposed`: `source` holds Aᵀ of the caller's A (it only changes how bad entries are reported).
 template <class T>
-Factorization<T> factor_stored(const Source& source, const FactorOptions& requested, const Context& context,
-                               Gather gather_mode) {
+Factorization<T> factor_stored(const Source& source, bool transposed, const FactorOptions& requested,
+                               const Context& context, Gather gather_mode, const InitialFactors<T>* initial) {
   dist::Communicator& world = api::communicator(context);
   const std::string& name = source.name();
   std::int64_t budget = 0;
@@ -145,7 +149,8 @@ Factorization<T> factor_stored(const Source& source, const FactorOptions& reques
   });
   const dist::GridShape grid_shape = api::on_every_rank([&] {
     try {
-      solvers::check_options(options, shape.rows, shape.cols);
+      // In A's terms: the caller's matrix is A even when its storage is Aᵀ's (the checks are symmetric).
+      solvers::check_options(options, transposed ? shape.cols : shape.rows, transposed ? shape.rows : shape.cols);
     } catch (const Error& e) {
       throw Error(name + ": " + e.what());  // "rank k=0 does not fit a 20x10 matrix" names no file
     }
@@ -154,7 +159,11 @@ Factorization<T> factor_stored(const Source& source, const FactorOptions& reques
   });
   const dist::Grid grid = api::on_every_rank([&] { return dist::Grid(world, grid_shape); });
   if (world.rank() != 0) options.progress = nullptr;  // progress is rank 0's to tell
-  if (options.init != InitMethod::random && grid_shape.size() > 1)
+  if ((options.init == InitMethod::given) != (initial != nullptr))
+    throw CollectiveError(name + (initial != nullptr
+                                      ? ": initial factors were given but the init method is " + to_string(options.init)
+                                      : ": the init method 'given' needs initial factors"));
+  if (options.init != InitMethod::random && options.init != InitMethod::given && grid_shape.size() > 1)
     throw CollectiveError("--init " + to_string(options.init) + " needs one process; use --init random on a grid");
 
   // From here on a failure may be one rank's own (its part of the file is corrupt, say).
@@ -164,12 +173,14 @@ Factorization<T> factor_stored(const Source& source, const FactorOptions& reques
   kernels->set_tf32(options.tf32);
   auto host =
       backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
-  LocalOperand<T> local = make_operand<T>(*kernels, source, shape, layout, options, budget, world);
+  LocalOperand<T> local = make_operand<T>(*kernels, source, shape, layout, options, budget, transposed, world);
 
   solvers::Solution<T> solution;
   try {
     const MatrixRef<T>* whole = grid_shape.size() == 1 && local.host ? &*local.host : nullptr;
-    solution = solvers::solve(*kernels, *host, *local.operand, whole, grid, layout, options);
+    solution = solvers::solve(*kernels, *host, *local.operand, whole, grid, layout, options,
+                              initial != nullptr ? &initial->W : nullptr, initial != nullptr ? &initial->H : nullptr,
+                              transposed);
   } catch (const Cancelled&) {
     throw;
   } catch (const Error& e) {
@@ -233,11 +244,19 @@ DenseMatrix<T> transposed(const DenseMatrix<T>& x) {
 }  // namespace
 
 template <class T>
-Factorization<T> factor(const Source& source, const FactorOptions& options, const Context& context,
-                        Gather gather_mode) {
-  if (!source.transposed()) return factor_stored<T>(source, options, context, gather_mode);
+Factorization<T> factor(const Source& source, const FactorOptions& options, const Context& context, Gather gather_mode,
+                        const InitialFactors<T>* initial) {
+  if (!source.transposed()) return factor_stored<T>(source, false, options, context, gather_mode, initial);
   // Aᵀ ≈ H'ᵀ... : factoring the stored Aᵀ = W' H' gives A = H'ᵀ W'ᵀ, so W = H'ᵀ and H = W'ᵀ, with no copy of A.
-  Factorization<T> run = factor_stored<T>(source.as_untransposed(), options, context, Gather::none);
+  std::optional<InitialFactors<T>> initial_t;
+  if (initial != nullptr) initial_t = InitialFactors<T>{transposed(initial->H), transposed(initial->W)};
+  FactorOptions options_t = options;  // W's penalties are H's of the stored run, and the other way round
+  std::swap(options_t.penalties.l1_w, options_t.penalties.l1_h);
+  std::swap(options_t.penalties.l2_w, options_t.penalties.l2_h);
+  Factorization<T> run = factor_stored<T>(source.as_untransposed(), true, options_t, context, Gather::none,
+                                          initial_t ? &*initial_t : nullptr);
+  std::swap(run.options.penalties.l1_w, run.options.penalties.l1_h);  // reported as asked
+  std::swap(run.options.penalties.l2_w, run.options.penalties.l2_h);
   std::swap(run.w_block, run.h_block);
   std::swap(run.w_row_first, run.h_col_first);
   std::swap(run.m, run.n);
@@ -288,9 +307,10 @@ void write_factors_h5(const Factorization<T>& run, const std::string& path, cons
 }
 
 // NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations
-#define DNMF_INSTANTIATE_FACTOR(T)                                                                  \
-  template Factorization<T> factor<T>(const Source&, const FactorOptions&, const Context&, Gather); \
-  template void gather<T>(Factorization<T>&, const Context&);                                       \
+#define DNMF_INSTANTIATE_FACTOR(T)                                                                 \
+  template Factorization<T> factor<T>(const Source&, const FactorOptions&, const Context&, Gather, \
+                                      const InitialFactors<T>*);                                   \
+  template void gather<T>(Factorization<T>&, const Context&);                                      \
   template void write_factors_h5<T>(const Factorization<T>&, const std::string&, const Context&);
 // NOLINTEND(bugprone-macro-parentheses)
 DNMF_INSTANTIATE_FACTOR(float)

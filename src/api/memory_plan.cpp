@@ -59,7 +59,11 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
                     " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
                     "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx or HDF5)");
     }
-    return stream::plan_memory(in);
+    try {
+      return stream::plan_memory(in);
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());  // the planner knows budgets, not files
+    }
   };
   // Rank-local failures (this block is too large for the budget) reach every rank, so none waits alone.
   const bool streamed = io::detail::run_agreed(world, path, [&] {

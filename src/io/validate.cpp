@@ -59,24 +59,30 @@ std::string describe_bad_entry(index_t row, index_t col, T value) {
 }
 
 template <class T>
-void check_nonnegative(DenseView<const T> matrix, const std::string& source, index_t row_offset, index_t col_offset) {
+void check_nonnegative(DenseView<const T> matrix, const std::string& source, index_t row_offset, index_t col_offset,
+                       bool transposed) {
   for (index_t j = 0; j < matrix.cols; ++j) {
     const T* column = matrix.data + j * matrix.ld;
     if (all_acceptable(column, matrix.rows)) continue;
     const auto bad = std::find_if(column, column + matrix.rows, [](T v) { return !acceptable(v); });
-    report(source, row_offset + (bad - column), col_offset + j, *bad);
+    const index_t row = row_offset + (bad - column);
+    const index_t col = col_offset + j;
+    report(source, transposed ? col : row, transposed ? row : col, *bad);
   }
 }
 
 template <class T>
-void check_nonnegative(CsrView<T> matrix, const std::string& source, index_t row_offset, index_t col_offset) {
+void check_nonnegative(CsrView<T> matrix, const std::string& source, index_t row_offset, index_t col_offset,
+                       bool transposed) {
   for (index_t i = 0; i < matrix.rows; ++i) {
     const index_t begin = matrix.indptr[i];
     const index_t end = matrix.indptr[i + 1];
     if (all_acceptable(matrix.values + begin, end - begin)) continue;
     for (index_t k = begin; k < end; ++k) {
       if (!acceptable(matrix.values[k])) {
-        report(source, row_offset + i, col_offset + index_t{matrix.indices[k]}, matrix.values[k]);
+        const index_t row = row_offset + i;
+        const index_t col = col_offset + index_t{matrix.indices[k]};
+        report(source, transposed ? col : row, transposed ? row : col, matrix.values[k]);
       }
     }
   }
@@ -113,10 +119,10 @@ template void check_nonnegative<float>(DenseView<const float>, const std::string
 template void check_nonnegative<double>(DenseView<const double>, const std::string&);
 template void check_nonnegative<float>(CsrView<float>, const std::string&);
 template void check_nonnegative<double>(CsrView<double>, const std::string&);
-template void check_nonnegative<float>(DenseView<const float>, const std::string&, index_t, index_t);
-template void check_nonnegative<double>(DenseView<const double>, const std::string&, index_t, index_t);
-template void check_nonnegative<float>(CsrView<float>, const std::string&, index_t, index_t);
-template void check_nonnegative<double>(CsrView<double>, const std::string&, index_t, index_t);
+template void check_nonnegative<float>(DenseView<const float>, const std::string&, index_t, index_t, bool);
+template void check_nonnegative<double>(DenseView<const double>, const std::string&, index_t, index_t, bool);
+template void check_nonnegative<float>(CsrView<float>, const std::string&, index_t, index_t, bool);
+template void check_nonnegative<double>(CsrView<double>, const std::string&, index_t, index_t, bool);
 template std::string describe_bad_entry<float>(index_t, index_t, float);
 template std::string describe_bad_entry<double>(index_t, index_t, double);
 

@@ -14,18 +14,21 @@ namespace {
 // Entry (l, i) of W and (l, j) of H are keyed by their global index, so any split of the factors over ranks
 // draws the same numbers.
 template <class T>
-Factors<T> random_factors(dist::Range w_rows, dist::Range h_cols, index_t k, std::uint64_t seed, double mean) {
+Factors<T> random_factors(dist::Range w_rows, dist::Range h_cols, index_t k, std::uint64_t seed, double mean,
+                          bool swap_streams) {
   // Scaled so that W·H has about A's mean: each entry of the product sums k terms of mean scale² / 4.
   const double scale = 2.0 * std::sqrt(std::max(mean, 1e-300) / static_cast<double>(k));
   Factors<T> f{DenseMatrix<T>(k, w_rows.size()), DenseMatrix<T>(k, h_cols.size())};
+  const util::Stream w_stream = swap_streams ? util::Stream::init_h : util::Stream::init_w;
+  const util::Stream h_stream = swap_streams ? util::Stream::init_w : util::Stream::init_h;
   for (index_t i = w_rows.first; i < w_rows.last; ++i)
     for (index_t l = 0; l < k; ++l)
       f.wt(l, i - w_rows.first) =
-          static_cast<T>(scale * util::uniform01(seed, util::Stream::init_w, static_cast<std::uint64_t>(i * k + l)));
+          static_cast<T>(scale * util::uniform01(seed, w_stream, static_cast<std::uint64_t>(i * k + l)));
   for (index_t j = h_cols.first; j < h_cols.last; ++j)
     for (index_t l = 0; l < k; ++l)
       f.h(l, j - h_cols.first) =
-          static_cast<T>(scale * util::uniform01(seed, util::Stream::init_h, static_cast<std::uint64_t>(j * k + l)));
+          static_cast<T>(scale * util::uniform01(seed, h_stream, static_cast<std::uint64_t>(j * k + l)));
   return f;
 }
 
@@ -95,14 +98,14 @@ void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char
 template <class T>
 Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
                       const FactorOptions& options, const backend::MatrixStats& stats, const DenseMatrix<T>* w0,
-                      const DenseMatrix<T>* h0) {
+                      const DenseMatrix<T>* h0, bool swap_random_streams) {
   const index_t m = layout.m;
   const index_t n = layout.n;
   const index_t k = options.rank;
   const double mean = stats.sum / (static_cast<double>(m) * static_cast<double>(n));
   switch (options.init) {
     case InitMethod::random:
-      return random_factors<T>(layout.w_rows, layout.h_cols, k, options.seed, mean);
+      return random_factors<T>(layout.w_rows, layout.h_cols, k, options.seed, mean, swap_random_streams);
     case InitMethod::nndsvd:
     case InitMethod::nndsvda:
       if (whole == nullptr)
@@ -126,9 +129,9 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
 
 template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>*, const dist::Layout&,
                                           const FactorOptions&, const backend::MatrixStats&, const DenseMatrix<float>*,
-                                          const DenseMatrix<float>*);
+                                          const DenseMatrix<float>*, bool);
 template Factors<double> initialise<double>(backend::Kernels<double>&, const MatrixRef<double>*, const dist::Layout&,
                                             const FactorOptions&, const backend::MatrixStats&,
-                                            const DenseMatrix<double>*, const DenseMatrix<double>*);
+                                            const DenseMatrix<double>*, const DenseMatrix<double>*, bool);
 
 }  // namespace dnmf::solvers

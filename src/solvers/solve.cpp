@@ -122,7 +122,8 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 template <class T>
 Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                   const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
-                  const FactorOptions& options, const DenseMatrix<T>* W0, const DenseMatrix<T>* H0) {
+                  const FactorOptions& options, const DenseMatrix<T>* W0, const DenseMatrix<T>* H0,
+                  bool a_is_transpose) {
   check_options(options, layout.m, layout.n);
   dist::Communicator& world = grid.world();
   Solution<T> out;
@@ -133,7 +134,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   out.stats = {sums[0], sums[1]};
   if (!(out.stats.squared_norm > 0)) throw Error("the matrix is all zeros: there is nothing to factorise");
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
-  out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0);
+  out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
 
   const dist::Traffic before = grid.traffic();
@@ -181,10 +182,12 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
 
 template Solution<float> solve<float>(backend::Kernels<float>&, backend::Kernels<float>&, backend::Operand<float>&,
                                       const MatrixRef<float>*, const dist::Grid&, const dist::Layout&,
-                                      const FactorOptions&, const DenseMatrix<float>*, const DenseMatrix<float>*);
+                                      const FactorOptions&, const DenseMatrix<float>*, const DenseMatrix<float>*,
+                                      bool);
 template Solution<double> solve<double>(backend::Kernels<double>&, backend::Kernels<double>&, backend::Operand<double>&,
                                         const MatrixRef<double>*, const dist::Grid&, const dist::Layout&,
-                                        const FactorOptions&, const DenseMatrix<double>*, const DenseMatrix<double>*);
+                                        const FactorOptions&, const DenseMatrix<double>*, const DenseMatrix<double>*,
+                                        bool);
 template void gather_factors<float>(const dist::Grid&, const dist::Layout&, const Factors<float>&, DenseMatrix<float>&,
                                     DenseMatrix<float>&, int);
 template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,

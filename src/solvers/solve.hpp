@@ -22,11 +22,14 @@ struct Solution {
 /// Factorises the distributed A: every rank of `grid` calls it with its block `a` (on `kernels`). `host`
 /// serves host-side work; `host_whole` is the whole matrix in host memory when one process holds it (NNDSVD
 /// and the direct final error need it), else nullptr. W0/H0: full initial factors for InitMethod::given.
+/// `a_is_transpose`: `a` is Aᵀ of the caller's A (api's factor() of a row-major or CSC source), so the random
+/// initialisation draws W from H's stream and H from W's: the same start, hence the same factors, as for A.
 /// Throws dnmf::Error for bad options (checked against the global m x n).
 template <class T>
 Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                   const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
-                  const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr, const DenseMatrix<T>* H0 = nullptr);
+                  const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr, const DenseMatrix<T>* H0 = nullptr,
+                  bool a_is_transpose = false);
 
 /// Collects the pieces on `root`: W (m x k) and H (k x n) are filled there and left untouched elsewhere.
 template <class T>

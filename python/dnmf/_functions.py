@@ -1,0 +1,114 @@
+"""The library's entry points as functions: a factorisation or an NMFk of a matrix file (streamed within a
+memory budget, read block by block under MPI) or of a matrix in memory, with the CLI's options and defaults."""
+
+import os
+
+from . import _core
+from ._input import comm_handle, dtype_of, source_of
+from ._results import Factorization, NmfkResult
+
+_ALGORITHMS = ("mu", "kl", "hals", "bpp")
+
+
+def _k_list(k_range):
+    if isinstance(k_range, str):
+        first, _, rest = k_range.partition(":")
+        if not rest:
+            return [int(first)]
+        last, _, step = rest.partition(":")
+        return list(range(int(first), int(last) + 1, int(step or 1)))
+    if isinstance(k_range, range):
+        return list(k_range)
+    if isinstance(k_range, tuple) and len(k_range) == 2:
+        return list(range(int(k_range[0]), int(k_range[1]) + 1))
+    return [int(k) for k in k_range]
+
+
+def _single(x, precision):
+    if precision is None:
+        return not isinstance(x, (str, os.PathLike)) and dtype_of(x).itemsize == 4
+    if precision not in ("f32", "f64"):
+        raise ValueError(f"precision must be 'f32', 'f64' or None, got {precision!r}")
+    return precision == "f32"
+
+
+def _context(backend, n_threads, memory_budget, grid, comm):
+    return {"backend": backend, "threads": 0 if n_threads is None else n_threads, "memory_budget": memory_budget,
+            "grid": grid, "comm": comm_handle(comm)}
+
+
+def _solver(algorithm, max_iter, tol, init, seed, penalties, fused):
+    if algorithm not in _ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
+    options = {"algorithm": algorithm, "max_iter": max_iter, "tol": tol, "init": init, "seed": seed,
+               "fused": fused}
+    options.update({key: float(value) for key, value in (penalties or {}).items()})
+    return options
+
+
+def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=1, penalties=None,
+           precision=None, backend="cpu", n_threads=None, memory_budget=None, grid="auto", comm=None,
+           fused=True, verbose=False, callback=None):
+    """A ≈ W H for a matrix file (path) or a matrix in memory (numpy array, scipy CSR/CSC, AnnData's X), with
+    ``dnmf factor``'s options and defaults; W's columns sum to 1 as the CLI's do.
+
+    ``memory_budget`` (bytes or e.g. "2G", file sources): plan resident or streamed execution within it.
+    ``comm``: None runs on MPI's world under an MPI launcher (mpirun -np N python ...) and on one process
+    otherwise; an mpi4py communicator runs on its processes; False on this process only. Each process reads
+    (or slices) only its block of A. ``penalties``: {'l1_w', 'l2_w', 'l1_h', 'l2_h'}. ``precision``: 'f32',
+    'f64', or None (float32 arrays in float32, everything else in float64). Returns a Factorization.
+    """
+    options = _solver(algorithm, max_iter, tol, init, seed, penalties, fused)
+    options.update({"k": int(k), **_context(backend, n_threads, memory_budget, grid, comm)})
+    out = _core.factor(source_of(X), options, _single(X, precision), None, None, callback, bool(verbose))
+    return Factorization(out)
+
+
+def factor_file(path, k, **kwargs):
+    """factor() of a matrix file: .npy, .mtx, .h5/.hdf5/.h5ad (``file.h5:/object``), .npz or .dcsr."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"factor_file: expected a path, got {type(path).__name__}")
+    return factor(path, k, **kwargs)
+
+
+def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", sil_threshold=0.75,
+         err_threshold=None, rule="silhouette", wilcoxon_alpha=0.05, h_silhouettes=False, groups=1,
+         accept_factor=2.0, checkpoint_dir=None, restart=False, output_dir=None, algorithm="hals", max_iter=1000,
+         tol=1e-4, init="random", seed=1, penalties=None, precision=None, backend="cpu", n_threads=None,
+         grid="auto", comm=None, verbose=False, callback=None):
+    """NMFk rank selection with ``dnmf nmfk``'s options and defaults (HALS, 1000 iterations per factorisation),
+    for a matrix file or a matrix in memory.
+
+    ``k_range``: "2:10" or "2:10:2" (as the CLI), a range, a (first, last) pair or a list. ``output_dir``:
+    also write the CLI's outputs there (nmfk.json, nmfk.csv, k_<K>/, the plot). ``callback(k, perturbation,
+    rel_error)`` is called after each job. A C-order array is factored from a Fortran-order copy (NMFk clusters
+    A's columns and perturbs copies of A anyway); CSC input is converted to CSR. Returns an NmfkResult.
+    """
+    if not isinstance(X, (str, os.PathLike)):
+        import numpy as np
+
+        if hasattr(X, "tocsr"):
+            X = X.tocsr()
+        else:
+            X = np.asarray(X)
+            if not X.flags.f_contiguous:
+                X = np.asfortranarray(X)
+    options = _solver(algorithm, max_iter, tol, init, seed, penalties, True)
+    options.update({"ks": _k_list(k_range), "perturbations": perturbations, "epsilon": epsilon,
+                    "perturbation": perturbation, "sil_threshold": sil_threshold, "err_threshold": err_threshold,
+                    "rule": rule, "wilcoxon_alpha": wilcoxon_alpha, "h_silhouettes": h_silhouettes,
+                    "groups": groups, "accept_factor": accept_factor,
+                    "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
+                    **_context(backend, n_threads, None, grid, comm)})
+    out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
+                     callback, bool(verbose))
+    result = NmfkResult(out)
+    result.sil_threshold = sil_threshold
+    return result
+
+
+def nmfk_file(path, k_range, **kwargs):
+    """nmfk() of a matrix file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"nmfk_file: expected a path, got {type(path).__name__}")
+    return nmfk(path, k_range, **kwargs)

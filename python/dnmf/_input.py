@@ -1,0 +1,90 @@
+"""Turning what Python users hold (numpy arrays, scipy.sparse matrices, AnnData's X, paths) into the library's
+sources, copying only where the library cannot read the memory as it is.
+
+What is copied, once:
+- a dtype other than float32/float64 (converted to float64);
+- a dense array that is neither C- nor Fortran-contiguous (made C-contiguous);
+- a sparse matrix in another format than CSR/CSC (converted to CSR), or with unsorted or duplicate indices
+  (sorted and summed);
+- int32 ``indptr`` (widened to int64 inside the library: rows + 1 entries) and int64 ``indices`` (narrowed to
+  int32 inside the library).
+Everything else, C- or Fortran-order arrays, read-only and memory-mapped arrays, CSR and CSC values and indices,
+is borrowed.
+"""
+
+import os
+
+import numpy as np
+
+from . import _core
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _is_sparse(x):
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return sp.issparse(x)
+
+
+def as_float_matrix(x):
+    """``x`` as something a source can borrow: a contiguous float ndarray or a canonical CSR/CSC matrix."""
+    if _is_sparse(x):
+        if x.format not in ("csr", "csc"):
+            x = x.tocsr()
+        if x.dtype not in _FLOATS:
+            x = x.astype(np.float64)
+        if not x.has_canonical_format:
+            x = x.copy()
+            x.sum_duplicates()
+        return x
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"dnmf: expected a 2-D matrix, got an array of shape {x.shape}")
+    if x.dtype not in _FLOATS:
+        if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
+            raise TypeError(f"dnmf: cannot factor an array of dtype {x.dtype}")
+        x = x.astype(np.float64)
+    if not (x.flags.c_contiguous or x.flags.f_contiguous):
+        x = np.ascontiguousarray(x)
+    return x
+
+
+def source_of(x):
+    """A library source for ``x``: a path (str or os.PathLike), a dense array or a CSR/CSC matrix."""
+    if isinstance(x, (str, os.PathLike)):
+        return _core.Source.file(os.fspath(x))
+    x = as_float_matrix(x)
+    if _is_sparse(x):
+        rows, cols = x.shape
+        return _core.Source.sparse(rows, cols, x.indptr, x.indices, x.data, x.format == "csr")
+    return _core.Source.dense(x)
+
+
+def library_error(error, estimator):
+    """The library's error for a negative entry, headed as scikit-learn's positive-only estimators say it (its
+    estimator checks look for that head); any other error as it is."""
+    message = str(error)
+    if message.endswith("input must be non-negative"):
+        return _core.Error(f"Negative values in data passed to {estimator} (input X): {message}")
+    return error
+
+
+def dtype_of(x):
+    """The float dtype a matrix is factored in by default (float32 stays float32)."""
+    return np.dtype(np.float32) if getattr(x, "dtype", None) == np.float32 else np.dtype(np.float64)
+
+
+def comm_handle(comm):
+    """The context argument for an mpi4py communicator (its C handle), None (MPI's world under an MPI launcher,
+    else one process) or False (one process)."""
+    if comm is None or comm is False or comm is True:
+        return comm
+    handle = getattr(comm, "handle", None)
+    if handle is None:
+        from mpi4py import MPI  # older mpi4py: the handle through the module
+
+        handle = MPI._handleof(comm)
+    return int(handle)

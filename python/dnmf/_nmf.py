@@ -1,0 +1,273 @@
+"""dnmf.NMF: a drop-in for sklearn.decomposition.NMF on dnmf's C++ solvers."""
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _core
+from ._input import as_float_matrix, comm_handle, library_error, source_of
+
+_SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
+_BETA_LOSSES = {"frobenius": "frobenius", 2: "frobenius", 2.0: "frobenius", "kullback-leibler": "kl", 1: "kl",
+                1.0: "kl"}
+
+
+def _seed(random_state):
+    """An integer random_state is the library's seed as it is (so that the CLI's --seed gives the same run);
+    None or a RandomState draws one."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be >= 0, got {random_state}")
+        return int(random_state)
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+def project(X, components, backend):
+    """W ≥ 0 minimising ‖X − W components‖_F, each row exactly (block principal pivoting), in X's precision."""
+    basis = np.asfortranarray(components.T, dtype=X.dtype)
+    # The library solves H for A ≈ W H with W fixed; here A = Xᵀ, whose column-major storage is X's C order
+    # (the CSR of Xᵀ is the CSC of X).
+    Xt = X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
+    Wt, _ = _core.transform(source_of(Xt), basis, backend)
+    return np.ascontiguousarray(Wt.T)
+
+
+def _frobenius_norm(x):
+    # A flat view of the stored values (ravel('K') of a contiguous array copies nothing), squared and summed by
+    # a dot product, which allocates nothing either.
+    data = x.data if hasattr(x, "tocsr") else x.ravel(order="K")
+    return float(np.sqrt(np.dot(data, data)))
+
+
+class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Non-negative matrix factorisation X ≈ W H, computed by dnmf's C++ library.
+
+    The parameters, attributes and methods are those of ``sklearn.decomposition.NMF`` (same defaults), so that
+    it can replace it in a pipeline; the solvers are dnmf's:
+
+    - ``solver='mu'``: multiplicative updates (Frobenius, or KL with ``beta_loss='kullback-leibler'``);
+    - ``solver='cd'`` or ``'hals'``: hierarchical alternating least squares (exact coordinate updates, the
+      same updates as scikit-learn's coordinate descent, without shuffling);
+    - ``solver='bpp'``: alternating non-negative least squares by block principal pivoting.
+
+    ``tol`` is dnmf's rule: stop when the objective's relative change over one iteration falls below it.
+    ``transform`` solves W for new data exactly (non-negative least squares by block principal pivoting).
+
+    dnmf's own parameters: ``precision`` ('f32', 'f64' or None: the input's float dtype, float64 otherwise),
+    ``backend`` ('cpu', 'cuda', 'reference'), ``n_threads`` (None: OpenMP's default, which threadpoolctl limits
+    control), ``memory_budget`` (bytes, accepted for the file functions; an in-memory X is held already),
+    ``comm`` (an mpi4py communicator: fit on its processes' 2-D grid, each slicing its block of X; every process
+    ends with the fitted model), ``grid`` ('auto' or 'PRxPC') and ``callback`` (called as
+    ``callback(iteration, rel_error)`` after every iteration; returning True stops the fit with
+    ``dnmf.Cancelled``).
+    """
+
+    def __init__(self, n_components="auto", *, init=None, solver="cd", beta_loss="frobenius", tol=1e-4,
+                 max_iter=200, random_state=None, alpha_W=0.0, alpha_H="same", l1_ratio=0.0, verbose=0,
+                 shuffle=False, precision=None, backend="cpu", n_threads=None, memory_budget=None, comm=None,
+                 grid="auto", callback=None):
+        self.n_components = n_components
+        self.init = init
+        self.solver = solver
+        self.beta_loss = beta_loss
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.alpha_W = alpha_W
+        self.alpha_H = alpha_H
+        self.l1_ratio = l1_ratio
+        self.verbose = verbose
+        self.shuffle = shuffle
+        self.precision = precision
+        self.backend = backend
+        self.n_threads = n_threads
+        self.memory_budget = memory_budget
+        self.comm = comm
+        self.grid = grid
+        self.callback = callback
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    # ---------------------------------------------------------------- checks
+    def _algorithm(self):
+        if self.solver not in _SOLVERS:
+            raise ValueError(f"Invalid solver parameter: got {self.solver!r} instead of one of "
+                             f"{sorted(_SOLVERS)}")
+        if self.beta_loss not in _BETA_LOSSES:
+            raise ValueError(f"Invalid beta_loss parameter: got {self.beta_loss!r}; dnmf supports 'frobenius' "
+                             "and 'kullback-leibler'")
+        loss = _BETA_LOSSES[self.beta_loss]
+        if loss == "kl":
+            if self.solver != "mu":
+                raise ValueError(f"Invalid beta_loss parameter: solver {self.solver!r} does not handle beta_loss "
+                                 "= 'kullback-leibler'; use solver='mu'")
+            return "kl"
+        return _SOLVERS[self.solver]
+
+    def _rank(self, n_samples, n_features, W, H):
+        k = self.n_components
+        if k == "auto":
+            if self.init == "custom" and H is not None:
+                return H.shape[0]
+            if self.init == "custom" and W is not None:
+                return W.shape[1]
+            return n_features
+        if k is None:
+            return n_features
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"n_components must be a positive integer or 'auto', got {k!r}")
+        return int(k)
+
+    def _check_numbers(self):
+        if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        if not isinstance(self.tol, numbers.Real) or self.tol < 0:
+            raise ValueError(f"tol must be >= 0, got {self.tol!r}")
+        for name in ("alpha_W", "l1_ratio"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
+        if self.l1_ratio > 1:
+            raise ValueError(f"l1_ratio must be in [0, 1], got {self.l1_ratio!r}")
+        if self.alpha_H != "same" and (not isinstance(self.alpha_H, numbers.Real) or self.alpha_H < 0):
+            raise ValueError(f"alpha_H must be >= 0 or 'same', got {self.alpha_H!r}")
+        if self.shuffle:
+            warnings.warn("dnmf.NMF: shuffle=True is ignored (HALS updates the components in order)",
+                          UserWarning, stacklevel=3)
+
+    def _penalties(self, n_samples, n_features):
+        # scikit-learn's scaling: the W terms by n_features, the H terms by n_samples.
+        alpha_h = self.alpha_W if self.alpha_H == "same" else self.alpha_H
+        return {"l1_w": n_features * self.alpha_W * self.l1_ratio,
+                "l2_w": n_features * self.alpha_W * (1 - self.l1_ratio),
+                "l1_h": n_samples * alpha_h * self.l1_ratio,
+                "l2_h": n_samples * alpha_h * (1 - self.l1_ratio)}
+
+    def _precision(self, X):
+        if self.precision is None:
+            return X.dtype == np.float32
+        if self.precision not in ("f32", "f64"):
+            raise ValueError(f"precision must be 'f32', 'f64' or None, got {self.precision!r}")
+        return self.precision == "f32"
+
+    def _context(self):
+        return {"backend": self.backend, "threads": 0 if self.n_threads is None else self.n_threads,
+                "memory_budget": self.memory_budget, "grid": self.grid,
+                "comm": False if self.comm is None else comm_handle(self.comm)}
+
+    # ---------------------------------------------------------------- fitting
+    def fit_transform(self, X, y=None, W=None, H=None):
+        """Learns the factorisation of X and returns W (n_samples x n_components)."""
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+                          ensure_all_finite=False, reset=True)
+        X = as_float_matrix(X)
+        algorithm = self._algorithm()
+        self._check_numbers()
+        n_samples, n_features = X.shape
+        k = self._rank(n_samples, n_features, W, H)
+        single = self._precision(X)
+        dtype = np.float32 if single else np.float64
+
+        init = self.init
+        if init is None:
+            init = "nndsvda" if k <= min(n_samples, n_features) else "random"
+        options = {"k": k, "algorithm": algorithm, "max_iter": self.max_iter, "tol": self.tol,
+                   "seed": _seed(self.random_state), "normalize": False, **self._penalties(n_samples, n_features),
+                   **self._context()}
+        W0 = H0 = None
+        if init == "custom":
+            W0, H0 = self._custom_init(W, H, n_samples, n_features, k, dtype)
+            options["init"] = "given"
+        elif init == "nndsvdar":
+            W0, H0 = self._nndsvdar(X, k, dtype)
+            options["init"] = "given"
+        elif init in ("random", "nndsvd", "nndsvda"):
+            options["init"] = init
+        else:
+            raise ValueError(f"Invalid init parameter: got {init!r} instead of one of "
+                             "{None, 'random', 'nndsvd', 'nndsvda', 'nndsvdar', 'custom'}")
+
+        try:
+            out = _core.factor(source_of(X), options, single, W0, H0, self.callback, bool(self.verbose))
+        except _core.Error as error:
+            raise library_error(error, "NMF") from None
+        W_out, H_out = self._share(out["W"], out["H"])
+        self.components_ = H_out
+        self.n_components_ = k
+        self.n_iter_ = int(out["iterations"])
+        if algorithm == "kl":
+            self.reconstruction_err_ = float(np.sqrt(2 * max(out["objective"], 0.0)))
+        else:
+            self.reconstruction_err_ = float(out["rel_error"]) * _frobenius_norm(X)
+        self.report_ = out["report_json"]
+        if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(f"Maximum number of iterations {self.max_iter} reached. Increase it to improve "
+                          "convergence.", ConvergenceWarning)
+        return W_out
+
+    def fit(self, X, y=None, **params):
+        """Learns the factorisation of X; returns self."""
+        self.fit_transform(X, **params)
+        return self
+
+    def _share(self, W, H):
+        """With a communicator, rank 0's factors go to every process, so that each holds the fitted model."""
+        if self.comm is not None and self.comm is not False:
+            W, H = self.comm.bcast((W, H), root=0)
+        return W, H
+
+    @staticmethod
+    def _custom_init(W, H, n_samples, n_features, k, dtype):
+        if W is None or H is None:
+            raise ValueError("init = 'custom' needs both W and H")
+        W = np.asarray(W, dtype=dtype)
+        H = np.asarray(H, dtype=dtype)
+        if W.shape != (n_samples, k):
+            raise ValueError(f"Array with wrong shape passed to NMF (input W). Expected {(n_samples, k)}, "
+                             f"but got {W.shape}")
+        if H.shape != (k, n_features):
+            raise ValueError(f"Array with wrong shape passed to NMF (input H). Expected {(k, n_features)}, "
+                             f"but got {H.shape}")
+        if np.min(W) < 0 or np.min(H) < 0:
+            raise ValueError("Negative values in data passed to NMF (input W or H)")
+        return np.asfortranarray(W), np.asfortranarray(H)
+
+    @staticmethod
+    def _nndsvdar(X, k, dtype):
+        # NNDSVD with its zeros filled by small random values: scikit-learn's own initialiser (dnmf computes
+        # NNDSVD and NNDSVDa itself).
+        from sklearn.decomposition._nmf import _initialize_nmf
+
+        W, H = _initialize_nmf(X, k, init="nndsvdar", random_state=0)
+        return np.asfortranarray(W, dtype=dtype), np.asfortranarray(H, dtype=dtype)
+
+    # ---------------------------------------------------------------- using the model
+    def transform(self, X):
+        """W for new data X with the learned components fixed: each row by exact non-negative least squares."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+                          ensure_all_finite=False, reset=False)
+        return project(as_float_matrix(X), self.components_, self.backend)
+
+    def inverse_transform(self, X=None, *, Xt=None):
+        """X ≈ W @ components_ for W = transform(X)."""
+        if Xt is not None:
+            X = Xt
+        check_is_fitted(self)
+        W = np.asarray(X)
+        return W @ self.components_
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]

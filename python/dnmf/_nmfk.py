@@ -1,0 +1,120 @@
+"""dnmf.NMFk: automatic selection of the number of components, as a scikit-learn estimator."""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._functions import nmfk
+from . import _core
+from ._input import as_float_matrix, library_error
+from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
+from ._results import plot_nmfk
+
+
+class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """NMFk (Alexandrov et al.; LANL's pyDNMFk): for every k of ``k_range``, ``n_perturbations`` factorisations
+    of perturbed copies of X are clustered; k is accepted when the clusters are stable (minimum cosine
+    silhouette ≥ ``sil_threshold``) and, with ``err_threshold``, the centroids still explain X. ``rule`` picks
+    the reported k: 'silhouette' (the largest accepted k) or 'wilcoxon' (walk up the accepted k while the
+    per-sample errors drop significantly).
+
+    X is the CLI's A: the k columns of W (n_samples x k) are what is clustered across perturbations, and H
+    (k x n_features, the regression on X with W fixed at the centroids) becomes ``components_``, as in NMF.
+
+    After fit: ``k_`` (None when no k was accepted), ``best_candidate_``, ``decided_by_``, ``table_`` (per k:
+    silhouettes, errors, accepted; ``table_.to_pandas()``), ``results_`` (the full per-k figures), ``W_`` and
+    ``components_`` at the selected k (best candidate when none was accepted), ``n_components_``. ``plot()``
+    draws the silhouettes and errors against k (matplotlib). ``transform`` projects new data on components_.
+    """
+
+    def __init__(self, k_range=(2, 10), *, n_perturbations=20, epsilon=0.03, perturbation="uniform",
+                 sil_threshold=0.75, err_threshold=None, rule="silhouette", wilcoxon_alpha=0.05,
+                 accept_factor=2.0, solver="hals", beta_loss="frobenius", max_iter=1000, tol=1e-4, init="random",
+                 random_state=None, checkpoint_dir=None, restart=False, groups=1, precision=None, backend="cpu",
+                 n_threads=None, comm=None, verbose=0, callback=None):
+        self.k_range = k_range
+        self.n_perturbations = n_perturbations
+        self.epsilon = epsilon
+        self.perturbation = perturbation
+        self.sil_threshold = sil_threshold
+        self.err_threshold = err_threshold
+        self.rule = rule
+        self.wilcoxon_alpha = wilcoxon_alpha
+        self.accept_factor = accept_factor
+        self.solver = solver
+        self.beta_loss = beta_loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init = init
+        self.random_state = random_state
+        self.checkpoint_dir = checkpoint_dir
+        self.restart = restart
+        self.groups = groups
+        self.precision = precision
+        self.backend = backend
+        self.n_threads = n_threads
+        self.comm = comm
+        self.verbose = verbose
+        self.callback = callback
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, y=None):
+        """Runs NMFk on X (n_samples x n_features); returns self."""
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+                          ensure_all_finite=False, reset=True)
+        X = as_float_matrix(X)
+        if self.solver not in _SOLVERS or self.beta_loss not in _BETA_LOSSES:
+            raise ValueError(f"Invalid solver/beta_loss: {self.solver!r}/{self.beta_loss!r}")
+        algorithm = "kl" if _BETA_LOSSES[self.beta_loss] == "kl" else _SOLVERS[self.solver]
+        precision = self.precision if self.precision is not None else ("f32" if X.dtype == np.float32 else "f64")
+        try:
+            result = self._run(X, algorithm, precision)
+        except _core.Error as error:
+            raise library_error(error, "NMFk") from None
+        if self.comm is not None and self.comm is not False:
+            result = self.comm.bcast(result, root=0)
+        self.k_ = result.k
+        self.best_candidate_ = result.best_candidate
+        self.decided_by_ = result.decided_by
+        self.silhouette_k_ = result.silhouette_k
+        self.wilcoxon_k_ = result.wilcoxon_k
+        self.message_ = result.message
+        self.table_ = result.table
+        self.results_ = result.ranks
+        chosen = result.ranks[result.k if result.k is not None else result.best_candidate]
+        self.W_ = np.ascontiguousarray(result.W)
+        self.components_ = np.ascontiguousarray(result.H)
+        self.n_components_ = self.components_.shape[0]
+        self.n_iter_ = int(max(chosen["perturbation_iterations"]))  # the longest factorisation at the chosen k
+        return self
+
+    def _run(self, X, algorithm, precision):
+        return nmfk(X, self.k_range, perturbations=self.n_perturbations, epsilon=self.epsilon,
+                    perturbation=self.perturbation, sil_threshold=self.sil_threshold,
+                    err_threshold=self.err_threshold, rule=self.rule, wilcoxon_alpha=self.wilcoxon_alpha,
+                    accept_factor=self.accept_factor, groups=self.groups, checkpoint_dir=self.checkpoint_dir,
+                    restart=self.restart, algorithm=algorithm, max_iter=self.max_iter, tol=self.tol,
+                    init=self.init, seed=_seed(self.random_state), precision=precision, backend=self.backend,
+                    n_threads=self.n_threads, comm=False if self.comm is None else self.comm,
+                    verbose=bool(self.verbose), callback=self.callback)
+
+    def transform(self, X):
+        """W for new data on the selected components (exact non-negative least squares per sample)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
+                          ensure_all_finite=False, reset=False)
+        return project(as_float_matrix(X), self.components_, self.backend)
+
+    def plot(self, ax=None):
+        """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib)."""
+        check_is_fitted(self)
+        return plot_nmfk(self.table_, self.k_, ax=ax, threshold=self.sil_threshold)
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]

@@ -1,0 +1,127 @@
+// See arguments.hpp.
+
+#include "arguments.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#ifdef DNMF_HAVE_MPI
+#include <type_traits>
+
+#include "dnmf/mpi.hpp"
+#endif
+
+namespace nb = nanobind;
+
+namespace dnmf::python {
+namespace {
+
+/// The value under `key` cast to T, or nullptr-like absence: false when the key is missing or None.
+template <class T>
+bool get(const nb::dict& kwargs, const char* key, T& out) {
+  if (!kwargs.contains(key)) return false;
+  nb::handle value = kwargs[key];
+  if (value.is_none()) return false;
+  try {
+    out = nb::cast<T>(value);
+  } catch (const nb::cast_error&) {
+    throw nb::type_error(("dnmf: option '" + std::string(key) + "' has the wrong type").c_str());
+  }
+  return true;
+}
+
+std::int64_t bytes_of(const nb::dict& kwargs, const char* key) {
+  if (!kwargs.contains(key) || kwargs[key].is_none()) return 0;
+  nb::handle value = kwargs[key];
+  if (nb::isinstance<nb::str>(value)) return parse_bytes(nb::cast<std::string>(value));
+  const auto bytes = nb::cast<std::int64_t>(value);
+  if (bytes < 0) throw Error(std::string(key) + ": a byte count must be >= 0, not " + std::to_string(bytes));
+  return bytes;
+}
+
+#ifdef DNMF_HAVE_MPI
+/// An MPI handle from the integer mpi4py gives: a pointer in Open MPI, an int in MPICH.
+template <class Handle>
+Handle handle_of(std::intptr_t value) {
+  if constexpr (std::is_pointer_v<Handle>) {
+    return reinterpret_cast<Handle>(value);  // NOLINT(performance-no-int-to-ptr): it is the pointer's value
+  } else {
+    return static_cast<Handle>(value);
+  }
+}
+#endif
+
+}  // namespace
+
+FactorOptions factor_options(const nb::dict& kwargs) {
+  FactorOptions o;
+  get(kwargs, "k", o.rank);
+  std::string text;
+  if (get(kwargs, "algorithm", text)) o.algorithm = parse_algorithm(text);
+  get(kwargs, "max_iter", o.max_iterations);
+  get(kwargs, "tol", o.tol);
+  if (get(kwargs, "init", text)) o.init = text == "given" ? InitMethod::given : parse_init(text);
+  get(kwargs, "seed", o.seed);
+  get(kwargs, "l1_w", o.penalties.l1_w);
+  get(kwargs, "l2_w", o.penalties.l2_w);
+  get(kwargs, "l1_h", o.penalties.l1_h);
+  get(kwargs, "l2_h", o.penalties.l2_h);
+  get(kwargs, "normalize", o.normalize);
+  get(kwargs, "fused", o.fused);
+  get(kwargs, "tf32", o.tf32);
+  if (o.max_iterations < 1) throw Error("max_iter must be >= 1, not " + std::to_string(o.max_iterations));
+  return o;
+}
+
+NmfkOptions nmfk_options(const nb::dict& kwargs) {
+  NmfkOptions o;
+  o.factor = factor_options(kwargs);
+  get(kwargs, "ks", o.ks);
+  get(kwargs, "perturbations", o.perturbations);
+  get(kwargs, "epsilon", o.epsilon);
+  std::string text;
+  if (get(kwargs, "perturbation", text)) o.perturbation = parse_perturbation(text);
+  get(kwargs, "sil_threshold", o.sil_threshold);
+  double err_threshold = 0;
+  if (get(kwargs, "err_threshold", err_threshold)) o.err_threshold = err_threshold;
+  if (get(kwargs, "rule", text)) o.rule = parse_selection_rule(text);
+  get(kwargs, "wilcoxon_alpha", o.wilcoxon_alpha);
+  get(kwargs, "h_silhouettes", o.h_silhouettes);
+  get(kwargs, "groups", o.groups);
+  get(kwargs, "accept_factor", o.accept_factor);
+  get(kwargs, "max_cluster_iterations", o.max_cluster_iterations);
+  get(kwargs, "checkpoint_dir", o.checkpoint_dir);
+  get(kwargs, "restart", o.restart);
+  return o;
+}
+
+Context make_context(const nb::dict& kwargs) {
+  Context context;
+  nb::handle comm = kwargs.contains("comm") ? kwargs["comm"] : nb::none();
+  if (comm.is_none()) {
+    context = Context::world();
+  } else if (nb::isinstance<nb::bool_>(comm)) {
+    if (nb::cast<bool>(comm)) context = Context::world();
+  } else {
+#ifdef DNMF_HAVE_MPI
+    // mpi4py's Comm.handle is the C handle as an integer: a pointer in Open MPI, an int in MPICH.
+    context = mpi_context(handle_of<MPI_Comm>(nb::cast<std::intptr_t>(comm)));
+#else
+    throw Error("comm: this build of dnmf has no MPI support");
+#endif
+  }
+  get(kwargs, "grid", context.grid);
+  check_grid(context.grid);
+  std::string backend;
+  if (get(kwargs, "backend", backend)) context.backend = parse_backend(backend);
+  get(kwargs, "threads", context.threads);
+  if (context.threads < 0) throw Error("n_threads must be >= 0, not " + std::to_string(context.threads));
+  get(kwargs, "device", context.device);
+  context.memory_budget = bytes_of(kwargs, "memory_budget");
+  context.device_memory_budget = bytes_of(kwargs, "device_memory_budget");
+  return context;
+}
+
+}  // namespace dnmf::python

@@ -1,0 +1,247 @@
+// dnmf._core: the public C++ API (include/dnmf/) for the Python package. Only the calls and conversions live
+// here; the estimators' behaviour is written in Python (python/dnmf/). Every computation runs with the GIL
+// released.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "arguments.hpp"
+#include "dnmf/context.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/factor.hpp"
+#include "dnmf/factorize.hpp"
+#include "dnmf/nmfk.hpp"
+#include "dnmf/source.hpp"
+#include "dnmf/version.hpp"
+#include "hooks.hpp"
+#include "sources.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace dnmf::python {
+namespace {
+
+/// A Fortran-order float array of the given precision as a matrix the library owns (initial factors).
+template <class T>
+DenseMatrix<T> dense_copy(const AnyMatrix& a, const char* name) {
+  if (a.dtype() != nb::dtype<T>())
+    throw nb::type_error((std::string("dnmf: ") + name + " must have the input's dtype").c_str());
+  DenseMatrix<T> m(static_cast<index_t>(a.shape(0)), static_cast<index_t>(a.shape(1)));
+  const auto* data = static_cast<const T*>(a.data());
+  for (index_t j = 0; j < m.cols(); ++j)
+    for (index_t i = 0; i < m.rows(); ++i) m(i, j) = data[i * a.stride(0) + j * a.stride(1)];
+  return m;
+}
+
+/// Runs `work` with the GIL released; a stop requested from Python (Ctrl-C, the callback's exception) is
+/// raised in Python, a stop asked by the callback's return value as dnmf.Cancelled.
+template <class Work>
+auto run_released(PythonHooks& hooks, Work&& work) {
+  try {
+    nb::gil_scoped_release released;
+    return work();
+  } catch (const Cancelled&) {
+    hooks.rethrow_pending();
+    throw;
+  }
+}
+
+template <class T>
+nb::dict factorization_dict(Factorization<T>&& run) {
+  nb::dict out;
+  FactorResult<T>& r = run.result;
+  const bool gathered = r.W.rows() > 0 || r.H.cols() > 0;
+  out["W"] = gathered ? nb::cast(to_numpy(std::move(r.W))) : nb::none();
+  out["H"] = gathered ? nb::cast(to_numpy(std::move(r.H))) : nb::none();
+  out["iterations"] = r.iterations;
+  out["converged"] = r.converged;
+  out["rel_error"] = r.rel_error;
+  out["objective"] = r.objective;
+  out["rel_error_history"] = r.rel_error_history;
+  out["objective_history"] = r.objective_history;
+  out["seconds"] = r.seconds;
+  out["threads"] = r.threads;
+  out["backend"] = r.backend;
+  out["grid"] = run.grid;
+  out["shape"] = nb::make_tuple(run.m, run.n);
+  out["report_json"] = report_json(run);
+  return out;
+}
+
+template <class T>
+nb::dict factor_as(const Source& source, const nb::dict& kwargs, const Context& context, std::optional<AnyMatrix> w0,
+                   std::optional<AnyMatrix> h0, nb::object callback, bool verbose) {
+  FactorOptions options = factor_options(kwargs);
+  std::optional<InitialFactors<T>> initial;
+  if (w0 && h0) initial = InitialFactors<T>{dense_copy<T>(*w0, "W"), dense_copy<T>(*h0, "H")};
+  PythonHooks hooks(std::move(callback), verbose && context.rank() == 0);
+  hooks.install(options);
+  Factorization<T> run = run_released(
+      hooks, [&] { return dnmf::factor<T>(source, options, context, Gather::to_root, initial ? &*initial : nullptr); });
+  return factorization_dict(std::move(run));
+}
+
+nb::dict factor_entry(const Source& source, const nb::dict& kwargs, bool single, std::optional<AnyMatrix> w0,
+                      std::optional<AnyMatrix> h0, nb::object callback, bool verbose) {
+  const Context context = make_context(kwargs);
+  if (single) return factor_as<float>(source, kwargs, context, std::move(w0), std::move(h0), callback, verbose);
+  return factor_as<double>(source, kwargs, context, std::move(w0), std::move(h0), callback, verbose);
+}
+
+template <class T>
+nb::dict rank_dict(NmfkRank<T>&& r) {
+  nb::dict d;
+  d["k"] = r.k;
+  d["silhouettes"] = r.silhouettes;
+  d["min_silhouette"] = r.min_silhouette;
+  d["mean_silhouette"] = r.mean_silhouette;
+  d["h_silhouettes"] = r.h_silhouettes;
+  d["h_min_silhouette"] = r.h_min_silhouette;
+  d["h_mean_silhouette"] = r.h_mean_silhouette;
+  d["rel_error"] = r.rel_error;
+  d["column_errors"] = r.column_errors;
+  d["perturbation_errors"] = r.perturbation_errors;
+  d["perturbation_iterations"] = r.perturbation_iterations;
+  d["rejected_perturbations"] = r.rejected_perturbations;
+  d["accepted"] = r.accepted;
+  d["seconds"] = r.seconds;
+  d["W"] = to_numpy(std::move(r.W));
+  d["H"] = to_numpy(std::move(r.H));
+  return d;
+}
+
+nb::object optional_k(const std::optional<index_t>& k) { return k ? nb::cast(*k) : nb::none(); }
+
+template <class T>
+nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& context, const std::string& output_dir,
+                 nb::object callback, bool verbose) {
+  NmfkOptions options = nmfk_options(kwargs);
+  PythonHooks hooks(nb::none(), false);
+  hooks.install(options.factor);
+  options.factor.progress = nullptr;
+  const bool root = context.rank() == 0;
+  if (root && (verbose || !callback.is_none())) {
+    options.progress = [&](const NmfkProgress& p) {
+      nb::gil_scoped_acquire gil;
+      if (verbose) {
+        const std::string line = "k=" + std::to_string(p.k) + " perturbation " + std::to_string(p.perturbation + 1) +
+                                 (p.from_checkpoint ? " (checkpoint)" : "") + "  rel_error " +
+                                 std::to_string(p.rel_error) + "  " + std::to_string(p.jobs_done) + "/" +
+                                 std::to_string(p.jobs_total) + " jobs\n";
+        nb::module_::import_("sys").attr("stderr").attr("write")(line);
+      }
+      try {
+        if (!callback.is_none()) callback(p.k, p.perturbation, p.rel_error);
+      } catch (nb::python_error& e) {
+        hooks.fail(std::move(e));  // stops the run at the next poll; raised once the library has unwound
+      }
+    };
+  }
+  NmfkResult<T> result = run_released(hooks, [&] { return dnmf::nmfk<T>(source, options, context); });
+  nb::dict out;
+  const NmfkSelection& s = result.selection;
+  out["selected_k"] = optional_k(s.selected_k);
+  out["decided_by"] = to_string(s.decided_by);
+  out["silhouette_k"] = optional_k(s.silhouette_k);
+  out["wilcoxon_k"] = optional_k(s.wilcoxon_k);
+  out["best_candidate"] = s.best_candidate;
+  out["message"] = s.message;
+  out["seconds"] = result.seconds;
+  out["jobs_run"] = result.jobs_run;
+  out["jobs_loaded"] = result.jobs_loaded;
+  if (root && !output_dir.empty()) {
+    const NmfkRunInfo info = nmfk_run_info<T>(source);
+    const NmfkOutputs files = write_nmfk_outputs(result, options, info, output_dir);
+    out["json"] = files.json;
+    out["plot_warning"] = files.plot_warning;
+  }
+  nb::list ranks;
+  for (NmfkRank<T>& r : result.ranks) ranks.append(rank_dict(std::move(r)));
+  out["ranks"] = ranks;
+  return out;
+}
+
+nb::dict nmfk_entry(const Source& source, const nb::dict& kwargs, bool single, const std::string& output_dir,
+                    nb::object callback, bool verbose) {
+  const Context context = make_context(kwargs);
+  if (single) return nmfk_as<float>(source, kwargs, context, output_dir, std::move(callback), verbose);
+  return nmfk_as<double>(source, kwargs, context, output_dir, std::move(callback), verbose);
+}
+
+template <class T>
+nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind backend) {
+  const MatrixRef<T>* a = data.stored<T>();
+  if (a == nullptr || data.transposed())
+    throw nb::type_error("dnmf: transform needs Xᵀ in Fortran order (CSC for sparse) of the basis's dtype");
+  const DenseMatrix<T> w = dense_copy<T>(basis, "the basis");
+  TransformResult<T> r;
+  {
+    nb::gil_scoped_release released;
+    r = dnmf::transform<T>(*a, w.view(), backend);
+  }
+  return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error);
+}
+
+nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std::string& backend) {
+  const BackendKind kind = parse_backend(backend);
+  if (data.holds_float()) return transform_as<float>(data, basis, kind);
+  return transform_as<double>(data, basis, kind);
+}
+
+}  // namespace
+}  // namespace dnmf::python
+
+NB_MODULE(_core, m) {
+  using namespace dnmf::python;
+  m.doc() = "dnmf's C++ library (use the dnmf package, not this module)";
+  // The library's messages are what users see: dnmf.Error is a ValueError, as scikit-learn raises for bad data.
+  static PyObject* const error = PyErr_NewException("dnmf.Error", PyExc_ValueError, nullptr);
+  // A stop the callback asked for; Ctrl-C raises KeyboardInterrupt instead.
+  static PyObject* const cancelled = PyErr_NewException("dnmf.Cancelled", error, nullptr);
+  m.attr("Error") = nb::handle(error);
+  m.attr("Cancelled") = nb::handle(cancelled);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const dnmf::Cancelled& e) {
+      PyErr_SetString(cancelled, e.what());
+    } catch (const dnmf::Error& e) {
+      PyErr_SetString(error, e.what());
+    }
+  });
+  m.attr("__version__") = DNMF_VERSION_STRING;
+#ifdef DNMF_HAVE_MPI
+  m.attr("has_mpi") = true;
+#else
+  m.attr("has_mpi") = false;
+#endif
+
+  nb::class_<dnmf::Source>(m, "Source", "A matrix file or an in-memory matrix, borrowed without a copy.")
+      .def_static("file", &dnmf::Source::file, "path"_a)
+      .def_static("dense", &dense_source, "array"_a)
+      .def_static("sparse", &sparse_source, "rows"_a, "cols"_a, "indptr"_a, "indices"_a, "data"_a, "by_rows"_a)
+      .def_prop_ro("name", &dnmf::Source::name)
+      .def_prop_ro("transposed", &dnmf::Source::transposed)
+      .def_prop_ro("is_file", &dnmf::Source::is_file)
+      .def_prop_ro("holds_float", &dnmf::Source::holds_float);
+
+  m.def("factor", &factor_entry, "source"_a, "options"_a, "single"_a, "W0"_a.none() = nb::none(),
+        "H0"_a.none() = nb::none(), "callback"_a.none() = nb::none(), "verbose"_a = false);
+  m.def("nmfk", &nmfk_entry, "source"_a, "options"_a, "single"_a, "output_dir"_a = "", "callback"_a.none() = nb::none(),
+        "verbose"_a = false);
+  m.def("transform", &transform_entry, "data"_a, "basis"_a, "backend"_a = "cpu");
+  m.def("backend_available", [](const std::string& name) {
+    std::string why;
+    const bool ok = dnmf::backend_available(dnmf::parse_backend(name), &why);
+    return nb::make_tuple(ok, why);
+  });
+  m.def("parse_bytes", &dnmf::parse_bytes);
+}

@@ -1,0 +1,160 @@
+// See sources.hpp.
+
+#include "sources.hpp"
+
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+
+namespace nb = nanobind;
+
+namespace dnmf::python {
+namespace {
+
+/// What a Source borrows from Python (the arrays, which hold their owners) and what was converted for it. The
+/// last reference may be dropped by a C++ copy of the source on a thread without the GIL, so the release takes
+/// it.
+struct Held {
+  std::vector<AnyMatrix> matrices;
+  std::vector<AnyVector> vectors;
+  std::vector<index_t> indptr;
+  std::vector<col_index_t> indices;
+};
+
+std::shared_ptr<Held> make_held() {
+  return {new Held, [](Held* held) {
+            nb::gil_scoped_acquire gil;
+            delete held;
+          }};
+}
+
+std::string dtype_name(const nb::dlpack::dtype& t) {
+  const char* kind = t.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float)  ? "float"
+                     : t.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Int)  ? "int"
+                     : t.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt) ? "uint"
+                                                                                         : "other";
+  return std::string(kind) + std::to_string(t.bits);
+}
+
+template <class T, class Array>
+bool is(const Array& a) {
+  return a.dtype() == nb::dtype<T>();
+}
+
+template <class T>
+Source dense_of(const AnyMatrix& a) {
+  const auto rows = static_cast<index_t>(a.shape(0));
+  const auto cols = static_cast<index_t>(a.shape(1));
+  const auto* data = static_cast<const T*>(a.data());
+  auto held = make_held();
+  held->matrices.push_back(a);
+  std::shared_ptr<const void> keep = held;
+  // A single row or column is contiguous in either order; strides of length-1 dimensions say nothing.
+  const bool fortran = (rows <= 1 || a.stride(0) == 1) && (cols <= 1 || a.stride(1) == rows);
+  const bool c_order = (cols <= 1 || a.stride(1) == 1) && (rows <= 1 || a.stride(0) == cols);
+  if (fortran) return Source::dense(DenseView<const T>(data, rows, cols, rows > 0 ? rows : 1), keep);
+  if (c_order) return Source::dense_row_major(data, rows, cols, cols > 0 ? cols : 1, keep);
+  throw nb::type_error("dnmf: the array is neither C- nor Fortran-contiguous (pass np.ascontiguousarray(X))");
+}
+
+/// indptr as int64: borrowed when it is int64 already, else widened into `widened`.
+const index_t* indptr_of(const AnyVector& indptr, std::vector<index_t>& widened) {
+  if (is<std::int64_t>(indptr) && indptr.stride(0) == 1) return static_cast<const index_t*>(indptr.data());
+  if (!is<std::int32_t>(indptr))
+    throw nb::type_error(
+        ("dnmf: indptr of dtype " + dtype_name(indptr.dtype()) + " (expected int32 or int64)").c_str());
+  const auto* p = static_cast<const std::int32_t*>(indptr.data());
+  widened.resize(indptr.shape(0));
+  for (std::size_t i = 0; i < widened.size(); ++i) widened[i] = p[i * static_cast<std::size_t>(indptr.stride(0))];
+  return widened.data();
+}
+
+/// indices as int32: borrowed when they are int32 already, else narrowed into `narrowed`.
+const col_index_t* indices_of(const AnyVector& indices, std::vector<col_index_t>& narrowed) {
+  if (is<std::int32_t>(indices) && indices.stride(0) == 1) return static_cast<const col_index_t*>(indices.data());
+  if (!is<std::int64_t>(indices))
+    throw nb::type_error(
+        ("dnmf: indices of dtype " + dtype_name(indices.dtype()) + " (expected int32 or int64)").c_str());
+  const auto* p = static_cast<const std::int64_t*>(indices.data());
+  narrowed.resize(indices.shape(0));
+  for (std::size_t i = 0; i < narrowed.size(); ++i) {
+    const std::int64_t v = p[i * static_cast<std::size_t>(indices.stride(0))];
+    if (v < 0 || v > std::numeric_limits<col_index_t>::max())
+      throw Error("sparse matrix: index " + std::to_string(v) + " at position " + std::to_string(i) +
+                  " does not fit the int32 indices dnmf uses");
+    narrowed[i] = static_cast<col_index_t>(v);
+  }
+  return narrowed.data();
+}
+
+/// The structure a CSR (CSC) matrix must have; cheap next to any factorisation, and a bad one would read
+/// outside the arrays.
+void check_structure(index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices, index_t nnz,
+                     const char* what) {
+  const std::string where = std::string("sparse ") + what + " matrix: ";
+  if (indptr[0] != 0) throw Error(where + "indptr[0] is " + std::to_string(indptr[0]) + ", not 0");
+  for (index_t i = 0; i < outer; ++i)
+    if (indptr[i + 1] < indptr[i]) throw Error(where + "indptr decreases at " + std::to_string(i + 1));
+  if (indptr[outer] != nnz)
+    throw Error(where + "indptr ends at " + std::to_string(indptr[outer]) + " but there are " + std::to_string(nnz) +
+                " stored entries");
+  for (index_t i = 0; i < outer; ++i)
+    for (index_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      if (indices[p] < 0 || indices[p] >= inner)
+        throw Error(where + "index " + std::to_string(indices[p]) + " out of range 0.." + std::to_string(inner - 1));
+      if (p > indptr[i] && indices[p] <= indices[p - 1])
+        throw Error(where + "indices not sorted and unique at position " + std::to_string(p) +
+                    " (call X.sum_duplicates() / X.sort_indices())");
+    }
+}
+
+template <class T>
+Source sparse_of(std::int64_t rows, std::int64_t cols, const index_t* indptr, const col_index_t* indices,
+                 const AnyVector& data, bool by_rows, std::shared_ptr<const void> keep) {
+  const auto* values = static_cast<const T*>(data.data());
+  if (by_rows) return Source::csr<T>(CsrView<T>{rows, cols, indptr, indices, values}, std::move(keep));
+  return Source::csc<T>(rows, cols, indptr, indices, values, std::move(keep));
+}
+
+}  // namespace
+
+Source dense_source(const AnyMatrix& array) {
+  if (is<double>(array)) return dense_of<double>(array);
+  if (is<float>(array)) return dense_of<float>(array);
+  throw nb::type_error(
+      ("dnmf: dense input of dtype " + dtype_name(array.dtype()) + " (expected float32 or float64)").c_str());
+}
+
+Source sparse_source(std::int64_t rows, std::int64_t cols, const AnyVector& indptr, const AnyVector& indices,
+                     const AnyVector& data, bool by_rows) {
+  if (rows < 0 || cols < 0) throw Error("sparse matrix: negative shape");
+  const std::int64_t outer = by_rows ? rows : cols;
+  const std::int64_t inner = by_rows ? cols : rows;
+  if (static_cast<std::int64_t>(indptr.shape(0)) != outer + 1)
+    throw Error("sparse matrix: indptr has " + std::to_string(indptr.shape(0)) + " entries, expected " +
+                std::to_string(outer + 1));
+  if (indices.shape(0) != data.shape(0))
+    throw Error("sparse matrix: " + std::to_string(indices.shape(0)) + " indices but " + std::to_string(data.shape(0)) +
+                " values");
+  if (data.stride(0) != 1 && data.shape(0) > 1) throw nb::type_error("dnmf: sparse values must be contiguous");
+  if (!is<double>(data) && !is<float>(data))
+    throw nb::type_error(
+        ("dnmf: sparse values of dtype " + dtype_name(data.dtype()) + " (expected float32 or float64)").c_str());
+
+  // Converted parts live in the owner, beside the arrays whose memory is borrowed.
+  auto held = make_held();
+  held->vectors = {indptr, indices, data};
+  const index_t* p = indptr_of(indptr, held->indptr);
+  const col_index_t* i = indices_of(indices, held->indices);
+  check_structure(outer, inner, p, i, static_cast<index_t>(data.shape(0)), by_rows ? "CSR" : "CSC");
+  std::shared_ptr<const void> keep = held;
+  if (is<double>(data)) return sparse_of<double>(rows, cols, p, i, data, by_rows, std::move(keep));
+  return sparse_of<float>(rows, cols, p, i, data, by_rows, std::move(keep));
+}
+
+bool holds_float(const Source& source) { return source.holds_float(); }
+
+}  // namespace dnmf::python

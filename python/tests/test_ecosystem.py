@@ -1,0 +1,67 @@
+"""Fitting what genomics and text pipelines hold: AnnData's X (dense or CSR, not densified), .h5ad files and their
+layers, .npz files written by scipy.sparse.save_npz and numpy.savez."""
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dnmf
+from conftest import planted
+
+
+def sparse_planted(seed=0):
+    X = planted(300, 200, 4, seed=seed)
+    X[X < np.quantile(X, 0.6)] = 0
+    return sp.csr_matrix(X)
+
+
+def test_anndata_x_is_fitted_without_densifying():
+    anndata = pytest.importorskip("anndata")
+    adata = anndata.AnnData(X=sparse_planted(1))
+    model = dnmf.NMF(4, solver="hals", init="random", random_state=0, max_iter=5)
+    tracemalloc.start()
+    try:
+        W = model.fit_transform(adata.X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < adata.X.data.nbytes / 2  # neither densified nor copied
+    assert W.shape == (300, 4)
+
+
+def test_h5ad_file_and_layer(tmp_path):
+    anndata = pytest.importorskip("anndata")
+    X = sparse_planted(2)
+    adata = anndata.AnnData(X=X, layers={"dense": X.toarray() * 2})
+    adata.write_h5ad(tmp_path / "cells.h5ad")
+    from_file = dnmf.factor_file(tmp_path / "cells.h5ad", 4, seed=3, max_iter=30)
+    in_memory = dnmf.factor(X, 4, seed=3, max_iter=30)
+    np.testing.assert_allclose(from_file.W, in_memory.W, rtol=1e-10, atol=1e-14)
+    layer = dnmf.factor_file(f"{tmp_path / 'cells.h5ad'}:/layers/dense", 4, seed=3, max_iter=30)
+    assert layer.shape == (300, 200)
+    np.testing.assert_allclose(layer.W, in_memory.W, rtol=1e-8, atol=1e-12)  # 2X: the same W, H doubled
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("compressed", [True, False])
+def test_scipy_save_npz(tmp_path, fmt, compressed):
+    X = sparse_planted(4).asformat(fmt)
+    sp.save_npz(tmp_path / "X.npz", X, compressed=compressed)
+    from_file = dnmf.factor_file(tmp_path / "X.npz", 3, seed=1, max_iter=20)
+    in_memory = dnmf.factor(X.tocsr(), 3, seed=1, max_iter=20)
+    np.testing.assert_allclose(from_file.W, in_memory.W, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(from_file.H, in_memory.H, rtol=1e-10, atol=1e-14)
+
+
+def test_numpy_savez_one_array_and_named(tmp_path):
+    X = planted(40, 30, 3, seed=5)
+    np.savez_compressed(tmp_path / "one.npz", data=X)
+    np.savez(tmp_path / "two.npz", A=X, B=2 * X)
+    reference = dnmf.factor(X, 3, seed=1, max_iter=20)
+    np.testing.assert_allclose(dnmf.factor_file(tmp_path / "one.npz", 3, seed=1, max_iter=20).W, reference.W,
+                               rtol=1e-10, atol=1e-14)
+    with pytest.raises(dnmf.Error, match="two.npz"):
+        dnmf.factor_file(tmp_path / "two.npz", 3)
+    named = dnmf.factor_file(f"{tmp_path / 'two.npz'}:A", 3, seed=1, max_iter=20)
+    np.testing.assert_allclose(named.W, reference.W, rtol=1e-10, atol=1e-14)

@@ -1,0 +1,116 @@
+"""dnmf.factor_file / nmfk_file against the CLI on the same file, streaming within a memory budget, and NMFk."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dnmf
+from conftest import planted
+
+
+def run_cli(cli, *args):
+    done = subprocess.run([cli, *map(str, args)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.parametrize("algorithm", ["mu", "hals", "bpp", "kl"])
+def test_factor_file_equals_the_cli(tmp_path, cli, algorithm):
+    np.save(tmp_path / "A.npy", planted(80, 60, 4, seed=1, noise=0.05))
+    run_cli(cli, "factor", tmp_path / "A.npy", "-k", 4, "--algo", algorithm, "--seed", 3, "--iters", 60,
+            "--threads", 1, "--quiet", "-o", tmp_path / "out")
+    result = dnmf.factor_file(tmp_path / "A.npy", 4, algorithm=algorithm, seed=3, max_iter=60, n_threads=1)
+    np.testing.assert_allclose(result.W, np.load(tmp_path / "out" / "W.npy"), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(result.H, np.load(tmp_path / "out" / "H.npy"), rtol=1e-10, atol=1e-14)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert result.iterations == report["iterations"]
+    assert result.rel_error == pytest.approx(report["rel_error"], rel=1e-10)
+    assert result.report["k"] == 4 and result.report["algo"] == report["algo"] == algorithm
+
+
+def test_in_memory_equals_file(tmp_path):
+    A = planted(50, 40, 3, seed=2)
+    np.save(tmp_path / "A.npy", A)
+    from_file = dnmf.factor_file(tmp_path / "A.npy", 3, seed=5, max_iter=40)
+    # Column-major storage (as the file's blocks are read): the same computation.
+    for form in (np.asfortranarray(A), sp.csr_matrix(A)):
+        in_memory = dnmf.factor(form, 3, seed=5, max_iter=40)
+        np.testing.assert_allclose(in_memory.W, from_file.W, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(in_memory.H, from_file.H, rtol=1e-10, atol=1e-14)
+    # C order is Aᵀ's storage: the same start, the two half-steps in the other order, the same fit.
+    converged = [dnmf.factor(form, 3, seed=5, algorithm="hals", max_iter=2000, tol=0) for form in (A, A.T.T.copy("F"))]
+    assert max(run.rel_error for run in converged) < 1e-5  # both reach the planted exact factorisation
+
+
+def test_streamed_within_a_memory_budget_equals_resident(tmp_path):
+    np.save(tmp_path / "A.npy", planted(8000, 500, 5, seed=3))  # 32 MB, not kept in this process
+    np.save(tmp_path / "tiny.npy", planted(10, 10, 1, seed=3))
+    # The planner counts this process's resident baseline (the interpreter with numpy, scipy, scikit-learn): ask
+    # for it on a tiny file, then give 24 MB above it: room for the stream (runtime reserve, factors, tiles) but
+    # not for the 32 MB matrix.
+    probe = dnmf.factor_file(tmp_path / "tiny.npy", 1, max_iter=1, memory_budget="8G")
+    budget = probe.report["memory"]["planned"]["baseline_bytes"] + 24 * 2**20
+    streamed = dnmf.factor_file(tmp_path / "A.npy", 5, max_iter=15, n_threads=1, memory_budget=budget)
+    memory = streamed.report["memory"]
+    assert memory["mode"] == "streamed" and memory["planned"]["total_bytes"] <= budget
+    resident = dnmf.factor_file(tmp_path / "A.npy", 5, max_iter=15, n_threads=1)
+    np.testing.assert_allclose(streamed.W, resident.W, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(streamed.H, resident.H, rtol=1e-9, atol=1e-13)
+    with pytest.raises(dnmf.Error, match="A.npy.*too small|too small.*A.npy"):
+        dnmf.factor_file(tmp_path / "A.npy", 5, memory_budget="10K")
+
+
+def test_file_errors_name_the_file(tmp_path):
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
+    with pytest.raises(dnmf.Error, match="bad.npy"):
+        dnmf.factor_file(tmp_path / "bad.npy", 2)
+    with pytest.raises(dnmf.Error, match="missing.npy"):
+        dnmf.factor_file(tmp_path / "missing.npy", 2)
+
+
+def test_nmfk_file_equals_the_cli(tmp_path, cli):
+    np.save(tmp_path / "K.npy", planted(200, 150, 4, seed=4, noise=0.02))
+    run_cli(cli, "nmfk", tmp_path / "K.npy", "--k", "2:6", "--perturbations", 6, "--threads", 1, "--quiet",
+            "-o", tmp_path / "cli")
+    result = dnmf.nmfk_file(tmp_path / "K.npy", "2:6", perturbations=6, n_threads=1, output_dir=tmp_path / "py")
+    cli_report = json.loads((tmp_path / "cli" / "nmfk.json").read_text())
+    assert result.k == 4 == cli_report["selection"]["selected_k"]
+    for row in cli_report["per_k"]:
+        k = row["k"]
+        assert result.ranks[k]["min_silhouette"] == pytest.approx(row["min_silhouette"], rel=1e-10, abs=1e-12)
+        assert result.ranks[k]["rel_error"] == pytest.approx(row["rel_error"], rel=1e-10)
+    np.testing.assert_allclose(result.W, np.load(tmp_path / "cli" / "k_4" / "W.npy"), rtol=1e-10, atol=1e-14)
+    assert (tmp_path / "py" / "nmfk.json").exists()
+
+
+def test_nmfk_estimator_selects_the_planted_rank(tmp_path):
+    X = planted(150, 120, 5, seed=5, noise=0.02)
+    model = dnmf.NMFk(k_range=(2, 8), n_perturbations=8, random_state=1, n_threads=1,
+                      checkpoint_dir=tmp_path / "ckpt").fit(X)
+    assert model.k_ == 5
+    assert model.W_.shape == (150, 5) and model.components_.shape == (5, 120)
+    table = model.table_
+    assert list(table["k"]) == list(range(2, 9))
+    assert table["accepted"][list(table["k"]).index(5)]
+    frame = table.to_pandas()
+    assert frame.loc[5, "min_silhouette"] >= 0.75
+    W = model.transform(X)
+    assert np.linalg.norm(X - W @ model.components_) / np.linalg.norm(X) < 0.05
+    # A second fit with the same checkpoints loads every job instead of computing it.
+    again = dnmf.NMFk(k_range=(2, 8), n_perturbations=8, random_state=1, n_threads=1,
+                      checkpoint_dir=tmp_path / "ckpt").fit(X)
+    assert again.k_ == 5
+    np.testing.assert_array_equal(again.components_, model.components_)
+
+
+def test_nmfk_plot(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    X = planted(60, 50, 3, seed=6, noise=0.02)
+    model = dnmf.NMFk(k_range=(2, 5), n_perturbations=5, random_state=1, n_threads=1).fit(X)
+    ax = model.plot()
+    ax.figure.savefig(tmp_path / "nmfk.png")
+    assert (tmp_path / "nmfk.png").stat().st_size > 10_000
+    assert len(ax.lines) >= 3

@@ -1,0 +1,41 @@
+"""Ctrl-C during a long fit: KeyboardInterrupt within a second, and nothing half-done."""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import dnmf
+from conftest import planted
+
+
+@pytest.mark.parametrize("entry", ["estimator", "nmfk"])
+def test_sigint_stops_a_long_run_within_a_second(entry):
+    X = planted(400, 300, 10, seed=1)
+    model = (dnmf.NMF(10, solver="hals", max_iter=10_000_000, tol=0) if entry == "estimator"
+             else dnmf.NMFk(k_range=(2, 10), n_perturbations=1000, max_iter=100000, tol=0))
+    sent = {}
+
+    def interrupt():
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X)
+    waited = time.monotonic() - sent["at"]
+    assert waited < 1.0, f"stopped {waited:.2f} s after SIGINT"
+    assert not hasattr(model, "components_")  # nothing half-done
+
+
+def test_process_survives_and_runs_again_after_an_interrupt():
+    X = planted(50, 40, 3, seed=2)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        dnmf.NMF(3, max_iter=10_000_000, tol=0).fit(planted(300, 200, 5, seed=3))
+    model = dnmf.NMF(3, max_iter=50, random_state=0).fit(X)
+    assert np.isfinite(model.reconstruction_err_)

@@ -1,0 +1,55 @@
+"""The Python package under mpirun: the same calls on a 2-D grid of 2 and 4 processes (each reading its block)
+equal the one-process run within 1e-8 (float64)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import planted
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from mpi4py import MPI
+    import dnmf
+
+    path, out = sys.argv[1], sys.argv[2]
+    comm = MPI.COMM_WORLD
+    # The file, each rank reading its block; the default communicator is the launcher's world.
+    run = dnmf.factor_file(path, 4, algorithm="hals", max_iter=40, seed=7)
+    # An in-memory matrix with mpi4py's communicator passed explicitly; each rank slices its block.
+    X = np.load(path)
+    model = dnmf.NMF(4, solver="mu", init="random", random_state=7, max_iter=40, tol=0, comm=comm).fit(X)
+    if comm.rank == 0:
+        np.savez(out, W=run.W, H=run.H, components=model.components_, grid=run.grid)
+    else:
+        assert run.W is None
+    # Every rank holds the fitted estimator.
+    assert model.components_.shape == (4, X.shape[1])
+""")
+
+
+@pytest.mark.parametrize("processes", [2, 4])
+def test_mpirun_equals_one_process(tmp_path, mpiexec, processes):
+    import dnmf
+
+    A = planted(120, 90, 4, seed=1, noise=0.05)
+    np.save(tmp_path / "A.npy", A)
+    (tmp_path / "script.py").write_text(SCRIPT)
+    done = subprocess.run([mpiexec, "--oversubscribe", "-np", str(processes), sys.executable,
+                           str(tmp_path / "script.py"), str(tmp_path / "A.npy"), str(tmp_path / "out.npz")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "OMPI_MCA_mpi_yield_when_idle": "1",
+                               "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = np.load(tmp_path / "out.npz")
+    assert str(out["grid"]) != "1x1"
+    one = dnmf.factor_file(tmp_path / "A.npy", 4, algorithm="hals", max_iter=40, seed=7, comm=False)
+    np.testing.assert_allclose(out["W"], one.W, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(out["H"], one.H, rtol=1e-8, atol=1e-12)
+    model = dnmf.NMF(4, solver="mu", init="random", random_state=7, max_iter=40, tol=0).fit(A)
+    np.testing.assert_allclose(out["components"], model.components_, rtol=1e-8, atol=1e-12)

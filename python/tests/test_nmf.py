@@ -1,0 +1,211 @@
+"""dnmf.NMF against scikit-learn, against itself under other layouts, and on bad input."""
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import nnls
+from sklearn.decomposition import NMF as SkNMF
+
+import dnmf
+from conftest import planted
+
+
+def sklearn_loss(X, W, H):
+    return 0.5 * np.linalg.norm(X - W @ H) ** 2
+
+
+@pytest.mark.parametrize("loss", ["frobenius", "kullback-leibler"])
+def test_mu_matches_scikit_learn_from_the_same_start(loss):
+    X = planted(120, 80, 6, seed=1, noise=0.05)
+    k = 6
+    rng = np.random.default_rng(2)
+    W0 = rng.random((120, k)) + 0.1
+    H0 = rng.random((k, 80)) + 0.1
+    ours = dnmf.NMF(k, init="custom", solver="mu", beta_loss=loss, max_iter=200, tol=0)
+    W = ours.fit_transform(X, W=W0.copy(), H=H0.copy())
+    theirs = SkNMF(k, init="custom", solver="mu", beta_loss=loss, max_iter=200, tol=0)
+    theirs.fit_transform(X, W=W0.copy(), H=H0.copy())
+    assert ours.n_iter_ == 200
+    assert ours.reconstruction_err_ == pytest.approx(theirs.reconstruction_err_, rel=0.01)
+    if loss == "frobenius":  # reconstruction_err_ in scikit-learn's absolute convention
+        assert ours.reconstruction_err_ == pytest.approx(np.linalg.norm(X - W @ ours.components_), rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["cd", "hals", "bpp", "mu"])
+def test_every_solver_recovers_a_planted_factorisation(solver):
+    X = planted(90, 70, 5, seed=3)
+    model = dnmf.NMF(5, solver=solver, max_iter=3000, tol=1e-12, random_state=0, init="nndsvda")
+    W = model.fit_transform(X)
+    rel = np.linalg.norm(X - W @ model.components_) / np.linalg.norm(X)
+    assert rel < (2e-2 if solver == "mu" else 1e-4)
+    assert W.shape == (90, 5) and model.components_.shape == (5, 70)
+    assert model.n_components_ == 5 and model.n_features_in_ == 70
+    assert (W >= 0).all() and (model.components_ >= 0).all()
+
+
+def test_penalties_follow_scikit_learns_scaling():
+    X = planted(60, 40, 4, seed=4, noise=0.1)
+    rng = np.random.default_rng(5)
+    W0, H0 = rng.random((60, 4)) + 0.1, rng.random((4, 40)) + 0.1
+    kwargs = dict(init="custom", solver="mu", max_iter=300, tol=0, alpha_W=0.01, alpha_H=0.02, l1_ratio=0.5)
+    ours = dnmf.NMF(4, **kwargs)
+    W = ours.fit_transform(X, W=W0.copy(), H=H0.copy())
+    theirs = SkNMF(4, **kwargs)
+    Ws = theirs.fit_transform(X, W=W0.copy(), H=H0.copy())
+
+    def objective(W, H):
+        n_samples, n_features = X.shape
+        return (sklearn_loss(X, W, H) + 0.01 * n_features * (0.5 * W.sum() + 0.25 * (W ** 2).sum())
+                + 0.02 * n_samples * (0.5 * H.sum() + 0.25 * (H ** 2).sum()))
+
+    assert objective(W, ours.components_) == pytest.approx(objective(Ws, theirs.components_), rel=0.01)
+    plain = dnmf.NMF(4, init="custom", solver="mu", max_iter=300, tol=0).fit(X, W=W0.copy(), H=H0.copy())
+    assert ours.components_.sum() < plain.components_.sum()  # the penalty shrinks the factors
+
+
+def test_storage_orders_give_the_same_factors():
+    X = planted(50, 30, 3, seed=6)
+    X[X < np.quantile(X, 0.3)] = 0  # some zeros, so the sparse forms differ from the dense one in storage
+    kwargs = dict(n_components=3, solver="hals", init="random", random_state=7, max_iter=100, tol=0)
+
+    def fit(form):
+        return dnmf.NMF(**kwargs).fit(form)
+
+    # Column-major storage of X: the same computation, bit for bit up to summation order.
+    by_columns = [fit(f) for f in (np.asfortranarray(X), sp.csr_matrix(X), sp.csr_array(X))]
+    # Storage of Xᵀ (C order, CSC): the library factors Xᵀ, whose iteration updates the two factors in the other
+    # order; started from the same W and H, it is the same computation again among these forms.
+    by_rows = [fit(f) for f in (np.ascontiguousarray(X), sp.csc_matrix(X))]
+    for group in (by_columns, by_rows):
+        for model in group[1:]:
+            np.testing.assert_allclose(model.components_, group[0].components_, rtol=1e-9, atol=1e-12)
+            assert model.reconstruction_err_ == pytest.approx(group[0].reconstruction_err_, rel=1e-9)
+    # Between the two orders of updates: the same fit, and converged to the same factorisation.
+    assert by_rows[0].reconstruction_err_ == pytest.approx(by_columns[0].reconstruction_err_, rel=0.02)
+    exact = planted(50, 30, 3, seed=6)
+    kwargs.update(max_iter=3000, tol=0, init="nndsvda")
+    a, b = fit(np.asfortranarray(exact)), fit(np.ascontiguousarray(exact))
+    Wa, Wb = a.transform(exact), b.transform(exact)
+    assert np.linalg.norm(Wa @ a.components_ - Wb @ b.components_) < 1e-4 * np.linalg.norm(exact)
+
+
+def test_float32_stays_float32():
+    X = planted(40, 30, 3, seed=8, dtype=np.float32)
+    model = dnmf.NMF(3, random_state=0, max_iter=100)
+    W = model.fit_transform(X)
+    assert W.dtype == np.float32 and model.components_.dtype == np.float32
+    assert model.transform(X).dtype == np.float32
+
+
+def test_transform_is_exact_nonnegative_least_squares():
+    X = planted(40, 25, 4, seed=9, noise=0.2)
+    model = dnmf.NMF(4, solver="hals", random_state=0, max_iter=200).fit(X)
+    Xnew = planted(7, 25, 4, seed=10, noise=0.2)
+    W = model.transform(Xnew)
+    for i in range(Xnew.shape[0]):
+        expected, _ = nnls(model.components_.T, Xnew[i])
+        np.testing.assert_allclose(W[i], expected, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(model.inverse_transform(W), W @ model.components_)
+    np.testing.assert_allclose(model.transform(sp.csr_matrix(Xnew)), W, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["C", "F", "csr"])
+def test_input_is_not_copied(form):
+    X = planted(2000, 500, 4, seed=11)  # 8 MB
+    X = {"C": np.ascontiguousarray, "F": np.asfortranarray, "csr": sp.csr_matrix}[form](X)
+    model = dnmf.NMF(4, solver="hals", init="random", random_state=0, max_iter=2)
+    tracemalloc.start()
+    try:
+        model.fit(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    size = X.data.nbytes if form == "csr" else X.nbytes
+    assert peak < size / 4, f"{peak} bytes allocated through numpy during fit of a {size}-byte input"
+
+
+def test_read_only_and_memory_mapped_input(tmp_path):
+    X = planted(30, 20, 3, seed=12)
+    np.save(tmp_path / "X.npy", X)
+    mapped = np.load(tmp_path / "X.npy", mmap_mode="r")
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    a = dnmf.NMF(3, init="random", random_state=1, max_iter=50).fit(mapped)
+    b = dnmf.NMF(3, init="random", random_state=1, max_iter=50).fit(frozen)
+    np.testing.assert_array_equal(a.components_, b.components_)
+
+
+def test_other_dtypes_are_converted_once():
+    X = (planted(30, 20, 3, seed=13) * 10).astype(np.int64)
+    model = dnmf.NMF(3, random_state=0, max_iter=50).fit(X)
+    assert model.components_.dtype == np.float64
+
+
+@pytest.mark.parametrize("bad, error, match", [
+    (lambda X: -X, ValueError, "negative"),
+    (lambda X: np.where(X > 0.5, np.nan, X), ValueError, "NaN"),
+    (lambda X: X.astype(np.complex128), (TypeError, ValueError), "[Cc]omplex"),
+    (lambda X: X[0], ValueError, "2D"),
+])
+def test_bad_input_raises_with_the_librarys_message(bad, error, match):
+    X = planted(20, 10, 2, seed=14)
+    with pytest.raises(error, match=match):
+        dnmf.NMF(2, max_iter=10).fit(bad(X))
+
+
+def test_rank_too_large_names_the_problem():
+    X = planted(20, 10, 2, seed=15)
+    with pytest.raises(dnmf.Error, match="rank"):
+        dnmf.NMF(11, init="random", max_iter=10).fit(X)
+
+
+def test_pickle_round_trip():
+    X = planted(30, 20, 3, seed=16)
+    model = dnmf.NMF(3, random_state=0, max_iter=50).fit(X)
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.transform(X), model.transform(X))
+    assert again.get_params() == model.get_params()
+
+
+def test_callback_sees_every_iteration_and_can_stop():
+    X = planted(30, 20, 3, seed=17)
+    seen = []
+    dnmf.NMF(3, max_iter=25, tol=0, callback=lambda it, err: seen.append((it, err))).fit(X)
+    assert [it for it, _ in seen] == list(range(1, 26))
+    assert all(b <= a * (1 + 1e-12) for (_, a), (_, b) in zip(seen[5:], seen[6:]))  # HALS never increases
+    with pytest.raises(dnmf.Cancelled):
+        dnmf.NMF(3, max_iter=100, tol=0, callback=lambda it, err: it == 3).fit(X)
+
+    def broken(it, err):
+        raise RuntimeError("callback broke")
+
+    with pytest.raises(RuntimeError, match="callback broke"):
+        dnmf.NMF(3, max_iter=100, callback=broken).fit(X)
+
+
+def test_verbose_prints_the_clis_progress_lines(capsys):
+    X = planted(30, 20, 3, seed=18)
+    dnmf.NMF(3, max_iter=12, tol=0, verbose=1).fit(X)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("iter 1/12  rel_error ") and lines[-1].startswith("iter 12/12")
+
+
+def test_threads_follow_n_threads_and_threadpoolctl():
+    from threadpoolctl import threadpool_limits
+
+    X = planted(60, 40, 3, seed=19)
+    model = dnmf.NMF(3, max_iter=5, n_threads=1).fit(X)
+    assert '"threads": 1' in model.report_
+    with threadpool_limits(limits=1):
+        model = dnmf.NMF(3, max_iter=5).fit(X)
+    assert '"threads": 1' in model.report_
+
+
+def test_feature_names_and_output_names():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame(planted(20, 4, 2, seed=20), columns=["a", "b", "c", "d"])
+    model = dnmf.NMF(2, max_iter=20).fit(X)
+    assert list(model.feature_names_in_) == ["a", "b", "c", "d"]
+    assert list(model.get_feature_names_out()) == ["nmf0", "nmf1"]
