@@ -90,7 +90,7 @@ nb::dict factor_as(const Source& source, const nb::dict& kwargs, const Context& 
 }
 
 nb::dict factor_entry(const Source& source, const nb::dict& kwargs, bool single, std::optional<AnyMatrix> w0,
-                      std::optional<AnyMatrix> h0, nb::object callback, bool verbose) {
+                      std::optional<AnyMatrix> h0, const nb::object& callback, bool verbose) {
   const Context context = make_context(kwargs);
   if (single) return factor_as<float>(source, kwargs, context, std::move(w0), std::move(h0), callback, verbose);
   return factor_as<double>(source, kwargs, context, std::move(w0), std::move(h0), callback, verbose);
@@ -122,7 +122,7 @@ nb::object optional_k(const std::optional<index_t>& k) { return k ? nb::cast(*k)
 
 template <class T>
 nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& context, const std::string& output_dir,
-                 nb::object callback, bool verbose) {
+                 const nb::object& callback, bool verbose) {
   NmfkOptions options = nmfk_options(kwargs);
   PythonHooks hooks(nb::none(), false);
   hooks.install(options.factor);
@@ -170,10 +170,10 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
 }
 
 nb::dict nmfk_entry(const Source& source, const nb::dict& kwargs, bool single, const std::string& output_dir,
-                    nb::object callback, bool verbose) {
+                    const nb::object& callback, bool verbose) {
   const Context context = make_context(kwargs);
-  if (single) return nmfk_as<float>(source, kwargs, context, output_dir, std::move(callback), verbose);
-  return nmfk_as<double>(source, kwargs, context, output_dir, std::move(callback), verbose);
+  if (single) return nmfk_as<float>(source, kwargs, context, output_dir, callback, verbose);
+  return nmfk_as<double>(source, kwargs, context, output_dir, callback, verbose);
 }
 
 template <class T>
