@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <utility>
+
+#include "dnmf/error.hpp"
 
 namespace dnmf::cli {
 
@@ -35,5 +38,18 @@ CLI::Validator at_least(double bound);
 
 /// Adds `--precision f32|f64` (default f64) bound to `precision`.
 void add_precision_option(CLI::App& app, std::string& precision);
+
+/// Runs `step`, checks of the command line that every process makes identically: its dnmf::Error becomes a
+/// CollectiveError, reported once while every process ends normally.
+template <class Step>
+void on_every_process(Step&& step) {
+  try {
+    std::forward<Step>(step)();
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CollectiveError(e);
+  }
+}
 
 }  // namespace dnmf::cli

@@ -12,7 +12,6 @@
 
 #include "commands.hpp"
 #include "dnmf/context.hpp"
-#include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
@@ -47,15 +46,8 @@ int factor(FactorArgs args) {
   Context context = Context::world();
   const bool root = context.rank() == 0;
   SolverArgs& solver = args.solver;
-  // Option checks every process makes identically: reported once, and every process ends normally.
-  try {
-    resolve_solver_options(solver, context);
-    (void)io::format_of(args.input);  // an unknown extension fails before any output
-  } catch (const CollectiveError&) {
-    throw;
-  } catch (const Error& e) {
-    throw CollectiveError(e);
-  }
+  // dnmf::factor() refuses an unusable backend, TF32 without it and an unknown file extension itself.
+  on_every_process([&] { resolve_solver_options(solver, context); });
 
   std::optional<OutputDirectory> out;  // rank 0's; created and probed now, cleaned up if anything below throws
   context.on_root([&] { out.emplace(args.output); });

@@ -13,8 +13,6 @@
 
 #include "commands.hpp"
 #include "dnmf/context.hpp"
-#include "dnmf/error.hpp"
-#include "dnmf/io.hpp"
 #include "dnmf/source.hpp"
 #include "output_dir.hpp"
 #include "solver_options.hpp"
@@ -40,22 +38,15 @@ int run_nmfk(NmfkArgs args) {
   NmfkOptions& o = args.options;
   SolverArgs& solver = args.solver;
 
-  // Option checks every process makes identically: reported once, and every process ends normally.
-  try {
+  // dnmf::nmfk() refuses --memory-budget, an unusable backend and an unknown file extension itself.
+  on_every_process([&] {
     resolve_solver_options(solver, context);
-    if (!solver.memory_budget.empty())
-      throw Error("--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
     o.ks = parse_k_range(args.k_range);
     o.perturbation = parse_perturbation(args.perturbation);
     o.rule = parse_selection_rule(args.rule);
     o.err_threshold = args.err_threshold;
     o.factor = solver.options;
-    (void)io::format_of(args.input);  // an unknown extension fails before any output
-  } catch (const CollectiveError&) {
-    throw;
-  } catch (const Error& e) {
-    throw CollectiveError(e);
-  }
+  });
 
   std::optional<OutputDirectory> out;  // rank 0's; created and probed now
   context.on_root([&] { out.emplace(args.output); });

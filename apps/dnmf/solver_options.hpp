@@ -28,8 +28,8 @@ struct SolverArgs {
 void add_solver_options(CLI::App& app, SolverArgs& args);
 
 /// Fills args.options from the names, and `context` with how the job runs (backend, threads, grid, memory
-/// budget); rejects combinations that cannot run here (TF32 without CUDA, a backend this build or machine lacks,
-/// a malformed grid or budget); throws dnmf::Error.
+/// budget); throws dnmf::Error for a malformed grid or budget. What else cannot run here (TF32 without CUDA, a
+/// backend this build or machine lacks) dnmf::factor() and dnmf::nmfk() report themselves.
 void resolve_solver_options(SolverArgs& args, Context& context);
 
 }  // namespace dnmf::cli

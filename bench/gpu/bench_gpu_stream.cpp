@@ -43,6 +43,7 @@ using dnmf::index_t;
 using Json = nlohmann::json;
 using T = float;
 namespace cuda = dnmf::backend::cuda;
+namespace stream = dnmf::stream;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
@@ -136,7 +137,8 @@ Run time_solve(dnmf::backend::CudaKernels<T>& gpu, dnmf::backend::Operand<T>& a,
 }
 
 // One fused MU pass over the streamed A with the per-tile events on: the timeline of the configuration.
-cuda::Timeline fused_pass_timeline(dnmf::backend::CudaKernels<T>& gpu, cuda::DeviceStreamedOperand<T>& a, index_t k) {
+stream::Timeline fused_pass_timeline(dnmf::backend::CudaKernels<T>& gpu, stream::DeviceStreamedOperand<T>& a,
+                                     index_t k) {
   const index_t m = a.rows(), n = a.cols();
   T* x = gpu.allocate(dnmf::to_size(k * n));
   T* y = gpu.allocate(dnmf::to_size(k * m));
@@ -150,13 +152,13 @@ cuda::Timeline fused_pass_timeline(dnmf::backend::CudaKernels<T>& gpu, cuda::Dev
   a.set_timeline(true);
   (void)a.fused_pass(dnmf::backend::Side::H, rule, {x, k, n, k}, {y, k, m, k}, {gy, k, k, k}, nullptr, {other, k, m, k},
                      {gx, k, k, k});
-  cuda::Timeline t = a.timeline();
+  stream::Timeline t = a.timeline();
   a.set_timeline(false);
   for (T* p : {x, y, gy, other, gx}) gpu.deallocate(p);
   return t;
 }
 
-Json summary_json(const cuda::OverlapSummary& s) {
+Json summary_json(const stream::OverlapSummary& s) {
   return {{"tiles", s.tiles},
           {"wall_seconds", s.wall},
           {"copy_busy_seconds", s.copy_busy},
@@ -221,14 +223,14 @@ int main(int argc, char** argv) {
 
     dnmf::backend::CudaKernels<T> gpu;
     const std::int64_t free_before = cuda::query_device_memory().free;
-    cuda::DevicePlanInput in;
+    stream::DevicePlanInput in;
     in.layout = dnmf::dist::make_layout(dnmf::dist::GridShape{1, 1}, 0, 0, m, n);
     in.stored = m * n;
     in.scalar_bytes = sizeof(T);
     in.rank = c.k;
     in.budget = budget;
     in.min_tile_bytes = dnmf::to_size(m) * sizeof(T);
-    const cuda::DevicePlan plan = cuda::plan_device(in);
+    const stream::DevicePlan plan = stream::plan_device(in);
     out["plan"] = {{"streamed", plan.streamed},     {"tile_bytes", plan.tile_bytes},
                    {"depth", plan.depth},           {"total_bytes", plan.total},
                    {"ring_bytes", plan.ring},       {"factors_bytes", plan.factors},
@@ -274,8 +276,8 @@ int main(int argc, char** argv) {
     {
       auto op = cuda::open_streamed_cuda<T>(gpu, a.view(), static_cast<std::size_t>(best.tile_mib * kMiB), best.depth);
       (void)fused_pass_timeline(gpu, *op, c.k);  // warm-up
-      const cuda::Timeline t = fused_pass_timeline(gpu, *op, c.k);
-      const cuda::OverlapSummary s = cuda::summarise(t);
+      const stream::Timeline t = fused_pass_timeline(gpu, *op, c.k);
+      const stream::OverlapSummary s = stream::summarise(t);
       out["timeline"] = summary_json(s);
       out["timeline"]["tile_bytes"] = best.tile_mib * kMiB;
       out["timeline"]["depth"] = best.depth;

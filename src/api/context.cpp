@@ -69,6 +69,9 @@ FactorOptions resolve(const FactorOptions& options, const Context& context) {
   FactorOptions o = options;
   o.backend = context.backend;
   o.threads = context.threads;
+  std::string why_not;
+  if (!backend_available(o.backend, &why_not)) throw Error("--backend " + to_string(o.backend) + ": " + why_not);
+  if (o.tf32 && o.backend != BackendKind::cuda) throw Error("--tf32: tensor-core float math needs --backend cuda");
   return o;
 }
 

@@ -24,7 +24,8 @@ namespace dnmf::api {
 inline dist::Communicator& communicator(const Context& context) { return *context.state().comm; }
 
 /// `options` with what the context decides (backend, threads) filled in; dnmf::Error for context settings
-/// this build cannot honour (a device ordinal, a device budget, an unusable backend).
+/// this build cannot honour (a device ordinal, a device budget, a backend this build or machine lacks, TF32
+/// without the cuda backend). The one place factor() and nmfk() check them: the CLI relies on these messages.
 FactorOptions resolve(const FactorOptions& options, const Context& context);
 
 }  // namespace dnmf::api

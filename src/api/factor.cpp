@@ -131,12 +131,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   FactorOptions options;
   std::string format = "memory";
   const io::MatrixShape shape = api::on_every_rank([&] {
-    options = api::resolve(requested, context);
-    std::string why_not;
-    if (!backend_available(options.backend, &why_not))
-      throw Error("--backend " + to_string(options.backend) + ": " + why_not);
-    if (options.tf32 && options.backend != BackendKind::cuda)
-      throw Error("--tf32: tensor-core float math needs --backend cuda");
+    options = api::resolve(requested, context);  // backend and TF32 checks included
     budget = context.memory_budget;
     if (!source.is_file()) {
       if (budget > 0)

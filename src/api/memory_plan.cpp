@@ -16,16 +16,12 @@
 namespace dnmf::api {
 namespace {
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Copies of the block the resident readers hold at their peak: .npy and .dcsr read straight into the block; the
 // collective Matrix Market reader holds its routed (row, column, value) records beside the CSR it builds, and
 // the HDF5 reader a slab beside the block.
 double resident_copies(const std::string& path) {
-  if (ends_with(path, ".npy") || ends_with(path, ".dcsr")) return 1.0;
-  if (ends_with(path, ".mtx")) return 3.0;
+  if (path.ends_with(".npy") || path.ends_with(".dcsr")) return 1.0;
+  if (path.ends_with(".mtx")) return 3.0;
   return 2.0;
 }
 

@@ -1,19 +1,13 @@
 // Splitting "file.h5:/object" paths; see hdf5_path.hpp.
 #include "io/hdf5_path.hpp"
 
-#include <algorithm>
-#include <cctype>
+#include "util/text.hpp"
 
 namespace dnmf::io {
 namespace {
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return text;
-}
-
 bool has_hdf5_extension(const std::string& file) {
-  const std::string name = lower(file.substr(file.find_last_of('/') + 1));  // npos + 1 == 0: no directory
+  const std::string name = util::lower_file_name(file);
   return name.size() > 3 && (name.ends_with(".h5") || name.ends_with(".hdf5"));
 }
 

@@ -2,7 +2,6 @@
 // silently produces NaN factors from it.
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
@@ -12,6 +11,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/hdf5_path.hpp"
+#include "util/text.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -100,14 +100,12 @@ void check_nonnegative(CsrView<T> matrix, const std::string& source) {
 
 FileFormat format_of(const std::string& path) {
   if (is_hdf5_path(path)) return FileFormat::hdf5;
-  std::string name = path.substr(path.find_last_of('/') + 1);  // npos + 1 == 0: no directory part
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  const auto ends_with = [&name](const char* suffix) { return name.ends_with(suffix); };
-  if (ends_with(".npy")) return FileFormat::npy;
-  if (ends_with(".mtx")) return FileFormat::matrix_market;
-  if (ends_with(".dcsr")) return FileFormat::dcsr;
+  const std::string name = util::lower_file_name(path);
+  if (name.ends_with(".npy")) return FileFormat::npy;
+  if (name.ends_with(".mtx")) return FileFormat::matrix_market;
+  if (name.ends_with(".dcsr")) return FileFormat::dcsr;
   for (const char* compressed : {".gz", ".bz2", ".xz", ".zst"}) {
-    if (ends_with(compressed)) {
+    if (name.ends_with(compressed)) {
       throw Error(path +
                   ": compressed input is not supported (decompress it first; expected .npy, .mtx, .h5 or .dcsr)");
     }

@@ -7,7 +7,7 @@
 #include "dnmf/index.hpp"
 #include "stream/bytes.hpp"
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
 namespace {
 
 std::int64_t matrix_bytes(const DevicePlanInput& in) {
@@ -62,8 +62,8 @@ DevicePlan plan_device(const DevicePlanInput& in) {
     return p;
   }
   if (in.sparse)
-    throw Error("device memory budget " + stream::describe_bytes(in.budget) + " is too small for this CSR block (" +
-                stream::describe_bytes(p.resident_total) +
+    throw Error("device memory budget " + describe_bytes(in.budget) + " is too small for this CSR block (" +
+                describe_bytes(p.resident_total) +
                 " with the factors), and CSR blocks cannot stream through the device yet");
   const std::size_t min_tile = std::max<std::size_t>(in.min_tile_bytes, 1);
   const std::size_t line = in.line_bytes > 0 ? in.line_bytes : min_tile;
@@ -77,12 +77,11 @@ DevicePlan plan_device(const DevicePlanInput& in) {
   };
   p.minimum_budget = cost(min_tile, 2);
   if (in.budget < p.minimum_budget)
-    throw Error("device memory budget " + stream::describe_bytes(in.budget) +
+    throw Error("device memory budget " + describe_bytes(in.budget) +
                 " is too small: streaming this block through the device needs at least " +
-                stream::describe_bytes(p.minimum_budget) + " (library reserve " +
-                stream::human_bytes(static_cast<double>(p.reserve)) + " + factors " +
-                stream::human_bytes(static_cast<double>(p.factors)) + " + two tiles of one line, " +
-                stream::human_bytes(static_cast<double>(min_tile)) + " each, and their scratch)");
+                describe_bytes(p.minimum_budget) + " (library reserve " + human_bytes(static_cast<double>(p.reserve)) +
+                " + factors " + human_bytes(static_cast<double>(p.factors)) + " + two tiles of one line, " +
+                human_bytes(static_cast<double>(min_tile)) + " each, and their scratch)");
   const std::size_t whole = std::max<std::size_t>(to_size(a_bytes), min_tile);
   // The largest tile (in whole lines, at most the cap and the block) whose ring of `depth` fits the budget.
   const auto largest = [&](int depth) {
@@ -117,4 +116,4 @@ DevicePlan plan_device(const DevicePlanInput& in) {
   return p;
 }
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

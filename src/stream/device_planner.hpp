@@ -10,7 +10,7 @@
 #include "dist/grid.hpp"
 #include "dnmf/options.hpp"
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
 
 /// What the planner needs to know.
 struct DevicePlanInput {
@@ -60,4 +60,4 @@ constexpr std::size_t kKlChunkBytes = std::size_t{256} << 20;
 /// Device bytes of the factor-sized buffers solve() holds on the device at its peak.
 [[nodiscard]] std::int64_t device_factor_bytes(const DevicePlanInput& input);
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

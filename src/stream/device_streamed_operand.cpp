@@ -7,13 +7,21 @@
 #include "dnmf/index.hpp"
 #include "stream/memory_source.hpp"
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
+
+using backend::CView;
+using backend::FusedSums;
+using backend::KlSums;
+using backend::MatrixStats;
+using backend::Side;
+using backend::UpdateRule;
+using backend::View;
 
 template <class T>
 DeviceStreamedOperand<T>::DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> engine, DenseView<const T> host,
                                                 Side direction, std::size_t tile_bytes, int depth)
     : engine_(std::move(engine)), kernels_(engine_->kernels()), host_(host), direct_(true), depth_(depth) {
-  source_ = std::make_unique<stream::MemorySource<T>>(MatrixRef<T>{host}, direction);
+  source_ = std::make_unique<MemorySource<T>>(MatrixRef<T>{host}, direction);
   if (host.rows > 0 && host.cols > 0) {
     const std::size_t span = to_size((host.cols - 1) * host.ld + host.rows) * sizeof(T);
     host_pinned_ = engine_->pin(host.data, span);
@@ -23,7 +31,7 @@ DeviceStreamedOperand<T>::DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> e
 
 template <class T>
 DeviceStreamedOperand<T>::DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> engine,
-                                                std::unique_ptr<stream::TileSource<T>> source, std::size_t tile_bytes,
+                                                std::unique_ptr<TileSource<T>> source, std::size_t tile_bytes,
                                                 int depth, int host_depth)
     : engine_(std::move(engine)), kernels_(engine_->kernels()), source_(std::move(source)), depth_(depth) {
   if (source_->sparse())
@@ -40,7 +48,7 @@ void DeviceStreamedOperand<T>::setup(std::size_t tile_bytes, int host_depth) {
   extents_ = source_->partition(tile_bytes);
   validated_.assign(extents_.size(), 0);
   index_t entries = 0;
-  for (const stream::TileExtent& e : extents_) {
+  for (const TileExtent& e : extents_) {
     entries = std::max(entries, e.entries);
     widest_ = std::max(widest_, e.range.size());
   }
@@ -48,22 +56,21 @@ void DeviceStreamedOperand<T>::setup(std::size_t tile_bytes, int host_depth) {
   engine_->configure(depth_, slot_elements_, extents_.size(), 3 * extents_.size(), host_depth);
   if (direct_ || extents_.empty()) return;
   std::vector<HostSlot> slots;
-  const stream::BufferAllocator allocator = engine_->host_allocator();
+  const BufferAllocator allocator = engine_->host_allocator();
   for (int d = 0; d < host_depth; ++d) {
     HostSlot slot;
     slot.id = d;
-    slot.tile.values = stream::Buffer<T>(allocator, slot_elements_);
+    slot.tile.values = Buffer<T>(allocator, slot_elements_);
     slots.push_back(std::move(slot));
   }
-  ring_ = std::make_unique<stream::Ring<HostSlot>>(std::move(slots), extents_.size(),
-                                                   [this](std::size_t t, HostSlot& slot) {
-                                                     engine_->wait_host_read(slot.id);  // the last copy from it
-                                                     const bool validate = validated_[t] == 0;
-                                                     source_->read(extents_[t], slot.tile, validate);
-                                                     slot.tile.index = t;
-                                                     validated_[t] = 1;
-                                                     bytes_read_ += slot.tile.bytes_read;
-                                                   });
+  ring_ = std::make_unique<Ring<HostSlot>>(std::move(slots), extents_.size(), [this](std::size_t t, HostSlot& slot) {
+    engine_->wait_host_read(slot.id);  // the last copy from it
+    const bool validate = validated_[t] == 0;
+    source_->read(extents_[t], slot.tile, validate);
+    slot.tile.index = t;
+    validated_[t] = 1;
+    bytes_read_ += slot.tile.bytes_read;
+  });
 }
 
 template <class T>
@@ -86,7 +93,7 @@ void DeviceStreamedOperand<T>::pass(Body&& body) {
   const bool by_columns = source_->direction() == Side::H;
   try {
     for (std::size_t t = 0; t < extents_.size(); ++t) {
-      const stream::TileExtent& e = extents_[t];
+      const TileExtent& e = extents_[t];
       const index_t r = by_columns ? rows() : e.range.size();
       const index_t c = by_columns ? e.range.size() : cols();
       const int s = static_cast<int>(sequence_++ % to_size(depth_));
@@ -141,7 +148,7 @@ View<T> DeviceStreamedOperand<T>::numerator(index_t k, index_t lines) {
 
 template <class T>
 MatrixStats DeviceStreamedOperand<T>::stats() {
-  pass([&](CView<T> tile, const stream::TileExtent&, std::size_t t) { engine_->stats(tile, t); });
+  pass([&](CView<T> tile, const TileExtent&, std::size_t t) { engine_->stats(tile, t); });
   MatrixStats total;
   for (const SumPair& s : engine_->finish(extents_.size())) {
     total.sum += s[0];
@@ -157,7 +164,7 @@ void DeviceStreamedOperand<T>::multiply(Side side, CView<T> y, View<T> out, T be
   const bool owns = side == source_->direction();
   if (!owns && extents_.empty()) return scale_empty(out, beta);
   bool first = true;
-  pass([&](CView<T> tile, const stream::TileExtent& e, std::size_t) {
+  pass([&](CView<T> tile, const TileExtent& e, std::size_t) {
     const dist::Range r = e.range;
     if (owns) {
       kernels_.multiply(tile, side, y, out.columns(r.first, r.last), beta);
@@ -177,7 +184,7 @@ KlSums DeviceStreamedOperand<T>::kl_multiply(Side side, CView<T> y, CView<T> x, 
     return sums;
   }
   bool first = true;
-  pass([&](CView<T> tile, const stream::TileExtent& e, std::size_t t) {
+  pass([&](CView<T> tile, const TileExtent& e, std::size_t t) {
     const dist::Range r = e.range;
     if (owns) {
       engine_->kl_multiply(tile, side, y, x.columns(r.first, r.last), out.columns(r.first, r.last), beta, t);
@@ -203,7 +210,7 @@ FusedSums DeviceStreamedOperand<T>::fused_pass(Side side, const UpdateRule& rule
   FusedSums total;
   // Per tile, the generic pass of fused_pass.cpp with its three sums (KL numerator, cross, KL accumulation)
   // left on the device in pairs 3t, 3t+1, 3t+2; only bpp's host-side update waits inside the loop.
-  pass([&](CView<T> tile, const stream::TileExtent& e, std::size_t t) {
+  pass([&](CView<T> tile, const TileExtent& e, std::size_t t) {
     const View<T> x_tile = x.columns(e.range.first, e.range.last);
     const View<T> numer = numerator(k, e.range.size());
     if (kl) {
@@ -238,7 +245,7 @@ backend::OperandStats DeviceStreamedOperand<T>::operand_stats() const {
   s.tiles = tiles_;
   s.bytes_read = bytes_copied_;
   if (ring_) {
-    const stream::RingStats r = ring_->stats();
+    const RingStats r = ring_->stats();
     s.seconds_waiting = r.seconds_waiting;
     s.seconds_reading = r.seconds_filling;
   }
@@ -250,7 +257,7 @@ Timeline DeviceStreamedOperand<T>::timeline() {
   Timeline t = engine_->timeline(extents_.size());
   if (t.tiles.empty()) return t;
   const bool by_columns = source_->direction() == Side::H;
-  for (const stream::TileExtent& e : extents_)
+  for (const TileExtent& e : extents_)
     t.bytes_copied +=
         static_cast<double>(e.range.size()) * static_cast<double>(by_columns ? rows() : cols()) * sizeof(T);
   return t;
@@ -259,4 +266,4 @@ Timeline DeviceStreamedOperand<T>::timeline() {
 template class DeviceStreamedOperand<float>;
 template class DeviceStreamedOperand<double>;
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

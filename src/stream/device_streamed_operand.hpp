@@ -20,7 +20,7 @@
 #include "stream/tile_source.hpp"
 #include "stream/timeline.hpp"
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
 
 template <class T>
 class DeviceStreamedOperand final : public backend::Operand<T> {
@@ -28,12 +28,12 @@ class DeviceStreamedOperand final : public backend::Operand<T> {
   /// A dense block already in host memory (column-major, any ld; it must outlive the operand), in stripes
   /// along `direction` (Side::H: column stripes, the efficient copy for column-major memory), tiles of at most
   /// `tile_bytes` through `depth` >= 2 device buffers. The engine pins the block in place where it can.
-  DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> engine, DenseView<const T> host, Side direction,
+  DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> engine, DenseView<const T> host, backend::Side direction,
                         std::size_t tile_bytes, int depth);
   /// A dense block read from `source` (a file): a producer thread reads tiles into `host_depth` >= 2 host
   /// buffers from the engine's host allocator (pinned), the device copies from them. Throws dnmf::Error for a
   /// CSR source (not streamed through the device yet) and when one line of the block exceeds a tile.
-  DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> engine, std::unique_ptr<stream::TileSource<T>> source,
+  DeviceStreamedOperand(std::unique_ptr<TileEngine<T>> engine, std::unique_ptr<TileSource<T>> source,
                         std::size_t tile_bytes, int depth, int host_depth);
   ~DeviceStreamedOperand() override;
   DeviceStreamedOperand(const DeviceStreamedOperand&) = delete;
@@ -45,13 +45,15 @@ class DeviceStreamedOperand final : public backend::Operand<T> {
   [[nodiscard]] std::string mode() const override { return "streamed"; }
   [[nodiscard]] const MatrixRef<T>* resident() const override { return nullptr; }
 
-  [[nodiscard]] MatrixStats stats() override;
-  void multiply(Side side, CView<T> y, View<T> out, T beta) override;
-  KlSums kl_multiply(Side side, CView<T> y, CView<T> x, View<T> out, T beta) override;
-  [[nodiscard]] Side fused_side() const override { return source_->direction(); }
-  [[nodiscard]] bool can_fuse(Side side) const override { return side == source_->direction(); }
-  FusedSums fused_pass(Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy, const T* y_row_sums,
-                       View<T> other_numer, View<T> gx) override;
+  [[nodiscard]] backend::MatrixStats stats() override;
+  void multiply(backend::Side side, backend::CView<T> y, backend::View<T> out, T beta) override;
+  backend::KlSums kl_multiply(backend::Side side, backend::CView<T> y, backend::CView<T> x, backend::View<T> out,
+                              T beta) override;
+  [[nodiscard]] backend::Side fused_side() const override { return source_->direction(); }
+  [[nodiscard]] bool can_fuse(backend::Side side) const override { return side == source_->direction(); }
+  backend::FusedSums fused_pass(backend::Side side, const backend::UpdateRule& rule, backend::View<T> x,
+                                backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
+                                backend::View<T> other_numer, backend::View<T> gx) override;
   [[nodiscard]] backend::OperandStats operand_stats() const override;
 
   /// Per-tile events from the next pass on (see timeline()).
@@ -72,7 +74,7 @@ class DeviceStreamedOperand final : public backend::Operand<T> {
  private:
   /// A host ring slot: a tile read from the file, and its number for the engine's read-done events.
   struct HostSlot {
-    stream::Tile<T> tile;
+    Tile<T> tile;
     int id = 0;
   };
 
@@ -81,17 +83,17 @@ class DeviceStreamedOperand final : public backend::Operand<T> {
   /// copy into the same device buffer.
   template <class Body>
   void pass(Body&& body);
-  void scale_empty(View<T> out, T beta);
+  void scale_empty(backend::View<T> out, T beta);
   /// The k x lines numerator buffer of the fused pass (device memory, grown on demand).
-  View<T> numerator(index_t k, index_t lines);
+  backend::View<T> numerator(index_t k, index_t lines);
 
   std::unique_ptr<TileEngine<T>> engine_;
-  Kernels<T>& kernels_;
-  std::unique_ptr<stream::TileSource<T>> source_;  // the file, or a MemorySource over the host block (shape)
-  DenseView<const T> host_;                        // the host block when direct_
+  backend::Kernels<T>& kernels_;
+  std::unique_ptr<TileSource<T>> source_;  // the file, or a MemorySource over the host block (shape)
+  DenseView<const T> host_;                // the host block when direct_
   bool direct_ = false;
   bool host_pinned_ = false;
-  std::vector<stream::TileExtent> extents_;
+  std::vector<TileExtent> extents_;
   std::vector<char> validated_;  // per tile; touched by the producer only
   int depth_ = 2;
   std::size_t slot_elements_ = 0;
@@ -103,7 +105,7 @@ class DeviceStreamedOperand final : public backend::Operand<T> {
   T* numer_ = nullptr;
   std::size_t numer_capacity_ = 0;
   std::atomic<std::uint64_t> bytes_read_{0};
-  std::unique_ptr<stream::Ring<HostSlot>> ring_;  // last: its producer uses the members above
+  std::unique_ptr<Ring<HostSlot>> ring_;  // last: its producer uses the members above
 };
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

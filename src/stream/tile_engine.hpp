@@ -16,7 +16,7 @@
 #include "stream/buffer.hpp"
 #include "stream/timeline.hpp"
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
 
 /// One pair of float64 sums a reduction leaves: {Σ a, Σ a²}, {Σ x∘y, 0} or the two KL sums.
 using SumPair = std::array<double, 2>;
@@ -26,9 +26,9 @@ class TileEngine {
  public:
   virtual ~TileEngine() = default;
   /// The kernels tiles are computed with; the engine's compute work is ordered with theirs.
-  [[nodiscard]] virtual Kernels<T>& kernels() = 0;
+  [[nodiscard]] virtual backend::Kernels<T>& kernels() = 0;
   /// Memory for host tile buffers that copies read fastest from (pinned for CUDA).
-  [[nodiscard]] virtual stream::BufferAllocator host_allocator() = 0;
+  [[nodiscard]] virtual BufferAllocator host_allocator() = 0;
   /// Whether host_allocator() hands out page-locked memory.
   [[nodiscard]] virtual bool pins_host() const = 0;
 
@@ -55,11 +55,12 @@ class TileEngine {
 
   // Reductions, queued in compute order; each writes sum pair `at` of the pass.
   /// {Σ a, Σ a²} of the tile.
-  virtual void stats(CView<T> tile, std::size_t at) = 0;
+  virtual void stats(backend::CView<T> tile, std::size_t at) = 0;
   /// {Σ x∘y, 0}.
-  virtual void dot(CView<T> x, CView<T> y, std::size_t at) = 0;
+  virtual void dot(backend::CView<T> x, backend::CView<T> y, std::size_t at) = 0;
   /// Kernels::kl_multiply on a dense device tile, its KL sums left in pair `at`.
-  virtual void kl_multiply(CView<T> tile, Side side, CView<T> y, CView<T> x, View<T> out, T beta, std::size_t at) = 0;
+  virtual void kl_multiply(backend::CView<T> tile, backend::Side side, backend::CView<T> y, backend::CView<T> x,
+                           backend::View<T> out, T beta, std::size_t at) = 0;
   /// Waits for the pass and returns its first `count` sum pairs.
   [[nodiscard]] virtual std::vector<SumPair> finish(std::size_t count) = 0;
 
@@ -71,4 +72,4 @@ class TileEngine {
   virtual void synchronize() = 0;
 };
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

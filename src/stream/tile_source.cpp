@@ -6,13 +6,6 @@
 #include "stream/npy_source.hpp"
 
 namespace dnmf::stream {
-namespace {
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
 
 std::vector<dist::Range> even_ranges(index_t extent, index_t parts) {
   std::vector<dist::Range> ranges;
@@ -27,22 +20,22 @@ std::vector<dist::Range> even_ranges(index_t extent, index_t parts) {
   return ranges;
 }
 
-bool streamable(const std::string& path) { return ends_with(path, ".npy") || ends_with(path, ".dcsr"); }
+bool streamable(const std::string& path) { return path.ends_with(".npy") || path.ends_with(".dcsr"); }
 
 io::MatrixShape source_shape(const std::string& path) {
-  if (ends_with(path, ".npy")) {
+  if (path.ends_with(".npy")) {
     const io::NpyHeader h = io::read_npy_header(path);
     return {h.rows, h.cols, h.rows * h.cols, false};
   }
-  if (ends_with(path, ".dcsr")) return io::read_dcsr_shape(path);
+  if (path.ends_with(".dcsr")) return io::read_dcsr_shape(path);
   (void)open_source<double>(path, {}, {});  // the error for an unstreamable format
   return {};
 }
 
 template <class T>
 std::unique_ptr<TileSource<T>> open_source(const std::string& path, dist::Range rows, dist::Range cols) {
-  if (ends_with(path, ".npy")) return std::make_unique<NpySource<T>>(path, rows, cols);
-  if (ends_with(path, ".dcsr")) return std::make_unique<DcsrSource<T>>(path, rows, cols);
+  if (path.ends_with(".npy")) return std::make_unique<NpySource<T>>(path, rows, cols);
+  if (path.ends_with(".dcsr")) return std::make_unique<DcsrSource<T>>(path, rows, cols);
   throw Error(path +
               ": cannot stream this format (streaming reads .npy and .dcsr; convert a .mtx file with "
               "`dnmf convert IN.mtx OUT.dcsr`)");

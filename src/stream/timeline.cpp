@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
 namespace {
 
 using Interval = std::pair<double, double>;
@@ -72,4 +72,4 @@ OverlapSummary summarise(const Timeline& timeline) {
   return s;
 }
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace dnmf::backend::cuda {
+namespace dnmf::stream {
 
 /// One tile's intervals, in seconds from the start of its pass.
 struct TileTimes {
@@ -40,4 +40,4 @@ struct OverlapSummary {
 /// Summarises a timeline (intervals may come in any order and may be empty).
 [[nodiscard]] OverlapSummary summarise(const Timeline& timeline);
 
-}  // namespace dnmf::backend::cuda
+}  // namespace dnmf::stream

@@ -17,7 +17,7 @@
 namespace dnmf::test {
 
 template <class T>
-class HostTileEngine final : public backend::cuda::TileEngine<T> {
+class HostTileEngine final : public stream::TileEngine<T> {
  public:
   explicit HostTileEngine(backend::Kernels<T>& kernels) : kernels_(kernels) {}
 
@@ -87,22 +87,22 @@ class HostTileEngine final : public backend::cuda::TileEngine<T> {
     const backend::KlSums s = kernels_.kl_multiply(MatrixRef<T>{DenseView<const T>(tile)}, side, y, x, out, beta);
     pair(at) = {s.a_log_a_over_m, s.a_times_m};
   }
-  std::vector<backend::cuda::SumPair> finish(std::size_t count) override {
+  std::vector<stream::SumPair> finish(std::size_t count) override {
     ++finishes_;
     if (count > sums_.size()) fail("finish asked for more sums than configured");
     return {sums_.begin(), sums_.begin() + static_cast<std::ptrdiff_t>(std::min(count, sums_.size()))};
   }
   void set_timeline(bool on) override { timeline_ = on; }
-  backend::cuda::Timeline timeline(std::size_t) override { return {}; }
+  stream::Timeline timeline(std::size_t) override { return {}; }
   void synchronize() override {}
 
  private:
   enum class State { free, copied, computing };
   void fail(const std::string& what) { violations_.push_back(what); }
-  backend::cuda::SumPair& pair(std::size_t at) {
+  stream::SumPair& pair(std::size_t at) {
     if (at >= sums_.size()) {
       fail("sum pair " + std::to_string(at) + " beyond " + std::to_string(sums_.size()));
-      static backend::cuda::SumPair sink;
+      static stream::SumPair sink;
       return sink;
     }
     return sums_[at];
@@ -111,7 +111,7 @@ class HostTileEngine final : public backend::cuda::TileEngine<T> {
   backend::Kernels<T>& kernels_;
   std::vector<std::vector<T>> slots_;
   std::vector<State> state_;
-  std::vector<backend::cuda::SumPair> sums_;
+  std::vector<stream::SumPair> sums_;
   std::vector<char> host_marked_;
   std::size_t tiles_ = 0;
   std::vector<std::string> violations_;

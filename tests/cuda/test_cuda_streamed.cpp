@@ -61,7 +61,7 @@ class CudaStreamed : public test::TempDirTest {
 #if DNMF_WITH_CUDA
 
 using backend::Side;
-using backend::cuda::DeviceStreamedOperand;
+using stream::DeviceStreamedOperand;
 using Kernels = backend::CudaKernels<double>;
 
 using test::expect_same;
@@ -78,8 +78,9 @@ TEST_F(CudaStreamed, ProductsEqualResidentOnBothStripeDirections) {
   const index_t m = 301, n = 203, k = 7;
   for (const int depth : {2, 3}) {
     std::unique_ptr<DeviceStreamedOperand<double>> ops[] = {
-        backend::cuda::open_streamed_cuda<double>(gpu, a.view(), 301 * 8 * 9, depth),                         // columns
-        backend::cuda::open_streamed_cuda<double>(gpu, path("c.npy"), {0, m}, {0, n}, 203 * 8 * 11, depth)};  // rows
+        backend::cuda::open_streamed_cuda<double>(gpu, a.view(), std::size_t{301} * 8 * 9, depth),  // columns
+        backend::cuda::open_streamed_cuda<double>(gpu, path("c.npy"), {0, m}, {0, n}, std::size_t{203} * 8 * 11,
+                                                  depth)};  // rows
     for (auto& op : ops) {
       const std::string what =
           (op->fused_side() == Side::H ? "columns" : "rows") + std::string(" depth ") + std::to_string(depth);
@@ -138,13 +139,14 @@ TEST_F(CudaStreamed, SolvesEqualResidentForEveryAlgorithmDepthAndSource) {
     const Outcome resident = test::solve_with(gpu, host, resident_op, o);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);
-      auto mem = backend::cuda::open_streamed_cuda<double>(gpu, a.view(), 400 * 8 * 13, depth);  // 20 tiles
+      auto mem =
+          backend::cuda::open_streamed_cuda<double>(gpu, a.view(), std::size_t{400} * 8 * 13, depth);  // 20 tiles
       // Final errors uncompared, as before the harness was shared: moving the helpers changed no check.
       expect_same(test::solve_with(gpu, host, *mem, o), resident, what + " registered block",
                   test::FinalError::not_compared);
       EXPECT_TRUE(mem->host_pinned()) << what;
-      auto file =
-          backend::cuda::open_streamed_cuda<double>(gpu, path("a.npy"), {0, 400}, {0, 260}, 400 * 8 * 10, depth);
+      auto file = backend::cuda::open_streamed_cuda<double>(gpu, path("a.npy"), {0, 400}, {0, 260},
+                                                            std::size_t{400} * 8 * 10, depth);
       const Outcome f = test::solve_with(gpu, host, *file, o);
       expect_same(f, resident, what + " file", test::FinalError::not_compared);
       EXPECT_LE(f.stats.passes, 15 + 4) << what << ": one pass over A per iteration";
@@ -166,7 +168,7 @@ TEST_F(CudaStreamed, TimelineShowsOrderedAndOverlappedCopiesAndComputes) {
   op->multiply(Side::H, wt.view(), p.view(), 0.0);  // warm-up: registration and first-touch costs
   op->set_timeline(true);
   op->multiply(Side::H, wt.view(), p.view(), 0.0);
-  const backend::cuda::Timeline t = op->timeline();
+  const stream::Timeline t = op->timeline();
   ASSERT_EQ(t.tiles.size(), 32u);
   const double slack = 5e-6;  // event timestamps resolve to about half a microsecond
   for (std::size_t i = 0; i < t.tiles.size(); ++i) {
@@ -176,7 +178,7 @@ TEST_F(CudaStreamed, TimelineShowsOrderedAndOverlappedCopiesAndComputes) {
           << "tile " << i << " overwrote a buffer still being computed on";
     }
   }
-  const auto s = backend::cuda::summarise(t);
+  const auto s = stream::summarise(t);
   EXPECT_GT(s.overlap_fraction, 0.5) << "computes hidden under copies";
   EXPECT_GT(s.copy_utilisation, 0.7) << "the bus kept busy";
   EXPECT_GT(s.copy_bandwidth, 5e9);
@@ -213,7 +215,7 @@ TEST_F(CudaStreamed, BudgetAndPlanEntryPoint) {
   io::write_npy<double>(path("a.npy"), a.view());
   Kernels gpu;
   const dist::Layout layout = dist::make_layout(dist::GridShape{1, 1}, 0, 0, 500, 300);
-  const io::MatrixShape shape{500, 300, 500 * 300, false};
+  const io::MatrixShape shape{500, 300, index_t{500} * 300, false};
   auto fits = backend::cuda::plan_cuda_block<double>(gpu, path("a.npy"), shape, layout, 4, Algorithm::mu, 0);
   EXPECT_FALSE(fits.plan.streamed);
   EXPECT_EQ(fits.streamed, nullptr);
@@ -221,7 +223,7 @@ TEST_F(CudaStreamed, BudgetAndPlanEntryPoint) {
   ASSERT_TRUE(forced.plan.streamed);
   ASSERT_NE(forced.streamed, nullptr);
   EXPECT_EQ(forced.streamed->depth(), forced.plan.depth);
-  const std::int64_t tiny = backend::cuda::kDeviceLibraryReserve + 1000;
+  const std::int64_t tiny = stream::kDeviceLibraryReserve + 1000;
   EXPECT_THROW((void)backend::cuda::plan_cuda_block<double>(gpu, path("a.npy"), shape, layout, 4, Algorithm::mu, tiny),
                Error);
 }

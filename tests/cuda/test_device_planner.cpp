@@ -16,9 +16,9 @@
 namespace dnmf {
 namespace {
 
-using backend::cuda::DevicePlan;
-using backend::cuda::DevicePlanInput;
-using backend::cuda::plan_device;
+using stream::DevicePlan;
+using stream::DevicePlanInput;
+using stream::plan_device;
 
 constexpr std::int64_t kMiB = std::int64_t{1} << 20;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
@@ -51,8 +51,8 @@ TEST(DevicePlanner, StreamsWhenTheBlockExceedsTheBudgetAndStaysWithinIt) {
   const DevicePlan p = plan_device(in);
   ASSERT_TRUE(p.streamed);
   EXPECT_GT(p.resident_total, in.budget);
-  EXPECT_EQ(p.tile_bytes, backend::cuda::kDeviceMaxTileBytes);  // room for full-size tiles
-  EXPECT_EQ(p.tile_bytes % in.min_tile_bytes, 0u);              // whole columns
+  EXPECT_EQ(p.tile_bytes, stream::kDeviceMaxTileBytes);  // room for full-size tiles
+  EXPECT_EQ(p.tile_bytes % in.min_tile_bytes, 0u);       // whole columns
   EXPECT_EQ(p.depth, 4);
   EXPECT_EQ(p.ring, static_cast<std::int64_t>(p.tile_bytes) * p.depth);
   EXPECT_EQ(p.total, p.reserve + p.factors + p.workspace + p.ring);
@@ -75,7 +75,7 @@ TEST(DevicePlanner, EveryBudgetFromTheMinimumUpIsKept) {
         EXPECT_GE(p.depth, 2);
         EXPECT_LE(p.depth, 4);
         EXPECT_GE(p.tile_bytes, in.min_tile_bytes);
-        EXPECT_LE(p.tile_bytes, backend::cuda::kDeviceMaxTileBytes);
+        EXPECT_LE(p.tile_bytes, stream::kDeviceMaxTileBytes);
       }
     }
   }
@@ -102,13 +102,13 @@ TEST(DevicePlanner, TooSmallABudgetNamesTheMinimum) {
 TEST(DevicePlanner, ForcedStreamingAndTheTileCap) {
   DevicePlanInput in = dense(4000, 3000, 8, 8 * kGiB);
   in.force_streamed = true;
-  in.max_tile_bytes = 4000 * 8 * 100;  // 100 columns
+  in.max_tile_bytes = std::size_t{4000} * 8 * 100;  // 100 columns
   const DevicePlan p = plan_device(in);
   EXPECT_TRUE(p.streamed);
   EXPECT_EQ(p.tile_bytes, in.max_tile_bytes);
   EXPECT_EQ(p.depth, 4);
   in.max_tile_bytes = 0;
-  in.stored = 4000 * 2;  // a block of two columns: two tiles at most, so depth 2
+  in.stored = index_t{4000} * 2;  // a block of two columns: two tiles at most, so depth 2
   in.layout = dist::make_layout(dist::GridShape{1, 1}, 0, 0, 4000, 2);
   EXPECT_EQ(plan_device(in).depth, 2);
 }
@@ -129,11 +129,11 @@ TEST(DevicePlanner, GridSplitsCountTheGatheredBlocks) {
   DevicePlanInput a = dense(1000, 1000, 10, kGiB), b = a;
   a.layout = dist::make_layout(dist::GridShape{2, 2}, 0, 0, 2000, 2000);
   b.layout = dist::make_layout(dist::GridShape{1, 1}, 0, 0, 1000, 1000);
-  EXPECT_GT(backend::cuda::device_factor_bytes(a), backend::cuda::device_factor_bytes(b));
+  EXPECT_GT(stream::device_factor_bytes(a), stream::device_factor_bytes(b));
 }
 
-using backend::cuda::summarise;
-using backend::cuda::Timeline;
+using stream::summarise;
+using stream::Timeline;
 
 TEST(TileTimeline, CopiesAfterComputesDoNotOverlap) {
   Timeline t;

@@ -31,7 +31,7 @@ namespace dnmf {
 namespace {
 
 using backend::Side;
-using backend::cuda::DeviceStreamedOperand;
+using stream::DeviceStreamedOperand;
 using test::HostTileEngine;
 
 using test::expect_same;
@@ -136,8 +136,10 @@ TEST_F(DeviceStream, RegisteredBlockProductsEqualResidentBothStripeDirections) {
   backend::ReferenceKernels<double> kernels;
   for (const int depth : {2, 3}) {
     // Tiles of a few lines: uneven widths, more tiles than buffers.
-    check_products(a, from_memory(kernels, a, Side::H, 41 * 8 * 4, depth), "columns depth " + std::to_string(depth));
-    check_products(a, from_memory(kernels, a, Side::W, 29 * 8 * 3, depth), "rows depth " + std::to_string(depth));
+    check_products(a, from_memory(kernels, a, Side::H, std::size_t{41} * 8 * 4, depth),
+                   "columns depth " + std::to_string(depth));
+    check_products(a, from_memory(kernels, a, Side::W, std::size_t{29} * 8 * 3, depth),
+                   "rows depth " + std::to_string(depth));
   }
 }
 
@@ -148,10 +150,10 @@ TEST_F(DeviceStream, StridedHostBlockIsCopiedTileByTile) {
   DenseMatrix<double> padded = big;
   for (index_t j = 0; j < 23; ++j)
     for (index_t i = 0; i < 37; ++i) padded(i + 5, j + 4) = a(i, j);
-  const DenseView<const double> block{padded.data() + 5 + 4 * 50, 37, 23, 50};
+  const DenseView<const double> block{padded.data() + 5 + std::ptrdiff_t{4} * 50, 37, 23, 50};
   backend::ReferenceKernels<double> kernels;
   auto engine = std::make_unique<HostTileEngine<double>>(kernels);
-  DeviceStreamedOperand<double> op(std::move(engine), block, Side::H, 37 * 8 * 5, 2);
+  DeviceStreamedOperand<double> op(std::move(engine), block, Side::H, std::size_t{37} * 8 * 5, 2);
   DenseMatrix<double> wt = test::random_dense<double>(3, 37, 1), p1(3, 23), p2(3, 23);
   op.multiply(Side::H, wt.view(), p1.view(), 0.0);
   kernels.multiply(MatrixRef<double>{a.view()}, Side::H, wt.view(), p2.view(), 0.0);
@@ -172,13 +174,13 @@ TEST_F(DeviceStream, FileThroughHostRingProductsEqualResident) {
       auto f = from_source(
           kernels,
           std::make_unique<stream::NpySource<double>>(path("f.npy"), dist::Range{0, 43}, dist::Range{0, 31}, access),
-          43 * 8 * 4, 2, host_depth);
+          std::size_t{43} * 8 * 4, 2, host_depth);
       EXPECT_EQ(f.operand->fused_side(), Side::H);
       EXPECT_EQ(f.operand->source_kind(), "npy");
       check_products(a, std::move(f), "fortran file" + d);
     }
-    auto c =
-        from_source(kernels, stream::open_source<double>(path("c.npy"), {0, 43}, {0, 31}), 31 * 8 * 5, 3, host_depth);
+    auto c = from_source(kernels, stream::open_source<double>(path("c.npy"), {0, 43}, {0, 31}), std::size_t{31} * 8 * 5,
+                         3, host_depth);
     EXPECT_EQ(c.operand->fused_side(), Side::W);
     check_products(a, std::move(c), "C-order file" + d);
   }
@@ -192,7 +194,8 @@ TEST_F(DeviceStream, FileBlockOfAGridRank) {
   for (index_t j = 0; j < 16; ++j)
     for (index_t i = 0; i < 21; ++i) block(i, j) = a(i + 22, j);
   backend::ReferenceKernels<double> kernels;
-  auto s = from_source(kernels, stream::open_source<double>(path("f.npy"), {22, 43}, {0, 16}), 21 * 8 * 3, 2, 2);
+  auto s = from_source(kernels, stream::open_source<double>(path("f.npy"), {22, 43}, {0, 16}), std::size_t{21} * 8 * 3,
+                       2, 2);
   check_products(block, std::move(s), "grid block");
 }
 
@@ -206,13 +209,13 @@ TEST_F(DeviceStream, SolvesEqualResidentForEveryAlgorithmAndDepth) {
     const Outcome resident = test::solve_with(kernels, host, resident_op, o);
     for (const int depth : {2, 3}) {
       const std::string what = to_string(algo) + " depth " + std::to_string(depth);
-      auto mem = from_memory(kernels, a, Side::H, 60 * 8 * 4, depth);  // 12 tiles of 3-4 columns
+      auto mem = from_memory(kernels, a, Side::H, std::size_t{60} * 8 * 4, depth);  // 12 tiles of 3-4 columns
       const Outcome m = test::solve_with(kernels, host, *mem.operand, o);
       expect_same(m, resident, what + " registered");
       EXPECT_TRUE(mem.engine->violations().empty()) << what;
       EXPECT_GE(m.stats.tiles, 12 * 12) << what;
-      auto file =
-          from_source(kernels, stream::open_source<double>(path("a.npy"), {0, 60}, {0, 45}), 60 * 8 * 7, depth, depth);
+      auto file = from_source(kernels, stream::open_source<double>(path("a.npy"), {0, 60}, {0, 45}),
+                              std::size_t{60} * 8 * 7, depth, depth);
       const Outcome f = test::solve_with(kernels, host, *file.operand, o);
       expect_same(f, resident, what + " file");
       EXPECT_TRUE(file.engine->violations().empty()) << what;
@@ -254,7 +257,7 @@ TEST_F(DeviceStream, AbandonedPassLeavesTheNextOneWhole) {
   };
   const auto a = test::noisy_rank4(20, 12, 7);
   backend::ReferenceKernels<double> kernels;
-  auto s = from_source(kernels, std::make_unique<Flaky>(MatrixRef<double>{a.view()}), 20 * 8 * 2, 2, 2);
+  auto s = from_source(kernels, std::make_unique<Flaky>(MatrixRef<double>{a.view()}), std::size_t{20} * 8 * 2, 2, 2);
   EXPECT_NE(test::error_message([&] { (void)s.operand->stats(); }).find("transient"), std::string::npos);
   const backend::MatrixStats st = s.operand->stats();  // a whole pass from tile 0
   double sum = 0;

@@ -32,7 +32,7 @@ void destroy_events(std::vector<cudaEvent_t>& events) noexcept {
 }
 
 template <class T>
-class CudaTileEngine final : public TileEngine<T> {
+class CudaTileEngine final : public stream::TileEngine<T> {
  public:
   explicit CudaTileEngine(CudaKernels<T>& kernels) : kernels_(kernels), context_(kernels.context()) {
     DNMF_CUDA_CHECK(cudaGetDevice(&device_));
@@ -149,7 +149,7 @@ class CudaTileEngine final : public TileEngine<T> {
       launch_scale(out, beta, compute());
       return zero(at);
     }
-    const auto per_chunk = static_cast<index_t>(static_cast<double>(kKlChunkBytes) / sizeof(T)) / m;
+    const auto per_chunk = static_cast<index_t>(static_cast<double>(stream::kKlChunkBytes) / sizeof(T)) / m;
     const index_t width = std::clamp<index_t>(per_chunk, 1, n);
     T* model = static_cast<T*>(model_.reserve(to_size(m * width) * sizeof(T)));
     for (index_t first = 0; first < n; first += width) {
@@ -167,9 +167,9 @@ class CudaTileEngine final : public TileEngine<T> {
     }
   }
 
-  std::vector<SumPair> finish(std::size_t count) override {
+  std::vector<stream::SumPair> finish(std::size_t count) override {
     if (count > sum_capacity_) throw Error("internal: tile engine asked for more sums than configured");
-    std::vector<SumPair> out(count);
+    std::vector<stream::SumPair> out(count);
     if (count > 0)
       DNMF_CUDA_CHECK(
           cudaMemcpyAsync(host_sums_, sums_.get(), count * 2 * sizeof(double), cudaMemcpyDeviceToHost, compute()));
@@ -190,8 +190,8 @@ class CudaTileEngine final : public TileEngine<T> {
     timeline_requested_ = on;
   }
 
-  Timeline timeline(std::size_t tiles) override {
-    Timeline t;
+  stream::Timeline timeline(std::size_t tiles) override {
+    stream::Timeline t;
     if (!timing_ || tiles == 0 || timed_tiles_ < tiles || tiles > tiles_) return t;
     DNMF_CUDA_CHECK(cudaEventSynchronize(compute_end_[tiles - 1]));
     DNMF_CUDA_CHECK(cudaStreamSynchronize(copy_));
@@ -268,11 +268,11 @@ class CudaTileEngine final : public TileEngine<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<TileEngine<T>> make_cuda_tile_engine(CudaKernels<T>& kernels) {
+std::unique_ptr<stream::TileEngine<T>> make_cuda_tile_engine(CudaKernels<T>& kernels) {
   return std::make_unique<CudaTileEngine<T>>(kernels);
 }
 
-template std::unique_ptr<TileEngine<float>> make_cuda_tile_engine<float>(CudaKernels<float>&);
-template std::unique_ptr<TileEngine<double>> make_cuda_tile_engine<double>(CudaKernels<double>&);
+template std::unique_ptr<stream::TileEngine<float>> make_cuda_tile_engine<float>(CudaKernels<float>&);
+template std::unique_ptr<stream::TileEngine<double>> make_cuda_tile_engine<double>(CudaKernels<double>&);
 
 }  // namespace dnmf::backend::cuda

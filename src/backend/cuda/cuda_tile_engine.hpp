@@ -13,6 +13,6 @@ namespace dnmf::backend::cuda {
 
 /// An engine computing with `kernels` (which must outlive it) and queuing its copies on a stream of its own.
 template <class T>
-[[nodiscard]] std::unique_ptr<TileEngine<T>> make_cuda_tile_engine(CudaKernels<T>& kernels);
+[[nodiscard]] std::unique_ptr<stream::TileEngine<T>> make_cuda_tile_engine(CudaKernels<T>& kernels);
 
 }  // namespace dnmf::backend::cuda

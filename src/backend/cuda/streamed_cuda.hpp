@@ -19,23 +19,24 @@ namespace dnmf::backend::cuda {
 /// copies them into `depth` tile buffers. Tiles hold at most `tile_bytes`. Throws dnmf::Error naming the file
 /// for a format that cannot stream or a CSR file.
 template <class T>
-[[nodiscard]] std::unique_ptr<DeviceStreamedOperand<T>> open_streamed_cuda(CudaKernels<T>& kernels,
-                                                                           const std::string& path, dist::Range rows,
-                                                                           dist::Range cols, std::size_t tile_bytes,
-                                                                           int depth, int host_depth = 0);
+[[nodiscard]] std::unique_ptr<stream::DeviceStreamedOperand<T>> open_streamed_cuda(CudaKernels<T>& kernels,
+                                                                                   const std::string& path,
+                                                                                   dist::Range rows, dist::Range cols,
+                                                                                   std::size_t tile_bytes, int depth,
+                                                                                   int host_depth = 0);
 
 /// A device-streamed operand over a dense block already in host memory (it must outlive the operand), which
 /// is registered (page-locked) in place, in column stripes.
 template <class T>
-[[nodiscard]] std::unique_ptr<DeviceStreamedOperand<T>> open_streamed_cuda(CudaKernels<T>& kernels,
-                                                                           DenseView<const T> block,
-                                                                           std::size_t tile_bytes, int depth);
+[[nodiscard]] std::unique_ptr<stream::DeviceStreamedOperand<T>> open_streamed_cuda(CudaKernels<T>& kernels,
+                                                                                   DenseView<const T> block,
+                                                                                   std::size_t tile_bytes, int depth);
 
 /// What plan_cuda_block() decided, and the streamed operand when it decided to stream.
 template <class T>
 struct CudaBlock {
-  DevicePlan plan;
-  std::unique_ptr<DeviceStreamedOperand<T>> streamed;  ///< nullptr: the block fits; load it resident
+  stream::DevicePlan plan;
+  std::unique_ptr<stream::DeviceStreamedOperand<T>> streamed;  ///< nullptr: the block fits; load it resident
 };
 
 /// Plans this rank's block of `path` (`shape`: read_shape()'s answer for the whole file; the block is
