@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -114,12 +115,12 @@ def main():
                 norm = float(np.linalg.norm(X))
             rows = {}
             for solver, algo in (("mu", "mu"), ("hals", "hals")):
-                rows[f"dnmf.NMF {solver}"] = best(lambda: run_dnmf(X, solver, args.iters, args.threads),
+                rows[f"dnmf.NMF {solver}"] = best(partial(run_dnmf, X, solver, args.iters, args.threads),
                                                   args.repeats)
-                rows[f"CLI {algo}"] = best(lambda: run_cli(args.cli, path, algo, args.iters, args.threads),
+                rows[f"CLI {algo}"] = best(partial(run_cli, args.cli, path, algo, args.iters, args.threads),
                                            args.repeats)
             for solver in ("mu", "cd"):
-                rows[f"sklearn {solver}"] = best(lambda: run_sklearn(X, solver, args.iters), args.repeats)
+                rows[f"sklearn {solver}"] = best(partial(run_sklearn, X, solver, args.iters), args.repeats)
 
             print(f"\n{name}, k=16, {args.iters} iterations, {args.threads} threads, best of {args.repeats}")
             print(f"{'':22} {'ms/iter':>9} {'final rel. error':>17}")
@@ -134,8 +135,8 @@ def main():
                 ref = rows[f"sklearn {sk}"]
                 for solver in ("mu", "hals"):
                     t = time_to_reach(rows[f"dnmf.NMF {solver}"]["stamps"], norm, ref["abs_error"])
-                    print(f"time to sklearn {sk}'s error {ref['abs_error'] / norm:.4e}: sklearn {ref['seconds']:.2f} s, "
-                          f"dnmf {solver} {t:.2f} s ({ref['seconds'] / t:.1f}x)")
+                    print(f"time to sklearn {sk}'s error {ref['abs_error'] / norm:.4e}: "
+                          f"sklearn {ref['seconds']:.2f} s, dnmf {solver} {t:.2f} s ({ref['seconds'] / t:.1f}x)")
             figures[name] = {label: {k: v for k, v in r.items() if k not in ("stamps", "report")}
                              for label, r in rows.items()}
     if args.json:

@@ -3,6 +3,8 @@ memory budget, read block by block under MPI) or of a matrix in memory, with the
 
 import os
 
+import numpy as np
+
 from . import _core
 from ._input import comm_handle, dtype_of, source_of
 from ._results import Factorization, NmfkResult
@@ -85,8 +87,6 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     A's columns and perturbs copies of A anyway); CSC input is converted to CSR. Returns an NmfkResult.
     """
     if not isinstance(X, (str, os.PathLike)):
-        import numpy as np
-
         if hasattr(X, "tocsr"):
             X = X.tocsr()
         else:
@@ -102,9 +102,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     **_context(backend, n_threads, None, grid, comm)})
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))
-    result = NmfkResult(out)
-    result.sil_threshold = sil_threshold
-    return result
+    return NmfkResult({**out, "sil_threshold": sil_threshold})
 
 
 def nmfk_file(path, k_range, **kwargs):

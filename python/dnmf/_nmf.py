@@ -12,8 +12,8 @@ from . import _core
 from ._input import as_float_matrix, comm_handle, library_error, source_of
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
-_BETA_LOSSES = {"frobenius": "frobenius", 2: "frobenius", 2.0: "frobenius", "kullback-leibler": "kl", 1: "kl",
-                1.0: "kl"}
+# 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
+_BETA_LOSSES = {"frobenius": "frobenius", 2: "frobenius", "kullback-leibler": "kl", 1: "kl"}
 
 
 def _seed(random_state):
@@ -213,7 +213,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             from sklearn.exceptions import ConvergenceWarning
 
             warnings.warn(f"Maximum number of iterations {self.max_iter} reached. Increase it to improve "
-                          "convergence.", ConvergenceWarning)
+                          "convergence.", ConvergenceWarning, stacklevel=3)
         return W_out
 
     def fit(self, X, y=None, **params):

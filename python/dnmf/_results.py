@@ -80,13 +80,14 @@ class NmfkResult:
         chosen = self.ranks.get(self.k if self.k is not None else self.best_candidate)
         self.W = chosen["W"] if chosen else None
         self.H = chosen["H"] if chosen else None
+        self.sil_threshold = out.get("sil_threshold")
         self.output_json = out.get("json")
         self.plot_warning = out.get("plot_warning")
 
     def plot(self, ax=None):
         """Draws what nmfk.svg shows: minimum and mean silhouette and the relative error against k, with the
         silhouette threshold's accepted ks marked and the selected k highlighted. Needs matplotlib."""
-        return plot_nmfk(self.table, self.k, ax=ax)
+        return plot_nmfk(self.table, self.k, ax=ax, threshold=self.sil_threshold)
 
     def __repr__(self):
         return f"NmfkResult(k={self.k}, decided_by={self.decided_by!r}, ks={sorted(self.ranks)})"

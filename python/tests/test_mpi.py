@@ -1,6 +1,5 @@
 """The Python package under mpirun: the same calls on a 2-D grid of 2 and 4 processes (each reading its block)
 equal the one-process run within 1e-8 (float64)."""
-import json
 import os
 import subprocess
 import sys
