@@ -51,9 +51,12 @@ class RankTable(dict):
         return pd.DataFrame(dict(self)).set_index("k")
 
     def __repr__(self):
-        head = "  ".join(f"{c:>16}" for c in self.COLUMNS)
-        rows = ["  ".join(f"{self[c][i]!s:>16}" if c in ("k", "accepted", "rejected_perturbations")
-                          else f"{self[c][i]:16.4f}" for c in self.COLUMNS) for i in range(len(self["k"]))]
+        # H's silhouettes only when they were asked for (they are zero otherwise).
+        columns = [c for c in self.COLUMNS if not c.startswith("h_") or np.any(self[c] != 0)]
+        width = {c: max(len(c), 8) for c in columns}
+        head = "  ".join(f"{c:>{width[c]}}" for c in columns)
+        rows = ["  ".join(f"{self[c][i]!s:>{width[c]}}" if c in ("k", "accepted", "rejected_perturbations")
+                          else f"{self[c][i]:{width[c]}.4f}" for c in columns) for i in range(len(self["k"]))]
         return "\n".join([head, *rows])
 
 
