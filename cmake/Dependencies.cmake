@@ -1,5 +1,6 @@
 # Finds the libraries dnmf builds on. Required: BLAS (OpenBLAS preferred, its OpenMP flavour so that
 # BLAS calls made inside our own parallel regions stay single-threaded), OpenMP, threads.
+# Required as well: libzip (.npz input), nlohmann_json, CLI11.
 # Optional, by option and by presence: CUDA toolkit, MPI, HDF5.
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
@@ -22,6 +23,19 @@ target_include_directories(dnmf_blas INTERFACE ${DNMF_CBLAS_INCLUDE_DIR})
 
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
+# libzip: the zip container of numpy's .npz files (deflate through zlib inside libzip; it checks each member's
+# CRC). A private dependency of the shared library: consumers of the installed package do not need it. Found by
+# pkg-config: Debian's libzip CMake package names the zipcmp/zipmerge/ziptool programs, which are packaged
+# separately, and refuses to load without them.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(DNMF_LIBZIP QUIET IMPORTED_TARGET libzip)
+if(NOT DNMF_LIBZIP_FOUND)
+  message(FATAL_ERROR "libzip not found: install libzip-dev (scripts/install-deps.sh does)")
+endif()
+message(STATUS "dnmf: libzip ${DNMF_LIBZIP_VERSION} (.npz input)")
+add_library(dnmf_zip INTERFACE)
+add_library(dnmf::zip ALIAS dnmf_zip)
+target_link_libraries(dnmf_zip INTERFACE PkgConfig::DNMF_LIBZIP)
 
 set(DNMF_HAVE_CUDA OFF)
 if(DNMF_ENABLE_CUDA)

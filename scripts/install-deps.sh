@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libgtest-dev
   openmpi-bin libopenmpi-dev  # the distributed solver (mpirun, MPI C++ bindings via the C API)
   libhdf5-openmpi-dev         # parallel HDF5: per-rank hyperslab reads, one shared output file
+  libzip-dev                  # .npz input: numpy/scipy archives (zip members, stored or deflated)
   gnuplot-nox                 # NMFk's k-selection plot (svg and png terminals)
   python3 python3-numpy
 )

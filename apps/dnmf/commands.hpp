@@ -32,6 +32,12 @@ Command add_nmfk(CLI::App& parent);
 /// `dnmf convert`: a matrix file into .dcsr (the binary CSR streaming reads), or a .dcsr into .mtx.
 Command add_convert(CLI::App& parent);
 
+/// The input formats, for the FILE options' help and `dnmf --help`.
+inline constexpr const char* kInputFormats =
+    ".npy (dense), .npz (numpy.savez with one array, or A.npz:NAME; scipy.sparse.save_npz CSR or CSC), .mtx "
+    "(Matrix Market), .h5/.hdf5/.h5ad[:/object] (dense dataset, CSR or CSC group; .h5ad means /X, or "
+    "A.h5ad:/layers/NAME), .dcsr (binary CSR, see dnmf convert)";
+
 /// A validator accepting finite numbers >= `bound`, with a short message otherwise ("must be >= 0, got -1");
 /// CLI11's own range validators print their (huge) default bounds.
 CLI::Validator at_least(double bound);

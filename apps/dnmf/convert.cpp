@@ -1,4 +1,4 @@
-// `dnmf convert IN OUT.dcsr`: any matrix file the readers take (.mtx, HDF5 CSR or dense, .npy) into the
+// `dnmf convert IN OUT.dcsr`: any matrix file the readers take (.mtx, HDF5, .npz, .npy) into the
 // project's binary CSR (.dcsr, docs/formats.md), which streaming reads in nnz-balanced row ranges with three
 // preads a tile; and `dnmf convert IN.dcsr OUT.mtx` back. The matrix is held in memory once while converting.
 
@@ -40,7 +40,7 @@ Command add_convert(CLI::App& parent) {
   auto args = std::make_shared<ConvertArgs>();
   CLI::App* app = parent.add_subcommand(
       "convert", "rewrite a matrix file as .dcsr, the binary CSR that --memory-budget streams (or .dcsr to .mtx)");
-  app->add_option("IN", args->input, "input matrix (.mtx, .h5, .npy; or .dcsr)")->required();
+  app->add_option("IN", args->input, std::string("input matrix: ") + kInputFormats)->required();
   app->add_option("OUT", args->output, "output file (.dcsr; or .mtx from a .dcsr)")->required();
   app->add_option("--precision", args->precision, "value type stored in the .dcsr file")
       ->check(CLI::IsMember({"f32", "f64"}))

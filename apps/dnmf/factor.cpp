@@ -99,10 +99,7 @@ int factor(FactorArgs args) {
 Command add_factor(CLI::App& parent) {
   auto args = std::make_shared<FactorArgs>();
   CLI::App* app = parent.add_subcommand("factor", "factorise a matrix file: A ~ W H with W, H >= 0");
-  app->add_option("FILE", args->input,
-                  "input matrix: .npy (dense), .mtx (sparse), .h5/.hdf5[:/object] (dense dataset or CSR group), "
-                  ".dcsr (binary CSR, see dnmf convert)")
-      ->required();
+  app->add_option("FILE", args->input, std::string("input matrix: ") + kInputFormats)->required();
   app->add_option("-k,--rank", args->solver.options.rank, "rank k, 1 <= k <= min(m, n)")->required();
   add_solver_options(*app, args->solver);
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();

@@ -49,9 +49,10 @@ int show_info(const InfoArgs& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("file      %s\n", args.path.c_str());
-    const std::string layout = sparse ? "CSR, values read as f8"
-                               : format == io::FileFormat::hdf5
-                                   ? "dense dataset, read as f8"
+    const std::string layout = sparse                           ? "CSR, values read as f8"
+                               : format == io::FileFormat::hdf5 ? "dense dataset, read as f8"
+                               : format == io::FileFormat::npz
+                                   ? "dense array, read as f8"
                                    : dtype + (fortran_order ? ", Fortran order" : ", C order");
     std::printf("format    %s (%s)\n", io::format_name(format).c_str(), layout.c_str());
     std::printf("shape     %lld x %lld\n", static_cast<long long>(s.rows), static_cast<long long>(s.cols));
@@ -81,7 +82,7 @@ int show_info(const InfoArgs& args) {
 Command add_info(CLI::App& parent) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* app = parent.add_subcommand("info", "shape, format, nnz and entry statistics of a matrix file");
-  app->add_option("FILE", args->path, "matrix file (.npy or .mtx)")->required();
+  app->add_option("FILE", args->path, std::string("matrix file: ") + kInputFormats)->required();
   app->add_flag("--json", args->json, "print one JSON object instead of text");
   return {app, [args] { return show_info(*args); }};
 }

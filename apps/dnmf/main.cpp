@@ -51,6 +51,7 @@ int run(int argc, char** argv) {
   CLI::App app{"dnmf: non-negative matrix factorisation A ~ W H", "dnmf"};
   app.set_version_flag("--version", std::string(dnmf::version()));
   app.require_subcommand(1);
+  app.footer(std::string("Input formats: ") + dnmf::cli::kInputFormats + ".");
   const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app), dnmf::cli::add_info(app),
                                                     dnmf::cli::add_factor(app), dnmf::cli::add_nmfk(app),
                                                     dnmf::cli::add_convert(app)};

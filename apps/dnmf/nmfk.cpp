@@ -89,7 +89,7 @@ Command add_nmfk(CLI::App& parent) {
   auto args = std::make_shared<NmfkArgs>();
   NmfkOptions& o = args->options;
   CLI::App* app = parent.add_subcommand("nmfk", "choose k: NMFk stability analysis over a range of k");
-  app->add_option("FILE", args->input, "input matrix (.npy dense, .mtx sparse)")->required();
+  app->add_option("FILE", args->input, std::string("input matrix: ") + kInputFormats)->required();
   app->add_option("--k", args->k_range, "the k to try: FIRST:LAST[:STEP] (inclusive) or one K")->required();
   app->add_option("--perturbations", o.perturbations, "perturbed copies of A per k")
       ->check(at_least(1))

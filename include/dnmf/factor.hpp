@@ -56,7 +56,7 @@ struct Factorization {
   index_t w_row_first = 0;
   index_t h_col_first = 0;
   std::string input;         ///< Source::name()
-  std::string format;        ///< "npy", "mtx", "hdf5", "dcsr" or "memory"
+  std::string format;        ///< "npy", "npz", "mtx", "hdf5", "dcsr" or "memory"
   std::string precision;     ///< "f32" or "f64"
   std::string grid = "1x1";  ///< the process grid as run
   index_t m = 0, n = 0;

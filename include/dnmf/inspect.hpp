@@ -31,7 +31,7 @@ struct MatrixInfo {
   io::FileFormat format = io::FileFormat::npy;
   std::string dtype;           ///< the stored element type as numpy writes it ("f8", "f4", "i4"); "f8" for non-.npy
   bool fortran_order = false;  ///< .npy only: column-major on disk
-  bool sparse = false;         ///< read as CSR (.mtx, .dcsr, an HDF5 CSR group)
+  bool sparse = false;         ///< read as CSR (.mtx, .dcsr, a scipy .npz, an HDF5 CSR or CSC group)
   EntryStats stats;            ///< from the entries read as float64
 };
 

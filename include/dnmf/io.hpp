@@ -88,13 +88,14 @@ template <class T>
 std::string describe_bad_entry(index_t row, index_t col, T value);
 
 /// Input formats recognised by file name.
-enum class FileFormat { npy, matrix_market, hdf5, dcsr };
+enum class FileFormat { npy, matrix_market, hdf5, dcsr, npz };
 
-/// Picks the format from the extension (.npy, .mtx, .dcsr, .h5/.hdf5, the last also with an object name after a
-/// colon: "A.h5:/X"); throws dnmf::Error for anything else.
+/// Picks the format from the extension: .npy, .npz (also with an array's name: "A.npz:counts"), .mtx, .dcsr,
+/// .h5/.hdf5/.h5ad (also with an object's name after a colon: "A.h5:/X", "A.h5ad:/layers/counts"); throws
+/// dnmf::Error for anything else.
 FileFormat format_of(const std::string& path);
 
-/// "npy", "mtx", "hdf5" or "dcsr": the names reports use.
+/// "npy", "npz", "mtx", "hdf5" or "dcsr": the names reports use.
 std::string format_name(FileFormat format);
 
 /// What a matrix file holds, learnt without reading its entries.
@@ -115,8 +116,8 @@ template <class T>
 /// Shape of the matrix file `path` (any format of format_of), read by this process alone.
 MatrixShape read_shape(const std::string& path);
 
-/// A whole matrix read from a file of any format, owning its storage: dense (.npy, dense HDF5 datasets) or CSR
-/// (.mtx, .dcsr, HDF5 CSR groups).
+/// A whole matrix read from a file of any format, owning its storage: dense (.npy, an .npz array, dense HDF5
+/// datasets) or CSR (.mtx, .dcsr, scipy .npz archives, HDF5 CSR and CSC groups).
 template <class T>
 struct LoadedMatrix {
   bool sparse = false;
@@ -127,7 +128,7 @@ struct LoadedMatrix {
 };
 
 /// Reads the whole matrix `path` in precision T on this process. Matrix Market and .npy files are read as they
-/// are (their entries are checked by the entry points, or by `dnmf info`); HDF5 and .dcsr readers refuse
+/// are (their entries are checked by the entry points, or by `dnmf info`); HDF5, .npz and .dcsr readers refuse
 /// negative, NaN and infinite entries themselves.
 template <class T>
 LoadedMatrix<T> load_matrix(const std::string& path);

@@ -16,9 +16,11 @@ namespace dnmf {
 /// same bytes; the entry points then factor Aᵀ ≈ Hᵀ Wᵀ and hand back W and H of A.
 class Source {
  public:
-  /// A matrix file, its format taken from the extension: .npy (dense, f4/f8, C or Fortran order), .mtx (Matrix
-  /// Market coordinate), .h5/.hdf5 with an optional object after a colon ("A.h5:/X": a dense dataset or a CSR
-  /// group as AnnData writes it), .dcsr (dnmf's binary CSR). Nothing is opened until the source is used.
+  /// A matrix file, its format taken from the extension: .npy (dense, f4/f8, C or Fortran order), .npz
+  /// (numpy.savez with one array, or "A.npz:NAME"; scipy.sparse.save_npz CSR or CSC), .mtx (Matrix Market
+  /// coordinate), .h5/.hdf5/.h5ad with an optional object after a colon ("A.h5:/X": a dense dataset or a CSR or
+  /// CSC group as AnnData writes it; an .h5ad means /X, "A.h5ad:/layers/NAME" a layer), .dcsr (dnmf's binary
+  /// CSR). Nothing is opened until the source is used.
   static Source file(std::string path);
 
   /// A dense column-major matrix (entry (i, j) at data[i + j·ld]).

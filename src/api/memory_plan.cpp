@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "dnmf/error.hpp"
@@ -18,10 +19,20 @@ namespace {
 
 // Copies of the block the resident readers hold at their peak: .npy and .dcsr read straight into the block; the
 // collective Matrix Market reader holds its routed (row, column, value) records beside the CSR it builds, and
-// the HDF5 reader a slab beside the block.
-double resident_copies(const std::string& path) {
-  if (path.ends_with(".npy") || path.ends_with(".dcsr")) return 1.0;
-  if (path.ends_with(".mtx")) return 3.0;
+// the HDF5 reader a slab beside the block. An .npz reader holds the whole matrix's uncompressed members beside
+// the block, which is 1/share copies of a block that is `share` of the matrix.
+double resident_copies(const std::string& path, double share) {
+  switch (io::format_of(path)) {
+    case io::FileFormat::npy:
+    case io::FileFormat::dcsr:
+      return 1.0;
+    case io::FileFormat::matrix_market:
+      return 3.0;
+    case io::FileFormat::npz:
+      return 1.0 + 1.0 / std::max(share, 1e-12);
+    case io::FileFormat::hdf5:
+      break;
+  }
   return 2.0;
 }
 
@@ -41,7 +52,10 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
   in.threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   in.gathers_factors = world.rank() == 0;
   in.budget = budget;
-  in.resident_copies = resident_copies(path);
+  // The block's share of the entries, assumed evenly spread.
+  const double share = static_cast<double>(layout.a_rows.size()) * static_cast<double>(layout.a_cols.size()) /
+                       std::max(1.0, static_cast<double>(shape.rows) * static_cast<double>(shape.cols));
+  in.resident_copies = resident_copies(path, share);
   const bool streamable = stream::streamable(path);
   auto plan_here = [&](bool allow_resident) {
     in.allow_resident = allow_resident;
@@ -53,7 +67,7 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
       if (!allow_resident || needed > budget)
         throw Error(path + ": this block needs " + stream::describe_bytes(needed) +
                     " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
-                    "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx or HDF5)");
+                    "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx, HDF5 or .npz)");
     }
     try {
       return stream::plan_memory(in);
@@ -68,9 +82,7 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
       in.stored = out.source->stored();
       in.min_tile_bytes = out.source->min_tile_bytes();
       in.staging_bytes = out.source->staging_bytes();
-    } else {  // resident only: the block's share of the entries, assumed evenly spread
-      const double share = static_cast<double>(layout.a_rows.size()) * static_cast<double>(layout.a_cols.size()) /
-                           std::max(1.0, static_cast<double>(shape.rows) * static_cast<double>(shape.cols));
+    } else {  // resident only
       in.stored =
           static_cast<index_t>(static_cast<double>(shape.sparse ? shape.stored : shape.rows * shape.cols) * share);
     }

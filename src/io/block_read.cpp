@@ -1,5 +1,5 @@
 // Per-rank block reads and the shape probe: dispatch by format to the .npy block reader (positioned reads),
-// the collective Matrix Market reader and the HDF5 reader. See block_read.hpp.
+// the collective Matrix Market reader, the HDF5 reader, the .dcsr reader and the .npz reader. See block_read.hpp.
 #include "io/block_read.hpp"
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "io/mtx_collective.hpp"
 #include "io/mtx_parse.hpp"
 #include "io/npy_block.hpp"
+#include "io/npz.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -33,6 +34,8 @@ MatrixShape shape_here(const std::string& path) {
       return hdf5_shape(path);
     case FileFormat::dcsr:
       return read_dcsr_shape(path);
+    case FileFormat::npz:
+      return npz_shape(path);
   }
   throw Error(path + ": unknown input format");
 }
@@ -81,6 +84,10 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
     case FileFormat::dcsr:
       // Row ranges by positioned reads (the row index), like .npy: no exchange between ranks.
       return detail::run_agreed(comm, path, [&] { return read_dcsr_block<T>(path, rows, cols); });
+    case FileFormat::npz:
+      // Each rank uncompresses the matrix's members on its own and keeps its block: a compressed member cannot be
+      // entered in the middle, and reading the file on every rank costs no exchange.
+      return detail::run_agreed(comm, path, [&] { return read_npz_block<T>(path, rows, cols); });
   }
   throw CollectiveError(path + ": unknown input format");
 }

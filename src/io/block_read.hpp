@@ -10,12 +10,12 @@
 
 namespace dnmf::io {
 
-/// Shape of `path` (.npy, .mtx, .h5/.hdf5); read on rank 0 of `comm` and broadcast, so every rank gets the
+/// Shape of `path` (any format of format_of); read on rank 0 of `comm` and broadcast, so every rank gets the
 /// same answer or the same dnmf::Error (naming the file) together.
 MatrixShape read_shape(const std::string& path, dist::Communicator& comm);
 
-/// One rank's block of a matrix file, owning its storage: dense for .npy and dense HDF5 datasets, CSR for
-/// .mtx and HDF5 CSR groups.
+/// One rank's block of a matrix file, owning its storage: dense for .npy, .npz arrays and dense HDF5 datasets,
+/// CSR for .mtx, .dcsr, scipy .npz archives and HDF5 CSR and CSC groups.
 template <class T>
 struct LocalBlock {
   bool sparse = false;

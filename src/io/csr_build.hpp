@@ -67,3 +67,26 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
 }
 
 }  // namespace dnmf::io::detail
+
+namespace dnmf::io::detail {
+
+/// The transpose of a CSR matrix (its CSC storage read as CSR): rows come out with their columns increasing.
+template <class T>
+CsrMatrix<T> transpose(const CsrMatrix<T>& a) {
+  std::vector<index_t> indptr(to_size(a.cols()) + 1, 0);
+  for (const col_index_t j : a.indices()) ++indptr[to_size(j) + 1];
+  for (index_t j = 0; j < a.cols(); ++j) indptr[to_size(j) + 1] += indptr[to_size(j)];
+  std::vector<index_t> next(indptr.begin(), indptr.end() - 1);
+  std::vector<col_index_t> indices(a.indices().size());
+  std::vector<T> values(a.values().size());
+  for (index_t i = 0; i < a.rows(); ++i) {
+    for (index_t k = a.indptr()[to_size(i)]; k < a.indptr()[to_size(i) + 1]; ++k) {
+      const index_t slot = next[to_size(a.indices()[to_size(k)])]++;
+      indices[to_size(slot)] = static_cast<col_index_t>(i);
+      values[to_size(slot)] = a.values()[to_size(k)];
+    }
+  }
+  return CsrMatrix<T>(a.cols(), a.rows(), std::move(indptr), std::move(indices), std::move(values));
+}
+
+}  // namespace dnmf::io::detail

@@ -1,8 +1,8 @@
-// dnmf internal: HDF5 matrices (DESIGN §7). Input: a dense 2-D dataset, read by hyperslab, or a CSR group
-// (datasets data, indices, indptr and a "shape" attribute, as AnnData and scipy-based writers store it), read
-// by row ranges. Output: the same layouts (serial, for tests and `dnmf gen`) and the factors W and H written
-// by all ranks into one file. This header needs no HDF5 headers; without the HDF5 library every function
-// throws a dnmf::Error saying so.
+// dnmf internal: HDF5 matrices (DESIGN §7). Input: a dense 2-D dataset, read by hyperslab, or a CSR or CSC
+// group (datasets data, indices, indptr and a "shape" attribute, as AnnData and scipy-based writers store it),
+// read by row ranges (CSC: column ranges, each block transposed into CSR). Output: the same layouts (serial, for tests
+// and `dnmf gen`) and the factors W and H written by all ranks into one file. This header needs no HDF5 headers;
+// without the HDF5 library every function throws a dnmf::Error saying so.
 #pragma once
 
 #include <string>
@@ -17,9 +17,9 @@ namespace dnmf::io {
 [[nodiscard]] bool hdf5_built();
 
 /// Shape of the matrix that `path` names: "A.h5:/group/name", or "A.h5" for the default object ("/X" when
-/// present, as in AnnData files; else the only 2-D dataset or CSR group at the root). Serial: one rank calls.
-/// Errors (missing object, several candidates, a CSC group, a bad shape attribute, ...) name the file and
-/// object; "no matrix" errors list what the file holds.
+/// present, as in AnnData files; else the only 2-D dataset or CSR/CSC group at the root; an .h5ad file means
+/// /X only). Serial: one rank calls. Errors (missing object, several candidates, a bad shape attribute, ...)
+/// name the file and object; "no matrix" errors list what the file holds.
 MatrixShape hdf5_shape(const std::string& path);
 
 /// Rows `rows` x columns `cols` (global, half-open) of the matrix `path` names. Collective over `comm` (with

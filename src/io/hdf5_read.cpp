@@ -1,8 +1,8 @@
 // Reading matrices from HDF5 files: locating the object, its shape, and one rank's block (a hyperslab of a
-// dense dataset, or a row range of a CSR group with the columns of the block kept). See hdf5_io.hpp.
+// dense dataset, or a range of a CSR group's rows or a CSC group's columns with the block's entries kept). See
+// hdf5_io.hpp.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 #include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/collective_failure.hpp"
-#include "io/csr_build.hpp"
+#include "io/compressed_block.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/hdf5_path.hpp"
 #include "io/hdf5_util.hpp"
@@ -31,9 +31,10 @@ constexpr std::size_t kListedNames = 20;
 struct Matrix {
   std::string where;  // "A.h5:/X", for messages
   bool sparse = false;
+  detail::Compression compression;  // sparse: CSR or CSC
   index_t rows = 0, cols = 0, stored = 0;
   Id dataset;                // dense
-  Id data, indices, indptr;  // CSR
+  Id data, indices, indptr;  // sparse
 };
 
 std::string dims_text(const std::vector<hsize_t>& dims) {
@@ -108,21 +109,25 @@ std::string describe(hid_t file, const std::string& name) {
   }
 }
 
-/// The names of the root's links, sorted.
-std::vector<std::string> root_names(hid_t file) {
+/// The full names of the links in `group` ("/" or "/layers"), sorted.
+std::vector<std::string> link_names(hid_t file, const std::string& group) {
   H5G_info_t info{};
-  if (H5Gget_info(file, &info) < 0) return {};
+  if (H5Gget_info_by_name(file, group.c_str(), &info, H5P_DEFAULT) < 0) return {};
+  const std::string prefix = group == "/" ? "/" : group + "/";
   std::vector<std::string> names;
   for (hsize_t k = 0; k < info.nlinks; ++k) {
-    const ssize_t length = H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, nullptr, 0, H5P_DEFAULT);
+    const ssize_t length =
+        H5Lget_name_by_idx(file, group.c_str(), H5_INDEX_NAME, H5_ITER_INC, k, nullptr, 0, H5P_DEFAULT);
     if (length < 0) continue;
     std::string name(to_size(length) + 1, '\0');
-    H5Lget_name_by_idx(file, ".", H5_INDEX_NAME, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT);
+    H5Lget_name_by_idx(file, group.c_str(), H5_INDEX_NAME, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT);
     name.resize(to_size(length));
-    names.push_back("/" + name);
+    names.push_back(prefix + name);
   }
   return names;
 }
+
+std::vector<std::string> root_names(hid_t file) { return link_names(file, "/"); }
 
 std::string listing(hid_t file) {
   const std::vector<std::string> names = root_names(file);
@@ -164,31 +169,30 @@ void open_dense(Matrix& m, Id object) {
   m.dataset = std::move(object);
 }
 
-void open_csr(Matrix& m, hid_t group) {
+// A CSC group (AnnData writes one for a scipy CSC matrix) is the CSR storage of Aᵀ: read by column ranges and
+// transposed block by block (detail::CompressedBlock), so no process needs more than its block either way.
+void open_compressed(Matrix& m, hid_t group) {
   const std::optional<std::string> encoding = encoding_of(group);
-  if (encoding && *encoding == "csc_matrix") {
-    throw Error(m.where +
-                ": is a CSC sparse matrix (encoding-type 'csc_matrix'); dnmf reads CSR groups, so store it as CSR "
-                "(scipy: .tocsr(); AnnData: adata.X = adata.X.tocsr() before writing)");
+  if (encoding && *encoding != "csr_matrix" && *encoding != "csc_matrix") {
+    throw Error(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR or CSC matrix");
   }
-  if (encoding && *encoding != "csr_matrix") {
-    throw Error(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR matrix");
-  }
+  m.compression.by_columns = encoding && *encoding == "csc_matrix";
+  const std::string kind = m.compression.by_columns ? "CSC" : "CSR";
   for (const char* name : {"data", "indices", "indptr"}) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
-      throw Error(m.where + ": is a group without a '" + name +
-                  "' dataset; a CSR matrix group holds data, indices and indptr");
+      throw Error(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
+                  " matrix group holds data, indices and indptr");
     }
   }
   std::optional<std::vector<std::int64_t>> shape = h5::integer_attribute(group, "shape");
   if (!shape) shape = h5::integer_attribute(group, "h5sparse_shape");
   if (!shape) {
-    throw Error(m.where + ": CSR group has no integer 'shape' attribute (expected [rows, columns])");
+    throw Error(m.where + ": " + kind + " group has no integer 'shape' attribute (expected [rows, columns])");
   }
   if (shape->size() != 2 || (*shape)[0] < 0 || (*shape)[1] < 0) {
     std::string text;
     for (std::size_t k = 0; k < shape->size(); ++k) text += (k > 0 ? ", " : "") + std::to_string((*shape)[k]);
-    throw Error(m.where + ": CSR group's 'shape' attribute is [" + text +
+    throw Error(m.where + ": " + kind + " group's 'shape' attribute is [" + text +
                 "]; expected two non-negative integers [rows, columns]");
   }
   m.sparse = true;
@@ -209,9 +213,11 @@ void open_csr(Matrix& m, hid_t group) {
     throw Error(m.where + ": 'indices' has " + std::to_string(length(m.indices, "indices")) +
                 " entries but 'data' has " + std::to_string(nnz));
   }
-  if (length(m.indptr, "indptr") != m.rows + 1) {
+  const index_t lines = m.compression.by_columns ? m.cols : m.rows;
+  if (length(m.indptr, "indptr") != lines + 1) {
     throw Error(m.where + ": 'indptr' has " + std::to_string(length(m.indptr, "indptr")) + " entries; the shape [" +
-                std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] needs " + std::to_string(m.rows + 1));
+                std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] of a " + kind + " matrix needs " +
+                std::to_string(lines + 1));
   }
   const H5T_class_t data_type = class_of(m.data.get());
   if (data_type != H5T_FLOAT && data_type != H5T_INTEGER) {
@@ -225,7 +231,7 @@ void open_csr(Matrix& m, hid_t group) {
   }
   std::int64_t ends[2] = {0, 0};
   read_1d(m.indptr.get(), H5T_NATIVE_INT64, 0, 1, &ends[0], m.where + ": cannot read 'indptr'");
-  read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(m.rows), 1, &ends[1],
+  read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(lines), 1, &ends[1],
           m.where + ": cannot read 'indptr'");
   if (ends[0] != 0 || ends[1] != nnz) {
     throw Error(m.where + ": 'indptr' runs from " + std::to_string(ends[0]) + " to " + std::to_string(ends[1]) +
@@ -244,7 +250,7 @@ Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& 
       open_dense(m, std::move(object));
       break;
     case H5I_GROUP:
-      open_csr(m, object.get());
+      open_compressed(m, object.get());
       break;
     default:
       throw Error(m.where + ": is a named datatype, not a matrix");
@@ -262,6 +268,15 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
     return open_matrix(file, file_path, requested);
   }
   if (h5::exists(file, "/X")) return open_matrix(file, file_path, "/X");
+  if (is_anndata_file(file_path)) {
+    // AnnData keeps its matrix at /X (absent when adata.X was None); a search could pick an unrelated array.
+    std::string layers;
+    if (h5::exists(file, "/layers")) {
+      for (const std::string& name : link_names(file, "/layers")) layers += (layers.empty() ? "" : ", ") + name;
+    }
+    throw Error(file_path + ": AnnData file without /X (its matrix; adata.X was None?); name a matrix as " + file_path +
+                ":/layers/NAME" + (layers.empty() ? ". The file holds " + listing(file) : " (layers: " + layers + ")"));
+  }
   std::vector<Matrix> found;
   for (const std::string& name : root_names(file)) {
     try {
@@ -272,8 +287,8 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
   if (found.size() == 1) return std::move(found.front());
   if (found.empty()) {
     throw Error(file_path +
-                ": holds no matrix at /X or at the root (a 2-D dataset, or a CSR group with data, indices, indptr "
-                "and a shape attribute); name one as " +
+                ": holds no matrix at /X or at the root (a 2-D dataset, or a CSR or CSC group with data, indices, "
+                "indptr and a shape attribute); name one as " +
                 file_path + ":/path. The file holds " + listing(file));
   }
   std::string names;
@@ -328,35 +343,33 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
   return out;
 }
 
+/// The block of a CSR group (its rows' range of indptr, data and indices) or of a CSC group (its columns' range).
 template <class T>
-CsrMatrix<T> read_csr(const Matrix& m, dist::Range rows, dist::Range cols) {
-  const index_t rb = rows.size();
-  if (cols.size() > std::numeric_limits<col_index_t>::max()) {
-    throw Error(m.where + ": a block of " + std::to_string(cols.size()) + " columns is too wide (32-bit indices)");
-  }
-  std::vector<std::int64_t> ptr(to_size(rb) + 1);
-  read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(rows.first), ptr.size(), ptr.data(),
+CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols) {
+  const detail::Compression c = m.compression;
+  detail::CompressedBlock<T> block(m.where, c, rows, cols, m.rows, m.cols);
+  const dist::Range lines = c.by_columns ? cols : rows;
+  const index_t count_lines = lines.size();
+  std::vector<std::int64_t> ptr(to_size(count_lines) + 1);
+  read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(lines.first), ptr.size(), ptr.data(),
           m.where + ": cannot read 'indptr'");
-  for (index_t i = 0; i < rb; ++i) {
+  for (index_t i = 0; i < count_lines; ++i) {
     if (ptr[i + 1] < ptr[i]) {
-      throw Error(m.where + ": 'indptr' decreases at row " + std::to_string(rows.first + i) + " (from " +
+      throw Error(m.where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(lines.first + i) + " (from " +
                   std::to_string(ptr[i]) + " to " + std::to_string(ptr[i + 1]) + ")");
     }
   }
-  if (ptr[0] < 0 || ptr[rb] > m.stored) {
-    throw Error(m.where + ": 'indptr' of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
-                ") points outside the " + std::to_string(m.stored) + " stored entries");
+  if (ptr[0] < 0 || ptr[count_lines] > m.stored) {
+    throw Error(m.where + ": 'indptr' of " + c.major() + "s [" + std::to_string(lines.first) + ", " +
+                std::to_string(lines.last) + ") points outside the " + std::to_string(m.stored) + " stored entries");
   }
-  std::vector<index_t> indptr(to_size(rb) + 1, 0);
-  std::vector<col_index_t> indices;
-  std::vector<T> values;
-  // The row range's entries in chunks; only the block's columns are kept.
+  // The lines' entries in chunks, so the extra memory stays bounded whatever the block's size.
   const std::size_t chunk = kChunkBytes / (sizeof(std::int64_t) + sizeof(T));
   std::vector<std::int64_t> index_buffer;
   std::vector<T> value_buffer;
-  index_t i = 0;  // local row of the entry at hand
-  for (std::int64_t first = ptr[0]; first < ptr[rb];) {
-    const auto count = to_size(std::min<std::int64_t>(static_cast<std::int64_t>(chunk), ptr[rb] - first));
+  index_t i = 0;  // local line of the entry at hand
+  for (std::int64_t first = ptr[0]; first < ptr[count_lines];) {
+    const auto count = to_size(std::min<std::int64_t>(static_cast<std::int64_t>(chunk), ptr[count_lines] - first));
     index_buffer.resize(count);
     value_buffer.resize(count);
     read_1d(m.indices.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(first), count, index_buffer.data(),
@@ -365,23 +378,12 @@ CsrMatrix<T> read_csr(const Matrix& m, dist::Range rows, dist::Range cols) {
             m.where + ": cannot read 'data'");
     for (std::size_t t = 0; t < count; ++t) {
       const std::int64_t k = first + static_cast<std::int64_t>(t);
-      while (ptr[i + 1] <= k) indptr[++i] = static_cast<index_t>(indices.size());
-      const std::int64_t j = index_buffer[t];
-      if (j < 0 || j >= m.cols) {
-        throw Error(m.where + ": column index " + std::to_string(j) + " of row " + std::to_string(rows.first + i) +
-                    " (entry " + std::to_string(k) + ") is out of range 0.." + std::to_string(m.cols - 1));
-      }
-      if (j < cols.first || j >= cols.last) continue;
-      const T value = value_buffer[t];
-      if (!acceptable_entry(value)) throw Error(m.where + ": " + describe_bad_entry(rows.first + i, j, value));
-      indices.push_back(static_cast<col_index_t>(j - cols.first));
-      values.push_back(value);
+      while (ptr[i + 1] <= k) ++i;
+      block.add(lines.first + i, k, index_buffer[t], value_buffer[t]);
     }
     first += static_cast<std::int64_t>(count);
   }
-  while (i < rb) indptr[++i] = static_cast<index_t>(indices.size());
-  detail::sort_and_merge_rows(rb, indptr, indices, values);
-  return CsrMatrix<T>(rb, cols.size(), std::move(indptr), std::move(indices), std::move(values));
+  return std::move(block).finish();
 }
 
 }  // namespace
@@ -420,7 +422,7 @@ LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::R
     LocalBlock<T> block;
     block.sparse = m.sparse;
     if (m.sparse) {
-      block.csr = read_csr<T>(m, rows, cols);
+      block.csr = read_compressed<T>(m, rows, cols);
     } else {
       block.dense = read_dense<T>(m, rows, cols);
     }

@@ -22,6 +22,7 @@
 #include "io/input_file.hpp"
 #include "io/npy_block.hpp"
 #include "io/npy_convert.hpp"
+#include "io/npy_header.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -194,13 +195,10 @@ class DictParser {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Interpreting the dict entries.
+// Interpreting the dict entries: first what any array's header holds (an .npz archive's members include a 0-D
+// byte string and 1-D index arrays), then the checks that make it a matrix this library reads.
 
-void apply_descr(const std::string& path, const PyValue& value, NpyHeader& header) {
-  if (value.kind != PyValue::Kind::string) {
-    fail(path, "unsupported dtype " + printable(value.text) + " (structured arrays are not supported)");
-  }
-  const std::string& descr = value.text;
+void check_matrix_descr(const std::string& path, const std::string& descr, NpyHeader& header) {
   std::string_view rest = descr;
   char order = '=';  // no byte-order character: native
   if (!rest.empty() && std::string_view("<>|=").find(rest.front()) != std::string_view::npos) {
@@ -235,52 +233,58 @@ void apply_descr(const std::string& path, const PyValue& value, NpyHeader& heade
   header.little_endian = true;
 }
 
-std::string shape_text(const PyValue& shape) {
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::string text = "(";
-  for (std::size_t k = 0; k < shape.items.size(); ++k) {
-    text += (k > 0 ? ", " : "") + std::to_string(shape.items[k].number);
-  }
-  return text + (shape.items.size() == 1 ? ",)" : ")");
+  for (std::size_t k = 0; k < shape.size(); ++k) text += (k > 0 ? ", " : "") + std::to_string(shape[k]);
+  return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-void apply_shape(const std::string& path, const PyValue& value, NpyHeader& header) {
-  const bool all_integers = std::all_of(value.items.begin(), value.items.end(),
-                                        [](const PyValue& item) { return item.kind == PyValue::Kind::integer; });
-  if (value.kind != PyValue::Kind::tuple || !all_integers) {
-    fail(path, "malformed header: 'shape' is " + printable(value.text) + ", expected a tuple of integers");
-  }
-  const std::size_t dims = value.items.size();
+void check_matrix_shape(const std::string& path, const std::vector<std::uint64_t>& shape, NpyHeader& header) {
+  const std::size_t dims = shape.size();
   if (dims == 0) fail(path, "0-D (scalar) array; expected a 1-D or 2-D array");
   if (dims > 2) {
     fail(path,
-         std::to_string(dims) + "-D array of shape " + shape_text(value) + "; only 1-D and 2-D arrays are supported");
+         std::to_string(dims) + "-D array of shape " + shape_text(shape) + "; only 1-D and 2-D arrays are supported");
   }
-  for (const PyValue& item : value.items) {
-    if (item.number > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max())) {
-      fail(path, "shape " + shape_text(value) + " is too large");
+  for (const std::uint64_t extent : shape) {
+    if (extent > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max())) {
+      fail(path, "shape " + shape_text(shape) + " is too large");
     }
   }
-  header.rows = static_cast<index_t>(value.items[0].number);
-  header.cols = dims == 2 ? static_cast<index_t>(value.items[1].number) : 1;
+  header.rows = static_cast<index_t>(shape[0]);
+  header.cols = dims == 2 ? static_cast<index_t>(shape[1]) : 1;
 }
 
-void parse_dict(const std::string& path, std::string_view text, NpyHeader& header) {
+/// `check_descr` (may be null) judges the dtype as soon as the dict names it, so that of several problems the
+/// first in the text is the one reported.
+void parse_dict(const std::string& path, std::string_view text, NpyArrayHeader& array,
+                void (*check_descr)(const std::string& path, const std::string& descr)) {
   bool have_descr = false;
   bool have_order = false;
   bool have_shape = false;
   try {
     DictParser(text).parse([&](const std::string& key, const PyValue& value) {
       if (key == "descr") {
-        apply_descr(path, value, header);
+        if (value.kind != PyValue::Kind::string) {
+          fail(path, "unsupported dtype " + printable(value.text) + " (structured arrays are not supported)");
+        }
+        array.descr = value.text;
+        if (check_descr != nullptr) check_descr(path, array.descr);
         have_descr = true;
       } else if (key == "fortran_order") {
         if (value.kind != PyValue::Kind::boolean) {
           fail(path, "malformed header: 'fortran_order' is " + printable(value.text) + ", expected True or False");
         }
-        header.fortran_order = value.flag;
+        array.fortran_order = value.flag;
         have_order = true;
       } else if (key == "shape") {
-        apply_shape(path, value, header);
+        const bool all_integers = std::all_of(value.items.begin(), value.items.end(),
+                                              [](const PyValue& item) { return item.kind == PyValue::Kind::integer; });
+        if (value.kind != PyValue::Kind::tuple || !all_integers) {
+          fail(path, "malformed header: 'shape' is " + printable(value.text) + ", expected a tuple of integers");
+        }
+        array.shape.clear();
+        for (const PyValue& item : value.items) array.shape.push_back(item.number);
         have_shape = true;
       }  // other keys: numpy never writes any; ignoring them is harmless
     });
@@ -302,26 +306,33 @@ std::uint32_t little_endian_u32(const unsigned char* bytes, std::size_t count) {
 
 std::string dtype_name(const NpyHeader& header) { return header.kind + std::to_string(header.word_size); }
 
-void check_data_size(const InputFile& file, const NpyHeader& header) {
+void check_data_size(const std::string& path, std::uint64_t size, const NpyHeader& header) {
   const auto rows = static_cast<std::uint64_t>(header.rows);
   const auto cols = static_cast<std::uint64_t>(header.cols);
-  const std::uint64_t available = file.size() - header.data_offset;
+  const std::uint64_t available = size - header.data_offset;
   const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() / header.word_size;
   const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
-  if (cols != 0 && rows > limit / cols) fail(file.path(), "shape " + shape + " is too large");
+  if (cols != 0 && rows > limit / cols) fail(path, "shape " + shape + " is too large");
   const std::uint64_t needed = rows * cols * header.word_size;
   if (needed > available) {
-    fail(file.path(), "truncated: header says " + shape + " " + dtype_name(header) + " = " + std::to_string(needed) +
-                          " bytes of data, file has " + std::to_string(available) + " bytes after the header");
+    fail(path, "truncated: header says " + shape + " " + dtype_name(header) + " = " + std::to_string(needed) +
+                   " bytes of data, file has " + std::to_string(available) + " bytes after the header");
   }
 }
 
-NpyHeader parse_header(const InputFile& file) {
-  const std::string& path = file.path();
+/// Magic, version and dict of a .npy image of `size` bytes whose bytes `read(offset, buffer, count)` fetches (a
+/// file by positioned reads, or an archive member in memory).
+template <class Read>
+NpyArrayHeader parse_array_header(const std::string& path, std::uint64_t size, Read read,
+                                  void (*check_descr)(const std::string&, const std::string&) = nullptr) {
   unsigned char preamble[12] = {};
-  const std::size_t have = to_size(std::min<std::uint64_t>(file.size(), sizeof(preamble)));
-  file.read_exact(0, preamble, have);
+  const std::size_t have = to_size(std::min<std::uint64_t>(size, sizeof(preamble)));
+  read(0, preamble, have);
   if (have < 10 || std::memcmp(preamble, kMagic.data(), kMagic.size()) != 0) {
+    // numpy's other container is a zip archive; saying so saves a puzzled look at a hex dump.
+    if (have >= 4 && std::memcmp(preamble, "PK\x03\x04", 4) == 0) {
+      fail(path, "not a .npy file (it is a zip archive, as numpy's .npz files are; name it .npz to read it as one)");
+    }
     fail(path, "not a .npy file (it does not start with the \\x93NUMPY magic string)");
   }
   const int major = preamble[6];
@@ -335,19 +346,51 @@ NpyHeader parse_header(const InputFile& file) {
   const std::size_t prefix = 8 + length_bytes;
   if (have < prefix) fail(path, "truncated: the file ends inside the .npy preamble");
   const std::uint64_t header_length = little_endian_u32(preamble + 8, length_bytes);
-  if (prefix + header_length > file.size()) {
+  if (prefix + header_length > size) {
     fail(path, "truncated: the header is said to be " + std::to_string(header_length) + " bytes long, but only " +
-                   std::to_string(file.size() - prefix) + " bytes follow the preamble");
+                   std::to_string(size - prefix) + " bytes follow the preamble");
   }
   std::string text(to_size(header_length), '\0');
-  file.read_exact(prefix, text.data(), text.size());
+  read(prefix, text.data(), text.size());
 
+  NpyArrayHeader array;
+  parse_dict(path, text, array, check_descr);
+  array.data_offset = prefix + to_size(header_length);
+  return array;
+}
+
+void check_matrix_dtype(const std::string& path, const std::string& descr) {
+  NpyHeader unused;
+  check_matrix_descr(path, descr, unused);
+}
+
+NpyHeader parse_header(const InputFile& file) {
+  const NpyArrayHeader array = parse_array_header(
+      file.path(), file.size(),
+      [&file](std::uint64_t offset, void* buffer, std::size_t count) { file.read_exact(offset, buffer, count); },
+      check_matrix_dtype);
+  return matrix_header(array, file.size(), file.path());
+}
+
+}  // namespace
+
+NpyHeader matrix_header(const NpyArrayHeader& array, std::uint64_t size, const std::string& where) {
   NpyHeader header;
-  parse_dict(path, text, header);
-  header.data_offset = prefix + to_size(header_length);
-  check_data_size(file, header);
+  check_matrix_descr(where, array.descr, header);
+  check_matrix_shape(where, array.shape, header);
+  header.fortran_order = array.fortran_order;
+  header.data_offset = array.data_offset;
+  check_data_size(where, size, header);
   return header;
 }
+
+NpyArrayHeader parse_npy_array_header(std::string_view bytes, const std::string& where) {
+  return parse_array_header(where, bytes.size(), [bytes](std::uint64_t offset, void* buffer, std::size_t count) {
+    std::memcpy(buffer, bytes.data() + offset, count);
+  });
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Block reads. The block is a set of equally long runs of elements in the file: the columns of a

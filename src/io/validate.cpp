@@ -11,10 +11,13 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/hdf5_path.hpp"
+#include "io/npz.hpp"
 #include "util/text.hpp"
 
 namespace dnmf::io {
 namespace {
+
+constexpr const char* kInputFormats = ".npy, .npz, .mtx, .h5/.hdf5/.h5ad or .dcsr";
 
 // -0.0 passes (it compares equal to 0); NaN fails because every comparison with it is false.
 template <class T>
@@ -99,18 +102,19 @@ void check_nonnegative(CsrView<T> matrix, const std::string& source) {
 }
 
 FileFormat format_of(const std::string& path) {
+  // Containers first: what follows their colon ("A.npz:x.npy") is a member's name, not the file's extension.
   if (is_hdf5_path(path)) return FileFormat::hdf5;
+  if (is_npz_path(path)) return FileFormat::npz;
   const std::string name = util::lower_file_name(path);
   if (name.ends_with(".npy")) return FileFormat::npy;
   if (name.ends_with(".mtx")) return FileFormat::matrix_market;
   if (name.ends_with(".dcsr")) return FileFormat::dcsr;
   for (const char* compressed : {".gz", ".bz2", ".xz", ".zst"}) {
     if (name.ends_with(compressed)) {
-      throw Error(path +
-                  ": compressed input is not supported (decompress it first; expected .npy, .mtx, .h5 or .dcsr)");
+      throw Error(path + ": compressed input is not supported (decompress it first; expected " + kInputFormats + ")");
     }
   }
-  throw Error(path + ": unknown input format (expected .npy, .mtx, .h5 or .dcsr)");
+  throw Error(path + ": unknown input format (expected " + kInputFormats + ")");
 }
 
 template void check_nonnegative<float>(DenseView<const float>, const std::string&);

@@ -43,6 +43,8 @@ std::string format_name(FileFormat format) {
       return "hdf5";
     case FileFormat::dcsr:
       return "dcsr";
+    case FileFormat::npz:
+      return "npz";
   }
   return "unknown";
 }
@@ -62,7 +64,8 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
     matrix.sparse = true;
     matrix.csr = read_mtx<T>(path);
   } else {
-    // HDF5, .dcsr: the block reader on one process, over the whole matrix (it refuses negative entries itself).
+    // HDF5, .dcsr, .npz: the block reader on one process, over the whole matrix (it refuses negative entries
+    // itself).
     dist::SingleCommunicator self;
     const MatrixShape shape = read_shape(path, self);
     LocalBlock<T> block = read_block<T>(path, {0, shape.rows}, {0, shape.cols}, self);

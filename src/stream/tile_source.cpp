@@ -6,6 +6,18 @@
 #include "stream/npy_source.hpp"
 
 namespace dnmf::stream {
+namespace {
+
+// By format, not by suffix: "A.npz:x.npy" names an array inside an archive, which cannot stream.
+bool is_format(const std::string& path, io::FileFormat format) {
+  try {
+    return io::format_of(path) == format;
+  } catch (const Error&) {  // an unknown format: none of ours
+    return false;
+  }
+}
+
+}  // namespace
 
 std::vector<dist::Range> even_ranges(index_t extent, index_t parts) {
   std::vector<dist::Range> ranges;
@@ -20,25 +32,27 @@ std::vector<dist::Range> even_ranges(index_t extent, index_t parts) {
   return ranges;
 }
 
-bool streamable(const std::string& path) { return path.ends_with(".npy") || path.ends_with(".dcsr"); }
+bool streamable(const std::string& path) {
+  return is_format(path, io::FileFormat::npy) || is_format(path, io::FileFormat::dcsr);
+}
 
 io::MatrixShape source_shape(const std::string& path) {
-  if (path.ends_with(".npy")) {
+  if (is_format(path, io::FileFormat::npy)) {
     const io::NpyHeader h = io::read_npy_header(path);
     return {h.rows, h.cols, h.rows * h.cols, false};
   }
-  if (path.ends_with(".dcsr")) return io::read_dcsr_shape(path);
+  if (is_format(path, io::FileFormat::dcsr)) return io::read_dcsr_shape(path);
   (void)open_source<double>(path, {}, {});  // the error for an unstreamable format
   return {};
 }
 
 template <class T>
 std::unique_ptr<TileSource<T>> open_source(const std::string& path, dist::Range rows, dist::Range cols) {
-  if (path.ends_with(".npy")) return std::make_unique<NpySource<T>>(path, rows, cols);
-  if (path.ends_with(".dcsr")) return std::make_unique<DcsrSource<T>>(path, rows, cols);
+  if (is_format(path, io::FileFormat::npy)) return std::make_unique<NpySource<T>>(path, rows, cols);
+  if (is_format(path, io::FileFormat::dcsr)) return std::make_unique<DcsrSource<T>>(path, rows, cols);
   throw Error(path +
-              ": cannot stream this format (streaming reads .npy and .dcsr; convert a .mtx file with "
-              "`dnmf convert IN.mtx OUT.dcsr`)");
+              ": cannot stream this format (streaming reads .npy and .dcsr; convert a .mtx, HDF5 or .npz file with "
+              "`dnmf convert IN OUT.dcsr`)");
 }
 
 template std::unique_ptr<TileSource<float>> open_source<float>(const std::string&, dist::Range, dist::Range);

@@ -4,8 +4,9 @@
 Run one case:   cli_test.py --dnmf path/to/dnmf --work scratch/dir CASE
 Check wiring:   cli_test.py --registered case1,case2,...   (the cases CMake registered)
 
-Standard library only: .npy and Matrix Market files are written and parsed here by hand, so the tests
-need neither numpy nor scipy and do not share code (or bugs) with the reader under test.
+Standard library only: .npy and Matrix Market files are written and parsed here by hand (and .npz archives
+packed with zipfile, as numpy itself packs them), so the tests need neither numpy nor scipy and do not share
+code (or bugs) with the reader under test.
 """
 
 import argparse
@@ -19,6 +20,7 @@ import struct
 import subprocess
 import sys
 import traceback
+import zipfile
 
 NPY_MAGIC = b"\x93NUMPY"
 CASES = {}
@@ -59,6 +61,45 @@ def npy_bytes(rows, values=None, descr="<f8", fortran=False, header_text=None):
     code = {"<f8": "d", "<f4": "f"}[descr]
     data = struct.pack("<%d%s" % (len(flat), code), *flat)
     return NPY_MAGIC + b"\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data
+
+
+def npy_array(descr, shape, data):
+    """A .npy image of any dtype and shape (a tuple; () for a 0-D array) with `data` as its raw bytes."""
+    header_text = "{'descr': '%s', 'fortran_order': False, 'shape': %r, }" % (descr, tuple(shape))
+    unpadded = len(NPY_MAGIC) + 2 + 2 + len(header_text) + 1
+    header = header_text + " " * ((64 - unpadded % 64) % 64) + "\n"
+    return NPY_MAGIC + b"\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data
+
+
+def write_npz(path, members, compressed=True):
+    """An .npz archive as numpy.savez writes it: each member through ZipFile.open with force_zip64."""
+    method = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        for name, data in members:
+            with archive.open(name, "w", force_zip64=True) as member:
+                member.write(data)
+
+
+def scipy_npz(path, rows, by_columns=False, compressed=True):
+    """scipy.sparse.save_npz of the matrix `rows` (a list of row lists) as CSR, or as CSC."""
+    m, n = len(rows), len(rows[0])
+    outer, inner = (n, m) if by_columns else (m, n)
+    data, indices, indptr = [], [], [0]
+    for a in range(outer):
+        for b in range(inner):
+            value = rows[b][a] if by_columns else rows[a][b]
+            if value != 0:
+                data.append(value)
+                indices.append(b)
+        indptr.append(len(data))
+    write_npz(path, [
+        ("indices.npy", npy_array("<i4", (len(indices),), struct.pack("<%di" % len(indices), *indices))),
+        ("indptr.npy", npy_array("<i4", (len(indptr),), struct.pack("<%di" % len(indptr), *indptr))),
+        ("format.npy", npy_array("|S3", (), b"csc" if by_columns else b"csr")),
+        ("shape.npy", npy_array("<i8", (2,), struct.pack("<2q", m, n))),
+        ("data.npy", npy_array("<f8", (len(data),), struct.pack("<%dd" % len(data), *data))),
+    ], compressed)
+    return len(data)
 
 
 def write_bytes(path, data):
@@ -299,6 +340,116 @@ def sparse(ctx):
 
 
 # ------------------------------------------------------------------------------------------------
+# Cases: numpy's .npz and AnnData's .h5ad
+
+
+def same_factors(a, b):
+    """Two runs' factors agree to rounding (sparse products on several threads sum in a varying order)."""
+    scale = max(abs(v) for v in b.values) or 1.0
+    return a.shape == b.shape and max(abs(x - y) for x, y in zip(a.values, b.values)) <= 1e-12 * scale
+
+
+def planted_rows(m, n, zero_every=0):
+    """A rank-2 non-negative matrix as row lists, every `zero_every`-th entry zero (0: none)."""
+    rows = [[(1 + i % 3) * (1 + j % 2) + 0.5 * ((i + j) % 4) for j in range(n)] for i in range(m)]
+    if zero_every:
+        for i in range(m):
+            for j in range(n):
+                if (i * n + j) % zero_every == 0:
+                    rows[i][j] = 0.0
+    return rows
+
+
+@case
+def npz_inputs(ctx):
+    rows = planted_rows(12, 9)
+    write_bytes(ctx.path("A.npy"), npy_bytes(rows))
+    write_npz(ctx.path("D.npz"), [("arr_0.npy", npy_bytes(rows, fortran=True))])
+    j = json.loads(ctx.ok("info", "D.npz", "--json").stdout)
+    check((j["format"], j["rows"], j["cols"], j["nnz"]) == ("npz", 12, 9, 108), "info --json D.npz: %r" % j)
+    # The same matrix from .npy and from .npz: the same factors.
+    run = ("-k", 2, "--iters", 20, "--tol", 0, "--quiet")
+    ctx.ok("factor", "A.npy", *run, "-o", "from_npy")
+    ctx.ok("factor", "D.npz", *run, "-o", "from_npz")
+    check(ctx.report("from_npz")["format"] == "npz", "report format %r" % ctx.report("from_npz")["format"])
+    for name in ("W.npy", "H.npy"):
+        check(same_factors(Npy(ctx.path("from_npz", name)), Npy(ctx.path("from_npy", name))),
+              "%s from D.npz differs from A.npy's" % name)
+
+    # scipy.sparse.save_npz, CSR (stored) and CSC (deflated): one matrix, the same factors.
+    sparse = planted_rows(15, 11, zero_every=3)
+    nnz = scipy_npz(ctx.path("S.npz"), sparse, compressed=False)
+    scipy_npz(ctx.path("C.npz"), sparse, by_columns=True)
+    j = json.loads(ctx.ok("info", "--json", "C.npz").stdout)
+    check((j["rows"], j["cols"], j["stored"], j["nnz"]) == (15, 11, nnz, nnz), "info --json C.npz: %r" % j)
+    check(abs(j["sum"] - sum(map(sum, sparse))) < 1e-9, "info sum %r" % j["sum"])
+    ctx.ok("factor", "S.npz", *run, "-o", "csr")
+    ctx.ok("factor", "C.npz", *run, "-o", "csc")
+    check(ctx.report("csr")["nnz"] == nnz, "report nnz %r, expected %d" % (ctx.report("csr")["nnz"], nnz))
+    for name in ("W.npy", "H.npy"):
+        check(same_factors(Npy(ctx.path("csc", name)), Npy(ctx.path("csr", name))),
+              "%s from the CSC archive differs from the CSR one's" % name)
+    ctx.ok("convert", "C.npz", "C.dcsr")
+    check(mtx_size_line_after_convert(ctx, "C.dcsr") == (15, 11, nnz), "C.npz -> C.dcsr -> C.mtx lost entries")
+
+    # Several arrays: named on the command line, or an error that lists them.
+    write_npz(ctx.path("T.npz"), [("A.npy", npy_bytes(rows)), ("B.npy", npy_bytes(sparse))])
+    ctx.expect_error(["factor", "T.npz", "-k", 2, "-o", "out"], ["T.npz", "several arrays (A, B)", "T.npz:A"])
+    j = json.loads(ctx.ok("info", "--json", "T.npz:B").stdout)
+    check((j["rows"], j["cols"]) == (15, 11), "info T.npz:B shape %r" % ((j["rows"], j["cols"]),))
+    ctx.ok("nmfk", "T.npz:A", "--k", "2:3", "--perturbations", 2, "--iters", 20, "--quiet", "-o", "nmfk")
+
+
+def mtx_size_line_after_convert(ctx, dcsr):
+    ctx.ok("convert", dcsr, "back.mtx")
+    return mtx_size_line(ctx.path("back.mtx"))
+
+
+@case
+def h5ad_input(ctx):
+    generated = ctx.run("gen", "--rows", 40, "--cols", 30, "--rank", 3, "--density", 0.3, "--seed", 1, "-o", "S.h5")
+    if generated.rc != 0 and "HDF5 support is not built" in generated.stderr:
+        print("SKIP: HDF5 support is not built")
+        return
+    check(generated.rc == 0, "gen -o S.h5 failed:\n" + generated.describe())
+    shutil.copy(ctx.path("S.h5"), ctx.path("S.h5ad"))
+    shutil.copy(ctx.path("S.h5"), ctx.path("S.hdf5"))
+    run = ("-k", 3, "--iters", 15, "--tol", 0, "--quiet")
+    ctx.ok("factor", "S.h5", *run, "-o", "h5")
+    for name in ("S.h5ad", "S.h5ad:/X", "S.hdf5", "S.hdf5:X"):
+        out = name.replace(".", "_").replace(":", "_").replace("/", "_")
+        ctx.ok("factor", name, *run, "-o", out)
+        r = ctx.report(out)
+        check(r["format"] == "hdf5" and (r["m"], r["n"]) == (40, 30), "%s: report %r" % (name, r))
+        for factor in ("W.npy", "H.npy"):
+            check(same_factors(Npy(ctx.path(out, factor)), Npy(ctx.path("h5", factor))),
+                  "%s from %s differs from S.h5's" % (factor, name))
+    j = json.loads(ctx.ok("info", "--json", "S.h5ad").stdout)
+    check((j["format"], j["rows"], j["cols"]) == ("hdf5", 40, 30), "info --json S.h5ad: %r" % j)
+    ctx.expect_error(["factor", "S.h5ad:/layers/counts", "-k", 2, "-o", "out"],
+                     ["S.h5ad", "no object '/layers/counts'"])
+
+
+@case
+def err_npz_damaged(ctx):
+    rows = planted_rows(5, 4, zero_every=2)
+    scipy_npz(ctx.path("S.npz"), rows, compressed=False)
+    data = open(ctx.path("S.npz"), "rb").read()
+    write_bytes(ctx.path("cut.npz"), data[:len(data) // 2])
+    ctx.expect_error(["factor", "cut.npz", "-k", 2, "-o", "out"], ["cut.npz", "not a zip archive, or one cut short"])
+    # One byte of a stored member's values changed: its checksum no longer matches.
+    at = data.index(b"data.npy") + len("data.npy")
+    at = data.index(NPY_MAGIC, at) + 64 + 3
+    write_bytes(ctx.path("crc.npz"), data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1:])
+    ctx.expect_error(["factor", "crc.npz", "-k", 2, "-o", "out"], ["crc.npz:data.npy", "CRC"])
+    rows[1][0] = -3.0
+    scipy_npz(ctx.path("neg.npz"), rows)
+    ctx.expect_error(["factor", "neg.npz", "-k", 2, "-o", "out"], ["neg.npz", "row 1", "column 0", "-3"])
+    write_npz(ctx.path("none.npz"), [("notes.txt", b"hello")])
+    ctx.expect_error(["info", "none.npz"], ["none.npz", "no arrays"], out_dir=None)
+
+
+# ------------------------------------------------------------------------------------------------
 # Cases: info
 
 
@@ -403,7 +554,7 @@ def progress(ctx):
 @case
 def help(ctx):
     result = ctx.ok("--help")
-    for word in ("gen", "info", "factor"):
+    for word in ("gen", "info", "factor", ".npy", ".npz", ".mtx", ".h5ad", ".hdf5", ".dcsr"):
         check(word in result.stdout, "dnmf --help lacks %r" % word)
     result = ctx.ok("factor", "--help")
     for flag in ("--algo", "--iters", "--tol", "--init", "--seed", "--precision", "--backend", "--threads",

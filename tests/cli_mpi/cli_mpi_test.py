@@ -18,7 +18,8 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from cli_test import Failure, Npy, check, npy_bytes, write_bytes, write_text  # noqa: E402
+from cli_test import (Failure, Npy, check, npy_bytes, planted_rows, scipy_npz, write_bytes, write_npz,  # noqa: E402
+                      write_text)
 
 CASES = {}
 
@@ -180,9 +181,10 @@ def hdf5_and_dcsr_inputs(ctx):
     gen(ctx, "S.mtx", 64, 50, 4, "--density", 0.1)
     ctx.ok(["convert", "S.mtx", "S.dcsr"])
     gen(ctx, "S.h5", 64, 50, 4, "--density", 0.1)  # same seed and options: the same matrix as S.mtx
+    shutil.copy(ctx.path("S.h5"), ctx.path("S.h5ad"))  # AnnData's name for the same layout: /X
     common = ["-k", 4, "--iters", 20, "--tol", 0, "-q"]
     ctx.ok(["factor", "S.mtx"] + common + ["-o", "one"])
-    for name in ("S.h5", "S.dcsr"):
+    for name in ("S.h5", "S.h5ad", "S.dcsr"):
         out = "four_" + name.replace(".", "_")
         ctx.ok(["factor", name] + common + ["--grid", "2x2", "-o", out], 4)
         same_factors(ctx, "one", out)
@@ -196,6 +198,24 @@ def hdf5_and_dcsr_inputs(ctx):
         check(tuple([info["rows"], info["cols"]]) == reference.shape, "%s shape differs" % dataset)
         check(abs(info["sum"] - total) <= 1e-8 * abs(total), "%s in factors.h5 sums to %r, W.npy to %r" % (
             dataset, info["sum"], total))
+
+
+@case
+def npz_inputs(ctx):
+    """numpy.savez and scipy.sparse.save_npz (CSC) archives: every process reads the whole archive and keeps its
+    block; the factors equal the one-process run's."""
+    rows = planted_rows(41, 29, zero_every=3)
+    scipy_npz(ctx.path("S.npz"), rows, by_columns=True)
+    write_npz(ctx.path("D.npz"), [("X.npy", npy_bytes(rows))])
+    common = ["-k", 3, "--iters", 20, "--tol", 0, "-q"]
+    for name in ("S.npz", "D.npz"):
+        one = "one_" + name.replace(".", "_")
+        ctx.ok(["factor", name] + common + ["-o", one])
+        for processes, grid in ((4, "2x2"), (3, "3x1")):
+            out = "np%d_%s" % (processes, name.replace(".", "_"))
+            ctx.ok(["factor", name] + common + ["--grid", grid, "-o", out], processes)
+            same_factors(ctx, one, out)
+            check(ctx.report(out)["format"] == "npz", "report format %r" % ctx.report(out)["format"])
 
 
 def main():

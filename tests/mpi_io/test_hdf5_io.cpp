@@ -321,7 +321,9 @@ TEST_F(Hdf5Test, BadCsrGroups) {
   const std::string p = path("A.h5");
   {
     RawFile f(p);
-    f.csr_group("csc", {1, 2}, {0, 1}, {0, 1, 2}, {2, 2}, "csc_matrix");
+    f.csr_group("csc", {1, 2}, {0, 1}, {0, 1, 2, 2}, {2, 3}, "csc_matrix");
+    f.csr_group("csc_short", {1, 2}, {0, 1}, {0, 1, 2}, {2, 3}, "csc_matrix");
+    f.csr_group("csc_row", {1, 2}, {0, 5}, {0, 1, 2, 2}, {2, 3}, "csc_matrix");
     f.csr_group("shape3", {1, 2}, {0, 1}, {0, 1, 2}, {2, 2, 1});
     f.csr_group("noshape", {1, 2}, {0, 1}, {0, 1, 2}, {});
     f.csr_group("short", {1, 2}, {0, 1}, {0, 1, 2}, {3, 2});
@@ -335,14 +337,17 @@ TEST_F(Hdf5Test, BadCsrGroups) {
   const auto shape_error = [&](const std::string& object) {
     return error_message([&] { dnmf::io::hdf5_shape(p + ":" + object); });
   };
-  EXPECT_THAT(shape_error("csc"), AllOf(StartsWith(p + ":/csc: is a CSC sparse matrix"), HasSubstr("tocsr")));
+  EXPECT_TRUE(dnmf::io::hdf5_shape(p + ":csc").sparse);
+  EXPECT_EQ(shape_error("csc_short"),
+            p + ":/csc_short: 'indptr' has 3 entries; the shape [2, 3] of a CSC matrix needs 4");
   EXPECT_EQ(shape_error("shape3"),
             p + ":/shape3: CSR group's 'shape' attribute is [2, 2, 1]; expected two non-negative integers "
                 "[rows, columns]");
   EXPECT_EQ(shape_error("noshape"),
             p + ":/noshape: CSR group has no integer 'shape' attribute (expected [rows, columns])");
-  EXPECT_EQ(shape_error("short"), p + ":/short: 'indptr' has 3 entries; the shape [3, 2] needs 4");
-  EXPECT_EQ(shape_error("dataframe"), p + ":/dataframe: is a group of encoding-type 'dataframe', not a CSR matrix");
+  EXPECT_EQ(shape_error("short"), p + ":/short: 'indptr' has 3 entries; the shape [3, 2] of a CSR matrix needs 4");
+  EXPECT_EQ(shape_error("dataframe"),
+            p + ":/dataframe: is a group of encoding-type 'dataframe', not a CSR or CSC matrix");
   EXPECT_THAT(shape_error("nodata"), StartsWith(p + ":/nodata: is a group without a 'data' dataset"));
   // Problems inside the rows a rank reads: named by global row (and column).
   EXPECT_EQ(error_message([&] {
@@ -358,6 +363,99 @@ TEST_F(Hdf5Test, BadCsrGroups) {
             }),
             p + ":/negative: entry at row 1, column 1 (0-based) is -2; input must be non-negative");
   EXPECT_NO_THROW(read<double>(p + ":negative", {0, 1}, {0, 2}));  // the bad entry is in another rank's rows
+  // A CSC group's lines are columns.
+  EXPECT_EQ(error_message([&] {
+              read<double>(p + ":csc_row", {0, 2}, {1, 3});
+            }),
+            p + ":/csc_row: row index 5 of column 1 (entry 1) is out of range 0..1");
+}
+
+TYPED_TEST(Hdf5Typed, CscGroupEveryBlockOfA3x2Split) {
+  // AnnData writes a scipy CSC matrix as a csc_matrix group: indptr over columns, indices are rows.
+  using T = TypeParam;
+  const DenseMatrix<T> whole = dnmf::test::random_dense<T>(17, 11, 6, 0.7);
+  std::vector<double> data;
+  std::vector<std::int64_t> indices;
+  std::vector<std::int32_t> indptr{0};
+  for (index_t j = 0; j < 11; ++j) {
+    for (index_t i = 0; i < 17; ++i) {
+      if (whole(i, j) == T(0)) continue;
+      data.push_back(double(whole(i, j)));
+      indices.push_back(i);
+    }
+    indptr.push_back(static_cast<std::int32_t>(data.size()));
+  }
+  const std::string p = this->path("A.h5");
+  {
+    RawFile f(p);
+    f.csr_group("X", data, indices, indptr, {17, 11}, "csc_matrix");
+  }
+  const dnmf::io::MatrixShape shape = dnmf::io::hdf5_shape(p);
+  EXPECT_EQ(shape.rows, 17);
+  EXPECT_EQ(shape.cols, 11);
+  EXPECT_EQ(shape.stored, static_cast<index_t>(data.size()));
+  EXPECT_TRUE(shape.sparse);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      const Range rows = block_range(17, 3, i), cols = block_range(11, 2, j);
+      const auto block = this->template read<T>(p, rows, cols);
+      ASSERT_TRUE(block.sparse);
+      EXPECT_EQ(dense_of(block.csr).storage(), slice(whole, rows, cols).storage()) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(Hdf5Test, CscGroupWithUnsortedRowsAndDuplicates) {
+  // 5 x 3 CSC: column 0 = {row 4: 1, row 0: 2, row 4: 3}, column 1 empty, column 2 = {row 2: 5, row 1: 6}.
+  const std::string p = path("A.h5");
+  {
+    RawFile f(p);
+    f.csr_group("X", {1, 2, 3, 5, 6}, {4, 0, 4, 2, 1}, {0, 3, 3, 5}, {5, 3}, "csc_matrix");
+  }
+  const auto block = read<double>(p, {0, 5}, {0, 3});
+  EXPECT_EQ(block.csr.indptr(), (std::vector<index_t>{0, 1, 2, 3, 3, 4}));
+  EXPECT_EQ(block.csr.indices(), (std::vector<dnmf::col_index_t>{0, 2, 2, 0}));
+  EXPECT_EQ(block.csr.values(), (std::vector<double>{2, 6, 5, 4}));
+  const auto lower = read<double>(p, {2, 5}, {0, 3});
+  EXPECT_EQ(lower.csr.indptr(), (std::vector<index_t>{0, 1, 1, 2}));
+  EXPECT_EQ(lower.csr.indices(), (std::vector<dnmf::col_index_t>{2, 0}));
+  EXPECT_EQ(lower.csr.values(), (std::vector<double>{5, 4}));
+}
+
+TEST_F(Hdf5Test, AnnDataFiles) {
+  const DenseMatrix<double> a = dnmf::test::random_dense<double>(3, 4, 1);
+  const std::vector<double> values = dnmf::test::row_major_as<double>(a);
+  // An .h5ad: X a CSR group, a dense layer, obs and var groups; the default is /X.
+  const std::string p = path("cells.h5ad");
+  {
+    RawFile f(p);
+    f.csr_group("X", {1, 2}, {0, 3}, {0, 1, 1, 2}, {3, 4});
+    f.group("obs");
+    f.group("var");
+    const hid_t layers = f.group("layers");
+    f.dataset(layers, "counts", {3, 4}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+  }
+  EXPECT_EQ(dnmf::io::format_of(p), dnmf::io::FileFormat::hdf5);
+  EXPECT_TRUE(dnmf::io::read_shape(p).sparse);
+  EXPECT_EQ(dnmf::io::read_shape(p + ":/X").stored, 2);
+  EXPECT_EQ(read<double>(p + ":/layers/counts", {0, 3}, {0, 4}).dense.storage(), a.storage());
+  EXPECT_EQ(read<double>(p + ":layers/counts", {1, 3}, {2, 4}).dense.storage(), slice(a, {1, 3}, {2, 4}).storage());
+  // Without /X the .h5ad is not searched (the only matrix there is a layer): the message names the layers.
+  const std::string no_x = path("noX.H5AD");
+  {
+    RawFile f(no_x);
+    const hid_t layers = f.group("layers");
+    f.dataset(layers, "counts", {3, 4}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+    f.dataset(layers, "spliced", {3, 4}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data());
+  }
+  EXPECT_EQ(error_message([&] { dnmf::io::hdf5_shape(no_x); }),
+            no_x + ": AnnData file without /X (its matrix; adata.X was None?); name a matrix as " + no_x +
+                ":/layers/NAME (layers: /layers/counts, /layers/spliced)");
+  // .hdf5 is the same format as .h5, with or without an object.
+  const std::string hdf5 = path("A.hdf5");
+  dnmf::io::write_h5_dense<double>(hdf5, "/X", a.view());
+  EXPECT_EQ(read<double>(hdf5, {0, 3}, {0, 4}).dense.storage(), a.storage());
+  EXPECT_EQ(dnmf::io::read_block<double>(hdf5 + ":/X", {0, 3}, {0, 4}, single_).dense.storage(), a.storage());
 }
 
 TEST_F(Hdf5Test, BadFilesAndDatasets) {

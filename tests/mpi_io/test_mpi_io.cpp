@@ -1,5 +1,5 @@
 // Per-rank block reads under mpirun: on every grid that fits the process count, each rank's block of a .npy,
-// Matrix Market or HDF5 file equals the same slice of the matrix read whole on one process; Matrix Market
+// .npz, Matrix Market or HDF5 file equals the same slice of the matrix read whole on one process; Matrix Market
 // files are parsed by byte ranges on all ranks, so these also cover routing, symmetric mirroring, duplicates
 // split over ranks and blocks with no entries. A corrupt part of a file is an error on the rank that read it
 // (with the file's line or the entry's global position) and a PeerError elsewhere, never a hang; the factor
@@ -27,6 +27,7 @@
 #include "io/mtx_collective.hpp"
 #include "solvers/solve.hpp"
 #include "support/matrix_views.hpp"
+#include "support/npz_archives.hpp"
 #include "support/random_matrices.hpp"
 
 namespace {
@@ -276,6 +277,58 @@ TEST_F(MpiIoTest, NpyBlocksOnEveryGridAndABadEntryInOneBlock) {
   } else {
     EXPECT_EQ(o.kind, Outcome::peer);
   }
+}
+
+TEST_F(MpiIoTest, NpzBlocksOnEveryGridAndFailures) {
+  // Every rank uncompresses the archive itself and keeps its block: scipy CSR (deflated), CSC (stored), savez.
+  const index_t m = 23, n = 17;
+  DenseMatrix<double> sparse = dnmf::test::random_dense<double>(m, n, 14, 0.8);
+  const DenseMatrix<double> dense = dnmf::test::random_dense<double>(m, n, 15, 0.2);
+  const std::string csr = path("csr.npz"), csc = path("csc.npz"), savez = path("savez.npz");
+  if (world().rank() == 0) {
+    using dnmf::test::compressed_members;
+    dnmf::test::write_zip(csr, compressed_members<double, std::int32_t, std::int32_t>(sparse, false), true);
+    dnmf::test::write_zip(csc, compressed_members<double, std::int64_t, std::int64_t>(sparse, true), false);
+    dnmf::io::write_npy<double>(path("d.npy"), dense.view());
+    dnmf::test::write_zip(savez, {{"arr_0.npy", dnmf::test::file_bytes(path("d.npy"))}}, true);
+  }
+  world().barrier();
+  for (const GridShape shape : grids()) {
+    const dnmf::dist::Layout l = layout_on(shape, m, n);
+    for (const std::string& p : {csr, csc}) {
+      const auto block = dnmf::io::read_block<double>(p, l.a_rows, l.a_cols, world());
+      ASSERT_TRUE(block.sparse);
+      EXPECT_EQ(dense_of(block.csr).storage(), slice(sparse, l.a_rows, l.a_cols).storage()) << p << shape.str();
+    }
+    const auto d = dnmf::io::read_block<double>(savez, l.a_rows, l.a_cols, world());
+    EXPECT_EQ(d.dense.storage(), slice(dense, l.a_rows, l.a_cols).storage()) << shape.str();
+  }
+  // A bad entry in the last block row: that rank's error, a PeerError elsewhere.
+  sparse(21, 3) = -1;
+  const std::string bad = path("bad.npz");
+  if (world().rank() == 0) {
+    dnmf::test::write_zip(bad, dnmf::test::compressed_members<double, std::int32_t, std::int32_t>(sparse, true), true);
+  }
+  world().barrier();
+  const dnmf::dist::Layout tall = layout_on({world().size(), 1}, m, n);
+  const Outcome o = outcome_of([&] { dnmf::io::read_block<double>(bad, tall.a_rows, tall.a_cols, world()); });
+  EXPECT_EQ(count_over_ranks(o.kind == Outcome::own), 1);
+  if (o.kind == Outcome::own) {
+    EXPECT_EQ(world().rank(), world().size() - 1);
+    EXPECT_EQ(o.message, bad + ": entry at row 21, column 3 (0-based) is -1; input must be non-negative");
+  } else {
+    EXPECT_EQ(o.kind, Outcome::peer);
+  }
+  // A truncated archive fails alike everywhere: one collective error, no rank left waiting.
+  const std::string cut = path("cut.npz");
+  if (world().rank() == 0) {
+    const std::string bytes = dnmf::test::file_bytes(csr);
+    dnmf::test::write_bytes(cut, bytes.substr(0, bytes.size() / 2));
+  }
+  world().barrier();
+  const Outcome c = outcome_of([&] { dnmf::io::read_block<double>(cut, {0, 1}, {0, 1}, world()); });
+  EXPECT_EQ(c.kind, Outcome::collective);
+  EXPECT_THAT(c.message, StartsWith(cut + ": not a zip archive, or one cut short"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -188,7 +188,7 @@ TEST(FormatOf, RecognisesExtensionsCaseInsensitively) {
 
 TEST(FormatOf, UnknownExtensionIsAnError) {
   EXPECT_EQ(error_message([] { dnmf::io::format_of("x.csv"); }),
-            "x.csv: unknown input format (expected .npy, .mtx, .h5 or .dcsr)");
+            "x.csv: unknown input format (expected .npy, .npz, .mtx, .h5/.hdf5/.h5ad or .dcsr)");
   EXPECT_THAT(error_message([] { dnmf::io::format_of("dir.npy/matrix"); }), HasSubstr("unknown input format"));
   EXPECT_THAT(error_message([] { dnmf::io::format_of("A.mtx.gz"); }), HasSubstr("A.mtx.gz: compressed input"));
 }

@@ -6,6 +6,7 @@
 #include "backend/cuda/device_memory.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "dnmf/io.hpp"
 #include "stream/npy_source.hpp"
 #include "stream/tile_source.hpp"
 
@@ -16,7 +17,8 @@ namespace {
 // copies reading pageable memory, which CUDA stages through a bounce buffer at a fraction of the bandwidth).
 template <class T>
 std::unique_ptr<stream::TileSource<T>> device_source(const std::string& path, dist::Range rows, dist::Range cols) {
-  if (path.ends_with(".npy")) return std::make_unique<stream::NpySource<T>>(path, rows, cols, stream::NpyAccess::read);
+  if (io::format_of(path) == io::FileFormat::npy)  // by format: "A.npz:x.npy" is an archive's member
+    return std::make_unique<stream::NpySource<T>>(path, rows, cols, stream::NpyAccess::read);
   return stream::open_source<T>(path, rows, cols);
 }
 
