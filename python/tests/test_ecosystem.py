@@ -58,7 +58,7 @@ def test_numpy_savez_one_array_and_named(tmp_path):
     X = planted(40, 30, 3, seed=5)
     np.savez_compressed(tmp_path / "one.npz", data=X)
     np.savez(tmp_path / "two.npz", A=X, B=2 * X)
-    reference = dnmf.factor(X, 3, seed=1, max_iter=20)
+    reference = dnmf.factor(np.asfortranarray(X), 3, seed=1, max_iter=20)  # column-major, as the file is read
     np.testing.assert_allclose(dnmf.factor_file(tmp_path / "one.npz", 3, seed=1, max_iter=20).W, reference.W,
                                rtol=1e-10, atol=1e-14)
     with pytest.raises(dnmf.Error, match="two.npz"):
