@@ -296,6 +296,7 @@ class Sweep {
   // On world rank 0: which jobs have a usable file (their records kept); an error there is every rank's.
   std::vector<unsigned char> read_checkpoints(const std::vector<Job>& jobs) {
     std::vector<unsigned char> finished(jobs.size(), 0);
+    ErrorKind kind = ErrorKind::general;
     std::string error;
     if (rank_ == 0) {
       try {
@@ -311,9 +312,10 @@ class Sweep {
         }
       } catch (const Error& e) {
         error = e.what();
+        kind = e.kind();
       }
     }
-    dist::throw_root_error(world_, 0, std::move(error));  // rank 0's error becomes every rank's
+    dist::throw_root_error(world_, 0, std::move(error), kind);  // rank 0's error becomes every rank's
     return finished;
   }
 
