@@ -235,8 +235,8 @@ def report_fields(ctx):
     ctx.ok("factor", "A.npy", "-k", 4, "--algo", "mu", "--iters", 30, "--tol", 0, "--seed", 7, "--threads", 2,
            "--grid", "1x1", "-o", "out")
     r = ctx.report("out")
-    check(sorted(os.listdir(ctx.path("out"))) == ["H.npy", "W.npy", "report.json"],
-          "out/ must hold exactly W.npy, H.npy, report.json: %s" % os.listdir(ctx.path("out")))
+    check(sorted(os.listdir(ctx.path("out"))) == [".dnmf-output-set", "H.npy", "W.npy", "report.json"],
+          "out/ must hold exactly W.npy, H.npy, report.json and the set's marker: %s" % os.listdir(ctx.path("out")))
     expected_types = {
         "input": str, "format": str, "m": int, "n": int, "nnz": int, "k": int, "algo": str, "init": str,
         "seed": int, "precision": str, "backend": str, "threads": int, "fused": bool, "iterations": int,
@@ -277,8 +277,9 @@ def report_fields(ctx):
     r = ctx.report("out")
     check(r["precision"] == "f32" and r["fused"] is False, "precision %r fused %r" % (r["precision"], r["fused"]))
     check(Npy(ctx.path("out", "W.npy")).descr == "<f4", "f32 run must write <f4 factors")
-    check(sorted(os.listdir(ctx.path("out"))) == ["H.npy", "W.npy", "report.json"],
+    check(sorted(os.listdir(ctx.path("out"))) == [".dnmf-output-set", "H.npy", "W.npy", "report.json"],
           "no temporary files may remain: %s" % os.listdir(ctx.path("out")))
+    check(leftovers(ctx) == [], "no staging folder may remain: %s" % leftovers(ctx))
 
 
 @case
@@ -763,8 +764,8 @@ def exit_codes(ctx):
     result = ctx.ok("--help")
     check("Exit status" in result.stdout and "143" in result.stdout, "dnmf --help lacks the exit codes")
     # Usage: the parser's own errors and the library's option checks alike.
-    line = ctx.expect_error(["fcator", "A.npy"], ["unknown subcommand 'fcator'", "did you mean 'factor'?"],
-                            out_dir=None, code=2)
+    ctx.expect_error(["fcator", "A.npy"], ["unknown subcommand 'fcator'", "did you mean 'factor'?"],
+                     out_dir=None, code=2)
     ctx.expect_error(["zzzzzz"], ["unknown subcommand 'zzzzzz'", "factor"], out_dir=None, code=2)
     ctx.expect_error(["factor", "A.npy", "-o", "out"], ["--rank"], code=2)
     ctx.expect_error(["factor", "A.npy", "-k", "two", "-o", "out"], ["two"], code=2)
