@@ -46,7 +46,7 @@ CLI::Validator at_least(double bound);
 void add_precision_option(CLI::App& app, std::string& precision);
 
 /// Runs `step`, checks of the command line that every process makes identically: its dnmf::Error becomes a
-/// CollectiveError, reported once while every process ends normally.
+/// CollectiveError, reported once while every process ends normally; unclassified ones are usage errors.
 template <class Step>
 void on_every_process(Step&& step) {
   try {
@@ -54,7 +54,7 @@ void on_every_process(Step&& step) {
   } catch (const CollectiveError&) {
     throw;
   } catch (const Error& e) {
-    throw CollectiveError(e);
+    throw CollectiveError(e.what(), e.kind() == ErrorKind::general ? ErrorKind::usage : e.kind());
   }
 }
 

@@ -1,7 +1,7 @@
 // `dnmf factor`: A ≈ W H from a matrix file, written as OUTDIR/W.npy, OUTDIR/H.npy and OUTDIR/report.json.
 // Parsing and presentation only: dnmf::factor() does the work (every check that can fail runs before the
-// factorisation); the outputs appear only after it succeeded. Under mpirun every process runs this function
-// and reads its own block of A (DESIGN §4); without mpirun it is the 1x1 grid.
+// factorisation); the outputs appear only after it succeeded, together, as one output set (output_set.hpp). Under
+// mpirun every process runs this function and reads its own block of A (DESIGN §4); without mpirun it is the 1x1 grid.
 
 #include "dnmf/factor.hpp"
 
@@ -15,7 +15,8 @@
 #include "dnmf/io.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
-#include "output_dir.hpp"
+#include "output_set.hpp"
+#include "signals.hpp"
 #include "solver_options.hpp"
 
 namespace dnmf::cli {
@@ -49,10 +50,14 @@ int factor(FactorArgs args) {
   // dnmf::factor() refuses an unusable backend, TF32 without it and an unknown file extension itself.
   on_every_process([&] { resolve_solver_options(solver, context); });
 
-  std::optional<OutputDirectory> out;  // rank 0's; created and probed now, cleaned up if anything below throws
+  std::optional<OutputSet> out;  // rank 0's; staging folder created now, removed if anything below throws
   context.on_root([&] { out.emplace(args.output); });
+  // Under --factors h5 every process writes into the staging folder that only rank 0 could name.
+  const std::string staging = context.broadcast(root ? out->staging() : std::string());
 
   FactorOptions& options = solver.options;
+  stop_on_signals();
+  options.cancel = [] { return stop_signal() != 0; };
   if (!solver.quiet && root) {
     options.progress = [lines = ProgressLines{}](const IterationInfo& info) mutable {
       const std::string line = lines(info);
@@ -62,24 +67,18 @@ int factor(FactorArgs args) {
   const bool h5_factors = args.factors_format == "h5";
   Factorization<T> run =
       dnmf::factor<T>(Source::file(args.input), options, context, h5_factors ? Gather::none : Gather::to_root);
-  const std::string h5_path = args.output + "/factors.h5";
-  if (h5_factors) write_factors_h5<T>(run, h5_path, context);
+  if (h5_factors) write_factors_h5<T>(run, staging + "/factors.h5", context);
   if (!root) return 0;
 
   const FactorResult<T>& result = run.result;
-  const std::string report_path = out->file("report.json");
-  if (h5_factors) {
-    out->wrote(h5_path);
-  } else {
-    const std::string w_path = out->file("W.npy");
-    const std::string h_path = out->file("H.npy");
-    io::write_npy<T>(w_path, result.W.view());
-    out->wrote(w_path);
-    io::write_npy<T>(h_path, result.H.view());
-    out->wrote(h_path);
+  if (!h5_factors) {
+    io::write_npy<T>(out->file("W.npy"), result.W.view());
+    io::write_npy<T>(out->file("H.npy"), result.H.view());
   }
   const std::string report = report_json(run);
-  io::write_file_atomically(report_path, [&report](std::ostream& stream) { stream << report; });
+  io::write_file_atomically(out->file("report.json"), [&report](std::ostream& stream) { stream << report; });
+  // A signal during the writes: the user asked to stop, so the previous set stays (the staging folder goes).
+  if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
   out->commit();
 
   // A warning, not a failure: the capped columns were still solved exactly by the fallback.

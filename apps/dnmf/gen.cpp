@@ -44,10 +44,10 @@ void check_output_name(const GenArgs& args) {
   const std::string ext = extension_of(args.output);
   if (ext == ".h5" || ext == ".hdf5") return;  // HDF5 holds either: a dataset /X, or a CSR group /X
   if (sparse && ext != ".mtx") {
-    throw Error(args.output + ": --density < 1 writes a sparse Matrix Market file; the -o name must end in .mtx");
+    throw UsageError(args.output + ": --density < 1 writes a sparse Matrix Market file; the -o name must end in .mtx");
   }
   if (!sparse && ext != ".npy") {
-    throw Error(args.output + ": --density 1 writes a dense .npy file; the -o name must end in .npy");
+    throw UsageError(args.output + ": --density 1 writes a dense .npy file; the -o name must end in .npy");
   }
 }
 

@@ -1,6 +1,6 @@
 // dnmf: entry point of the command-line tool. Every failure the user can cause ends here as one line on
-// stderr, `dnmf: error: <message>`, and a non-zero exit status: never a stack trace. Under mpirun a failure
-// every process sees alike is printed once (by rank 0); a failure of one process is printed with its rank and
+// stderr, `dnmf: error: <message>`, and an exit status naming its class (kExitCodes): never a stack trace. Under mpirun
+// a failure every process sees alike is printed once (by rank 0); a failure of one process is printed with its rank and
 // ends the whole job (MPI_Abort), so no other process is left waiting in a collective.
 
 #include <chrono>
@@ -18,8 +18,38 @@
 #include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/version.hpp"
+#include "signals.hpp"
+#include "suggest.hpp"
 
 namespace {
+
+// Scripts branch on the class of a failure, never on the message; docs/reliability.md lists the same codes.
+constexpr int kExitGeneral = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitData = 3;
+constexpr int kExitIo = 4;
+constexpr int kExitNumerical = 5;
+
+constexpr const char* kExitCodes =
+    "Exit status: 0 success, 1 other failure, 2 usage (bad option or argument), 3 bad input data, 4 I/O or file "
+    "system, 5 numerical breakdown, 130 interrupted (SIGINT), 143 terminated (SIGTERM). A failed or interrupted "
+    "run leaves the previous output directory as it was.";
+
+int exit_code(dnmf::ErrorKind kind) {
+  switch (kind) {
+    case dnmf::ErrorKind::usage:
+      return kExitUsage;
+    case dnmf::ErrorKind::data:
+      return kExitData;
+    case dnmf::ErrorKind::io:
+      return kExitIo;
+    case dnmf::ErrorKind::numerical:
+      return kExitNumerical;
+    case dnmf::ErrorKind::general:
+      break;
+  }
+  return kExitGeneral;
+}
 
 /// Prints `dnmf: error: <message>` as exactly one line (embedded newlines would split it); in a job of several
 /// processes the line names the rank when the failure was that rank's alone.
@@ -36,25 +66,43 @@ void print_error(std::string message, int rank = -1) {
 }
 
 /// Reports a failure of this process alone; in a job of several processes, ends them all.
-int fail_here(const std::string& message) {
+int fail_here(const std::string& message, int code = kExitGeneral) {
   const dnmf::Context world = dnmf::Context::world();
   if (world.size() == 1) {
     print_error(message);
-    return 1;
+    return code;
   }
   print_error(message, world.rank());
-  world.abort(1);
-  return 1;  // not reached: abort ends the process
+  world.abort(code);
+  return code;  // not reached: abort ends the process
+}
+
+/// CLI11 would call a mistyped subcommand an unexpected positional argument; say what it is and the likely fix.
+void check_subcommand(int argc, char** argv, const CLI::App& app) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  for (const std::string& name : names)
+    if (name == word) return;
+  const std::string guess = dnmf::cli::nearest(word, names);
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+  // Every process parses the same command line: a collective error, printed once.
+  throw dnmf::CollectiveError("unknown subcommand '" + word + "'" +
+                                  (guess.empty() ? "; the subcommands are " + list : "; did you mean '" + guess + "'?"),
+                              dnmf::ErrorKind::usage);
 }
 
 int run(int argc, char** argv) {
   CLI::App app{"dnmf: non-negative matrix factorisation A ~ W H", "dnmf"};
   app.set_version_flag("--version", std::string(dnmf::version()));
   app.require_subcommand(1);
-  app.footer(std::string("Input formats: ") + dnmf::cli::kInputFormats + ".");
+  app.footer(std::string("Input formats: ") + dnmf::cli::kInputFormats + ".\n" + kExitCodes);
   const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app), dnmf::cli::add_info(app),
                                                     dnmf::cli::add_factor(app), dnmf::cli::add_nmfk(app),
                                                     dnmf::cli::add_convert(app)};
+  check_subcommand(argc, argv, app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -63,7 +111,7 @@ int run(int argc, char** argv) {
     // CLI11's own printer adds a "Run with --help" line; the contract is one line per error. Every process
     // parses the same command line, so one of them speaks.
     if (dnmf::Context::world().rank() == 0) print_error(e.what());
-    return e.get_exit_code();
+    return kExitUsage;  // CLI11's own codes (104-114) differ by option, not by the kind of mistake
   }
   for (const auto& command : commands) {
     if (command.app->parsed()) return command.run();
@@ -76,9 +124,14 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const dnmf::Cancelled& e) {
+    // Stopped by SIGINT or SIGTERM: the shell's convention, 128 + the signal, so that scripts see the interrupt.
+    const int signal = dnmf::cli::stop_signal();
+    if (dnmf::Context::world().rank() == 0) print_error(e.what());
+    return signal != 0 ? 128 + signal : exit_code(e.kind());
   } catch (const dnmf::CollectiveError& e) {
     if (dnmf::Context::world().rank() == 0) print_error(e.what());
-    return 1;
+    return exit_code(e.kind());
   } catch (const dnmf::PeerError&) {
     // The failing process prints the cause; give it a moment to do so before the job is ended.
     if (dnmf::Context::world().size() > 1) {
@@ -87,7 +140,7 @@ int main(int argc, char** argv) {
     }
     return 1;
   } catch (const dnmf::Error& e) {
-    return fail_here(e.what());
+    return fail_here(e.what(), exit_code(e.kind()));
   } catch (const std::bad_alloc&) {
     return fail_here("out of memory");
   } catch (const std::exception& e) {

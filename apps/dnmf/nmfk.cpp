@@ -14,7 +14,8 @@
 #include "commands.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/source.hpp"
-#include "output_dir.hpp"
+#include "output_set.hpp"
+#include "signals.hpp"
 #include "solver_options.hpp"
 
 namespace dnmf::cli {
@@ -48,8 +49,12 @@ int run_nmfk(NmfkArgs args) {
     o.factor = solver.options;
   });
 
-  std::optional<OutputDirectory> out;  // rank 0's; created and probed now
+  std::optional<OutputSet> out;  // rank 0's; staging folder created now, removed if anything below throws
   context.on_root([&] { out.emplace(args.output); });
+  stop_on_signals();
+  o.factor.cancel = [] { return stop_signal() != 0; };
+  // Checkpoints outlive output sets (a rerun resumes from them), so they live in the current OUT, not in the
+  // staging folder, and are carried into each new set by commit().
   o.checkpoint_dir = (std::filesystem::path(args.output) / "checkpoints").string();
   if (root) o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
   if (!solver.quiet) {
@@ -67,9 +72,21 @@ int run_nmfk(NmfkArgs args) {
   if (!root) return 0;
 
   const NmfkRunInfo run = nmfk_run_info<T>(source);
-  const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, args.output);
-  out->commit();
-  if (!files.plot_warning.empty()) std::fprintf(stderr, "dnmf: warning: %s\n", files.plot_warning.c_str());
+  const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, out->staging());
+  if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
+  out->commit({"checkpoints"});
+  // Where the files are now that the set is in place (write_nmfk_outputs named them in the staging folder).
+  const auto final_path = [&args](const std::string& staged) {
+    return staged.empty() ? staged
+                          : (std::filesystem::path(args.output) / std::filesystem::path(staged).filename()).string();
+  };
+  if (!files.plot_warning.empty()) {
+    std::string warning = files.plot_warning;
+    const std::string staged = out->staging();
+    for (std::size_t at = warning.find(staged); at != std::string::npos; at = warning.find(staged, at))
+      warning.replace(at, staged.size(), args.output);
+    std::fprintf(stderr, "dnmf: warning: %s\n", warning.c_str());
+  }
   const NmfkSelection& s = result.selection;
   std::printf("nmfk: %s\n", s.message.c_str());
   if (s.selected_k)
@@ -78,8 +95,8 @@ int run_nmfk(NmfkArgs args) {
   else
     std::printf("no k passed; best candidate k=%lld\n", static_cast<long long>(s.best_candidate));
   std::printf("jobs: %d run, %d from checkpoints; %.1f s -> %s\n", result.jobs_run, result.jobs_loaded, result.seconds,
-              files.json.c_str());
-  if (!files.svg.empty()) std::printf("plot: %s, %s\n", files.svg.c_str(), files.png.c_str());
+              final_path(files.json).c_str());
+  if (!files.svg.empty()) std::printf("plot: %s, %s\n", final_path(files.svg).c_str(), final_path(files.png).c_str());
   return 0;
 }
 

@@ -53,7 +53,7 @@ void resolve_solver_options(SolverArgs& args, Context& context) {
     try {
       context.memory_budget = parse_bytes(args.memory_budget);
     } catch (const Error& e) {
-      throw Error(std::string("--memory-budget: ") + e.what());
+      throw UsageError(std::string("--memory-budget: ") + e.what());
     }
   }
 }

@@ -38,6 +38,8 @@ class Context {
   /// Runs `step` on rank 0 only, then every rank learns whether it failed: a dnmf::Error thrown there becomes a
   /// CollectiveError with the same message on every rank (e.g. creating an output folder).
   void on_root(const std::function<void()>& step) const;
+  /// Collective: rank 0's `text` on every rank (e.g. the name of a staging folder only rank 0 can choose).
+  [[nodiscard]] std::string broadcast(std::string text) const;
 
   /// The process grid: "auto" (the shape moving the fewest words per process, DESIGN §4) or "PRxPC", whose
   /// product must equal size(). For nmfk() it is the grid of each process group.

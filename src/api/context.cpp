@@ -2,6 +2,7 @@
 
 #include "dnmf/context.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -36,15 +37,27 @@ void Context::abort(int code) const {
 void Context::on_root(const std::function<void()>& step) const {
   dist::Communicator& comm = *state_->comm;
   std::string error;
+  ErrorKind kind = ErrorKind::general;
   if (comm.rank() == 0) {
     try {
       step();
     } catch (const Error& e) {
       error = e.what();
+      kind = e.kind();
       if (error.empty()) error = "failed";
     }
   }
-  dist::throw_root_error(comm, 0, std::move(error));
+  dist::throw_root_error(comm, 0, std::move(error), kind);
+}
+
+std::string Context::broadcast(std::string text) const {
+  dist::Communicator& comm = *state_->comm;
+  if (comm.size() == 1) return text;
+  std::int64_t length = comm.rank() == 0 ? static_cast<std::int64_t>(text.size()) : 0;
+  comm.broadcast(&length, 1, dist::Scalar::i64, 0);
+  text.resize(static_cast<std::size_t>(length));
+  if (length > 0) comm.broadcast(text.data(), text.size(), dist::Scalar::u8, 0);
+  return text;
 }
 
 bool backend_available(BackendKind kind, std::string* why_not) { return backend::backend_available(kind, why_not); }
@@ -61,17 +74,17 @@ namespace api {
 
 FactorOptions resolve(const FactorOptions& options, const Context& context) {
   if (context.device != -1)
-    throw Error("device " + std::to_string(context.device) +
-                ": choosing a CUDA device is not supported yet; the runtime's current device is used (device -1)");
+    throw UsageError("device " + std::to_string(context.device) +
+                     ": choosing a CUDA device is not supported yet; the runtime's current device is used (device -1)");
   if (context.device_memory_budget != 0)
-    throw Error("device memory budget: streaming to the device is not wired into factor() yet; leave it at 0");
-  if (context.memory_budget < 0) throw Error("memory budget: must be >= 0 bytes");
+    throw UsageError("device memory budget: streaming to the device is not wired into factor() yet; leave it at 0");
+  if (context.memory_budget < 0) throw UsageError("memory budget: must be >= 0 bytes");
   FactorOptions o = options;
   o.backend = context.backend;
   o.threads = context.threads;
   std::string why_not;
-  if (!backend_available(o.backend, &why_not)) throw Error("--backend " + to_string(o.backend) + ": " + why_not);
-  if (o.tf32 && o.backend != BackendKind::cuda) throw Error("--tf32: tensor-core float math needs --backend cuda");
+  if (!backend_available(o.backend, &why_not)) throw UsageError("--backend " + to_string(o.backend) + ": " + why_not);
+  if (o.tf32 && o.backend != BackendKind::cuda) throw UsageError("--tf32: tensor-core float math needs --backend cuda");
   return o;
 }
 

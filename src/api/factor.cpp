@@ -135,7 +135,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     budget = context.memory_budget;
     if (!source.is_file()) {
       if (budget > 0)
-        throw Error(name + ": a memory budget applies to file sources (an in-memory matrix is held already)");
+        throw UsageError(name + ": a memory budget applies to file sources (an in-memory matrix is held already)");
       if (const auto* f = source.stored<float>()) return io::shape_of(*f);
       return io::shape_of(*source.stored<double>());
     }
@@ -147,7 +147,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
       // In A's terms: the caller's matrix is A even when its storage is Aᵀ's (the checks are symmetric).
       solvers::check_options(options, transposed ? shape.cols : shape.rows, transposed ? shape.rows : shape.cols);
     } catch (const Error& e) {
-      throw Error(name + ": " + e.what());  // "rank k=0 does not fit a 20x10 matrix" names no file
+      throw Error(name + ": " + e.what(), e.kind());  // "rank k=0 does not fit a 20x10 matrix" names no file
     }
     return context.grid == "auto" ? dist::choose_grid(world.size(), shape.rows, shape.cols, options.rank)
                                   : dist::parse_grid(context.grid);
@@ -180,7 +180,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     throw;
   } catch (const Error& e) {
     // The library's message (e.g. "numerical breakdown at iteration 12") does not know the file name.
-    throw Error(name + ": " + e.what());
+    throw Error(name + ": " + e.what(), e.kind());
   }
 
   Factorization<T> run;

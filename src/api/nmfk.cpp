@@ -24,7 +24,8 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     options.factor = api::resolve(requested.factor, context);
     options.grid = context.grid;
     if (context.memory_budget > 0)
-      throw Error("--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
+      throw UsageError(
+          "--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
     if (source.transposed())
       throw Error(name + ": nmfk clusters the columns of W and needs A as stored (not a row-major or CSC view)");
     if (!source.is_file()) {
@@ -63,7 +64,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
   } catch (const CollectiveError& e) {
     // The library's own checks say "nmfk: ..."; the user wants to know which file they concern.
     const std::string message = e.what();
-    if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(name + ": " + message.substr(6));
+    if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(name + ": " + message.substr(6), e.kind());
     throw;
   }
 }

@@ -135,14 +135,16 @@ void SingleCommunicator::do_alltoallv(const void* send, const std::vector<std::s
   if (send != recv && send_counts[0] > 0) std::memmove(recv, send, send_counts[0] * size_of(type));
 }
 
-void throw_root_error(Communicator& comm, int root, std::string error) {
+void throw_root_error(Communicator& comm, int root, std::string error, ErrorKind kind) {
   if (comm.size() > 1) {
-    std::int64_t length = comm.rank() == root ? static_cast<std::int64_t>(error.size()) : 0;
-    comm.broadcast(&length, 1, Scalar::i64, root);
-    error.resize(to_size(length));
-    if (length > 0) comm.broadcast(error.data(), error.size(), Scalar::u8, root);
+    std::int64_t fields[2] = {comm.rank() == root ? static_cast<std::int64_t>(error.size()) : 0,
+                              static_cast<std::int64_t>(kind)};
+    comm.broadcast(fields, 2, Scalar::i64, root);
+    error.resize(to_size(fields[0]));
+    kind = static_cast<ErrorKind>(fields[1]);
+    if (fields[0] > 0) comm.broadcast(error.data(), error.size(), Scalar::u8, root);
   }
-  if (!error.empty()) throw CollectiveError(error);
+  if (!error.empty()) throw CollectiveError(error, kind);
 }
 
 }  // namespace dnmf::dist

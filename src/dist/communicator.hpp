@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "dnmf/error.hpp"
+
 namespace dnmf::dist {
 
 /// Element type of a collective's buffers.
@@ -153,7 +155,8 @@ class SingleCommunicator final : public Communicator {
 /// Collective over `comm`: rank `root`'s `error` (the other ranks' is ignored) reaches every rank, and when it
 /// is not empty every rank throws CollectiveError with it; otherwise returns. The one way ranks agree on a
 /// failure of one rank's step (Context::on_root, nmfk's checkpoint scan, io's failed reads).
-void throw_root_error(Communicator& comm, int root, std::string error);
+/// `kind` (root's) travels with the text, so the CLI's exit status names the same class on every rank.
+void throw_root_error(Communicator& comm, int root, std::string error, ErrorKind kind = ErrorKind::general);
 
 /// True when this build contains the MPI communicator.
 [[nodiscard]] bool mpi_built();

@@ -12,7 +12,7 @@ GridShape parse_grid(const std::string& text) {
   static const std::regex pattern("([1-9][0-9]{0,5})x([1-9][0-9]{0,5})");
   std::smatch match;
   if (!std::regex_match(text, match, pattern))
-    throw Error("--grid: expected auto or PRxPC (e.g. 2x4), got '" + text + "'");
+    throw UsageError("--grid: expected auto or PRxPC (e.g. 2x4), got '" + text + "'");
   return {std::stoi(match[1].str()), std::stoi(match[2].str())};
 }
 
@@ -61,9 +61,9 @@ Range block_range(index_t extent, int parts, int index) {
 
 Grid::Grid(Communicator& world, GridShape shape) : world_(&world), shape_(shape) {
   if (shape.rows < 1 || shape.cols < 1 || shape.size() != world.size())
-    throw Error("--grid " + shape.str() + " needs " + std::to_string(shape.size()) + " processes, but this job has " +
-                std::to_string(world.size()) +
-                (world.size() == 1 ? " (run it under mpirun -np " + std::to_string(shape.size()) + ")" : ""));
+    throw UsageError("--grid " + shape.str() + " needs " + std::to_string(shape.size()) +
+                     " processes, but this job has " + std::to_string(world.size()) +
+                     (world.size() == 1 ? " (run it under mpirun -np " + std::to_string(shape.size()) + ")" : ""));
   row_ = world.rank() / shape.cols;
   col_ = world.rank() % shape.cols;
   row_comm_ = world.split(row_, col_);

@@ -130,7 +130,7 @@ std::string parent_directory(const std::string& path) {
   } else if (error == EACCES || error == EPERM) {
     message += " (is the directory '" + parent_directory(path) + "' writable?)";
   }
-  throw Error(message);
+  throw IoError(message);
 }
 
 // Makes the rename itself durable; best effort, as some file systems refuse fsync on directories.
@@ -155,7 +155,7 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   write(stream);  // an exception propagates unchanged; the guard removes the temporary
   stream.flush();
   if (buffer.error() != 0) fail(path, buffer.error());
-  if (!stream) throw Error(path + ": cannot write: the output stream failed while formatting the data");
+  if (!stream) throw IoError(path + ": cannot write: the output stream failed while formatting the data");
 
   if (::fsync(fd) != 0 && errno != EINVAL) fail(path, errno);  // EINVAL: target does not support fsync
   if (const int error = guard.close_fd(); error != 0) fail(path, error);

@@ -37,20 +37,20 @@ MatrixShape shape_here(const std::string& path) {
     case FileFormat::npz:
       return npz_shape(path);
   }
-  throw Error(path + ": unknown input format");
+  throw UsageError(path + ": unknown input format");
 }
 
 }  // namespace
 
 MatrixShape read_shape(const std::string& path, dist::Communicator& comm) {
   // Rank 0 decides; the others learn the answer or the error's text.
-  std::optional<std::string> failure;
+  std::optional<Error> failure;
   MatrixShape s;
   if (comm.rank() == 0) {
     try {
       s = shape_here(path);
     } catch (const Error& e) {
-      failure = e.what();
+      failure = e;
     }
   }
   if (comm.size() == 1) {
@@ -59,7 +59,9 @@ MatrixShape read_shape(const std::string& path, dist::Communicator& comm) {
   }
   std::int64_t fields[5] = {s.rows, s.cols, s.stored, s.sparse ? 1 : 0, failure ? 1 : 0};
   comm.broadcast(fields, 5, dist::Scalar::i64, 0);
-  if (fields[4] != 0) detail::raise_everywhere(comm, 0, failure.value_or(std::string()));
+  if (fields[4] != 0)
+    detail::raise_everywhere(comm, 0, failure ? failure->what() : std::string(),
+                             failure ? failure->kind() : ErrorKind::general);
   return {fields[0], fields[1], fields[2], fields[3] != 0};
 }
 
@@ -89,7 +91,7 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
       // entered in the middle, and reading the file on every rank costs no exchange.
       return detail::run_agreed(comm, path, [&] { return read_npz_block<T>(path, rows, cols); });
   }
-  throw CollectiveError(path + ": unknown input format");
+  throw CollectiveError(path + ": unknown input format", ErrorKind::usage);
 }
 
 template LocalBlock<float> read_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&);

@@ -18,22 +18,22 @@ namespace dnmf::io::detail {
 /// Collective over `comm`. Nothing happens when no rank passes a failure. When every rank failed, each throws
 /// a CollectiveError with rank 0's message. Otherwise a failing rank throws dnmf::Error with its own message
 /// and the others PeerError("<path>: failed on another rank").
-void agree_on_failure(dist::Communicator& comm, const std::string& path, const std::optional<std::string>& failure);
+void agree_on_failure(dist::Communicator& comm, const std::string& path, const std::optional<Error>& failure);
 
 /// Runs `step` on this rank, catching dnmf::Error and allocation failures, then agrees with the other ranks of
 /// `comm` as agree_on_failure does. Returns the step's result.
 template <class Step>
 auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) {
-  std::optional<std::string> failure;
-  const auto failed = [&](std::string message) { failure = std::move(message); };
+  std::optional<Error> failure;
+  const auto failed = [&](const Error& e) { failure = e; };
   using Result = decltype(step());
   if constexpr (std::is_void_v<Result>) {
     try {
       std::forward<Step>(step)();
     } catch (const Error& e) {
-      failed(e.what());
+      failed(e);
     } catch (const std::bad_alloc&) {
-      failed(path + ": out of memory while reading");
+      failed(Error(path + ": out of memory while reading"));
     }
     agree_on_failure(comm, path, failure);
   } else {
@@ -41,9 +41,9 @@ auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) 
     try {
       result.emplace(std::forward<Step>(step)());
     } catch (const Error& e) {
-      failed(e.what());
+      failed(e);
     } catch (const std::bad_alloc&) {
-      failed(path + ": out of memory while reading");
+      failed(Error(path + ": out of memory while reading"));
     }
     agree_on_failure(comm, path, failure);
     return std::move(*result);
@@ -51,10 +51,12 @@ auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) 
 }
 
 /// Every rank calls with the same `reporter`: that rank throws dnmf::Error(message), the others PeerError.
-[[noreturn]] void raise_on(dist::Communicator& comm, int reporter, const std::string& path, const std::string& message);
+[[noreturn]] void raise_on(dist::Communicator& comm, int reporter, const std::string& path, const std::string& message,
+                           ErrorKind kind = ErrorKind::general);
 
 /// Collective: rank `root` passes the message; every rank throws a CollectiveError with it (dist::throw_root_error
 /// with a default text for an empty message).
-[[noreturn]] void raise_everywhere(dist::Communicator& comm, int root, std::string message);
+[[noreturn]] void raise_everywhere(dist::Communicator& comm, int root, std::string message,
+                                   ErrorKind kind = ErrorKind::general);
 
 }  // namespace dnmf::io::detail

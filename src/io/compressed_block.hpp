@@ -31,13 +31,13 @@ inline void check_indptr(const std::string& where, Compression c, const std::vec
                          std::int64_t stored) {
   const std::size_t lines = indptr.size() - 1;
   if (indptr.front() != 0 || indptr.back() != stored) {
-    throw Error(where + ": 'indptr' runs from " + std::to_string(indptr.front()) + " to " +
+    throw DataError(where + ": 'indptr' runs from " + std::to_string(indptr.front()) + " to " +
                 std::to_string(indptr.back()) + "; expected 0 to " + std::to_string(stored) +
                 " (the length of 'data')");
   }
   for (std::size_t i = 0; i < lines; ++i) {
     if (indptr[i + 1] < indptr[i]) {
-      throw Error(where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(i) + " (from " +
+      throw DataError(where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(i) + " (from " +
                   std::to_string(indptr[i]) + " to " + std::to_string(indptr[i + 1]) + ")");
     }
   }
@@ -57,7 +57,7 @@ class CompressedBlock {
     // Indices are 32-bit within a block: the minor extent while collecting, and the major one after a transpose.
     const auto too_large = [&](index_t extent, const char* what) {
       if (extent > std::numeric_limits<col_index_t>::max()) {
-        throw Error(where_ + ": a block of " + std::to_string(extent) + " " + what +
+        throw DataError(where_ + ": a block of " + std::to_string(extent) + " " + what +
                     " is too large for 32-bit indices; use more processes");
       }
     };
@@ -71,14 +71,14 @@ class CompressedBlock {
   void add(index_t line, std::int64_t entry, std::int64_t minor, T value) {
     while (current_ < line - major_.first) indptr_[to_size(++current_)] = static_cast<index_t>(indices_.size());
     if (minor < 0 || minor >= minor_total_) {
-      throw Error(where_ + ": " + c_.minor() + " index " + std::to_string(minor) + " of " + c_.major() + " " +
+      throw DataError(where_ + ": " + c_.minor() + " index " + std::to_string(minor) + " of " + c_.major() + " " +
                   std::to_string(line) + " (entry " + std::to_string(entry) + ") is out of range 0.." +
                   std::to_string(minor_total_ - 1));
     }
     if (minor < minor_.first || minor >= minor_.last) return;
     if (!acceptable_entry(value)) {
       const index_t row = c_.by_columns ? minor : line, col = c_.by_columns ? line : minor;
-      throw Error(where_ + ": " + describe_bad_entry(row, col, value));
+      throw DataError(where_ + ": " + describe_bad_entry(row, col, value));
     }
     indices_.push_back(static_cast<col_index_t>(minor - minor_.first));
     values_.push_back(value);

@@ -58,13 +58,13 @@ void convert_values(const std::byte* raw, std::size_t word, index_t count, T* ou
 DcsrHeader read_dcsr_header(const detail::InputFile& file) {
   const std::string& path = file.path();
   if (file.size() < kHeaderBytes)
-    throw Error(path + ": too short for a .dcsr header (" + std::to_string(file.size()) + " bytes)");
+    throw DataError(path + ": too short for a .dcsr header (" + std::to_string(file.size()) + " bytes)");
   std::array<char, kHeaderBytes> h{};
   file.read_exact(0, h.data(), h.size());
-  if (std::memcmp(h.data(), kMagic, sizeof kMagic) != 0) throw Error(path + ": not a .dcsr file (bad magic)");
+  if (std::memcmp(h.data(), kMagic, sizeof kMagic) != 0) throw DataError(path + ": not a .dcsr file (bad magic)");
   const auto version = get<std::uint32_t>(h, 8);
   if (version != kVersion)
-    throw Error(path + ": .dcsr version " + std::to_string(version) + " is not supported (expected 1)");
+    throw DataError(path + ": .dcsr version " + std::to_string(version) + " is not supported (expected 1)");
   DcsrHeader d;
   d.value_bytes = get<std::uint32_t>(h, 12);
   d.rows = get<std::int64_t>(h, 16);
@@ -74,17 +74,17 @@ DcsrHeader read_dcsr_header(const detail::InputFile& file) {
   d.indices_offset = get<std::uint64_t>(h, 48);
   d.values_offset = get<std::uint64_t>(h, 56);
   if (d.value_bytes != 4 && d.value_bytes != 8)
-    throw Error(path + ": .dcsr value size " + std::to_string(d.value_bytes) + " (expected 4 or 8)");
+    throw DataError(path + ": .dcsr value size " + std::to_string(d.value_bytes) + " (expected 4 or 8)");
   if (d.rows < 0 || d.cols < 0 || d.nnz < 0 || d.cols > std::numeric_limits<col_index_t>::max())
-    throw Error(path + ": .dcsr shape " + std::to_string(d.rows) + "x" + std::to_string(d.cols) + " with nnz " +
-                std::to_string(d.nnz) + " is invalid");
+    throw DataError(path + ": .dcsr shape " + std::to_string(d.rows) + "x" + std::to_string(d.cols) + " with nnz " +
+                    std::to_string(d.nnz) + " is invalid");
   const auto rows = static_cast<std::uint64_t>(d.rows), nnz = static_cast<std::uint64_t>(d.nnz);
   const bool ordered = d.indptr_offset >= kHeaderBytes && d.indices_offset >= d.indptr_offset + (rows + 1) * 8 &&
                        d.values_offset >= d.indices_offset + nnz * 4 &&
                        d.values_offset + nnz * d.value_bytes <= file.size();
   if (!ordered)
-    throw Error(path + ": .dcsr arrays do not fit the file (" + std::to_string(file.size()) +
-                " bytes; truncated or corrupt header)");
+    throw DataError(path + ": .dcsr arrays do not fit the file (" + std::to_string(file.size()) +
+                    " bytes; truncated or corrupt header)");
   return d;
 }
 
@@ -93,7 +93,7 @@ DcsrHeader read_dcsr_header(const std::string& path) { return read_dcsr_header(d
 template <class T>
 void write_dcsr(const std::string& path, CsrView<T> a) {
   if (a.cols > std::numeric_limits<col_index_t>::max())
-    throw Error(path + ": " + std::to_string(a.cols) + " columns do not fit .dcsr's 32-bit column indices");
+    throw DataError(path + ": " + std::to_string(a.cols) + " columns do not fit .dcsr's 32-bit column indices");
   const index_t base = a.rows > 0 ? a.indptr[0] : 0;
   const index_t nnz = a.nnz();
   std::array<char, kHeaderBytes> h{};
@@ -156,21 +156,21 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
   const index_t base = indptr[0], end = indptr[r];
   for (index_t i = 0; i < r; ++i)
     if (indptr[i] < 0 || indptr[i + 1] < indptr[i] || indptr[i + 1] > header.nnz)
-      throw Error(path + ": row pointers of row " + std::to_string(first + i) + " are not increasing inside [0, " +
-                  std::to_string(header.nnz) + "] (corrupt file)");
+      throw DataError(path + ": row pointers of row " + std::to_string(first + i) + " are not increasing inside [0, " +
+                      std::to_string(header.nnz) + "] (corrupt file)");
   const index_t width = header.cols;
   auto bad_index = [&](index_t row, index_t col) {
-    throw Error(path + ": row " + std::to_string(row) + " has column index " + std::to_string(col) +
-                (col < 0 || col >= width ? " outside [0, " + std::to_string(width) + ")"
-                                         : std::string(", not above the one before it (unsorted or duplicate)")));
+    throw DataError(path + ": row " + std::to_string(row) + " has column index " + std::to_string(col) +
+                    (col < 0 || col >= width ? " outside [0, " + std::to_string(width) + ")"
+                                             : std::string(", not above the one before it (unsorted or duplicate)")));
   };
   auto bad_value = [&](index_t row, index_t col, T value) {
-    throw Error(path + ": " + describe_bad_entry(row, col, value));
+    throw DataError(path + ": " + describe_bad_entry(row, col, value));
   };
 
   if (dcsr_staging_bytes<T>(header, cols) == 0) {
     const index_t n = end - base;
-    if (to_size(n) > capacity) throw Error(path + ": more entries than room (file changed?)");
+    if (to_size(n) > capacity) throw DataError(path + ": more entries than room (file changed?)");
     file.read_exact(header.indices_offset + static_cast<std::uint64_t>(base) * 4, indices, to_size(n) * 4);
     file.read_exact(header.values_offset + static_cast<std::uint64_t>(base) * sizeof(T), values,
                     to_size(n) * sizeof(T));
@@ -219,7 +219,7 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
       const T v = chunk_values[q];
       if (validate && !acceptable_entry(v)) bad_value(first + i, col, v);
       if (col < cols.first || col >= cols.last) continue;
-      if (to_size(kept) >= capacity) throw Error(path + ": more entries than room (file changed?)");
+      if (to_size(kept) >= capacity) throw DataError(path + ": more entries than room (file changed?)");
       indices[kept] = static_cast<col_index_t>(col - cols.first);
       values[kept] = v;
       ++kept;
@@ -235,17 +235,17 @@ LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::R
   const DcsrHeader header = read_dcsr_header(file);
   if (rows.first < 0 || rows.first > rows.last || rows.last > header.rows || cols.first < 0 || cols.first > cols.last ||
       cols.last > header.cols)
-    throw Error(path + ": block rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
-                ") x columns [" + std::to_string(cols.first) + ", " + std::to_string(cols.last) + ") is outside the " +
-                std::to_string(header.rows) + "x" + std::to_string(header.cols) + " matrix");
+    throw DataError(path + ": block rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
+                    ") x columns [" + std::to_string(cols.first) + ", " + std::to_string(cols.last) +
+                    ") is outside the " + std::to_string(header.rows) + "x" + std::to_string(header.cols) + " matrix");
   // The rows' entries over all columns bound the block's.
   index_t row_span[2] = {0, 0};
   file.read_exact(header.indptr_offset + static_cast<std::uint64_t>(rows.first) * 8, &row_span[0], 8);
   file.read_exact(header.indptr_offset + static_cast<std::uint64_t>(rows.last) * 8, &row_span[1], 8);
   const index_t bound = row_span[1] - row_span[0];
   if (bound < 0 || row_span[0] < 0 || row_span[1] > header.nnz)
-    throw Error(path + ": row pointers of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
-                ") are not increasing inside [0, nnz] (corrupt file)");
+    throw DataError(path + ": row pointers of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
+                    ") are not increasing inside [0, nnz] (corrupt file)");
   std::vector<index_t> indptr(to_size(rows.size() + 1));
   std::vector<col_index_t> indices(to_size(bound));
   std::vector<T> values(to_size(bound));

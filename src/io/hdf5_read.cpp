@@ -156,12 +156,12 @@ void read_1d(hid_t dataset, hid_t memory_type, hsize_t first, hsize_t count, voi
 void open_dense(Matrix& m, Id object) {
   const std::vector<hsize_t> dims = dims_of(object.get());
   if (dims.size() != 2) {
-    throw Error(m.where + ": is a " + std::to_string(dims.size()) + "-D dataset of shape " + dims_text(dims) +
-                "; expected a 2-D matrix");
+    throw DataError(m.where + ": is a " + std::to_string(dims.size()) + "-D dataset of shape " + dims_text(dims) +
+                    "; expected a 2-D matrix");
   }
   const H5T_class_t type = class_of(object.get());
   if (type != H5T_FLOAT && type != H5T_INTEGER) {
-    throw Error(m.where + ": holds " + class_name(type) + " values; expected numbers (floating-point or integer)");
+    throw DataError(m.where + ": holds " + class_name(type) + " values; expected numbers (floating-point or integer)");
   }
   m.rows = static_cast<index_t>(dims[0]);
   m.cols = static_cast<index_t>(dims[1]);
@@ -174,25 +174,25 @@ void open_dense(Matrix& m, Id object) {
 void open_compressed(Matrix& m, hid_t group) {
   const std::optional<std::string> encoding = encoding_of(group);
   if (encoding && *encoding != "csr_matrix" && *encoding != "csc_matrix") {
-    throw Error(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR or CSC matrix");
+    throw DataError(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR or CSC matrix");
   }
   m.compression.by_columns = encoding && *encoding == "csc_matrix";
   const std::string kind = m.compression.by_columns ? "CSC" : "CSR";
   for (const char* name : {"data", "indices", "indptr"}) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
-      throw Error(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
+      throw DataError(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
                   " matrix group holds data, indices and indptr");
     }
   }
   std::optional<std::vector<std::int64_t>> shape = h5::integer_attribute(group, "shape");
   if (!shape) shape = h5::integer_attribute(group, "h5sparse_shape");
   if (!shape) {
-    throw Error(m.where + ": " + kind + " group has no integer 'shape' attribute (expected [rows, columns])");
+    throw DataError(m.where + ": " + kind + " group has no integer 'shape' attribute (expected [rows, columns])");
   }
   if (shape->size() != 2 || (*shape)[0] < 0 || (*shape)[1] < 0) {
     std::string text;
     for (std::size_t k = 0; k < shape->size(); ++k) text += (k > 0 ? ", " : "") + std::to_string((*shape)[k]);
-    throw Error(m.where + ": " + kind + " group's 'shape' attribute is [" + text +
+    throw DataError(m.where + ": " + kind + " group's 'shape' attribute is [" + text +
                 "]; expected two non-negative integers [rows, columns]");
   }
   m.sparse = true;
@@ -204,29 +204,29 @@ void open_compressed(Matrix& m, hid_t group) {
   const auto length = [&](const Id& dataset, const char* name) {
     const std::vector<hsize_t> dims = dims_of(dataset.get());
     if (dims.size() != 1) {
-      throw Error(m.where + ": '" + name + "' is a " + std::to_string(dims.size()) + "-D dataset; expected 1-D");
+      throw DataError(m.where + ": '" + name + "' is a " + std::to_string(dims.size()) + "-D dataset; expected 1-D");
     }
     return static_cast<index_t>(dims[0]);
   };
   const index_t nnz = length(m.data, "data");
   if (length(m.indices, "indices") != nnz) {
-    throw Error(m.where + ": 'indices' has " + std::to_string(length(m.indices, "indices")) +
-                " entries but 'data' has " + std::to_string(nnz));
+    throw DataError(m.where + ": 'indices' has " + std::to_string(length(m.indices, "indices")) +
+                    " entries but 'data' has " + std::to_string(nnz));
   }
   const index_t lines = m.compression.by_columns ? m.cols : m.rows;
   if (length(m.indptr, "indptr") != lines + 1) {
-    throw Error(m.where + ": 'indptr' has " + std::to_string(length(m.indptr, "indptr")) + " entries; the shape [" +
+    throw DataError(m.where + ": 'indptr' has " + std::to_string(length(m.indptr, "indptr")) + " entries; the shape [" +
                 std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] of a " + kind + " matrix needs " +
                 std::to_string(lines + 1));
   }
   const H5T_class_t data_type = class_of(m.data.get());
   if (data_type != H5T_FLOAT && data_type != H5T_INTEGER) {
-    throw Error(m.where + ": 'data' holds " + class_name(data_type) + " values; expected numbers");
+    throw DataError(m.where + ": 'data' holds " + class_name(data_type) + " values; expected numbers");
   }
   for (const auto& [dataset, name] : {std::pair{&m.indices, "indices"}, std::pair{&m.indptr, "indptr"}}) {
     if (class_of(dataset->get()) != H5T_INTEGER) {
-      throw Error(m.where + ": '" + name + "' holds " + class_name(class_of(dataset->get())) +
-                  " values; expected integers");
+      throw DataError(m.where + ": '" + name + "' holds " + class_name(class_of(dataset->get())) +
+                      " values; expected integers");
     }
   }
   std::int64_t ends[2] = {0, 0};
@@ -234,8 +234,8 @@ void open_compressed(Matrix& m, hid_t group) {
   read_1d(m.indptr.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(lines), 1, &ends[1],
           m.where + ": cannot read 'indptr'");
   if (ends[0] != 0 || ends[1] != nnz) {
-    throw Error(m.where + ": 'indptr' runs from " + std::to_string(ends[0]) + " to " + std::to_string(ends[1]) +
-                "; expected 0 to " + std::to_string(nnz) + " (the length of 'data')");
+    throw DataError(m.where + ": 'indptr' runs from " + std::to_string(ends[0]) + " to " + std::to_string(ends[1]) +
+                    "; expected 0 to " + std::to_string(nnz) + " (the length of 'data')");
   }
   m.stored = nnz;
 }
@@ -253,7 +253,7 @@ Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& 
       open_compressed(m, object.get());
       break;
     default:
-      throw Error(m.where + ": is a named datatype, not a matrix");
+      throw DataError(m.where + ": is a named datatype, not a matrix");
   }
   return m;
 }
@@ -263,7 +263,7 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
   if (!requested.empty()) {
     if (requested.front() != '/') requested = "/" + requested;
     if (!h5::exists(file, requested)) {
-      throw Error(file_path + ": has no object '" + requested + "'; the file holds " + listing(file));
+      throw DataError(file_path + ": has no object '" + requested + "'; the file holds " + listing(file));
     }
     return open_matrix(file, file_path, requested);
   }
@@ -274,7 +274,7 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
     if (h5::exists(file, "/layers")) {
       for (const std::string& name : link_names(file, "/layers")) layers += (layers.empty() ? "" : ", ") + name;
     }
-    throw Error(file_path + ": AnnData file without /X (its matrix; adata.X was None?); name a matrix as " + file_path +
+    throw DataError(file_path + ": AnnData file without /X (its matrix; adata.X was None?); name a matrix as " + file_path +
                 ":/layers/NAME" + (layers.empty() ? ". The file holds " + listing(file) : " (layers: " + layers + ")"));
   }
   std::vector<Matrix> found;
@@ -286,28 +286,29 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
   }
   if (found.size() == 1) return std::move(found.front());
   if (found.empty()) {
-    throw Error(file_path +
+    throw DataError(file_path +
                 ": holds no matrix at /X or at the root (a 2-D dataset, or a CSR or CSC group with data, indices, "
                 "indptr and a shape attribute); name one as " +
                 file_path + ":/path. The file holds " + listing(file));
   }
   std::string names;
   for (const Matrix& m : found) names += (names.empty() ? "" : ", ") + m.where.substr(file_path.size() + 1);
-  throw Error(file_path + ": holds several matrices (" + names + "); name one, e.g. " + found.front().where);
+  throw DataError(file_path + ": holds several matrices (" + names + "); name one, e.g. " + found.front().where);
 }
 
 /// A readable HDF5 file (checked by each rank on its own before any collective open).
 void check_file(const std::string& file) {
   { const detail::InputFile probe(file); }  // "cannot open: No such file or directory" and the like
   const htri_t hdf5 = H5Fis_hdf5(file.c_str());
-  if (hdf5 == 0) throw Error(file + ": not an HDF5 file (no HDF5 signature found)");
+  if (hdf5 == 0) throw DataError(file + ": not an HDF5 file (no HDF5 signature found)");
   if (hdf5 < 0) h5::fail(file + ": cannot check whether it is an HDF5 file");
 }
 
 void check_range(const Matrix& m, const char* what, dist::Range range, index_t extent) {
   if (range.first < 0 || range.first > range.last || range.last > extent) {
-    throw Error(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " + std::to_string(range.last) +
-                ") is out of bounds for a " + std::to_string(m.rows) + "x" + std::to_string(m.cols) + " matrix");
+    throw DataError(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " +
+                    std::to_string(range.last) + ") is out of bounds for a " + std::to_string(m.rows) + "x" +
+                    std::to_string(m.cols) + " matrix");
   }
 }
 
@@ -355,12 +356,12 @@ CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols
           m.where + ": cannot read 'indptr'");
   for (index_t i = 0; i < count_lines; ++i) {
     if (ptr[i + 1] < ptr[i]) {
-      throw Error(m.where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(lines.first + i) + " (from " +
+      throw DataError(m.where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(lines.first + i) + " (from " +
                   std::to_string(ptr[i]) + " to " + std::to_string(ptr[i + 1]) + ")");
     }
   }
   if (ptr[0] < 0 || ptr[count_lines] > m.stored) {
-    throw Error(m.where + ": 'indptr' of " + c.major() + "s [" + std::to_string(lines.first) + ", " +
+    throw DataError(m.where + ": 'indptr' of " + c.major() + "s [" + std::to_string(lines.first) + ", " +
                 std::to_string(lines.last) + ") points outside the " + std::to_string(m.stored) + " stored entries");
   }
   // The lines' entries in chunks, so the extra memory stays bounded whatever the block's size.

@@ -41,7 +41,7 @@ std::string temporary_name(const std::string& path) {
   return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
 }
 
-[[noreturn]] void fail_errno(const std::string& what, int error) { throw Error(what + ": " + std::strerror(error)); }
+[[noreturn]] void fail_errno(const std::string& what, int error) { throw IoError(what + ": " + std::strerror(error)); }
 
 /// Runs `fill(file)` on a new file that replaces `path` atomically (append=false), or on `path` itself,
 /// created when absent (append=true).

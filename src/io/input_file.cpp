@@ -15,6 +15,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "io/regular_file.hpp"
 
 namespace dnmf::io::detail {
 namespace {
@@ -23,23 +24,18 @@ namespace {
 constexpr std::size_t kMaxReadBytes = std::size_t{1} << 30;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what, int error) {
-  throw Error(path + ": " + what + ": " + std::strerror(error));
+  throw IoError(path + ": " + what + ": " + std::strerror(error));
 }
 
 }  // namespace
 
 InputFile::InputFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail(path, "cannot open", errno);
+  fd_ = open_regular_file(path);
   struct stat info {};
   if (::fstat(fd_, &info) != 0) {
     const int error = errno;
     ::close(fd_);
     fail(path, "cannot stat", error);
-  }
-  if (S_ISDIR(info.st_mode)) {
-    ::close(fd_);
-    throw Error(path + ": is a directory, not a matrix file");
   }
   size_ = static_cast<std::uint64_t>(info.st_size);
 }
@@ -55,8 +51,8 @@ void InputFile::read_exact(std::uint64_t offset, void* buffer, std::size_t count
       fail(path_, "read error at byte " + std::to_string(offset), errno);
     }
     if (got == 0) {
-      throw Error(path_ + ": unexpected end of file at byte " + std::to_string(offset) +
-                  " (was the file changed while it was being read?)");
+      throw DataError(path_ + ": unexpected end of file at byte " + std::to_string(offset) +
+                      " (was the file changed while it was being read?)");
     }
     out += got;
     offset += static_cast<std::uint64_t>(got);

@@ -28,7 +28,7 @@ using detail::InputFile;
 constexpr std::size_t kChunkBytes = std::size_t{16} << 20;
 
 [[noreturn]] void fail_at(const std::string& path, index_t line, const std::string& problem) {
-  throw Error(path + ":" + std::to_string(line) + ": " + problem);
+  throw DataError(path + ":" + std::to_string(line) + ": " + problem);
 }
 
 template <class T>

@@ -29,13 +29,13 @@ using detail::InputFile;
 // Header: read on rank 0, the same answer (or error) everywhere.
 
 mtx::Header broadcast_header(const std::string& path, dist::Communicator& comm) {
-  std::optional<std::string> failure;
+  std::optional<Error> failure;
   mtx::Header h;
   if (comm.rank() == 0) {
     try {
       h = mtx::read_header(InputFile(path));
     } catch (const Error& e) {
-      failure = e.what();
+      failure = e;
     }
   }
   if (comm.size() == 1) {
@@ -46,7 +46,9 @@ mtx::Header broadcast_header(const std::string& path, dist::Communicator& comm) 
       static_cast<std::int64_t>(h.field),       h.symmetric ? 1 : 0, h.rows, h.cols, h.entries, h.size_line,
       static_cast<std::int64_t>(h.data_offset), failure ? 1 : 0};
   comm.broadcast(fields, 8, dist::Scalar::i64, 0);
-  if (fields[7] != 0) detail::raise_everywhere(comm, 0, failure.value_or(std::string()));
+  if (fields[7] != 0)
+    detail::raise_everywhere(comm, 0, failure ? failure->what() : std::string(),
+                             failure ? failure->kind() : ErrorKind::general);
   h.field = static_cast<mtx::Field>(fields[0]);
   h.symmetric = fields[1] != 0;
   h.rows = fields[2];
@@ -375,7 +377,7 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
         message = path + ": " + what;
       }
     }
-    detail::raise_on(comm, holder, path, message);
+    detail::raise_on(comm, holder, path, message, ErrorKind::data);
   }
   if (failing >= 0) {
     std::string message;
@@ -385,12 +387,13 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
                     : path + ":" + std::to_string(h.size_line + lines_before_failing + parsed.failure_line + 1) + ": " +
                           parsed.problem;
     }
-    detail::raise_on(comm, failing, path, message);
+    detail::raise_on(comm, failing, path, message, ErrorKind::data);
   }
   if (total_entries < h.entries) {  // every rank knows this message: no broadcast needed
     throw CollectiveError(path + ":" + std::to_string(h.size_line + total_lines + 1) +
-                          ": truncated: the file ends after " + std::to_string(total_entries) + " of the " +
-                          std::to_string(h.entries) + " entries announced on line " + size_line);
+                              ": truncated: the file ends after " + std::to_string(total_entries) + " of the " +
+                              std::to_string(h.entries) + " entries announced on line " + size_line,
+                          ErrorKind::data);
   }
   file.reset();
 

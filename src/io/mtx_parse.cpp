@@ -23,7 +23,7 @@ constexpr double kFloatOverflow = 0x1.ffffffp127;
 constexpr std::size_t kHeaderChunk = std::size_t{64} << 10;
 
 [[noreturn]] void fail_at(const std::string& path, index_t line, const std::string& problem) {
-  throw Error(path + ":" + std::to_string(line) + ": " + problem);
+  throw DataError(path + ":" + std::to_string(line) + ": " + problem);
 }
 
 /// A token quoted for a message: control bytes replaced, long tokens cut.

@@ -36,7 +36,7 @@ constexpr std::string_view kMagic("\x93NUMPY", 6);
 // Conversion buffer size: large enough that reads are efficient, small enough to stay cache-friendly.
 constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) { throw Error(path + ": " + problem); }
+[[noreturn]] void fail(const std::string& path, const std::string& problem) { throw DataError(path + ": " + problem); }
 
 /// Header text made safe for a one-line message: control bytes escaped, long text cut.
 std::string printable(std::string_view text, std::size_t limit = 100) {

@@ -85,10 +85,10 @@ NpyHeader vector_header(const ZipArchive& zip, std::size_t index, bool integers)
   const NpyArrayHeader array = member_header(zip, index);
   const NpyHeader header = matrix_header(array, zip.size(index), where);
   if (array.shape.size() != 1) {
-    throw Error(where + ": is a " + std::to_string(array.shape.size()) + "-D array; expected a 1-D array");
+    throw DataError(where + ": is a " + std::to_string(array.shape.size()) + "-D array; expected a 1-D array");
   }
   if (integers && header.kind == 'f') {
-    throw Error(where + ": holds dtype '" + array.descr + "'; expected integers (int32 or int64)");
+    throw DataError(where + ": holds dtype '" + array.descr + "'; expected integers (int32 or int64)");
   }
   return header;
 }
@@ -105,7 +105,7 @@ std::vector<std::int64_t> read_integers(const ZipArchive& zip, std::size_t index
 
 std::string read_small(const ZipArchive& zip, std::size_t index) {
   if (zip.size(index) > kSmallMember) {
-    throw Error(member_where(zip, index) + ": is " + std::to_string(zip.size(index)) +
+    throw DataError(member_where(zip, index) + ": is " + std::to_string(zip.size(index)) +
                 " bytes; scipy.sparse.save_npz writes a few bytes there");
   }
   return zip.read(index);
@@ -126,7 +126,7 @@ std::string sparse_format(const ZipArchive& zip, std::size_t index) {
   const std::size_t length = numbered ? std::stoul(std::string(digits)) : 0;
   if ((kind != 'S' && kind != 'U') || length == 0 || !array.shape.empty() ||
       array.data_offset + length * width > bytes.size()) {
-    throw Error(where + ": expected a 0-D byte string such as b'csr' (as scipy.sparse.save_npz writes), found dtype '" +
+    throw DataError(where + ": expected a 0-D byte string such as b'csr' (as scipy.sparse.save_npz writes), found dtype '" +
                 array.descr + "'");
   }
   std::string text;
@@ -145,14 +145,14 @@ Located locate_sparse(const ZipArchive& zip, std::size_t format_member) {
   // The format first: a COO or BSR archive has other members, and saying so beats naming a missing one.
   const std::string format = sparse_format(zip, format_member);
   if (format != "csr" && format != "csc") {
-    throw Error(zip.path() + ": holds a scipy.sparse '" + format +
+    throw DataError(zip.path() + ": holds a scipy.sparse '" + format +
                 "' matrix; dnmf reads CSR and CSC (save matrix.tocsr() instead)");
   }
   std::size_t index[5] = {};
   for (std::size_t k = 0; k < 5; ++k) {
     const auto found = zip.find(kSparseMembers[k]);
     if (!found) {
-      throw Error(zip.path() + ": has no member '" + kSparseMembers[k] +
+      throw DataError(zip.path() + ": has no member '" + kSparseMembers[k] +
                   "'; a scipy.sparse.save_npz archive holds format, shape, data, indices and indptr (this one "
                   "holds " +
                   joined(array_names(zip)) + ")");
@@ -165,7 +165,7 @@ Located locate_sparse(const ZipArchive& zip, std::size_t format_member) {
   if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0) {
     std::string text;
     for (const std::int64_t extent : shape) text += (text.empty() ? "" : ", ") + std::to_string(extent);
-    throw Error(member_where(zip, index[1]) + ": is (" + text +
+    throw DataError(member_where(zip, index[1]) + ": is (" + text +
                 "); expected two non-negative integers (rows, columns)");
   }
   m.rows = shape[0];
@@ -178,12 +178,12 @@ Located locate_sparse(const ZipArchive& zip, std::size_t format_member) {
   const NpyHeader indptr_header = vector_header(zip, m.indptr, true);
   m.stored = m.data_header.rows;
   if (m.indices_header.rows != m.stored) {
-    throw Error(zip.path() + ": 'indices.npy' has " + std::to_string(m.indices_header.rows) +
+    throw DataError(zip.path() + ": 'indices.npy' has " + std::to_string(m.indices_header.rows) +
                 " entries but 'data.npy' has " + std::to_string(m.stored));
   }
   const index_t lines = m.compression.by_columns ? m.cols : m.rows;
   if (indptr_header.rows != lines + 1) {
-    throw Error(zip.path() + ": 'indptr.npy' has " + std::to_string(indptr_header.rows) + " entries; the shape (" +
+    throw DataError(zip.path() + ": 'indptr.npy' has " + std::to_string(indptr_header.rows) + " entries; the shape (" +
                 std::to_string(m.rows) + ", " + std::to_string(m.cols) + ") of a " + (format == "csc" ? "CSC" : "CSR") +
                 " matrix needs " + std::to_string(lines + 1));
   }
@@ -208,19 +208,19 @@ Located locate(const ZipArchive& zip, const std::string& requested) {
     std::optional<std::size_t> index = zip.find(requested + ".npy");
     if (!index) index = zip.find(requested);
     if (!index) {
-      throw Error(zip.path() + ": has no array '" + requested + "'; it holds " + joined(array_names(zip)));
+      throw DataError(zip.path() + ": has no array '" + requested + "'; it holds " + joined(array_names(zip)));
     }
     return locate_dense(zip, *index, requested);
   }
   if (const auto format = zip.find("format.npy")) return locate_sparse(zip, *format);
   const std::vector<std::string> names = array_names(zip);
   if (names.empty()) {
-    throw Error(zip.path() +
+    throw DataError(zip.path() +
                 ": holds no arrays (no .npy members); expected an archive written by numpy.savez or "
                 "scipy.sparse.save_npz");
   }
   if (names.size() > 1) {
-    throw Error(zip.path() + ": holds several arrays (" + joined(names) + "); name one as " + zip.path() + ":" +
+    throw DataError(zip.path() + ": holds several arrays (" + joined(names) + "); name one as " + zip.path() + ":" +
                 names.front());
   }
   return locate_dense(zip, *zip.find(names.front() + ".npy"), names.front());
@@ -228,7 +228,7 @@ Located locate(const ZipArchive& zip, const std::string& requested) {
 
 void check_range(const Located& m, const char* what, dist::Range range, index_t extent) {
   if (range.first < 0 || range.first > range.last || range.last > extent) {
-    throw Error(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " + std::to_string(range.last) +
+    throw DataError(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " + std::to_string(range.last) +
                 ") is out of bounds for a " + std::to_string(m.rows) + "x" + std::to_string(m.cols) + " matrix");
   }
 }

@@ -34,7 +34,7 @@ std::string shortest_repr(T value) {
 
 template <class T>
 [[noreturn]] void report(const std::string& source, index_t row, index_t col, T value) {
-  throw Error(source + ": " + describe_bad_entry(row, col, value));
+  throw DataError(source + ": " + describe_bad_entry(row, col, value));
 }
 
 // Branch-free over the whole run so that the common all-good case vectorises; the rare bad run is
@@ -111,10 +111,10 @@ FileFormat format_of(const std::string& path) {
   if (name.ends_with(".dcsr")) return FileFormat::dcsr;
   for (const char* compressed : {".gz", ".bz2", ".xz", ".zst"}) {
     if (name.ends_with(compressed)) {
-      throw Error(path + ": compressed input is not supported (decompress it first; expected " + kInputFormats + ")");
+      throw UsageError(path + ": compressed input is not supported (decompress it first; expected " + kInputFormats + ")");
     }
   }
-  throw Error(path + ": unknown input format (expected " + kInputFormats + ")");
+  throw UsageError(path + ": unknown input format (expected " + kInputFormats + ")");
 }
 
 template void check_nonnegative<float>(DenseView<const float>, const std::string&);

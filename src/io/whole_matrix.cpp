@@ -79,12 +79,13 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
 template <class T>
 MatrixShape convert_matrix(const std::string& input, const std::string& output) {
   if (input.ends_with(".dcsr")) {
-    if (!output.ends_with(".mtx")) throw Error(output + ": a .dcsr file converts to .mtx");
+    if (!output.ends_with(".mtx")) throw UsageError(output + ": a .dcsr file converts to .mtx");
     const CsrMatrix<T> a = read_dcsr<T>(input);
     write_mtx<T>(output, a.view());
     return {a.rows(), a.cols(), a.nnz(), true};
   }
-  if (!output.ends_with(".dcsr")) throw Error(output + ": the output must end in .dcsr (or convert a .dcsr to .mtx)");
+  if (!output.ends_with(".dcsr"))
+    throw UsageError(output + ": the output must end in .dcsr (or convert a .dcsr to .mtx)");
   dist::SingleCommunicator self;
   const MatrixShape shape = read_shape(input, self);
   LocalBlock<T> block = read_block<T>(input, {0, shape.rows}, {0, shape.cols}, self);

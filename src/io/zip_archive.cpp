@@ -47,7 +47,11 @@ ZipArchive::ZipArchive(const std::string& path) : path_(path) {
   { const InputFile probe(path); }  // "cannot open: No such file or directory", "is a directory", as elsewhere
   int code = 0;
   archive_ = zip_open(path.c_str(), ZIP_RDONLY, &code);
-  if (archive_ == nullptr) throw Error(path + ": " + open_problem(code));
+  if (archive_ == nullptr) {
+    // A file that is there but is no (intact) zip is bad data; one that cannot be opened or read is I/O.
+    if (code == ZIP_ER_NOZIP || code == ZIP_ER_INCONS) throw DataError(path + ": " + open_problem(code));
+    throw IoError(path + ": " + open_problem(code));
+  }
   const zip_int64_t count = zip_get_num_entries(archive_, 0);
   for (zip_int64_t k = 0; k < count; ++k) {
     const char* name = zip_get_name(archive_, static_cast<zip_uint64_t>(k), ZIP_FL_ENC_GUESS);
@@ -70,15 +74,15 @@ std::uint64_t ZipArchive::size(std::size_t index) const {
   zip_stat_t stat;
   zip_stat_init(&stat);
   if (zip_stat_index(archive_, index, 0, &stat) != 0 || (stat.valid & ZIP_STAT_SIZE) == 0) {
-    throw Error(where + ": cannot read the member's directory entry: " + zip_strerror(archive_));
+    throw DataError(where + ": cannot read the member's directory entry: " + zip_strerror(archive_));
   }
   const bool known_compressed = (stat.valid & ZIP_STAT_COMP_SIZE) != 0 && (stat.valid & ZIP_STAT_COMP_METHOD) != 0;
   if (known_compressed && stat.comp_method == ZIP_CM_STORE && stat.size != stat.comp_size) {
-    throw Error(where + ": damaged zip entry: a stored (uncompressed) member of " + std::to_string(stat.comp_size) +
+    throw DataError(where + ": damaged zip entry: a stored (uncompressed) member of " + std::to_string(stat.comp_size) +
                 " bytes claims " + std::to_string(stat.size));
   }
   if (known_compressed && stat.comp_method == ZIP_CM_DEFLATE && stat.size / kMaxDeflateRatio > stat.comp_size + 1) {
-    throw Error(where + ": damaged zip entry: " + std::to_string(stat.comp_size) + " compressed bytes claim to hold " +
+    throw DataError(where + ": damaged zip entry: " + std::to_string(stat.comp_size) + " compressed bytes claim to hold " +
                 std::to_string(stat.size) + ", more than deflate can expand to");
   }
   return stat.size;
@@ -97,19 +101,19 @@ std::string ZipArchive::read_bytes(std::size_t index, std::uint64_t count, bool 
     if (count > std::numeric_limits<std::size_t>::max()) throw std::length_error("member too large");
     bytes.resize(to_size(count));
   } catch (const std::bad_alloc&) {
-    throw Error(where + ": cannot allocate " + std::to_string(count) + " bytes to uncompress the member");
+    throw IoError(where + ": cannot allocate " + std::to_string(count) + " bytes to uncompress the member");
   } catch (const std::length_error&) {
-    throw Error(where + ": cannot allocate " + std::to_string(count) + " bytes to uncompress the member");
+    throw IoError(where + ": cannot allocate " + std::to_string(count) + " bytes to uncompress the member");
   }
   const std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive_, index, 0), zip_fclose);
-  if (!file) throw Error(where + ": cannot open the member: " + zip_strerror(archive_));
+  if (!file) throw DataError(where + ": cannot open the member: " + zip_strerror(archive_));
   const auto failed = [&] { return Error(where + ": cannot uncompress: " + zip_file_strerror(file.get())); };
   std::uint64_t got = 0;
   while (got < count) {
     const zip_int64_t n = zip_fread(file.get(), bytes.data() + got, count - got);
     if (n < 0) throw failed();
     if (n == 0) {
-      throw Error(where + ": the member ends after " + std::to_string(got) + " of the " + std::to_string(count) +
+      throw DataError(where + ": the member ends after " + std::to_string(got) + " of the " + std::to_string(count) +
                   " bytes its directory entry states (damaged archive)");
     }
     got += static_cast<std::uint64_t>(n);
@@ -120,7 +124,7 @@ std::string ZipArchive::read_bytes(std::size_t index, std::uint64_t count, bool 
     const zip_int64_t n = zip_fread(file.get(), &extra, 1);
     if (n < 0) throw failed();
     if (n > 0) {
-      throw Error(where + ": the member holds more than the " + std::to_string(count) +
+      throw DataError(where + ": the member holds more than the " + std::to_string(count) +
                   " bytes its directory entry states (damaged archive)");
     }
   }

@@ -14,7 +14,7 @@ namespace {
 
 long long parse_count(const std::string& field, const std::string& text) {
   if (field.empty() || field.find_first_not_of("0123456789") != std::string::npos || field.size() > 12)
-    throw Error("--k: expected FIRST:LAST[:STEP] or K with whole numbers, got '" + text + "'");
+    throw UsageError("--k: expected FIRST:LAST[:STEP] or K with whole numbers, got '" + text + "'");
   return std::stoll(field);
 }
 
@@ -23,13 +23,13 @@ long long parse_count(const std::string& field, const std::string& text) {
 Perturbation parse_perturbation(const std::string& name) {
   if (name == "uniform") return Perturbation::uniform;
   if (name == "poisson") return Perturbation::poisson;
-  throw Error("perturbation '" + name + "' is not one of: uniform, poisson");
+  throw UsageError("perturbation '" + name + "' is not one of: uniform, poisson");
 }
 
 SelectionRule parse_selection_rule(const std::string& name) {
   if (name == "silhouette") return SelectionRule::silhouette;
   if (name == "wilcoxon") return SelectionRule::wilcoxon;
-  throw Error("selection rule '" + name + "' is not one of: silhouette, wilcoxon");
+  throw UsageError("selection rule '" + name + "' is not one of: silhouette, wilcoxon");
 }
 
 std::string to_string(Perturbation p) { return p == Perturbation::uniform ? "uniform" : "poisson"; }
@@ -44,14 +44,14 @@ std::vector<index_t> parse_k_range(const std::string& text) {
     if (colon == std::string::npos) break;
     begin = colon + 1;
   }
-  if (fields.size() > 3) throw Error("--k: expected FIRST:LAST[:STEP] or K, got '" + text + "'");
+  if (fields.size() > 3) throw UsageError("--k: expected FIRST:LAST[:STEP] or K, got '" + text + "'");
   const long long first = parse_count(fields[0], text);
   const long long last = fields.size() > 1 ? parse_count(fields[1], text) : first;
   const long long step = fields.size() > 2 ? parse_count(fields[2], text) : 1;
-  if (first < 1) throw Error("--k: k must be >= 1, got '" + text + "'");
-  if (last < first) throw Error("--k: the range '" + text + "' is empty (LAST < FIRST)");
-  if (step < 1) throw Error("--k: the step must be >= 1, got '" + text + "'");
-  if ((last - first) / step >= 10000) throw Error("--k: the range '" + text + "' has too many values");
+  if (first < 1) throw UsageError("--k: k must be >= 1, got '" + text + "'");
+  if (last < first) throw UsageError("--k: the range '" + text + "' is empty (LAST < FIRST)");
+  if (step < 1) throw UsageError("--k: the step must be >= 1, got '" + text + "'");
+  if ((last - first) / step >= 10000) throw UsageError("--k: the range '" + text + "' has too many values");
   std::vector<index_t> ks;
   for (long long k = first; k <= last; k += step) ks.push_back(static_cast<index_t>(k));
   return ks;

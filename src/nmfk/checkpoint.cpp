@@ -104,7 +104,7 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
   const fs::path dir(directory_);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error(directory_ + ": cannot create the checkpoint folder: " + ec.message());
+  if (ec) throw IoError(directory_ + ": cannot create the checkpoint folder: " + ec.message());
   const fs::path manifest = dir / "manifest.json";
   std::string notice;
   bool has_jobs = false;
@@ -131,8 +131,8 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
       if (!restart) {
         std::string list;
         for (const auto& d : diff) list += (list.empty() ? "" : "; ") + d;
-        throw Error(manifest.string() + ": the checkpoints were made with different data or options (" + list +
-                    "): use another output folder, or --restart to discard them");
+        throw UsageError(manifest.string() + ": the checkpoints were made with different data or options (" + list +
+                         "): use another output folder, or --restart to discard them");
       }
       clear(dir);
       notice = "discarded the checkpoints in " + directory_ + " (--restart; they were made with other data or options)";

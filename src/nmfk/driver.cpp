@@ -50,42 +50,42 @@ std::string number(double v) {
   return {};
 }
 
+// Option checks fail identically on every rank, and are the user's to fix: exit status 2.
+[[noreturn]] void throw_usage(const std::string& message) { throw CollectiveError(message, ErrorKind::usage); }
+
 // Every check that can fail for reasons the user controls, identical on every rank (no rank waits forever
 // for one that gave up).
 void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, index_t n, int processes) {
   if (m < 1 || n < 1)
-    throw CollectiveError("nmfk: the matrix is empty (" + std::to_string(m) + "x" + std::to_string(n) + ")");
-  if (ks.empty()) throw CollectiveError("nmfk: no k to try (--k is empty)");
+    throw CollectiveError("nmfk: the matrix is empty (" + std::to_string(m) + "x" + std::to_string(n) + ")",
+                          ErrorKind::data);
+  if (ks.empty()) throw_usage("nmfk: no k to try (--k is empty)");
   for (index_t k : ks)
     if (k < 1 || k > std::min(m, n))
-      throw CollectiveError("nmfk: k=" + std::to_string(k) + " does not fit a " + std::to_string(m) + "x" +
-                            std::to_string(n) + " matrix: need 1 <= k <= " + std::to_string(std::min(m, n)));
-  if (o.perturbations < 1)
-    throw CollectiveError("nmfk: --perturbations must be >= 1, got " + std::to_string(o.perturbations));
-  if (!(o.epsilon >= 0 && o.epsilon < 1))
-    throw CollectiveError("nmfk: --epsilon must be in [0, 1), got " + number(o.epsilon));
+      throw_usage("nmfk: k=" + std::to_string(k) + " does not fit a " + std::to_string(m) + "x" + std::to_string(n) +
+                  " matrix: need 1 <= k <= " + std::to_string(std::min(m, n)));
+  if (o.perturbations < 1) throw_usage("nmfk: --perturbations must be >= 1, got " + std::to_string(o.perturbations));
+  if (!(o.epsilon >= 0 && o.epsilon < 1)) throw_usage("nmfk: --epsilon must be in [0, 1), got " + number(o.epsilon));
   if (!std::isfinite(o.sil_threshold) || o.sil_threshold > 1)
-    throw CollectiveError("nmfk: --sil-threshold must be a finite number <= 1, got " + number(o.sil_threshold));
+    throw_usage("nmfk: --sil-threshold must be a finite number <= 1, got " + number(o.sil_threshold));
   if (o.err_threshold && !(*o.err_threshold >= 0))
-    throw CollectiveError("nmfk: --err-threshold must be >= 0, got " + number(*o.err_threshold));
-  if (!(o.wilcoxon_alpha > 0 && o.wilcoxon_alpha < 1))
-    throw CollectiveError("nmfk: the Wilcoxon level must be in (0, 1)");
+    throw_usage("nmfk: --err-threshold must be >= 0, got " + number(*o.err_threshold));
+  if (!(o.wilcoxon_alpha > 0 && o.wilcoxon_alpha < 1)) throw_usage("nmfk: the Wilcoxon level must be in (0, 1)");
   if (o.groups < 1 || o.groups > processes)
-    throw CollectiveError("nmfk: --groups " + std::to_string(o.groups) + " needs 1 <= groups <= processes (" +
-                          std::to_string(processes) + ")");
-  if (o.max_cluster_iterations < 1) throw CollectiveError("nmfk: the clustering iteration cap must be >= 1");
-  if (!(o.accept_factor >= 1))
-    throw CollectiveError("nmfk: --accept-factor must be >= 1, got " + number(o.accept_factor));
-  if (o.factor.init == InitMethod::given) throw CollectiveError("nmfk: given initial factors make no sense for NMFk");
+    throw_usage("nmfk: --groups " + std::to_string(o.groups) + " needs 1 <= groups <= processes (" +
+                std::to_string(processes) + ")");
+  if (o.max_cluster_iterations < 1) throw_usage("nmfk: the clustering iteration cap must be >= 1");
+  if (!(o.accept_factor >= 1)) throw_usage("nmfk: --accept-factor must be >= 1, got " + number(o.accept_factor));
+  if (o.factor.init == InitMethod::given) throw_usage("nmfk: given initial factors make no sense for NMFk");
   const bool shared = processes / o.groups > 1 || processes % o.groups != 0;
   if (shared && (o.factor.init == InitMethod::nndsvd || o.factor.init == InitMethod::nndsvda))
-    throw CollectiveError("nmfk: --init " + to_string(o.factor.init) +
-                          " needs the whole matrix on one process: use --init random or one process per group");
+    throw_usage("nmfk: --init " + to_string(o.factor.init) +
+                " needs the whole matrix on one process: use --init random or one process per group");
   if (o.grid != "auto") {
     const dist::GridShape shape = dist::parse_grid(o.grid);
     if (processes % o.groups != 0 || shape.size() != processes / o.groups)
-      throw CollectiveError("nmfk: --grid " + o.grid + " must have as many ranks as each group (" +
-                            std::to_string(processes) + " processes in " + std::to_string(o.groups) + " groups)");
+      throw_usage("nmfk: --grid " + o.grid + " must have as many ranks as each group (" + std::to_string(processes) +
+                  " processes in " + std::to_string(o.groups) + " groups)");
   }
   FactorOptions check = o.factor;
   check.rank = ks.back();
@@ -265,7 +265,8 @@ class Sweep {
     block_stats(group_.block, stats_);
     group_.comm->allreduce_sum(stats_, 3);
     world_.broadcast(stats_, 3, dist::Scalar::f64, 0);  // group 0's figures for everyone: one fingerprint
-    if (!(stats_[1] > 0)) throw CollectiveError("nmfk: the matrix is all zeros: there is nothing to factorise");
+    if (!(stats_[1] > 0))
+      throw CollectiveError("nmfk: the matrix is all zeros: there is nothing to factorise", ErrorKind::data);
   }
 
   // Checkpoints: world rank 0 reads what is finished; everyone learns which jobs remain.
@@ -296,6 +297,7 @@ class Sweep {
   // On world rank 0: which jobs have a usable file (their records kept); an error there is every rank's.
   std::vector<unsigned char> read_checkpoints(const std::vector<Job>& jobs) {
     std::vector<unsigned char> finished(jobs.size(), 0);
+    ErrorKind kind = ErrorKind::general;
     std::string error;
     if (rank_ == 0) {
       try {
@@ -311,9 +313,10 @@ class Sweep {
         }
       } catch (const Error& e) {
         error = e.what();
+        kind = e.kind();
       }
     }
-    dist::throw_root_error(world_, 0, std::move(error));  // rank 0's error becomes every rank's
+    dist::throw_root_error(world_, 0, std::move(error), kind);  // rank 0's error becomes every rank's
     return finished;
   }
 

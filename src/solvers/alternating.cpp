@@ -322,8 +322,8 @@ class Iteration {
 
   void record(int it, const Figures& f, std::chrono::steady_clock::time_point start) {
     if (!std::isfinite(f.objective) || !std::isfinite(f.rel_error))
-      throw Error("numerical breakdown at iteration " + std::to_string(it) + " (" + to_string(options_.algorithm) +
-                  "): the objective is not finite");
+      throw NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
+                           to_string(options_.algorithm) + "): the objective is not finite");
     result_.rel_error_history.push_back(f.rel_error);
     result_.objective_history.push_back(f.objective);
     result_.iterations = it;

@@ -15,7 +15,7 @@ E parse_named(const std::array<std::pair<const char*, E>, N>& names, const std::
     if (text == name) return value;
     valid += valid.empty() ? name : std::string(", ") + name;
   }
-  throw Error(std::string(what) + " '" + text + "' is not one of: " + valid);
+  throw UsageError(std::string(what) + " '" + text + "' is not one of: " + valid);
 }
 
 template <class E, std::size_t N>

@@ -107,16 +107,16 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
 
 void check_options(const FactorOptions& o, index_t m, index_t n) {
   const index_t limit = std::min(m, n);
-  if (m < 1 || n < 1) throw Error("the matrix is empty (" + std::to_string(m) + "x" + std::to_string(n) + ")");
+  if (m < 1 || n < 1) throw DataError("the matrix is empty (" + std::to_string(m) + "x" + std::to_string(n) + ")");
   if (o.rank < 1 || o.rank > limit)
-    throw Error("rank k=" + std::to_string(o.rank) + " does not fit a " + std::to_string(m) + "x" + std::to_string(n) +
-                " matrix: need 1 <= k <= " + std::to_string(limit));
-  if (o.max_iterations < 0) throw Error("iterations must be >= 0, got " + std::to_string(o.max_iterations));
-  if (!(o.tol >= 0) || !std::isfinite(o.tol)) throw Error("tol must be a finite number >= 0");
+    throw UsageError("rank k=" + std::to_string(o.rank) + " does not fit a " + std::to_string(m) + "x" +
+                     std::to_string(n) + " matrix: need 1 <= k <= " + std::to_string(limit));
+  if (o.max_iterations < 0) throw UsageError("iterations must be >= 0, got " + std::to_string(o.max_iterations));
+  if (!(o.tol >= 0) || !std::isfinite(o.tol)) throw UsageError("tol must be a finite number >= 0");
   const auto& p = o.penalties;
   for (double v : {p.l1_w, p.l2_w, p.l1_h, p.l2_h})
-    if (!(v >= 0) || !std::isfinite(v)) throw Error("penalties must be finite and >= 0");
-  if (o.threads < 0) throw Error("threads must be >= 0");
+    if (!(v >= 0) || !std::isfinite(v)) throw UsageError("penalties must be finite and >= 0");
+  if (o.threads < 0) throw UsageError("threads must be >= 0");
 }
 
 template <class T>
@@ -132,7 +132,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   double sums[2] = {local.sum, local.squared_norm};
   world.allreduce_sum(sums, 2);
   out.stats = {sums[0], sums[1]};
-  if (!(out.stats.squared_norm > 0)) throw Error("the matrix is all zeros: there is nothing to factorise");
+  if (!(out.stats.squared_norm > 0)) throw DataError("the matrix is all zeros: there is nothing to factorise");
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
@@ -182,8 +182,7 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
 
 template Solution<float> solve<float>(backend::Kernels<float>&, backend::Kernels<float>&, backend::Operand<float>&,
                                       const MatrixRef<float>*, const dist::Grid&, const dist::Layout&,
-                                      const FactorOptions&, const DenseMatrix<float>*, const DenseMatrix<float>*,
-                                      bool);
+                                      const FactorOptions&, const DenseMatrix<float>*, const DenseMatrix<float>*, bool);
 template Solution<double> solve<double>(backend::Kernels<double>&, backend::Kernels<double>&, backend::Operand<double>&,
                                         const MatrixRef<double>*, const dist::Grid&, const dist::Layout&,
                                         const FactorOptions&, const DenseMatrix<double>*, const DenseMatrix<double>*,

@@ -17,9 +17,10 @@ DcsrSource<T>::DcsrSource(const std::string& path, dist::Range rows, dist::Range
     : file_(path), header_(io::read_dcsr_header(file_)), rows_(rows), cols_(cols) {
   if (rows.first < 0 || rows.first > rows.last || rows.last > header_.rows || cols.first < 0 ||
       cols.first > cols.last || cols.last > header_.cols)
-    throw Error(path + ": block rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
-                ") x columns [" + std::to_string(cols.first) + ", " + std::to_string(cols.last) + ") is outside the " +
-                std::to_string(header_.rows) + "x" + std::to_string(header_.cols) + " matrix");
+    throw DataError(path + ": block rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
+                    ") x columns [" + std::to_string(cols.first) + ", " + std::to_string(cols.last) +
+                    ") is outside the " + std::to_string(header_.rows) + "x" + std::to_string(header_.cols) +
+                    " matrix");
   scan_rows([&](index_t, index_t nnz) {
     row_nnz_ += nnz;
     max_row_ = std::max(max_row_, nnz);
@@ -38,9 +39,9 @@ void DcsrSource<T>::scan_rows(Visit visit) const {
     for (index_t q = 0; q < n; ++q) {
       const index_t a = starts[to_size(q)], b = starts[to_size(q + 1)];
       if (a < 0 || b < a || b > header_.nnz)
-        throw Error(name() + ": row pointers of row " + std::to_string(rows_.first + i + q) + " are [" +
-                    std::to_string(a) + ", " + std::to_string(b) + "), not increasing inside [0, " +
-                    std::to_string(header_.nnz) + "] (corrupt file)");
+        throw DataError(name() + ": row pointers of row " + std::to_string(rows_.first + i + q) + " are [" +
+                        std::to_string(a) + ", " + std::to_string(b) + "), not increasing inside [0, " +
+                        std::to_string(header_.nnz) + "] (corrupt file)");
       visit(i + q, b - a);
     }
   }
@@ -71,8 +72,8 @@ std::vector<TileExtent> DcsrSource<T>::partition(std::size_t max_tile_bytes) con
   };
   scan_rows([&](index_t i, index_t row) {
     if (tile_bytes<T>(true, row, 1) > max_tile_bytes)
-      throw Error(name() + ": row " + std::to_string(rows_.first + i) + " holds " + std::to_string(row) +
-                  " entries, more than a tile of " + std::to_string(max_tile_bytes) + " bytes can take");
+      throw DataError(name() + ": row " + std::to_string(rows_.first + i) + " holds " + std::to_string(row) +
+                      " entries, more than a tile of " + std::to_string(max_tile_bytes) + " bytes can take");
     if (i > start && tile_bytes<T>(true, nnz + row, i + 1 - start) > max_tile_bytes) close(i);
     nnz += row;
     if (tile_bytes<T>(true, nnz, i + 1 - start) >= target) close(i + 1);
@@ -88,7 +89,7 @@ void DcsrSource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate)
   tile.rows = extent.range.size();
   tile.cols = cols();
   tile.bytes_read = 0;
-  if (tile.indptr.capacity() < to_size(tile.rows + 1)) throw Error("internal: tile larger than its slot");
+  if (tile.indptr.capacity() < to_size(tile.rows + 1)) throw DataError("internal: tile larger than its slot");
   tile.nnz = io::read_dcsr_rows(file_, header_, rows_.first + extent.range.first, tile.rows, cols_, tile.indptr.data(),
                                 tile.indices.data(), tile.values.data(),
                                 std::min(tile.indices.capacity(), tile.values.capacity()), validate, staging_,

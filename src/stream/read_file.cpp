@@ -9,17 +9,17 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "io/regular_file.hpp"
 
 namespace dnmf::stream {
 
 ReadFile::ReadFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw Error(path + ": cannot open (" + std::strerror(errno) + ")");
+  fd_ = io::detail::open_regular_file(path);
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {
     const int err = errno;
     ::close(fd_);
-    throw Error(path + ": cannot stat (" + std::strerror(err) + ")");
+    throw IoError(path + ": cannot stat (" + std::strerror(err) + ")");
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }
@@ -38,12 +38,12 @@ void ReadFile::read(std::uint64_t offset, void* buffer, std::size_t count) const
     const ssize_t got = ::pread(fd_, out, ask, static_cast<off_t>(offset));
     if (got < 0) {
       if (errno == EINTR) continue;
-      throw Error(path_ + ": read of " + std::to_string(ask) + " bytes at offset " + std::to_string(offset) +
-                  " failed (" + std::strerror(errno) + ")");
+      throw IoError(path_ + ": read of " + std::to_string(ask) + " bytes at offset " + std::to_string(offset) +
+                    " failed (" + std::strerror(errno) + ")");
     }
     if (got == 0)
-      throw Error(path_ + ": file ends at " + std::to_string(offset) + " bytes, " + std::to_string(count) +
-                  " more were expected (truncated?)");
+      throw DataError(path_ + ": file ends at " + std::to_string(offset) + " bytes, " + std::to_string(count) +
+                      " more were expected (truncated?)");
     out += got;
     offset += static_cast<std::uint64_t>(got);
     count -= to_size(got);

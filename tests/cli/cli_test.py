@@ -174,11 +174,12 @@ class Context:
     def path(self, *parts):
         return os.path.join(self.work, *parts)
 
-    def run(self, *args, timeout=240):
+    def run(self, *args, timeout=240, env=None, preexec_fn=None):
         """Runs dnmf with the scratch directory as working directory (so messages carry short names)."""
         args = [str(a) for a in args]
+        full_env = dict(os.environ, **(env or {}))
         completed = subprocess.run([self.dnmf] + args, cwd=self.work, capture_output=True, text=True,
-                                   timeout=timeout)
+                                   timeout=timeout, env=full_env, preexec_fn=preexec_fn)
         result = Result(args, completed)
         print(result.describe()[-4000:])
         return result
@@ -195,14 +196,16 @@ class Context:
         with open(self.path(out_dir, "report.json")) as f:
             return json.load(f)
 
-    def expect_error(self, args, needles, out_dir="out"):
-        """A failure: non-zero exit, one line `dnmf: error: ...` on stderr containing every needle, no output."""
+    def expect_error(self, args, needles, out_dir="out", code=None, env=None, timeout=240):
+        """A failure: non-zero exit (`code` when given: the class of the error, docs/reliability.md), one line
+        `dnmf: error: ...` on stderr containing every needle, no output."""
         if out_dir and os.path.isdir(self.path(out_dir)):
             before = sorted(os.listdir(self.path(out_dir)))
         else:
             before = None
-        result = self.run(*args)
+        result = self.run(*args, env=env, timeout=timeout)
         check(result.rc != 0, "expected failure:\n" + result.describe())
+        check(code is None or result.rc == code, "expected exit status %s:\n%s" % (code, result.describe()))
         lines = result.stderr.splitlines()
         check(len(lines) == 1, "expected exactly one line on stderr, got %d:\n%s" % (len(lines), result.stderr))
         check(lines[0].startswith("dnmf: error: "), "stderr does not start with 'dnmf: error: ': " + lines[0])
@@ -273,8 +276,8 @@ def report_fields(ctx):
     ctx.ok("factor", "A.npy", "-k", 4, "--algo", "mu", "--iters", 30, "--tol", 0, "--seed", 7, "--threads", 2,
            "--grid", "1x1", "-o", "out")
     r = ctx.report("out")
-    check(sorted(os.listdir(ctx.path("out"))) == ["H.npy", "W.npy", "report.json"],
-          "out/ must hold exactly W.npy, H.npy, report.json: %s" % os.listdir(ctx.path("out")))
+    check(sorted(os.listdir(ctx.path("out"))) == [".dnmf-output-set", "H.npy", "W.npy", "report.json"],
+          "out/ must hold exactly W.npy, H.npy, report.json and the set's marker: %s" % os.listdir(ctx.path("out")))
     expected_types = {
         "input": str, "format": str, "m": int, "n": int, "nnz": int, "k": int, "algo": str, "init": str,
         "seed": int, "precision": str, "backend": str, "threads": int, "fused": bool, "iterations": int,
@@ -315,8 +318,9 @@ def report_fields(ctx):
     r = ctx.report("out")
     check(r["precision"] == "f32" and r["fused"] is False, "precision %r fused %r" % (r["precision"], r["fused"]))
     check(Npy(ctx.path("out", "W.npy")).descr == "<f4", "f32 run must write <f4 factors")
-    check(sorted(os.listdir(ctx.path("out"))) == ["H.npy", "W.npy", "report.json"],
+    check(sorted(os.listdir(ctx.path("out"))) == [".dnmf-output-set", "H.npy", "W.npy", "report.json"],
           "no temporary files may remain: %s" % os.listdir(ctx.path("out")))
+    check(leftovers(ctx) == [], "no staging folder may remain: %s" % leftovers(ctx))
 
 
 @case
@@ -560,7 +564,7 @@ def help(ctx):
     for flag in ("--algo", "--iters", "--tol", "--init", "--seed", "--precision", "--backend", "--threads",
                  "--no-fuse", "--l1-w", "--l2-h", "--memory-budget", "--grid", "--quiet", "--output"):
         check(flag in result.stdout, "dnmf factor --help lacks %s" % flag)
-    ctx.expect_error([], ["subcommand"], out_dir=None)
+    ctx.expect_error([], ["subcommand"], out_dir=None, code=2)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -576,121 +580,123 @@ def matrix_with(value, at, rows=5, cols=4):
 @case
 def err_negative(ctx):
     write_bytes(ctx.path("neg.npy"), npy_bytes(matrix_with(-2.5, (3, 2))))
-    ctx.expect_error(["factor", "neg.npy", "-k", 2, "-o", "out"], ["neg.npy", "row 3", "column 2", "-2.5"])
+    ctx.expect_error(["factor", "neg.npy", "-k", 2, "-o", "out"], ["neg.npy", "row 3", "column 2", "-2.5"], code=3)
     # Fortran order on disk must report the same logical position.
     write_bytes(ctx.path("negf.npy"), npy_bytes(matrix_with(-7.0, (1, 3)), fortran=True))
-    ctx.expect_error(["factor", "negf.npy", "-k", 2, "-o", "out"], ["negf.npy", "row 1", "column 3", "-7"])
-    # An existing output directory keeps its contents untouched.
-    os.makedirs(ctx.path("keep"))
-    write_text(ctx.path("keep", "notes.txt"), "mine\n")
-    ctx.expect_error(["factor", "neg.npy", "-k", 2, "-o", "keep"], ["neg.npy", "row 3"], out_dir="keep")
+    ctx.expect_error(["factor", "negf.npy", "-k", 2, "-o", "out"], ["negf.npy", "row 1", "column 3", "-7"], code=3)
+    # An existing output set is kept untouched by a failed run.
+    small_dense(ctx)
+    ctx.ok("factor", "A.npy", "-k", 2, "-o", "keep")
+    before = set_bytes(ctx, "keep")
+    ctx.expect_error(["factor", "neg.npy", "-k", 2, "-o", "keep"], ["neg.npy", "row 3"], out_dir="keep", code=3)
+    check(set_bytes(ctx, "keep") == before, "a failed run changed the previous output set")
     # Sparse input names the position too (1-based 3 2 in the file is row 2, column 1).
     write_text(ctx.path("neg.mtx"), "%%MatrixMarket matrix coordinate real general\n4 4 2\n1 1 1.0\n3 2 -0.5\n")
-    ctx.expect_error(["factor", "neg.mtx", "-k", 2, "-o", "out"], ["neg.mtx", "row 2", "column 1"])
+    ctx.expect_error(["factor", "neg.mtx", "-k", 2, "-o", "out"], ["neg.mtx", "row 2", "column 1"], code=3)
 
 
 @case
 def err_nan(ctx):
     write_bytes(ctx.path("nan.npy"), npy_bytes(matrix_with(float("nan"), (1, 3))))
-    ctx.expect_error(["factor", "nan.npy", "-k", 2, "-o", "out"], ["nan.npy", "row 1", "column 3", "NaN"])
+    ctx.expect_error(["factor", "nan.npy", "-k", 2, "-o", "out"], ["nan.npy", "row 1", "column 3", "NaN"], code=3)
 
 
 @case
 def err_inf(ctx):
     write_bytes(ctx.path("inf.npy"), npy_bytes(matrix_with(float("inf"), (4, 0))))
-    ctx.expect_error(["factor", "inf.npy", "-k", 2, "-o", "out"], ["inf.npy", "row 4", "column 0", "inf"])
+    ctx.expect_error(["factor", "inf.npy", "-k", 2, "-o", "out"], ["inf.npy", "row 4", "column 0", "inf"], code=3)
 
 
 @case
 def err_truncated_npy(ctx):
     data = npy_bytes([[1.0] * 10 for _ in range(10)])
     write_bytes(ctx.path("cut.npy"), data[:-300])
-    ctx.expect_error(["factor", "cut.npy", "-k", 2, "-o", "out"], ["cut.npy", "truncated"])
+    ctx.expect_error(["factor", "cut.npy", "-k", 2, "-o", "out"], ["cut.npy", "truncated"], code=3)
 
 
 @case
 def err_malformed_npy_header(ctx):
     header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4 }"
     write_bytes(ctx.path("bad.npy"), npy_bytes([[1.0] * 4 for _ in range(3)], header_text=header))
-    ctx.expect_error(["factor", "bad.npy", "-k", 2, "-o", "out"], ["bad.npy", "malformed header"])
+    ctx.expect_error(["factor", "bad.npy", "-k", 2, "-o", "out"], ["bad.npy", "malformed header"], code=3)
 
 
 @case
 def err_malformed_mtx_header(ctx):
     write_text(ctx.path("bad.mtx"), "%%MatrixMarket matrix coordinate real\n3 3 1\n1 1 1.0\n")
-    ctx.expect_error(["factor", "bad.mtx", "-k", 2, "-o", "out"], ["bad.mtx", "header"])
+    ctx.expect_error(["factor", "bad.mtx", "-k", 2, "-o", "out"], ["bad.mtx", "header"], code=3)
 
 
 @case
 def err_mtx_index_out_of_range(ctx):
     write_text(ctx.path("range.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 2 1.0\n")
-    ctx.expect_error(["factor", "range.mtx", "-k", 2, "-o", "out"], ["range.mtx", "out of range"])
+    ctx.expect_error(["factor", "range.mtx", "-k", 2, "-o", "out"], ["range.mtx", "out of range"], code=3)
 
 
 @case
 def err_truncated_mtx(ctx):
     write_text(ctx.path("cut.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1.0\n2 2 1.0\n")
-    ctx.expect_error(["factor", "cut.mtx", "-k", 2, "-o", "out"], ["cut.mtx", "truncated"])
+    ctx.expect_error(["factor", "cut.mtx", "-k", 2, "-o", "out"], ["cut.mtx", "truncated"], code=3)
 
 
 @case
 def err_k_zero(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 0, "-o", "out"], ["A.npy", "k=0", "20x10"])
+    ctx.expect_error(["factor", "A.npy", "-k", 0, "-o", "out"], ["A.npy", "k=0", "20x10"], code=2)
 
 
 @case
 def err_k_too_large(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 11, "-o", "out"], ["A.npy", "k=11", "k <= 10"])
+    ctx.expect_error(["factor", "A.npy", "-k", 11, "-o", "out"], ["A.npy", "k=11", "k <= 10"], code=2)
 
 
 @case
 def err_unknown_flag(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--bogus-flag", "-o", "out"], ["--bogus-flag"])
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--bogus-flag", "-o", "out"], ["--bogus-flag"], code=2)
 
 
 @case
 def err_unwritable_proc(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "/proc/dnmf_out"], ["/proc/dnmf_out"], out_dir=None)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "/proc/dnmf_out"], ["/proc/dnmf_out"], out_dir=None, code=4)
     check(not os.path.exists("/proc/dnmf_out"), "/proc/dnmf_out must not exist")
 
 
 @case
 def err_unwritable_under_file(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "A.npy/out"], ["A.npy/out", "directory"], out_dir=None)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "A.npy/out"], ["A.npy/out", "directory"], out_dir=None, code=4)
     check(os.path.isfile(ctx.path("A.npy")), "the input must be left alone")
     # A missing directory tree is created, and removed again when the run fails later (here: bad k).
-    ctx.expect_error(["factor", "A.npy", "-k", 99, "-o", "new/deep/out"], ["A.npy", "k=99"], out_dir=None)
+    ctx.expect_error(["factor", "A.npy", "-k", 99, "-o", "new/deep/out"], ["A.npy", "k=99"], out_dir=None, code=2)
     check(not os.path.exists(ctx.path("new")), "directories created for a failed run must be removed")
 
 
 @case
 def err_missing_input(ctx):
-    ctx.expect_error(["factor", "nothere.npy", "-k", 2, "-o", "out"], ["nothere.npy", "No such file"])
-    ctx.expect_error(["info", "nothere.mtx"], ["nothere.mtx", "No such file"], out_dir=None)
+    ctx.expect_error(["factor", "nothere.npy", "-k", 2, "-o", "out"], ["nothere.npy", "No such file"], code=4)
+    ctx.expect_error(["info", "nothere.mtx"], ["nothere.mtx", "No such file"], out_dir=None, code=4)
 
 
 @case
 def err_unknown_extension(ctx):
     write_text(ctx.path("data.csv"), "1,2\n3,4\n")
-    ctx.expect_error(["factor", "data.csv", "-k", 1, "-o", "out"], ["data.csv", "format"])
+    ctx.expect_error(["factor", "data.csv", "-k", 1, "-o", "out"], ["data.csv", "format"], code=2)
 
 
 @case
 def err_grid(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"], ["--grid 2x2", "4 processes", "mpirun -np 4"])
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "two", "-o", "out"], ["--grid", "two"])
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"], ["--grid 2x2", "4 processes", "mpirun -np 4"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "two", "-o", "out"], ["--grid", "two"], code=2)
 
 
 @case
 def err_tf32_without_cuda(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--tf32", "-o", "out"], ["--tf32", "--backend cuda"])
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--tf32", "-o", "out"], ["--tf32", "--backend cuda"], code=2)
 
 
 @case
@@ -708,6 +714,256 @@ def err_gen_sparse_npy_name(ctx):
     ctx.expect_error(["gen", "--rows", 50, "--cols", 40, "--rank", 2, "--density", 0.1, "-o", "S.npy"],
                      ["S.npy", ".mtx"], out_dir=None)
     check(os.listdir(ctx.work) == [], "gen must write nothing on a bad -o name: %s" % os.listdir(ctx.work))
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases: reliability (docs/reliability.md). An output set is replaced whole or not at all; errors exit by class.
+
+
+def set_bytes(ctx, out_dir):
+    """{relative path: bytes} of every file under an output directory (None when it does not exist)."""
+    root = ctx.path(out_dir)
+    if not os.path.isdir(root):
+        return None
+    files = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, root)] = f.read()
+    return files
+
+
+def leftovers(ctx, base="out"):
+    """Staging or moved-aside folders of `base` in the scratch directory."""
+    return sorted(n for n in os.listdir(ctx.work) if n.startswith(base + ".tmp.") or n.startswith(base + ".old."))
+
+
+def check_complete_factor_set(ctx, out_dir, seed):
+    files = set_bytes(ctx, out_dir)
+    check(files is not None, "%s is missing" % out_dir)
+    for name in ("W.npy", "H.npy", "report.json", ".dnmf-output-set"):
+        check(name in files, "%s lacks %s: %s" % (out_dir, name, sorted(files)))
+    check(ctx.report(out_dir)["seed"] == seed, "%s holds the set of seed %s, expected %s" % (
+        out_dir, ctx.report(out_dir)["seed"], seed))
+
+
+def factor_args(seed, out="out"):
+    return ["factor", "A.npy", "-k", 3, "--seed", seed, "--iters", 20, "-q", "-o", out]
+
+
+@case
+def output_set_faults(ctx):
+    small_dense(ctx, rows=60, cols=40)
+    ctx.ok(*factor_args(1))
+    first = set_bytes(ctx, "out")
+    # An injected failure at each step of the commit: exit 4, the previous set untouched, nothing left behind.
+    for step in ("staged", "carried", "synced"):
+        ctx.expect_error(factor_args(2), ["injected failure", step], out_dir=None, code=4,
+                         env={"DNMF_TEST_FAIL_AT": step})
+        check(set_bytes(ctx, "out") == first, "a failure at %s changed the previous set" % step)
+        check(leftovers(ctx) == [], "a failure at %s left %s" % (step, leftovers(ctx)))
+    # A kill (SIGKILL: no cleanup at all) at each step: before the swap the previous set is whole, after it the
+    # new one; the next run removes what the dead one left.
+    for step, seed_after in (("staged", 1), ("carried", 1), ("synced", 1), ("exchanged", 3)):
+        result = ctx.run(*factor_args(3), env={"DNMF_TEST_KILL_AT": step})
+        check(result.rc == -9, "expected death by SIGKILL at %s:\n%s" % (step, result.describe()))
+        if seed_after == 1:
+            check(set_bytes(ctx, "out") == first, "a kill at %s changed the previous set" % step)
+        else:
+            check_complete_factor_set(ctx, "out", 3)
+        check(leftovers(ctx) != [], "a kill at %s should leave its staging folder for the next run" % step)
+        ctx.ok(*factor_args(1))
+        check(leftovers(ctx) == [], "the next run did not clean %s" % leftovers(ctx))
+        first = set_bytes(ctx, "out")
+    # Without renameat2's exchange (other file systems): the old set is moved aside, then the new one in. A kill
+    # in between leaves no `out`; the next run puts the previous set back before anything else.
+    no_exchange = {"DNMF_TEST_NO_EXCHANGE": "1"}
+    result = ctx.run(*factor_args(4), env=dict(no_exchange, DNMF_TEST_KILL_AT="aside"))
+    check(result.rc == -9 and not os.path.exists(ctx.path("out")), "expected out moved aside:\n" + result.describe())
+    ctx.expect_error(factor_args(5), ["injected failure"], out_dir=None, code=4,
+                     env=dict(no_exchange, DNMF_TEST_FAIL_AT="staged"))
+    check(set_bytes(ctx, "out") == first, "the previous set was not restored after a kill between the renames")
+    check(leftovers(ctx) == [], "left behind: %s" % leftovers(ctx))
+    result = ctx.run(*factor_args(6), env=no_exchange)
+    check(result.rc == 0, result.describe())
+    check_complete_factor_set(ctx, "out", 6)
+    check(leftovers(ctx) == [], "left behind: %s" % leftovers(ctx))
+
+
+def limit_file_size(limit, ignore_signal):
+    def apply():
+        import resource
+        import signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN if ignore_signal else signal.SIG_DFL)
+    return apply
+
+
+@case
+def output_set_full_disk(ctx):
+    # A write that the file system refuses part-way (EFBIG under RLIMIT_FSIZE, the same path as ENOSPC), and a
+    # process killed by that signal in the middle of writing W.npy (SIGXFSZ's default action).
+    ctx.gen(3000, 200, 8, "A.npy")
+    args = ["factor", "A.npy", "-k", 8, "--iters", 5, "-q", "-o", "out"]
+    ctx.ok(*args)
+    first = set_bytes(ctx, "out")
+    result = ctx.run(*args, preexec_fn=limit_file_size(100000, True))
+    check(result.rc == 4 and "cannot write" in result.stderr, "expected an I/O failure:\n" + result.describe())
+    check(set_bytes(ctx, "out") == first and leftovers(ctx) == [], "a failed write changed the previous set")
+    result = ctx.run(*args, preexec_fn=limit_file_size(100000, False))
+    check(result.rc == -25, "expected death by SIGXFSZ:\n" + result.describe())
+    check(set_bytes(ctx, "out") == first, "a death while writing changed the previous set")
+    ctx.ok(*args)
+    check(leftovers(ctx) == [], "the next run did not clean %s" % leftovers(ctx))
+    # A real full file system where this machine lets us mount one (root in a container): a 128 KiB tmpfs
+    # holds the small set of B.npy but not the 192 KiB W of A.npy.
+    mnt = ctx.path("small")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", mnt], capture_output=True).returncode != 0:
+        print("SKIP tmpfs part: cannot mount here")
+        return
+    try:
+        small = ["factor", "A.npy", "-k", 8, "--iters", 5, "-q", "-o", "small/out"]
+        ctx.run("gen", "--rows", 200, "--cols", 100, "--rank", 4, "--seed", 1, "-o", "B.npy")
+        ctx.ok("factor", "B.npy", "-k", 4, "--iters", 5, "-q", "-o", "small/out")
+        before = set_bytes(ctx, "small/out")
+        result = ctx.run(*small)
+        check(result.rc == 4 and "No space left" in result.stderr, "expected ENOSPC:\n" + result.describe())
+        check(set_bytes(ctx, "small/out") == before, "a full disk changed the previous set")
+        check(sorted(os.listdir(mnt)) == ["out"], "left behind on the full disk: %s" % os.listdir(mnt))
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+@case
+def output_set_read_only(ctx):
+    small_dense(ctx)
+    mnt = ctx.path("ro")
+    os.makedirs(mnt)
+    args = ["factor", "A.npy", "-k", 2, "-q", "-o", "ro/out"]
+    if os.geteuid() != 0:
+        ctx.ok(*args)
+        before = set_bytes(ctx, "ro/out")
+        os.chmod(mnt, 0o555)
+        try:
+            ctx.expect_error(args, ["ro/out", "not writable"], out_dir=None, code=4)
+        finally:
+            os.chmod(mnt, 0o755)
+        check(set_bytes(ctx, "ro/out") == before, "a read-only target changed the previous set")
+        return
+    # root ignores permissions: a read-only mount is the only read-only target.
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt], capture_output=True).returncode != 0:
+        print("SKIP: running as root and cannot mount a read-only file system here")
+        return
+    try:
+        ctx.ok(*args)
+        before = set_bytes(ctx, "ro/out")
+        subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+        ctx.expect_error(args, ["ro/out", "not writable", "Read-only"], out_dir=None, code=4)
+        check(set_bytes(ctx, "ro/out") == before, "a read-only target changed the previous set")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+@case
+def output_set_target_checks(ctx):
+    small_dense(ctx)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", ""], ["-o", "empty"], out_dir=None, code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "."], ["working directory"], out_dir=None, code=2)
+    # A directory holding files dnmf did not write is never replaced.
+    os.makedirs(ctx.path("mine"))
+    write_text(ctx.path("mine", "notes.txt"), "mine\n")
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "mine"], ["mine", "notes.txt"], out_dir="mine", code=2)
+    # Stale staging folders: a dead process's is removed, a live one's (this script's pid) is left alone.
+    dead, live = ctx.path("out.tmp.999999999.dead"), ctx.path("out.tmp.%d.live" % os.getpid())
+    for d in (dead, live):
+        os.makedirs(d)
+        write_text(os.path.join(d, "W.npy"), "partial")
+    ctx.ok("factor", "A.npy", "-k", 2, "-q", "-o", "out")
+    check(not os.path.exists(dead), "the dead run's staging folder was not removed")
+    check(os.path.exists(live), "a live run's staging folder was removed")
+
+
+@case
+def output_set_nmfk(ctx):
+    ctx.gen(40, 30, 2, "A.npy", "--noise", 0)
+    args = ["nmfk", "A.npy", "--k", "1:3", "--perturbations", 2, "--iters", 50, "-q", "-o", "out"]
+    result = ctx.ok(*args)
+    check("-> out/nmfk.json" in result.stdout, "the summary must name the final path: " + result.stdout)
+    first = set_bytes(ctx, "out")
+    for name in ("nmfk.json", "nmfk.csv", "k_1/W.npy", "k_3/H.npy", ".dnmf-output-set"):
+        check(name in first, "nmfk set lacks %s: %s" % (name, sorted(first)))
+    check(any(n.startswith("checkpoints/") for n in first), "no checkpoints in %s" % sorted(first))
+    # (The rerun's "resuming from checkpoints" notice is a second stderr line, so not expect_error.)
+    result = ctx.run(*args, env={"DNMF_TEST_FAIL_AT": "carried"})
+    check(result.rc == 4 and "dnmf: error: injected failure" in result.stderr, result.describe())
+    check(set_bytes(ctx, "out") == first and leftovers(ctx) == [], "a failed nmfk commit changed the set")
+    # Killed after the swap: the new set is in place with its checkpoints carried over; a rerun resumes.
+    result = ctx.run(*args, env={"DNMF_TEST_KILL_AT": "exchanged"})
+    check(result.rc == -9, result.describe())
+    after = set_bytes(ctx, "out")
+    check(sorted(after) == sorted(first), "the new nmfk set differs in its files: %s" % sorted(after))
+    result = ctx.ok(*args)
+    check("6 from checkpoints" in result.stdout, "the rerun did not resume: " + result.stdout)
+    check(leftovers(ctx) == [], "left behind: %s" % leftovers(ctx))
+
+
+@case
+def exit_codes(ctx):
+    small_dense(ctx)
+    result = ctx.ok("--help")
+    check("Exit status" in result.stdout and "143" in result.stdout, "dnmf --help lacks the exit codes")
+    # Usage: the parser's own errors and the library's option checks alike.
+    ctx.expect_error(["fcator", "A.npy"], ["unknown subcommand 'fcator'", "did you mean 'factor'?"],
+                     out_dir=None, code=2)
+    ctx.expect_error(["zzzzzz"], ["unknown subcommand 'zzzzzz'", "factor"], out_dir=None, code=2)
+    ctx.expect_error(["factor", "A.npy", "-o", "out"], ["--rank"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", "two", "-o", "out"], ["two"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--algo", "nope", "-o", "out"], ["nope"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--iters", -1, "-o", "out"], ["iters"], code=2)
+    ctx.expect_error(["nmfk", "A.npy", "--k", "3:1", "-o", "out"], ["--k", "empty"], code=2)
+    # Data, then I/O.
+    write_bytes(ctx.path("zero.npy"), npy_bytes([[0.0, 0.0], [0.0, 0.0]]))
+    ctx.expect_error(["factor", "zero.npy", "-k", 1, "-o", "out"], ["zero.npy", "zeros"], code=3)
+    ctx.expect_error(["info", "missing.npy"], ["missing.npy"], out_dir=None, code=4)
+
+
+@case
+def interrupted(ctx):
+    import signal
+    import time
+    ctx.gen(3000, 2000, 8, "A.npy")
+    args = ["factor", "A.npy", "-k", 8, "--iters", 2, "-q", "-o", "out"]
+    ctx.ok(*args)
+    first = set_bytes(ctx, "out")
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        long_run = [str(a) for a in [ctx.dnmf, "factor", "A.npy", "-k", 8, "--iters", 100000, "--tol", 0, "-o", "out"]]
+        process = subprocess.Popen(long_run, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stderr.readline()  # the first progress line: the solver is iterating
+        time.sleep(0.5)
+        process.send_signal(sig)
+        stdout, stderr = process.communicate(timeout=60)
+        check(process.returncode == code, "expected exit %d after %s, got %d: %s" % (
+            code, sig.name, process.returncode, stderr))
+        check("dnmf: error:" in stderr and "cancelled" in stderr, "no clear message: " + stderr)
+        check(set_bytes(ctx, "out") == first and leftovers(ctx) == [], "an interrupted run changed the set")
+
+
+@case
+def special_files(ctx):
+    # Inputs that are not regular files are refused at once, naming the file; a FIFO with no writer must not
+    # block (the timeout would fail the case).
+    os.mkfifo(ctx.path("fifo.npy"))
+    ctx.expect_error(["info", "fifo.npy"], ["fifo.npy", "FIFO"], out_dir=None, code=4, timeout=20)
+    ctx.expect_error(["factor", "fifo.npy", "-k", 2, "-o", "out"], ["fifo.npy", "FIFO"], code=4, timeout=20)
+    os.mkfifo(ctx.path("fifo.mtx"))
+    ctx.expect_error(["info", "fifo.mtx"], ["fifo.mtx", "FIFO"], out_dir=None, code=4, timeout=20)
+    os.makedirs(ctx.path("dir.npy"))
+    ctx.expect_error(["info", "dir.npy"], ["dir.npy", "directory"], out_dir=None, code=4, timeout=20)
+    os.symlink("/dev/zero", ctx.path("zero.npy"))
+    ctx.expect_error(["factor", "zero.npy", "-k", 2, "-o", "out"], ["zero.npy", "character device"], code=4,
+                     timeout=20)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -189,7 +189,8 @@ def hdf5_and_dcsr_inputs(ctx):
         ctx.ok(["factor", name] + common + ["--grid", "2x2", "-o", out], 4)
         same_factors(ctx, "one", out)
     ctx.ok(["factor", "S.h5"] + common + ["--grid", "2x2", "--factors", "h5", "-o", "h5out"], 4)
-    check(sorted(os.listdir(ctx.path("h5out"))) == ["factors.h5", "report.json"], "expected factors.h5 + report")
+    check(sorted(os.listdir(ctx.path("h5out"))) == [".dnmf-output-set", "factors.h5", "report.json"],
+          "expected factors.h5 + report (and the output set's marker)")
     import json
     for dataset, npy in (("W", "W.npy"), ("H", "H.npy")):
         info = json.loads(ctx.ok(["info", "--json", "h5out/factors.h5:/" + dataset]).stdout)

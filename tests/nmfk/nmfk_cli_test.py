@@ -227,15 +227,15 @@ def refuses_other_options(ctx):
     out = ctx.path("out")
     base = ["nmfk", a, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out]
     ctx.run(base)
-    r = ctx.run(base + ["--epsilon", "0.05"], expect=1)
+    r = ctx.run(base + ["--epsilon", "0.05"], expect=2)  # usage: --restart or another -o
     lines = error_lines(r.stderr)
     check(len(lines) == 1, "one error line: %r" % r.stderr)
     check("epsilon 0.03 -> 0.05" in lines[0] and "--restart" in lines[0], "message: %r" % lines[0])
-    r = ctx.run(base + ["--algo", "mu"], expect=1)
+    r = ctx.run(base + ["--algo", "mu"], expect=2)
     check("algo hals -> mu" in r.stderr, "algo difference named: %r" % r.stderr)
     # Other data under the same folder.
     b = ctx.gen("B.npy", rank=3, seed=8)
-    r = ctx.run(["nmfk", b, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out], expect=1)
+    r = ctx.run(["nmfk", b, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out], expect=2)
     check("data_sum" in r.stderr, "data difference named: %r" % r.stderr)
     r = ctx.run(base + ["--epsilon", "0.05", "--restart"])
     check("discarded the checkpoints" in r.stderr, "restart said so: %r" % r.stderr)

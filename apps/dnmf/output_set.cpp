@@ -1,0 +1,244 @@
+// See output_set.hpp.
+
+#include "output_set.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <system_error>
+
+#include "dnmf/error.hpp"
+#include "fault_injection.hpp"
+
+namespace dnmf::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMarker = ".dnmf-output-set";
+
+[[noreturn]] void fail(const std::string& what, int error) { throw IoError(what + ": " + std::strerror(error)); }
+
+std::string random_suffix() {
+  std::random_device device;
+  char text[17];
+  std::snprintf(text, sizeof text, "%08x%08x", device(), device());
+  return text;
+}
+
+/// A process that no longer exists (EPERM: it exists under another user).
+bool is_dead(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+/// The pid in "<base>.<tag>.<pid>.<random>", or 0 when `entry` is not such a name.
+long pid_in(const std::string& entry, const std::string& prefix) {
+  if (!entry.starts_with(prefix)) return 0;
+  const std::string rest = entry.substr(prefix.size());
+  const std::size_t dot = rest.find('.');
+  if (dot == std::string::npos || dot == 0) return 0;
+  char* end = nullptr;
+  const long pid = std::strtol(rest.c_str(), &end, 10);
+  return end == rest.c_str() + dot ? pid : 0;
+}
+
+/// fsync of a file or directory; best effort where the file system does not support it (EINVAL).
+void sync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) fail(path.string() + ": cannot open to sync", errno);
+  const int rc = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  if (rc != 0 && error != EINVAL) fail(path.string() + ": cannot sync", error);
+}
+
+/// Every file and folder of the staged set reaches the disk before the rename makes it visible.
+void sync_tree(const fs::path& root) {
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_symlink()) continue;
+    sync_path(entry.path(), entry.is_directory());
+  }
+  sync_path(root, true);
+}
+
+/// `from` (a file or folder tree) into `to`: hard links, so that carrying gigabytes of checkpoints costs
+/// nothing; copies where the file system has no hard links.
+void link_tree(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (fs::is_directory(from, ec)) {
+    fs::create_directory(to, ec);
+    if (ec) throw IoError(to.string() + ": cannot create: " + ec.message());
+    for (const auto& entry : fs::directory_iterator(from)) link_tree(entry.path(), to / entry.path().filename());
+    return;
+  }
+  fs::create_hard_link(from, to, ec);
+  if (!ec) return;
+  fs::copy_file(from, to, ec);
+  if (ec) throw IoError(to.string() + ": cannot carry over " + from.string() + ": " + ec.message());
+}
+
+/// Earlier runs in the same parent that died (their pid is gone) left OUT.tmp.* (a staged set: removed) or
+/// OUT.old.* (the previous set, moved aside by the fallback commit: restored when OUT is missing).
+void clean_stale(const fs::path& target) {
+  const fs::path parent = target.parent_path();
+  const std::string base = target.filename().string();
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec)) return;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (is_dead(pid_in(name, base + ".old."))) {
+      if (!fs::exists(target, ec)) {
+        fs::rename(entry.path(), target, ec);
+        if (!ec) continue;
+      }
+      fs::remove_all(entry.path(), ec);
+    } else if (is_dead(pid_in(name, base + ".tmp."))) {
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+}
+
+/// The directories on the way to `dir` that do not exist yet, outermost first.
+std::vector<std::string> missing_directories(const fs::path& dir) {
+  std::vector<std::string> missing;
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.insert(missing.begin(), p.string());
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
+/// Swaps two directories atomically; false where the kernel or file system cannot (then nothing happened).
+bool exchange(const fs::path& a, const fs::path& b) {
+#ifdef RENAME_EXCHANGE
+  if (exchange_disabled_for_test()) return false;
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+    fail(b.string() + ": cannot swap in the new output", errno);
+#endif
+  return false;
+}
+
+}  // namespace
+
+bool is_output_set_entry(const std::string& name) {
+  static const char* const known[] = {kMarker,    "W.npy",    "H.npy",    "report.json", "factors.h5",  "nmfk.json",
+                                      "nmfk.csv", "nmfk.svg", "nmfk.png", "nmfk.gp",     "nmfk.gp.log", "checkpoints"};
+  for (const char* k : known)
+    if (name == k) return true;
+  return name.starts_with("k_") && name.size() > 2 && name.find_first_not_of("0123456789", 2) == std::string::npos;
+}
+
+OutputSet::OutputSet(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) throw UsageError("-o/--output: the output directory name is empty");
+  std::error_code ec;
+  // Symbolic links resolved: the swap replaces the directory they point to, never the link.
+  fs::path target = fs::weakly_canonical(fs::absolute(fs::path(path_)), ec);
+  if (ec) target = fs::absolute(fs::path(path_));
+  target = target.lexically_normal();
+  fs::path clean = target;
+  if (!clean.has_filename() && clean.has_parent_path() && clean != clean.root_path()) clean = clean.parent_path();
+  target_ = clean.string();
+  const fs::path cwd = fs::current_path(ec);
+  const auto [end, unused] = std::mismatch(clean.begin(), clean.end(), cwd.begin(), cwd.end());
+  if (clean == clean.root_path() || end == clean.end())
+    throw UsageError(path_ +
+                     ": is the working directory or above it; dnmf replaces the whole output directory with "
+                     "each run, so name a directory of its own (e.g. -o out)");
+
+  clean_stale(clean);
+  if (fs::exists(clean, ec)) {
+    if (!fs::is_directory(clean, ec))
+      throw IoError(path_ + ": cannot use as output directory: it exists and is not a directory");
+    for (const auto& entry : fs::directory_iterator(clean, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!is_output_set_entry(name))
+        throw UsageError(path_ + ": holds '" + name +
+                         "', which dnmf did not write; each run replaces the whole output directory, so choose a new "
+                         "or empty one");
+    }
+  }
+
+  const fs::path parent = clean.parent_path();
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec))
+    throw IoError(path_ + ": cannot create output directory: " + parent.string() + " is not a directory");
+  const std::vector<std::string> missing = missing_directories(parent);
+  fs::create_directories(parent, ec);
+  if (ec) throw IoError(path_ + ": cannot create output directory: " + ec.message());
+  created_directories_ = missing;
+
+  // Creating the staging folder is also the probe: permissions, read-only mounts and quotas are only known by
+  // trying, and it fails now rather than after an hour of factorisation.
+  const fs::path staging =
+      parent / (clean.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + random_suffix());
+  if (::mkdir(staging.c_str(), 0777) != 0) {
+    const int error = errno;
+    for (auto it = created_directories_.rbegin(); it != created_directories_.rend(); ++it) fs::remove(*it, ec);
+    created_directories_.clear();
+    throw IoError(path_ + ": output directory is not writable: " + std::strerror(error));
+  }
+  staging_ = staging.string();
+}
+
+OutputSet::~OutputSet() {
+  if (committed_) return;
+  std::error_code ec;  // best effort: a destructor must not throw, and the original error matters more
+  fs::remove_all(staging_, ec);
+  for (auto it = created_directories_.rbegin(); it != created_directories_.rend(); ++it) fs::remove(*it, ec);
+}
+
+std::string OutputSet::file(const std::string& name) const { return (fs::path(staging_) / name).string(); }
+
+void OutputSet::commit(const std::vector<std::string>& carry) {
+  const fs::path target(target_);
+  const fs::path staging(staging_);
+  const fs::path parent = target.parent_path();
+  std::error_code ec;
+  fault_point("staged");
+  {
+    // The marker says "a complete set dnmf wrote": the next run may replace this directory.
+    std::FILE* marker = std::fopen((staging / kMarker).c_str(), "w");
+    if (marker == nullptr) fail(path_ + ": cannot write " + kMarker, errno);
+    std::fputs("dnmf output set\n", marker);
+    if (std::fclose(marker) != 0) fail(path_ + ": cannot write " + kMarker, errno);
+  }
+  for (const std::string& name : carry) {
+    if (fs::exists(target / name, ec)) link_tree(target / name, staging / name);
+  }
+  fault_point("carried");
+  sync_tree(staging);
+  fault_point("synced");
+
+  if (!fs::exists(target, ec)) {
+    if (::rename(staging.c_str(), target.c_str()) != 0) fail(path_ + ": cannot move the new output into place", errno);
+  } else if (exchange(staging, target)) {
+    fault_point("exchanged");
+    sync_path(parent, true);
+    fs::remove_all(staging, ec);  // the previous set, now under the staging name
+  } else {
+    // No atomic exchange: move the old set aside under a name the next run restores if this one dies here.
+    const fs::path aside =
+        parent / (target.filename().string() + ".old." + std::to_string(::getpid()) + "." + random_suffix());
+    if (::rename(target.c_str(), aside.c_str()) != 0) fail(path_ + ": cannot move the previous output aside", errno);
+    fault_point("aside");
+    if (::rename(staging.c_str(), target.c_str()) != 0) {
+      const int error = errno;
+      (void)::rename(aside.c_str(), target.c_str());
+      fail(path_ + ": cannot move the new output into place", error);
+    }
+    fault_point("renamed");
+    sync_path(parent, true);
+    fs::remove_all(aside, ec);
+  }
+  committed_ = true;
+  sync_path(parent, true);
+}
+
+}  // namespace dnmf::cli

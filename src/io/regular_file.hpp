@@ -1,0 +1,18 @@
+// dnmf internal: opening an input that must be a regular file. A FIFO without a writer would block open() and
+// read() forever, a directory or a device reads as garbage or never ends; all of them are refused up front.
+#pragma once
+
+#include <string>
+
+namespace dnmf::io::detail {
+
+/// Throws IoError naming `path` unless it is a regular file (following symbolic links); used where the file is
+/// opened by another library (HDF5).
+void require_regular_file(const std::string& path);
+
+/// Opens `path` read-only and returns the descriptor, or throws IoError naming it: cannot open, or not a regular
+/// file. The open is non-blocking, so a FIFO swapped in after a check cannot hang it; the descriptor returned
+/// is blocking again.
+[[nodiscard]] int open_regular_file(const std::string& path);
+
+}  // namespace dnmf::io::detail
