@@ -68,7 +68,7 @@ def library_error(error, estimator):
     estimator checks look for that head); any other error as it is."""
     message = str(error)
     if message.endswith("input must be non-negative"):
-        return _core.Error(f"Negative values in data passed to {estimator} (input X): {message}")
+        return _core.DataError(f"Negative values in data passed to {estimator} (input X): {message}")
     return error
 
 

@@ -204,9 +204,20 @@ NB_MODULE(_core, m) {
   m.doc() = "dnmf's C++ library (use the dnmf package, not this module)";
   // The library's messages are what users see: dnmf.Error is a ValueError, as scikit-learn raises for bad data.
   static PyObject* const error = PyErr_NewException("dnmf.Error", PyExc_ValueError, nullptr);
+  // One Python class per ErrorKind, so that callers can tell "fix your data" from "fix your file system"; an
+  // I/O failure is also an OSError, as Python's own file errors are.
+  static PyObject* const usage_error = PyErr_NewException("dnmf.UsageError", error, nullptr);
+  static PyObject* const data_error = PyErr_NewException("dnmf.DataError", error, nullptr);
+  static PyObject* const io_error =
+      PyErr_NewException("dnmf.IoError", nb::make_tuple(nb::handle(error), nb::handle(PyExc_OSError)).ptr(), nullptr);
+  static PyObject* const numerical_error = PyErr_NewException("dnmf.NumericalError", error, nullptr);
   // A stop the callback asked for; Ctrl-C raises KeyboardInterrupt instead.
   static PyObject* const cancelled = PyErr_NewException("dnmf.Cancelled", error, nullptr);
   m.attr("Error") = nb::handle(error);
+  m.attr("UsageError") = nb::handle(usage_error);
+  m.attr("DataError") = nb::handle(data_error);
+  m.attr("IoError") = nb::handle(io_error);
+  m.attr("NumericalError") = nb::handle(numerical_error);
   m.attr("Cancelled") = nb::handle(cancelled);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
@@ -214,7 +225,15 @@ NB_MODULE(_core, m) {
     } catch (const dnmf::Cancelled& e) {
       PyErr_SetString(cancelled, e.what());
     } catch (const dnmf::Error& e) {
-      PyErr_SetString(error, e.what());
+      PyObject* type = error;
+      switch (e.kind()) {
+        case dnmf::ErrorKind::usage: type = usage_error; break;
+        case dnmf::ErrorKind::data: type = data_error; break;
+        case dnmf::ErrorKind::io: type = io_error; break;
+        case dnmf::ErrorKind::numerical: type = numerical_error; break;
+        case dnmf::ErrorKind::general: break;
+      }
+      PyErr_SetString(type, e.what());
     }
   });
   m.attr("__version__") = DNMF_VERSION_STRING;

@@ -64,10 +64,14 @@ def test_streamed_within_a_memory_budget_equals_resident(tmp_path):
 
 def test_file_errors_name_the_file(tmp_path):
     (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
-    with pytest.raises(dnmf.Error, match="bad.npy"):
+    with pytest.raises(dnmf.DataError, match="bad.npy"):
         dnmf.factor_file(tmp_path / "bad.npy", 2)
-    with pytest.raises(dnmf.Error, match="missing.npy"):
+    with pytest.raises(dnmf.IoError, match="missing.npy") as missing:
         dnmf.factor_file(tmp_path / "missing.npy", 2)
+    assert isinstance(missing.value, OSError) and isinstance(missing.value, ValueError)
+    np.save(tmp_path / "ok.npy", planted(10, 8, 2))
+    with pytest.raises(dnmf.UsageError, match="ok.npy.*k=0|k=0.*ok.npy"):
+        dnmf.factor_file(tmp_path / "ok.npy", 0)
 
 
 def test_nmfk_file_equals_the_cli(tmp_path, cli):
