@@ -227,11 +227,20 @@ NB_MODULE(_core, m) {
     } catch (const dnmf::Error& e) {
       PyObject* type = error;
       switch (e.kind()) {
-        case dnmf::ErrorKind::usage: type = usage_error; break;
-        case dnmf::ErrorKind::data: type = data_error; break;
-        case dnmf::ErrorKind::io: type = io_error; break;
-        case dnmf::ErrorKind::numerical: type = numerical_error; break;
-        case dnmf::ErrorKind::general: break;
+        case dnmf::ErrorKind::usage:
+          type = usage_error;
+          break;
+        case dnmf::ErrorKind::data:
+          type = data_error;
+          break;
+        case dnmf::ErrorKind::io:
+          type = io_error;
+          break;
+        case dnmf::ErrorKind::numerical:
+          type = numerical_error;
+          break;
+        case dnmf::ErrorKind::general:
+          break;
       }
       PyErr_SetString(type, e.what());
     }

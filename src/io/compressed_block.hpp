@@ -32,13 +32,13 @@ inline void check_indptr(const std::string& where, Compression c, const std::vec
   const std::size_t lines = indptr.size() - 1;
   if (indptr.front() != 0 || indptr.back() != stored) {
     throw DataError(where + ": 'indptr' runs from " + std::to_string(indptr.front()) + " to " +
-                std::to_string(indptr.back()) + "; expected 0 to " + std::to_string(stored) +
-                " (the length of 'data')");
+                    std::to_string(indptr.back()) + "; expected 0 to " + std::to_string(stored) +
+                    " (the length of 'data')");
   }
   for (std::size_t i = 0; i < lines; ++i) {
     if (indptr[i + 1] < indptr[i]) {
       throw DataError(where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(i) + " (from " +
-                  std::to_string(indptr[i]) + " to " + std::to_string(indptr[i + 1]) + ")");
+                      std::to_string(indptr[i]) + " to " + std::to_string(indptr[i + 1]) + ")");
     }
   }
 }
@@ -58,7 +58,7 @@ class CompressedBlock {
     const auto too_large = [&](index_t extent, const char* what) {
       if (extent > std::numeric_limits<col_index_t>::max()) {
         throw DataError(where_ + ": a block of " + std::to_string(extent) + " " + what +
-                    " is too large for 32-bit indices; use more processes");
+                        " is too large for 32-bit indices; use more processes");
       }
     };
     too_large(cols.size(), "columns");
@@ -72,8 +72,8 @@ class CompressedBlock {
     while (current_ < line - major_.first) indptr_[to_size(++current_)] = static_cast<index_t>(indices_.size());
     if (minor < 0 || minor >= minor_total_) {
       throw DataError(where_ + ": " + c_.minor() + " index " + std::to_string(minor) + " of " + c_.major() + " " +
-                  std::to_string(line) + " (entry " + std::to_string(entry) + ") is out of range 0.." +
-                  std::to_string(minor_total_ - 1));
+                      std::to_string(line) + " (entry " + std::to_string(entry) + ") is out of range 0.." +
+                      std::to_string(minor_total_ - 1));
     }
     if (minor < minor_.first || minor >= minor_.last) return;
     if (!acceptable_entry(value)) {

@@ -181,7 +181,7 @@ void open_compressed(Matrix& m, hid_t group) {
   for (const char* name : {"data", "indices", "indptr"}) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
       throw DataError(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
-                  " matrix group holds data, indices and indptr");
+                      " matrix group holds data, indices and indptr");
     }
   }
   std::optional<std::vector<std::int64_t>> shape = h5::integer_attribute(group, "shape");
@@ -193,7 +193,7 @@ void open_compressed(Matrix& m, hid_t group) {
     std::string text;
     for (std::size_t k = 0; k < shape->size(); ++k) text += (k > 0 ? ", " : "") + std::to_string((*shape)[k]);
     throw DataError(m.where + ": " + kind + " group's 'shape' attribute is [" + text +
-                "]; expected two non-negative integers [rows, columns]");
+                    "]; expected two non-negative integers [rows, columns]");
   }
   m.sparse = true;
   m.rows = (*shape)[0];
@@ -216,8 +216,8 @@ void open_compressed(Matrix& m, hid_t group) {
   const index_t lines = m.compression.by_columns ? m.cols : m.rows;
   if (length(m.indptr, "indptr") != lines + 1) {
     throw DataError(m.where + ": 'indptr' has " + std::to_string(length(m.indptr, "indptr")) + " entries; the shape [" +
-                std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] of a " + kind + " matrix needs " +
-                std::to_string(lines + 1));
+                    std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] of a " + kind + " matrix needs " +
+                    std::to_string(lines + 1));
   }
   const H5T_class_t data_type = class_of(m.data.get());
   if (data_type != H5T_FLOAT && data_type != H5T_INTEGER) {
@@ -274,8 +274,9 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
     if (h5::exists(file, "/layers")) {
       for (const std::string& name : link_names(file, "/layers")) layers += (layers.empty() ? "" : ", ") + name;
     }
-    throw DataError(file_path + ": AnnData file without /X (its matrix; adata.X was None?); name a matrix as " + file_path +
-                ":/layers/NAME" + (layers.empty() ? ". The file holds " + listing(file) : " (layers: " + layers + ")"));
+    throw DataError(file_path + ": AnnData file without /X (its matrix; adata.X was None?); name a matrix as " +
+                    file_path + ":/layers/NAME" +
+                    (layers.empty() ? ". The file holds " + listing(file) : " (layers: " + layers + ")"));
   }
   std::vector<Matrix> found;
   for (const std::string& name : root_names(file)) {
@@ -287,9 +288,9 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
   if (found.size() == 1) return std::move(found.front());
   if (found.empty()) {
     throw DataError(file_path +
-                ": holds no matrix at /X or at the root (a 2-D dataset, or a CSR or CSC group with data, indices, "
-                "indptr and a shape attribute); name one as " +
-                file_path + ":/path. The file holds " + listing(file));
+                    ": holds no matrix at /X or at the root (a 2-D dataset, or a CSR or CSC group with data, indices, "
+                    "indptr and a shape attribute); name one as " +
+                    file_path + ":/path. The file holds " + listing(file));
   }
   std::string names;
   for (const Matrix& m : found) names += (names.empty() ? "" : ", ") + m.where.substr(file_path.size() + 1);
@@ -356,13 +357,14 @@ CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols
           m.where + ": cannot read 'indptr'");
   for (index_t i = 0; i < count_lines; ++i) {
     if (ptr[i + 1] < ptr[i]) {
-      throw DataError(m.where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(lines.first + i) + " (from " +
-                  std::to_string(ptr[i]) + " to " + std::to_string(ptr[i + 1]) + ")");
+      throw DataError(m.where + ": 'indptr' decreases at " + c.major() + " " + std::to_string(lines.first + i) +
+                      " (from " + std::to_string(ptr[i]) + " to " + std::to_string(ptr[i + 1]) + ")");
     }
   }
   if (ptr[0] < 0 || ptr[count_lines] > m.stored) {
     throw DataError(m.where + ": 'indptr' of " + c.major() + "s [" + std::to_string(lines.first) + ", " +
-                std::to_string(lines.last) + ") points outside the " + std::to_string(m.stored) + " stored entries");
+                    std::to_string(lines.last) + ") points outside the " + std::to_string(m.stored) +
+                    " stored entries");
   }
   // The lines' entries in chunks, so the extra memory stays bounded whatever the block's size.
   const std::size_t chunk = kChunkBytes / (sizeof(std::int64_t) + sizeof(T));

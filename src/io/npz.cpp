@@ -106,7 +106,7 @@ std::vector<std::int64_t> read_integers(const ZipArchive& zip, std::size_t index
 std::string read_small(const ZipArchive& zip, std::size_t index) {
   if (zip.size(index) > kSmallMember) {
     throw DataError(member_where(zip, index) + ": is " + std::to_string(zip.size(index)) +
-                " bytes; scipy.sparse.save_npz writes a few bytes there");
+                    " bytes; scipy.sparse.save_npz writes a few bytes there");
   }
   return zip.read(index);
 }
@@ -126,8 +126,9 @@ std::string sparse_format(const ZipArchive& zip, std::size_t index) {
   const std::size_t length = numbered ? std::stoul(std::string(digits)) : 0;
   if ((kind != 'S' && kind != 'U') || length == 0 || !array.shape.empty() ||
       array.data_offset + length * width > bytes.size()) {
-    throw DataError(where + ": expected a 0-D byte string such as b'csr' (as scipy.sparse.save_npz writes), found dtype '" +
-                array.descr + "'");
+    throw DataError(where +
+                    ": expected a 0-D byte string such as b'csr' (as scipy.sparse.save_npz writes), found dtype '" +
+                    array.descr + "'");
   }
   std::string text;
   for (std::size_t k = 0; k < length; ++k) {
@@ -146,16 +147,16 @@ Located locate_sparse(const ZipArchive& zip, std::size_t format_member) {
   const std::string format = sparse_format(zip, format_member);
   if (format != "csr" && format != "csc") {
     throw DataError(zip.path() + ": holds a scipy.sparse '" + format +
-                "' matrix; dnmf reads CSR and CSC (save matrix.tocsr() instead)");
+                    "' matrix; dnmf reads CSR and CSC (save matrix.tocsr() instead)");
   }
   std::size_t index[5] = {};
   for (std::size_t k = 0; k < 5; ++k) {
     const auto found = zip.find(kSparseMembers[k]);
     if (!found) {
       throw DataError(zip.path() + ": has no member '" + kSparseMembers[k] +
-                  "'; a scipy.sparse.save_npz archive holds format, shape, data, indices and indptr (this one "
-                  "holds " +
-                  joined(array_names(zip)) + ")");
+                      "'; a scipy.sparse.save_npz archive holds format, shape, data, indices and indptr (this one "
+                      "holds " +
+                      joined(array_names(zip)) + ")");
     }
     index[k] = *found;
   }
@@ -166,7 +167,7 @@ Located locate_sparse(const ZipArchive& zip, std::size_t format_member) {
     std::string text;
     for (const std::int64_t extent : shape) text += (text.empty() ? "" : ", ") + std::to_string(extent);
     throw DataError(member_where(zip, index[1]) + ": is (" + text +
-                "); expected two non-negative integers (rows, columns)");
+                    "); expected two non-negative integers (rows, columns)");
   }
   m.rows = shape[0];
   m.cols = shape[1];
@@ -179,13 +180,13 @@ Located locate_sparse(const ZipArchive& zip, std::size_t format_member) {
   m.stored = m.data_header.rows;
   if (m.indices_header.rows != m.stored) {
     throw DataError(zip.path() + ": 'indices.npy' has " + std::to_string(m.indices_header.rows) +
-                " entries but 'data.npy' has " + std::to_string(m.stored));
+                    " entries but 'data.npy' has " + std::to_string(m.stored));
   }
   const index_t lines = m.compression.by_columns ? m.cols : m.rows;
   if (indptr_header.rows != lines + 1) {
     throw DataError(zip.path() + ": 'indptr.npy' has " + std::to_string(indptr_header.rows) + " entries; the shape (" +
-                std::to_string(m.rows) + ", " + std::to_string(m.cols) + ") of a " + (format == "csc" ? "CSC" : "CSR") +
-                " matrix needs " + std::to_string(lines + 1));
+                    std::to_string(m.rows) + ", " + std::to_string(m.cols) + ") of a " +
+                    (format == "csc" ? "CSC" : "CSR") + " matrix needs " + std::to_string(lines + 1));
   }
   return m;
 }
@@ -216,20 +217,21 @@ Located locate(const ZipArchive& zip, const std::string& requested) {
   const std::vector<std::string> names = array_names(zip);
   if (names.empty()) {
     throw DataError(zip.path() +
-                ": holds no arrays (no .npy members); expected an archive written by numpy.savez or "
-                "scipy.sparse.save_npz");
+                    ": holds no arrays (no .npy members); expected an archive written by numpy.savez or "
+                    "scipy.sparse.save_npz");
   }
   if (names.size() > 1) {
     throw DataError(zip.path() + ": holds several arrays (" + joined(names) + "); name one as " + zip.path() + ":" +
-                names.front());
+                    names.front());
   }
   return locate_dense(zip, *zip.find(names.front() + ".npy"), names.front());
 }
 
 void check_range(const Located& m, const char* what, dist::Range range, index_t extent) {
   if (range.first < 0 || range.first > range.last || range.last > extent) {
-    throw DataError(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " + std::to_string(range.last) +
-                ") is out of bounds for a " + std::to_string(m.rows) + "x" + std::to_string(m.cols) + " matrix");
+    throw DataError(m.where + ": " + what + " range [" + std::to_string(range.first) + ", " +
+                    std::to_string(range.last) + ") is out of bounds for a " + std::to_string(m.rows) + "x" +
+                    std::to_string(m.cols) + " matrix");
   }
 }
 

@@ -111,7 +111,8 @@ FileFormat format_of(const std::string& path) {
   if (name.ends_with(".dcsr")) return FileFormat::dcsr;
   for (const char* compressed : {".gz", ".bz2", ".xz", ".zst"}) {
     if (name.ends_with(compressed)) {
-      throw UsageError(path + ": compressed input is not supported (decompress it first; expected " + kInputFormats + ")");
+      throw UsageError(path + ": compressed input is not supported (decompress it first; expected " + kInputFormats +
+                       ")");
     }
   }
   throw UsageError(path + ": unknown input format (expected " + kInputFormats + ")");

@@ -79,11 +79,12 @@ std::uint64_t ZipArchive::size(std::size_t index) const {
   const bool known_compressed = (stat.valid & ZIP_STAT_COMP_SIZE) != 0 && (stat.valid & ZIP_STAT_COMP_METHOD) != 0;
   if (known_compressed && stat.comp_method == ZIP_CM_STORE && stat.size != stat.comp_size) {
     throw DataError(where + ": damaged zip entry: a stored (uncompressed) member of " + std::to_string(stat.comp_size) +
-                " bytes claims " + std::to_string(stat.size));
+                    " bytes claims " + std::to_string(stat.size));
   }
   if (known_compressed && stat.comp_method == ZIP_CM_DEFLATE && stat.size / kMaxDeflateRatio > stat.comp_size + 1) {
-    throw DataError(where + ": damaged zip entry: " + std::to_string(stat.comp_size) + " compressed bytes claim to hold " +
-                std::to_string(stat.size) + ", more than deflate can expand to");
+    throw DataError(where + ": damaged zip entry: " + std::to_string(stat.comp_size) +
+                    " compressed bytes claim to hold " + std::to_string(stat.size) +
+                    ", more than deflate can expand to");
   }
   return stat.size;
 }
@@ -114,7 +115,7 @@ std::string ZipArchive::read_bytes(std::size_t index, std::uint64_t count, bool 
     if (n < 0) throw failed();
     if (n == 0) {
       throw DataError(where + ": the member ends after " + std::to_string(got) + " of the " + std::to_string(count) +
-                  " bytes its directory entry states (damaged archive)");
+                      " bytes its directory entry states (damaged archive)");
     }
     got += static_cast<std::uint64_t>(n);
   }
@@ -125,7 +126,7 @@ std::string ZipArchive::read_bytes(std::size_t index, std::uint64_t count, bool 
     if (n < 0) throw failed();
     if (n > 0) {
       throw DataError(where + ": the member holds more than the " + std::to_string(count) +
-                  " bytes its directory entry states (damaged archive)");
+                      " bytes its directory entry states (damaged archive)");
     }
   }
   return bytes;
