@@ -155,6 +155,11 @@ def test_bad_input_raises_with_the_librarys_message(bad, error, match):
         dnmf.NMF(2, max_iter=10).fit(bad(X))
 
 
+def test_entries_whose_squares_overflow_are_a_numerical_error():
+    with pytest.raises(dnmf.NumericalError, match="overflows.*rescale"):
+        dnmf.NMF(1, init="random", max_iter=5).fit(np.full((4, 3), 1e300))
+
+
 def test_rank_too_large_names_the_problem():
     X = planted(20, 10, 2, seed=15)
     with pytest.raises(dnmf.Error, match="rank"):

@@ -133,6 +133,12 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   world.allreduce_sum(sums, 2);
   out.stats = {sums[0], sums[1]};
   if (!(out.stats.squared_norm > 0)) throw DataError("the matrix is all zeros: there is nothing to factorise");
+  // Every error figure and stopping decision is relative to ||A||²; once that overflows, the iteration would
+  // report NaN or inf errors at best, so say what happened instead.
+  if (!std::isfinite(out.stats.squared_norm))
+    throw NumericalError(
+        "the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot be "
+        "squared): rescale the matrix, e.g. divide it by its largest entry");
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();

@@ -927,6 +927,9 @@ def exit_codes(ctx):
     write_bytes(ctx.path("zero.npy"), npy_bytes([[0.0, 0.0], [0.0, 0.0]]))
     ctx.expect_error(["factor", "zero.npy", "-k", 1, "-o", "out"], ["zero.npy", "zeros"], code=3)
     ctx.expect_error(["info", "missing.npy"], ["missing.npy"], out_dir=None, code=4)
+    # Numerical: finite entries whose squares overflow double precision.
+    write_bytes(ctx.path("huge.npy"), npy_bytes([[1e300, 2e300], [3e300, 1e300]]))
+    ctx.expect_error(["factor", "huge.npy", "-k", 1, "-o", "out"], ["huge.npy", "overflows", "rescale"], code=5)
 
 
 @case
