@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "dnmf/context.hpp"
+#include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
 #include "output_set.hpp"
 #include "signals.hpp"
@@ -60,10 +61,7 @@ int run_nmfk(NmfkArgs args) {
   if (!solver.quiet) {
     const int groups = o.groups;
     o.progress = [groups](const NmfkProgress& p) {
-      const std::string who = groups > 1 ? "[group " + std::to_string(p.group) + "] " : "";
-      std::fprintf(stderr, "nmfk: %sk=%lld p=%d rel_error=%.3e iterations=%d %.2f s (%d/%d)\n", who.c_str(),
-                   static_cast<long long>(p.k), p.perturbation, p.rel_error, p.iterations, p.seconds, p.jobs_done,
-                   p.jobs_total);
+      std::fprintf(stderr, "%s\n", nmfk_progress_line(p, groups).c_str());
     };
   }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "dnmf/nmfk.hpp"
 #include "dnmf/options.hpp"
 
 namespace dnmf {
@@ -21,5 +22,9 @@ class ProgressLines {
   int last_iteration_ = 0;
   double last_seconds_ = 0;
 };
+
+/// The line `dnmf nmfk` prints when a job finishes (no newline), e.g.
+/// `nmfk: k=4 p=2 rel_error=1.234e-02 iterations=180 0.12 s (7/40)`; with several groups it names the job's.
+std::string nmfk_progress_line(const NmfkProgress& progress, int groups);
 
 }  // namespace dnmf

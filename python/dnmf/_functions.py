@@ -14,11 +14,7 @@ _ALGORITHMS = ("mu", "kl", "hals", "bpp")
 
 def _k_list(k_range):
     if isinstance(k_range, str):
-        first, _, rest = k_range.partition(":")
-        if not rest:
-            return [int(first)]
-        last, _, step = rest.partition(":")
-        return list(range(int(first), int(last) + 1, int(step or 1)))
+        return _core.parse_k_range(k_range)  # the CLI's --k syntax and messages
     if isinstance(k_range, range):
         return list(k_range)
     if isinstance(k_range, tuple) and len(k_range) == 2:

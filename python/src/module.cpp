@@ -18,6 +18,7 @@
 #include "dnmf/factor.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/nmfk.hpp"
+#include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
 #include "dnmf/version.hpp"
 #include "hooks.hpp"
@@ -132,10 +133,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
     options.progress = [&](const NmfkProgress& p) {
       nb::gil_scoped_acquire gil;
       if (verbose) {
-        const std::string line = "k=" + std::to_string(p.k) + " perturbation " + std::to_string(p.perturbation + 1) +
-                                 (p.from_checkpoint ? " (checkpoint)" : "") + "  rel_error " +
-                                 std::to_string(p.rel_error) + "  " + std::to_string(p.jobs_done) + "/" +
-                                 std::to_string(p.jobs_total) + " jobs\n";
+        const std::string line = nmfk_progress_line(p, options.groups) + "\n";
         nb::module_::import_("sys").attr("stderr").attr("write")(line);
       }
       try {
@@ -272,4 +270,5 @@ NB_MODULE(_core, m) {
     return nb::make_tuple(ok, why);
   });
   m.def("parse_bytes", &dnmf::parse_bytes);
+  m.def("parse_k_range", &dnmf::parse_k_range);
 }

@@ -26,8 +26,9 @@ SCRIPT = textwrap.dedent("""
     # NMFk of the file: the jobs on the grid (one group), rank 0 holds the outcome.
     sweep = dnmf.nmfk_file(path, "2:5", perturbations=4, max_iter=500, seed=3)
     if comm.rank == 0:
-        np.savez(out, W=run.W, H=run.H, components=model.components_, grid=run.grid, nmfk_k=-1 if sweep.k is None else sweep.k,
-                 nmfk_sil=sweep.table["min_silhouette"], nmfk_err=sweep.table["rel_error"])
+        np.savez(out, W=run.W, H=run.H, components=model.components_, grid=run.grid,
+                 nmfk_k=-1 if sweep.k is None else sweep.k, nmfk_sil=sweep.table["min_silhouette"],
+                 nmfk_err=sweep.table["rel_error"])
     else:
         assert run.W is None
     # Every rank holds the fitted estimator.

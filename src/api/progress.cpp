@@ -28,4 +28,13 @@ std::string ProgressLines::operator()(const IterationInfo& info) {
   return line.data();
 }
 
+std::string nmfk_progress_line(const NmfkProgress& p, int groups) {
+  const std::string who = groups > 1 ? "[group " + std::to_string(p.group) + "] " : "";
+  std::array<char, 200> line{};
+  std::snprintf(line.data(), line.size(), "nmfk: %sk=%lld p=%d rel_error=%.3e iterations=%d %.2f s (%d/%d)",
+                who.c_str(), static_cast<long long>(p.k), p.perturbation, p.rel_error, p.iterations, p.seconds,
+                p.jobs_done, p.jobs_total);
+  return line.data();
+}
+
 }  // namespace dnmf
