@@ -24,7 +24,8 @@ DenseMatrix<double> cluster_medians(const DenseMatrix<double>& x, const std::vec
   std::vector<std::vector<index_t>> members(to_size(k));
   for (std::size_t v = 0; v < labels.size(); ++v) members[to_size(labels[v])].push_back(static_cast<index_t>(v));
   DenseMatrix<double> medians(d, k);
-#pragma omp parallel
+  // One thread below ~64k values: a team costs more than the work (NMFk clusters hundreds of times).
+#pragma omp parallel if (d * static_cast<index_t>(labels.size()) >= 65536)
   {
     std::vector<double> values;
 #pragma omp for schedule(static)

@@ -6,9 +6,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -208,6 +211,39 @@ std::vector<index_t> sorted_ks(const NmfkOptions& options) {
   return ks;
 }
 
+// The first exception of the jobs running side by side (rethrown once all threads are done: an exception
+// may not leave an OpenMP region), a flag the others poll to stop early, and the user's cancel hook, called
+// by one thread at a time.
+class JobFailure {
+ public:
+  void keep(std::exception_ptr e) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!first_) first_ = std::move(e);
+    failed_ = true;
+  }
+  [[nodiscard]] bool failed() const { return failed_.load(); }
+  template <class F>
+  void guard(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      keep(std::current_exception());
+    }
+  }
+  bool poll(const NmfkOptions& options) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return options.factor.cancel();
+  }
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr first_;
+  std::atomic<bool> failed_{false};
+};
+
 // One rank's part of the sweep; each method is one phase (or part of one) of the list at the top of the file.
 template <class T>
 class Sweep {
@@ -327,18 +363,58 @@ class Sweep {
     std::vector<double> payload;
     PayloadWriter out(payload);
     int done = 0;
-    for (const Job& job : mine) {
-      std::optional<JobRecord> record = run_job(group_, job.k, job.p, options_);
+    auto finish = [&](const Job& job, const std::optional<JobRecord>& record) {
       ++done;
-      if (!record) continue;
+      if (!record) return;
       store_.save(*record);
       if (options_.progress)
         options_.progress({job.k, job.p, group_.index, false, record->rel_error, record->iterations, record->seconds,
                            done, static_cast<int>(mine.size())});
-      job_fields(out, std::as_const(*record), m_, n_, options_.h_silhouettes);
+      job_fields(out, *record, m_, n_, options_.h_silhouettes);
+    };
+    const int workers = side_by_side_workers(mine.size());
+    if (workers <= 1) {
+      for (const Job& job : mine) finish(job, run_job(group_, job.k, job.p, options_));
+      return payload;
     }
+    // Records reach the payload in the order the jobs finish; the reader keys them by (k, p).
+    JobFailure failure;
+#pragma omp parallel num_threads(workers)
+    {
+      omp_set_num_threads(1);  // each job on this thread alone; nested regions and BLAS stay serial
+      NmfkOptions job_options = options_;
+      if (options_.factor.cancel) job_options.factor.cancel = [&failure, this] { return failure.poll(options_); };
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        if (failure.failed()) continue;
+        try {
+          dist::SingleCommunicator self;
+          const dist::Grid grid(self, {1, 1});
+          const auto record = run_job(group_.block, grid, group_.layout, mine[i].k, mine[i].p, job_options);
+#pragma omp critical(dnmf_nmfk_job_done)
+          failure.guard([&] { finish(mine[i], record); });
+        } catch (...) {
+          failure.keep(std::current_exception());
+        }
+      }
+    }
+    failure.rethrow();
     return payload;
   }
+
+  // NMFk's jobs are small, independent factorisations that thread poorly (a fork and join per kernel), so a
+  // one-process group on the host runs them side by side, one thread each. A device backend, or a block so
+  // large that a perturbed copy per thread would strain memory, keeps one job at a time on all threads.
+  [[nodiscard]] int side_by_side_workers(std::size_t jobs) const {
+    if (group_.comm->size() != 1 || options_.factor.backend == BackendKind::cuda) return 1;
+    const MatrixBlock<T>& b = group_.block;
+    const double bytes = b.sparse ? static_cast<double>(b.csr.values().size()) * (sizeof(T) + sizeof(col_index_t))
+                                  : static_cast<double>(b.dense.storage().size()) * sizeof(T);
+    const int threads = omp_get_max_threads();
+    if (bytes * threads > kSideBySideBytes) return 1;
+    return static_cast<int>(std::min<std::size_t>(to_size(threads), jobs));
+  }
+  static constexpr double kSideBySideBytes = 1024.0 * 1024 * 1024;
 
   void collect_job_records(const std::vector<double>& payload) {
     for (const auto& from : gather_payloads(world_, payload)) {

@@ -10,9 +10,14 @@ namespace dnmf::rank_search {
 
 template <class T>
 std::optional<JobRecord> run_job(GroupContext<T>& group, index_t k, int p, const NmfkOptions& options) {
+  return run_job(group.block, *group.grid, group.layout, k, p, options);
+}
+
+template <class T>
+std::optional<JobRecord> run_job(const MatrixBlock<T>& block, const dist::Grid& grid, const dist::Layout& layout,
+                                 index_t k, int p, const NmfkOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const dist::Layout& layout = group.layout;
-  const MatrixBlock<T> perturbed = perturb_block(group.block, layout.a_rows.first, layout.a_cols.first, layout.m,
+  const MatrixBlock<T> perturbed = perturb_block(block, layout.a_rows.first, layout.a_cols.first, layout.m,
                                                  options.perturbation, options.epsilon, options.factor.seed, p);
   FactorOptions factor = options.factor;
   factor.rank = k;
@@ -25,12 +30,11 @@ std::optional<JobRecord> run_job(GroupContext<T>& group, index_t k, int p, const
       backend::make_kernels<T>(factor.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   const MatrixRef<T> a = perturbed.ref();
   backend::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
-  const bool alone = group.grid->shape().size() == 1;
-  solvers::Solution<T> solution =
-      solvers::solve(*kernels, *host, operand, alone ? &a : nullptr, *group.grid, layout, factor);
+  const bool alone = grid.shape().size() == 1;
+  solvers::Solution<T> solution = solvers::solve(*kernels, *host, operand, alone ? &a : nullptr, grid, layout, factor);
   DenseMatrix<T> W, H;
-  solvers::gather_factors(*group.grid, layout, solution.pieces, W, H, 0);
-  if (!group.root()) return std::nullopt;
+  solvers::gather_factors(grid, layout, solution.pieces, W, H, 0);
+  if (grid.world().rank() != 0) return std::nullopt;
   JobRecord r;
   r.k = k;
   r.p = p;
@@ -46,5 +50,9 @@ std::optional<JobRecord> run_job(GroupContext<T>& group, index_t k, int p, const
 
 template std::optional<JobRecord> run_job<float>(GroupContext<float>&, index_t, int, const NmfkOptions&);
 template std::optional<JobRecord> run_job<double>(GroupContext<double>&, index_t, int, const NmfkOptions&);
+template std::optional<JobRecord> run_job<float>(const MatrixBlock<float>&, const dist::Grid&, const dist::Layout&,
+                                                 index_t, int, const NmfkOptions&);
+template std::optional<JobRecord> run_job<double>(const MatrixBlock<double>&, const dist::Grid&, const dist::Layout&,
+                                                  index_t, int, const NmfkOptions&);
 
 }  // namespace dnmf::rank_search

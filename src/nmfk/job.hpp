@@ -13,4 +13,10 @@ namespace dnmf::rank_search {
 template <class T>
 std::optional<JobRecord> run_job(GroupContext<T>& group, index_t k, int p, const NmfkOptions& options);
 
+/// The same job on an explicit grid, layout and block: a one-process group runs its jobs side by side, each
+/// on a grid of its own (a one-process communicator per thread), over the group's shared block.
+template <class T>
+std::optional<JobRecord> run_job(const MatrixBlock<T>& block, const dist::Grid& grid, const dist::Layout& layout,
+                                 index_t k, int p, const NmfkOptions& options);
+
 }  // namespace dnmf::rank_search

@@ -40,7 +40,8 @@ Silhouettes cosine_silhouettes(backend::Kernels<double>& host, const DenseMatrix
     inv_norm[v] = g > 0 ? 1 / std::sqrt(g) : 0.0;
   }
 
-#pragma omp parallel
+  // One thread below ~64k distances: a team costs more than the work.
+#pragma omp parallel if (n_vectors * n_vectors >= 65536)
   {
     std::vector<double> distance_sum(uk);
 #pragma omp for schedule(static)

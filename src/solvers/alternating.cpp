@@ -10,6 +10,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "solvers/exchange.hpp"
+#include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
 namespace dnmf::solvers {
@@ -165,10 +166,13 @@ class Iteration {
     if (fused_ && pass_side_ == Side::W) form_p();
     const auto start = std::chrono::steady_clock::now();
     double previous_objective = std::numeric_limits<double>::quiet_NaN();
+    ThreadGovernor governor(kernels_.concurrency(), kernels_.name() == "cpu", iteration_flops());
     for (int it = 1; it <= options_.max_iterations; ++it) {
+      governor.begin(it);
       const StepSums sums = (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h();
       const Figures f = measure(sums);
       if (kl_) refresh_w_sums();
+      governor.end(it);
       record(it, f, start);
       if (should_stop(it, f.objective, previous_objective)) {
         result_.converged = true;
@@ -214,6 +218,15 @@ class Iteration {
     result_.fused = fused_;
     result_.backend = kernels_.name();
     result_.threads = kernels_.concurrency();
+  }
+
+  // The products with A and the k² work per row and column of one iteration on this rank.
+  [[nodiscard]] double iteration_flops() const {
+    double entries = static_cast<double>(a_.rows()) * static_cast<double>(a_.cols());
+    if (const MatrixRef<T>* r = a_.resident(); r != nullptr && a_.sparse())
+      entries = static_cast<double>(std::get<CsrView<T>>(*r).nnz());
+    const auto k = static_cast<double>(k_);
+    return 4.0 * entries * k + 2.0 * static_cast<double>(a_.rows() + a_.cols()) * k * k;
   }
 
   // Unfused, or fused on the H side: H half, then W half.

@@ -390,6 +390,8 @@ void check_nnls_options(const NnlsOptions& options) {
   }
 }
 
+constexpr double kParallelFlops = 2e5;
+
 int thread_id() {
 #ifdef _OPENMP
   return omp_get_thread_num();
@@ -397,6 +399,11 @@ int thread_id() {
   return 0;
 #endif
 }
+
+// Below this many flops a loop runs on one thread: starting a team costs more than the work, and on a loaded
+// machine a thread waiting at the join can cost a scheduler time slice (issue 14: a 96x21 BPP iteration
+// took 100x longer with 2 threads). The threshold is measured by bench_threads (docs/benchmarks.md).
+bool worth_threads(double flops) { return flops >= kParallelFlops; }
 
 // Block principal pivoting over all columns of the equilibrated problem: rounds of grouped passive-set solves
 // and exchanges, then Lawson-Hanson for the columns that reached the cap.
@@ -510,8 +517,9 @@ class Pivoting {
     const index_t ngroups = static_cast<index_t>(group_start_.size()) - 1;
     index_t factorised = 0, retries = 0, backups = 0, zeroed = 0;
     double round_shift = 0, round_growth = base_growth_;
+    const double flops = static_cast<double>(k_) * k_ * (static_cast<double>(ngroups) * k_ / 3.0 + active_.size());
 #pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
-    reduction(max : round_shift, round_growth)
+    reduction(max : round_shift, round_growth) if (worth_threads(flops))
     for (index_t gi = 0; gi < ngroups; ++gi) {
       Workspace& ws = workspaces_[to_size(thread_id())];
       const index_t first = group_start_[gi];
@@ -646,7 +654,8 @@ class Pivoting {
   void finish_capped_columns() {
     const index_t left = static_cast<index_t>(active_.size());
     index_t retries = 0;
-#pragma omp parallel for schedule(dynamic) reduction(+ : retries)
+    const double flops = static_cast<double>(k_) * k_ * k_ * static_cast<double>(left);
+#pragma omp parallel for schedule(dynamic) reduction(+ : retries) if (worth_threads(flops))
     for (index_t c = 0; c < left; ++c) {
       const index_t j = active_[c];
       LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, workspaces_[to_size(thread_id())],

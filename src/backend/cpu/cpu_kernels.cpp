@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -153,11 +154,11 @@ KlSums dense_kl(const DenseView<const T>& d, Side side, CView<T> wt, CView<T> h,
   return sums;
 }
 
-// Sums the threads' private k x cols accumulators into dst (dst itself is thread 0's accumulator).
+// Sums slots 1.. (k x cols buffers) into dst, which is slot 0's accumulator, in slot order.
 template <class T>
 void reduce_into(View<T> dst, const std::vector<std::vector<T>>& privates) {
   if (privates.empty()) return;
-#pragma omp parallel for schedule(static) if (parallel_worth(dst.size()))
+#pragma omp parallel for schedule(static) if (parallel_worth(dst.size() * static_cast<index_t>(privates.size())))
   for (index_t c = 0; c < dst.cols; ++c)
     for (const auto& priv : privates) {
       const T* src = priv.data() + c * dst.rows;
@@ -166,18 +167,63 @@ void reduce_into(View<T> dst, const std::vector<std::vector<T>>& privates) {
     }
 }
 
+// Slot `slot`'s accumulator: dst itself for slot 0, else its zeroed k x cols buffer.
+template <class T>
+View<T> slot_accumulator(View<T> dst, std::vector<std::vector<T>>& privates, index_t slot) {
+  if (slot == 0) return dst;
+  auto& priv = privates[to_size(slot - 1)];
+  priv.assign(to_size(dst.rows * dst.cols), T(0));
+  return View<T>{priv.data(), dst.rows, dst.cols, std::max<index_t>(dst.rows, 1)};
+}
+
+// Σ over items [0, count) of what add(item, acc) adds, in blocks of a fixed size whose sums are added in block
+// order: the same bits for any thread count (an OpenMP reduction's order depends on it). `work` is the
+// element operations in all, for the decision to go parallel.
+template <std::size_t N, class Add>
+std::array<double, N> ordered_sums(index_t count, index_t work, Add add) {
+  constexpr index_t kBlocks = 64;
+  const index_t per_block = std::max<index_t>((count + kBlocks - 1) / kBlocks, 1);
+  const index_t blocks = (count + per_block - 1) / per_block;
+  std::vector<std::array<double, N>> partial(to_size(blocks), std::array<double, N>{});
+#pragma omp parallel for schedule(static) if (parallel_worth(work))
+  for (index_t b = 0; b < blocks; ++b)
+    for (index_t i = b * per_block; i < std::min(count, (b + 1) * per_block); ++i) add(i, partial[to_size(b)]);
+  std::array<double, N> total{};
+  for (const auto& p : partial)
+    for (std::size_t q = 0; q < N; ++q) total[q] += p[q];
+  return total;
+}
+
 template <class T>
 void mirror_upper(View<T> g) {
   for (index_t q = 0; q < g.cols; ++q)
     for (index_t p = q + 1; p < g.rows; ++p) g(p, q) = g(q, p);
 }
 
-// Rows handed to each thread for a CSR kernel: nnz-balanced, several chunks per thread.
+// Rows of a CSR kernel's chunks: nnz-balanced, a fixed number of them (not one per thread), so that the
+// chunks, and with them the order of every sum, are the same for any thread count.
 template <class T>
 std::vector<index_t> csr_chunks(const CsrView<T>& s) {
-  const double per_chunk = static_cast<double>(s.nnz() + s.rows) / (8.0 * omp_get_max_threads()) + 1.0;
+  const double per_chunk = static_cast<double>(s.nnz() + s.rows) / 64.0 + 1.0;
   return tile_bounds<T>(MatrixRef<T>{s}, Side::W, std::max(per_chunk, 256.0));
 }
+
+// Accumulating kernels (a scatter into a k x cols block, the fused pass's other side) give each of at most
+// kSlots consecutive runs of their tiles a buffer of its own, fill it tile by tile in order and sum the buffers
+// in slot order. The slots depend on the problem only, never on the thread count, so results are the same
+// bits for 1 or N threads (per-thread buffers, or tiles dealt to whichever thread is free, change the order
+// of the additions with the thread count and from run to run). kSlots bounds the parallelism: 16 runs keep
+// 2..8 threads balanced within ~15%.
+constexpr index_t kSlots = 16;
+
+// Slots for `tiles` tiles whose accumulator holds `acc_bytes`; at most 256 MiB of extra buffers.
+index_t slot_count(index_t tiles, double acc_bytes) {
+  const double cap = 256.0 * 1024 * 1024 / std::max(acc_bytes, 1.0) + 1.0;
+  return std::max<index_t>(1, std::min<index_t>({tiles, kSlots, static_cast<index_t>(std::min(cap, 1e9))}));
+}
+
+// First tile of slot `slot` of `slots` over `tiles` tiles.
+index_t slot_begin(index_t slot, index_t slots, index_t tiles) { return slot * tiles / slots; }
 
 }  // namespace
 
@@ -226,28 +272,19 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
   const auto chunks = csr_chunks(s);
   const auto n_chunks = static_cast<index_t>(chunks.size()) - 1;
   if (side == Side::W) {
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel_worth(k * s.nnz()))
     for (index_t c = 0; c < n_chunks; ++c) csr_gather(s, y, out, beta, chunks[c], chunks[c + 1]);
     return;
   }
   scale_columns(out, beta, 0, out.cols);
-  std::vector<std::vector<T>> privates(to_size(std::max(omp_get_max_threads() - 1, 0)));
-#pragma omp parallel
-  {
-    const int t = omp_get_thread_num();
-    T* acc = out.data;
-    index_t ld = out.ld;
-    if (t > 0) {
-      auto& priv = privates[to_size(t - 1)];
-      priv.assign(to_size(k * out.cols), T(0));
-      acc = priv.data();
-      ld = k;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (index_t c = 0; c < n_chunks; ++c) csr_scatter(s, y, acc, ld, chunks[c], chunks[c + 1]);
+  const index_t slots = slot_count(n_chunks, static_cast<double>(k * out.cols) * sizeof(T));
+  std::vector<std::vector<T>> privates(to_size(slots - 1));
+#pragma omp parallel for schedule(dynamic, 1) if (slots > 1 && parallel_worth(k * s.nnz()))
+  for (index_t slot = 0; slot < slots; ++slot) {
+    const View<T> acc = slot_accumulator(out, privates, slot);
+    for (index_t c = slot_begin(slot, slots, n_chunks); c < slot_begin(slot + 1, slots, n_chunks); ++c)
+      csr_scatter(s, y, acc.data, acc.ld, chunks[c], chunks[c + 1]);
   }
-  for (auto& priv : privates)
-    if (priv.empty()) priv.assign(to_size(k * out.cols), T(0));
   reduce_into(out, privates);
 }
 
@@ -258,85 +295,63 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
   const index_t k = y.rows;
   KlSums total;
   if (k == 0) return total;
-  const int threads = omp_get_max_threads();
-  std::vector<std::vector<T>> privates(to_size(std::max(threads - 1, 0)));
-  std::vector<KlSums> partial(to_size(threads));
   const bool scatter = (side == Side::H && is_sparse(a)) || (side == Side::W && !is_sparse(a));
   if (scatter) scale_columns(out, beta, 0, out.cols);
-  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-    const auto bounds = tile_bounds(a, Side::H, 256.0 * 1024 / sizeof(T));
-    const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
-    index_t widest = 0;
-    for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-#pragma omp parallel
-    {
-      const int t = omp_get_thread_num();
-      std::vector<T> scratch(to_size(std::max<index_t>(d->rows, 1) * widest));
-      View<T> acc = out;
-      if (side == Side::W && t > 0) {
-        auto& priv = privates[to_size(t - 1)];
-        priv.assign(to_size(k * out.cols), T(0));
-        acc = View<T>{priv.data(), k, out.cols, k};
-      }
+  const auto* d = std::get_if<DenseView<const T>>(&a);
+  // Dense: column tiles of A; sparse: row chunks. Either way a fixed list, cut into fixed slots.
+  const auto bounds = d ? tile_bounds(a, Side::H, 256.0 * 1024 / sizeof(T)) : csr_chunks(std::get<CsrView<T>>(a));
+  const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
+  index_t widest = 0;
+  for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
+  const index_t slots = slot_count(n_tiles, scatter ? static_cast<double>(k * out.cols) * sizeof(T) : 0.0);
+  std::vector<std::vector<T>> privates(to_size(scatter ? slots - 1 : 0));
+  std::vector<KlSums> partial(to_size(slots));
+  const index_t work = k * (d ? d->rows * d->cols : std::get<CsrView<T>>(a).nnz());
+#pragma omp parallel if (slots > 1 && parallel_worth(work))
+  {
+    std::vector<T> scratch(d ? to_size(std::max<index_t>(d->rows, 1) * widest) : 0);
 #pragma omp for schedule(dynamic, 1)
-      for (index_t tile = 0; tile < n_tiles; ++tile)
-        partial[to_size(t)] +=
-            dense_kl(*d, side, wt, h, side == Side::H ? acc.columns(bounds[tile], bounds[tile + 1]) : acc, beta,
-                     bounds[tile], bounds[tile + 1], scratch.data());
-    }
-  } else {
-    const auto& s = std::get<CsrView<T>>(a);
-    const auto chunks = csr_chunks(s);
-    const auto n_chunks = static_cast<index_t>(chunks.size()) - 1;
-#pragma omp parallel
-    {
-      const int t = omp_get_thread_num();
-      T* acc = out.data;
-      index_t ld = out.ld;
-      if (side == Side::H && t > 0) {
-        auto& priv = privates[to_size(t - 1)];
-        priv.assign(to_size(k * out.cols), T(0));
-        acc = priv.data();
-        ld = k;
+    for (index_t slot = 0; slot < slots; ++slot) {
+      const View<T> acc = scatter ? slot_accumulator(out, privates, slot) : out;
+      for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
+        const index_t first = bounds[tile];
+        const index_t last = bounds[tile + 1];
+        if (d) {
+          partial[to_size(slot)] += dense_kl(*d, side, wt, h, side == Side::H ? acc.columns(first, last) : acc, beta,
+                                             first, last, scratch.data());
+        } else {
+          partial[to_size(slot)] += csr_kl(std::get<CsrView<T>>(a), side, wt, h, acc.data, acc.ld, beta, first, last);
+        }
       }
-#pragma omp for schedule(dynamic, 1)
-      for (index_t c = 0; c < n_chunks; ++c)
-        partial[to_size(t)] += csr_kl(s, side, wt, h, acc, ld, beta, chunks[c], chunks[c + 1]);
     }
   }
-  if (scatter) {
-    for (auto& priv : privates)
-      if (priv.empty()) priv.assign(to_size(k * out.cols), T(0));
-    reduce_into(out, privates);
-  }
+  if (scatter) reduce_into(out, privates);
   for (const auto& p : partial) total += p;
   return total;
 }
 
 template <class T>
 MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
-  double sum = 0;
-  double sq = 0;
+  std::array<double, 2> sums{};
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-#pragma omp parallel for reduction(+ : sum, sq) schedule(static)
-    for (index_t j = 0; j < d->cols; ++j)
+    sums = ordered_sums<2>(d->cols, d->rows * d->cols, [&](index_t j, std::array<double, 2>& acc) {
       for (index_t i = 0; i < d->rows; ++i) {
         const double v = static_cast<double>((*d)(i, j));
-        sum += v;
-        sq += v * v;
+        acc[0] += v;
+        acc[1] += v * v;
       }
+    });
   } else {
     const auto& s = std::get<CsrView<T>>(a);
     const index_t first = s.rows > 0 ? s.indptr[0] : 0;
     const index_t nnz = s.nnz();
-#pragma omp parallel for reduction(+ : sum, sq) schedule(static)
-    for (index_t p = first; p < first + nnz; ++p) {
-      const double v = static_cast<double>(s.values[p]);
-      sum += v;
-      sq += v * v;
-    }
+    sums = ordered_sums<2>(nnz, nnz, [&](index_t p, std::array<double, 2>& acc) {
+      const double v = static_cast<double>(s.values[first + p]);
+      acc[0] += v;
+      acc[1] += v * v;
+    });
   }
-  return {sum, sq};
+  return {sums[0], sums[1]};
 }
 
 template <class T>
@@ -359,11 +374,9 @@ void CpuKernels<T>::fill(View<T> x, T value) {
 
 template <class T>
 double CpuKernels<T>::dot(CView<T> x, CView<T> y) {
-  double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) if (parallel_worth(x.size()))
-  for (index_t c = 0; c < x.cols; ++c)
-    for (index_t l = 0; l < x.rows; ++l) s += static_cast<double>(x(l, c)) * static_cast<double>(y(l, c));
-  return s;
+  return ordered_sums<1>(x.cols, x.size(), [&](index_t c, std::array<double, 1>& acc) {
+    for (index_t l = 0; l < x.rows; ++l) acc[0] += static_cast<double>(x(l, c)) * static_cast<double>(y(l, c));
+  })[0];
 }
 
 template <class T>
@@ -396,91 +409,83 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   }
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
-  const double work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
-  const auto bounds = tile_bounds(a, side, work);
+  const double tile_work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
+  const auto bounds = tile_bounds(a, side, tile_work);
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-  const int threads = omp_get_max_threads();
-  std::vector<std::vector<T>> privates(to_size(std::max(threads - 1, 0)));
-  std::vector<std::vector<T>> gram_privates(to_size(threads));
-  std::vector<FusedSums> partial(to_size(threads));
+  const index_t slots = slot_count(n_tiles, static_cast<double>(k * other_numer.cols) * sizeof(T));
+  std::vector<std::vector<T>> privates(to_size(slots - 1));
+  std::vector<std::vector<T>> gram_slots(to_size(slots), std::vector<T>(to_size(k * k), T(0)));
+  std::vector<FusedSums> partial(to_size(slots));
   if (!accumulate) fill(other_numer, T(0));
   const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
+  const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
 
-#pragma omp parallel if (n_tiles > 1)
+#pragma omp parallel if (slots > 1 && parallel_worth(work))
   {
-    const int t = omp_get_thread_num();
-    FusedSums& mine = partial[to_size(t)];
     std::vector<T> numer_buf(to_size(std::max<index_t>(k * widest, 1)));
     std::vector<T> kl_scratch(kl && dense ? to_size(std::max<index_t>(m_rows, 1) * widest) : 0);
-    View<T> acc = other_numer;
-    if (t > 0) {
-      auto& priv = privates[to_size(t - 1)];
-      priv.assign(to_size(k * other_numer.cols), T(0));
-      acc = View<T>{priv.data(), k, other_numer.cols, std::max<index_t>(k, 1)};
-    }
-    auto& gpriv = gram_privates[to_size(t)];
-    gpriv.assign(to_size(k * k), T(0));
-    View<T> gacc{gpriv.data(), k, k, std::max<index_t>(k, 1)};
-
 #pragma omp for schedule(dynamic, 1)
-    for (index_t tile = 0; tile < n_tiles; ++tile) {
-      const index_t first = bounds[tile];
-      const index_t last = bounds[tile + 1];
-      const index_t width = last - first;
-      View<T> x_tile = x.columns(first, last);
-      View<T> numer{numer_buf.data(), k, width, std::max<index_t>(k, 1)};
-      if (dense) {
-        const auto& d = std::get<DenseView<const T>>(a);
-        // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
-        if (kl) {
-          mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
-        } else if (m_rows > 0) {
-          blas::gemm(false, false, as_int(k), as_int(width), as_int(m_rows), T(1), y.data, ld_of(y.ld),
-                     d.data + first * d.ld, ld_of(d.ld), T(0), numer.data, ld_of(numer.ld));
+    for (index_t slot = 0; slot < slots; ++slot) {
+      FusedSums& mine = partial[to_size(slot)];
+      const View<T> acc = slot_accumulator(other_numer, privates, slot);
+      View<T> gacc{gram_slots[to_size(slot)].data(), k, k, std::max<index_t>(k, 1)};
+      for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
+        const index_t first = bounds[tile];
+        const index_t last = bounds[tile + 1];
+        const index_t width = last - first;
+        View<T> x_tile = x.columns(first, last);
+        View<T> numer{numer_buf.data(), k, width, std::max<index_t>(k, 1)};
+        if (dense) {
+          const auto& d = std::get<DenseView<const T>>(a);
+          // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
+          if (kl) {
+            mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
+          } else if (m_rows > 0) {
+            blas::gemm(false, false, as_int(k), as_int(width), as_int(m_rows), T(1), y.data, ld_of(y.ld),
+                       d.data + first * d.ld, ld_of(d.ld), T(0), numer.data, ld_of(numer.ld));
+          } else {
+            std::fill(numer_buf.begin(), numer_buf.end(), T(0));
+          }
+          mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+          if (kl) {
+            mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
+          } else if (m_rows > 0) {
+            blas::gemm(false, true, as_int(k), as_int(m_rows), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld),
+                       d.data + first * d.ld, ld_of(d.ld), T(1), acc.data, ld_of(acc.ld));
+          }
         } else {
-          std::fill(numer_buf.begin(), numer_buf.end(), T(0));
+          const auto& s = std::get<CsrView<T>>(a);
+          // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
+          const CsrView<T> rows = s.row_range(first, last);
+          if (kl) {
+            mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
+          } else {
+            csr_gather(rows, y, numer, T(0), 0, width);
+          }
+          mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+          if (kl) {
+            mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
+          } else {
+            csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
+          }
         }
-        mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-        if (kl) {
-          mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
-        } else if (m_rows > 0) {
-          blas::gemm(false, true, as_int(k), as_int(m_rows), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld),
-                     d.data + first * d.ld, ld_of(d.ld), T(1), acc.data, ld_of(acc.ld));
-        }
-      } else {
-        const auto& s = std::get<CsrView<T>>(a);
-        // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
-        const CsrView<T> rows = s.row_range(first, last);
-        if (kl) {
-          mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
-        } else {
-          csr_gather(rows, y, numer, T(0), 0, width);
-        }
-        mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-        if (kl) {
-          mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
-        } else {
-          csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
-        }
+        double c = 0;
+        for (index_t col = 0; col < width; ++col)
+          for (index_t l = 0; l < k; ++l)
+            c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
+        mine.cross += c;
+        if (k > 0)
+          blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
       }
-      double c = 0;
-      for (index_t col = 0; col < width; ++col)
-        for (index_t l = 0; l < k; ++l) c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
-      mine.cross += c;
-      if (k > 0) blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
     }
   }
-  for (auto& priv : privates)
-    if (priv.empty()) priv.assign(to_size(k * other_numer.cols), T(0));
   reduce_into(other_numer, privates);
   if (!accumulate) fill(gx, T(0));
-  for (const auto& gp : gram_privates) {
-    if (gp.empty()) continue;  // a thread that did not run (serial region)
+  for (const auto& gs : gram_slots)
     for (index_t q = 0; q < k; ++q)
-      for (index_t p = 0; p <= q; ++p) gx(p, q) += gp[to_size(p + q * k)];
-  }
+      for (index_t p = 0; p <= q; ++p) gx(p, q) += gs[to_size(p + q * k)];
   mirror_upper(gx);
   FusedSums total;
   for (const auto& p : partial) {
