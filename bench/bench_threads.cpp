@@ -59,9 +59,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_threads [--threads N] [--reps R] [--max-rows M] [--k K]\n");
     return 2;
   }
-  const std::vector<std::pair<index_t, index_t>> sizes = {{20, 20},    {96, 21},     {50, 50},    {100, 100},
-                                                          {200, 150},  {500, 400},   {1000, 800}, {2000, 1500},
-                                                          {4000, 3000}};
+  const std::vector<std::pair<index_t, index_t>> sizes = {
+      {20, 20}, {96, 21}, {50, 50}, {100, 100}, {200, 150}, {500, 400}, {1000, 800}, {2000, 1500}, {4000, 3000}};
   std::printf("dense f64, ms/iteration, best of %d; ratio = %d threads / 1 thread (> 1: threads cost time)\n", reps,
               threads);
   std::printf("%-11s %3s %-5s %6s %12s %12s %8s\n", "size", "k", "algo", "iters", "1 thread", "N threads", "ratio");

@@ -25,7 +25,7 @@ DenseMatrix<double> cluster_medians(const DenseMatrix<double>& x, const std::vec
   for (std::size_t v = 0; v < labels.size(); ++v) members[to_size(labels[v])].push_back(static_cast<index_t>(v));
   DenseMatrix<double> medians(d, k);
   // One thread below ~64k values: a team costs more than the work (NMFk clusters hundreds of times).
-#pragma omp parallel if (d * static_cast<index_t>(labels.size()) >= 65536)
+#pragma omp parallel if (d * static_cast <index_t>(labels.size()) >= 65536)
   {
     std::vector<double> values;
 #pragma omp for schedule(static)

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>

@@ -158,7 +158,7 @@ KlSums dense_kl(const DenseView<const T>& d, Side side, CView<T> wt, CView<T> h,
 template <class T>
 void reduce_into(View<T> dst, const std::vector<std::vector<T>>& privates) {
   if (privates.empty()) return;
-#pragma omp parallel for schedule(static) if (parallel_worth(dst.size() * static_cast<index_t>(privates.size())))
+#pragma omp parallel for schedule(static) if (parallel_worth(dst.size() * static_cast <index_t>(privates.size())))
   for (index_t c = 0; c < dst.cols; ++c)
     for (const auto& priv : privates) {
       const T* src = priv.data() + c * dst.rows;
@@ -473,11 +473,9 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
         }
         double c = 0;
         for (index_t col = 0; col < width; ++col)
-          for (index_t l = 0; l < k; ++l)
-            c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
+          for (index_t l = 0; l < k; ++l) c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
         mine.cross += c;
-        if (k > 0)
-          blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
+        if (k > 0) blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
       }
     }
   }
