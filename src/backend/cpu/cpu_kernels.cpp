@@ -200,6 +200,19 @@ void mirror_upper(View<T> g) {
     for (index_t p = q + 1; p < g.rows; ++p) g(p, q) = g(q, p);
 }
 
+// OpenBLAS threads a call made outside an active team by itself, and a threaded product may round
+// differently from a serial one; within this scope the calling thread's BLAS calls run serial.
+class SerialBlas {
+ public:
+  SerialBlas() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+  ~SerialBlas() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
 // Rows of a CSR kernel's chunks: nnz-balanced, a fixed number of them (not one per thread), so that the
 // chunks, and with them the order of every sum, are the same for any thread count.
 template <class T>
@@ -259,12 +272,26 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
       scale_columns(out, beta, 0, out.cols);
       return;
     }
-    if (side == Side::H) {
-      blas::gemm(false, false, as_int(k), as_int(d->cols), as_int(d->rows), T(1), y.data, ld_of(y.ld), d->data,
-                 ld_of(d->ld), beta, out.data, ld_of(out.ld));
-    } else {
-      blas::gemm(false, true, as_int(k), as_int(d->rows), as_int(d->cols), T(1), y.data, ld_of(y.ld), d->data,
-                 ld_of(d->ld), beta, out.data, ld_of(out.ld));
+    // Fixed blocks of A's columns (WᵀA) or rows (HAᵀ), each a serial product: no sum crosses a block, so
+    // the result is the same for any thread count (OpenBLAS's own threading of one call may round differently).
+    const index_t extent = side == Side::H ? d->cols : d->rows;
+    const index_t block = std::max<index_t>(64, static_cast<index_t>(tile_bytes_ / sizeof(T)) / inner);
+    const index_t blocks = (extent + block - 1) / block;
+#pragma omp parallel if (blocks > 1 && parallel_worth(k * d->rows * d->cols))
+    {
+      const SerialBlas serial;
+#pragma omp for schedule(dynamic, 1)
+      for (index_t b = 0; b < blocks; ++b) {
+        const index_t first = b * block;
+        const index_t width = std::min(extent, first + block) - first;
+        if (side == Side::H) {
+          blas::gemm(false, false, as_int(k), as_int(width), as_int(d->rows), T(1), y.data, ld_of(y.ld),
+                     d->data + first * d->ld, ld_of(d->ld), beta, out.data + first * out.ld, ld_of(out.ld));
+        } else {
+          blas::gemm(false, true, as_int(k), as_int(width), as_int(d->cols), T(1), y.data, ld_of(y.ld), d->data + first,
+                     ld_of(d->ld), beta, out.data + first * out.ld, ld_of(out.ld));
+        }
+      }
     }
     return;
   }
@@ -309,6 +336,7 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
   const index_t work = k * (d ? d->rows * d->cols : std::get<CsrView<T>>(a).nnz());
 #pragma omp parallel if (slots > 1 && parallel_worth(work))
   {
+    const SerialBlas serial;
     std::vector<T> scratch(d ? to_size(std::max<index_t>(d->rows, 1) * widest) : 0);
 #pragma omp for schedule(dynamic, 1)
     for (index_t slot = 0; slot < slots; ++slot) {
@@ -362,6 +390,7 @@ void CpuKernels<T>::gram(CView<T> x, View<T> g, T beta) {
     scale_columns(g, beta, 0, g.cols);
     return;
   }
+  const SerialBlas serial;  // k x k from k x cols: small work, and one rounding for any thread count
   blas::syrk(as_int(k), as_int(x.cols), T(1), x.data, ld_of(x.ld), beta, g.data, ld_of(g.ld));
   mirror_upper(g);
 }
@@ -424,6 +453,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
 
 #pragma omp parallel if (slots > 1 && parallel_worth(work))
   {
+    const SerialBlas serial;
     std::vector<T> numer_buf(to_size(std::max<index_t>(k * widest, 1)));
     std::vector<T> kl_scratch(kl && dense ? to_size(std::max<index_t>(m_rows, 1) * widest) : 0);
 #pragma omp for schedule(dynamic, 1)
