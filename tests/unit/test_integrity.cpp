@@ -21,6 +21,7 @@
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
+#include "io/narrow.hpp"
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/content_hash.hpp"
 #include "stream/dcsr_source.hpp"
@@ -282,6 +283,31 @@ TEST_F(Integrity, CheckpointWithoutChecksumRunsAgain) {
   std::string problem;
   EXPECT_FALSE(store.load(2, 1, 4, 4, &problem).has_value());
   EXPECT_THAT(problem, HasSubstr("job file version 1 has no checksum (expected 2); the job runs again"));
+}
+
+// --- float32 range (issue 16, item 5) ---
+
+TEST(NarrowEntry, ValuesFloatCannotHoldAreMarkedAndExplained) {
+  EXPECT_EQ(io::narrow_entry<float>(3.0e38), 3.0e38f);
+  EXPECT_EQ(io::narrow_entry<float>(1e-45), std::numeric_limits<float>::denorm_min());  // subnormal, not zero
+  EXPECT_EQ(io::narrow_entry<float>(0.0), 0.0f);
+  EXPECT_EQ(io::narrow_entry<double>(1e300), 1e300);
+  for (double big : {1e39, 3.5e38, 1e300, -1e300}) {
+    const float f = io::narrow_entry<float>(big);
+    EXPECT_TRUE(std::isnan(f)) << big;
+    EXPECT_EQ(io::narrow_marker(f), 1) << big;
+    EXPECT_FALSE(io::acceptable_entry(f));
+  }
+  EXPECT_TRUE(std::isinf(io::narrow_entry<float>(std::numeric_limits<double>::infinity())));  // inf stays inf
+  EXPECT_EQ(io::narrow_marker(io::narrow_entry<float>(1e-50)), 2);
+  EXPECT_EQ(io::narrow_marker(std::nanf("")), 0);  // an ordinary NaN carries no marker
+  EXPECT_EQ(io::describe_bad_entry(2, 5, io::narrow_entry<float>(1e39)),
+            "entry at row 2, column 5 (0-based) is finite but too large for single precision (float32 holds at most "
+            "3.4028235e+38); use --precision f64, or rescale the matrix");
+  EXPECT_THAT(io::describe_bad_entry(0, 1, io::narrow_entry<float>(1e-50)),
+              HasSubstr("is non-zero but too small for single precision: it underflows to zero in float32"));
+  EXPECT_EQ(io::describe_bad_entry(0, 0, std::nanf("")),
+            "entry at row 0, column 0 (0-based) is NaN; input must be finite and non-negative");
 }
 
 // --- content hash ---
