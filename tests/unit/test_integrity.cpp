@@ -131,8 +131,9 @@ TEST_F(Integrity, DcsrFlippedDataBytesAreDetected) {
     const char* what;
   };
   // The lowest mantissa bit of a value: still a valid, non-negative entry, so only the checksum can tell.
-  for (const Case c : {Case{h.values_offset + 8 * 5, "values"}, Case{h.indices_offset + 4 * 2, "column indices"},
-                       Case{h.indptr_offset + 8 * 7, "row pointers"}}) {
+  for (const Case c : {Case{h.values_offset + std::uint64_t{8} * 5, "values"},
+                       Case{h.indices_offset + std::uint64_t{4} * 2, "column indices"},
+                       Case{h.indptr_offset + std::uint64_t{8} * 7, "row pointers"}}) {
     std::filesystem::copy_file(clean, path("b.dcsr"), std::filesystem::copy_options::overwrite_existing);
     flip(path("b.dcsr"), c.offset, 0x01);
     const std::string message = read_error(path("b.dcsr"));
@@ -165,7 +166,7 @@ TEST_F(Integrity, DcsrVerifiesEachChunkAsItIsRead) {
   io::DcsrHeader h = io::read_dcsr_header(path("big.dcsr"));
   ASSERT_EQ(h.chunks.size(), 3u);  // 65536 rows a chunk
   EXPECT_EQ(h.chunks[0].row_end, 65536);
-  flip(path("big.dcsr"), h.values_offset + 8 * 140000, 0x01);  // in the third chunk
+  flip(path("big.dcsr"), h.values_offset + std::uint64_t{8} * 140000, 0x01);  // in the third chunk
   const auto first = io::read_dcsr_block<double>(path("big.dcsr"), {1000, 70000}, {0, n});
   EXPECT_EQ(first.csr.nnz(), 69000);
   const std::string message = error_message([&] {
@@ -242,8 +243,8 @@ TEST_F(Integrity, CheckpointBitFlipsAreDetectedAndTheJobRunsAgain) {
     std::uint64_t offset;
     unsigned char mask;
   };
-  for (const Case c : {Case{header + 2, 0x01},                  // rel_error's low mantissa: 0.125 -> 0.1250...01
-                       Case{header + 16 + 8 * 4 + 3, 0x04}}) {  // an entry of W
+  for (const Case c : {Case{header + 2, 0x01},  // rel_error's low mantissa: 0.125 -> 0.1250...01
+                       Case{header + 16 + std::uint64_t{8} * 4 + 3, 0x04}}) {  // an entry of W
     store.save(r);
     flip(file, c.offset, c.mask);
     problem.clear();
