@@ -8,7 +8,7 @@ DNMF := $(BUILD)/bin/dnmf
 VENV := build/venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps venv build build-asan demo test test-release test-asan bench format clean
+.PHONY: deps venv build build-asan build-fuzz demo test test-release test-asan test-fuzz bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -30,13 +30,23 @@ build-asan: deps venv
 	cmake --preset asan -DPython_EXECUTABLE=$(abspath $(PYTHON))
 	cmake --build --preset asan -j $(JOBS)
 
+# libFuzzer targets of the file readers (clang; docs/reliability.md): only the layers they read with are built.
+build-fuzz: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j $(JOBS)
+
 demo: build
 	@bash scripts/demo.sh $(DNMF)
 	PYTHONPATH=$(BUILD)/python $(PYTHON) scripts/demo.py
 
-test: build build-asan
+test: build build-asan build-fuzz
 	ctest --preset release -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
+	ctest --preset fuzz -j $(JOBS)
+
+# Bounded fuzz runs (DNMF_FUZZ_SECONDS each, 20 by default) over the seed corpora.
+test-fuzz: build-fuzz
+	ctest --preset fuzz -j $(JOBS)
 
 test-release: build
 	ctest --preset release -j $(JOBS)

@@ -11,6 +11,7 @@ packages=(
   libhdf5-openmpi-dev         # parallel HDF5: per-rank hyperslab reads, one shared output file
   libzip-dev                  # .npz input: numpy/scipy archives (zip members, stored or deflated)
   gnuplot-nox                 # NMFk's k-selection plot (svg and png terminals)
+  clang libclang-rt-dev libomp-dev  # the fuzz preset: libFuzzer with ASan/UBSan, and clang's OpenMP
   python3 python3-numpy
 )
 

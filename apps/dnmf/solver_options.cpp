@@ -2,10 +2,39 @@
 
 #include "solver_options.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <thread>
+
 #include "commands.hpp"
 #include "dnmf/error.hpp"
 
 namespace dnmf::cli {
+namespace {
+
+// The cores this process may run on (its affinity mask, which a batch system or taskset narrows), else the
+// machine's.
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+std::string threads_warning(int threads, int cores) {
+  // Twice the cores: a little oversubscription (hyperthreads, a core busy elsewhere) is common and harmless;
+  // beyond that each thread waits for the others at every barrier of every product.
+  if (threads <= 2 * cores) return "";
+  return "--threads " + std::to_string(threads) + " is far more than the " + std::to_string(cores) + " core" +
+         (cores == 1 ? "" : "s") +
+         " this process may use: threads beyond the cores only wait for each other and slow the run; use --threads " +
+         std::to_string(cores) + " or fewer";
+}
 
 void add_solver_options(CLI::App& app, SolverArgs& args) {
   FactorOptions& o = args.options;
@@ -48,6 +77,9 @@ void resolve_solver_options(SolverArgs& args, Context& context) {
   check_grid(args.grid);  // kept: nmfk() parses the grid after reading the shape, and not as a CollectiveError
   context.backend = o.backend;
   context.threads = o.threads;
+  if (const std::string warning = threads_warning(o.threads, available_cores());
+      !warning.empty() && context.rank() == 0)
+    std::fprintf(stderr, "dnmf: warning: %s\n", warning.c_str());
   context.grid = args.grid;
   if (!args.memory_budget.empty()) {
     try {

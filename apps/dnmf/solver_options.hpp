@@ -28,8 +28,12 @@ struct SolverArgs {
 void add_solver_options(CLI::App& app, SolverArgs& args);
 
 /// Fills args.options from the names, and `context` with how the job runs (backend, threads, grid, memory
-/// budget); throws dnmf::Error for a malformed grid or budget. What else cannot run here (TF32 without CUDA, a
+/// budget), warning on stderr (rank 0) when --threads is far beyond the cores (threads_warning); throws
+/// dnmf::Error for a malformed grid or budget. What else cannot run here (TF32 without CUDA, a
 /// backend this build or machine lacks) dnmf::factor() and dnmf::nmfk() report themselves.
 void resolve_solver_options(SolverArgs& args, Context& context);
+
+/// The warning for `--threads threads` on `cores` available cores ("" when there are not far more threads).
+[[nodiscard]] std::string threads_warning(int threads, int cores);
 
 }  // namespace dnmf::cli

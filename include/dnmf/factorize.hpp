@@ -26,6 +26,7 @@ struct FactorResult {
   int threads = 1;
   bool fused = false;           ///< whether the single-pass iteration ran
   long long nnls_cap_hits = 0;  ///< bpp: columns whose pivoting hit its round cap (a warning)
+  double norm_a = 0;            ///< ||A||_F, from the pass that checks A: absolute errors need no other pass
 };
 
 /// Factorises A (dense or CSR, all entries finite and >= 0) into W H.

@@ -157,7 +157,8 @@ template <class T>
 CsrMatrix<T> read_dcsr(const std::string& path);
 
 /// `dnmf convert`: any matrix file into .dcsr with values stored as T (dense input loses its zeros), or a .dcsr
-/// into Matrix Market; the format of `output` decides (.dcsr, or .mtx from a .dcsr). Returns the matrix's shape
+/// into Matrix Market or rewritten as .dcsr of the current version (with checksums); the format of `output`
+/// decides. Returns the matrix's shape
 /// with its stored entries. dnmf::Error names the file for any other pair.
 template <class T>
 MatrixShape convert_matrix(const std::string& input, const std::string& output);

@@ -60,6 +60,9 @@ struct FactorOptions {
   bool tf32 = false;      ///< cuda, float: TF32 tensor-core products (rounding ~1e-3 per product)
   bool fused = true;      ///< single pass over A per iteration where the layout allows
   bool normalize = true;  ///< W's columns sum to 1, H absorbs the scale
+  /// Each iteration updates W before H (scikit-learn's order) instead of H before W (DESIGN §3). From the same
+  /// start the two orders give different iterates; both converge alike.
+  bool w_first = false;
   std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
   /// Polled on rank 0 after every iteration (and by nmfk() between jobs): returning true stops every process
   /// together and the entry point throws dnmf::Cancelled; nothing is written.

@@ -10,6 +10,15 @@
 
 namespace dnmf {
 
+namespace detail {
+/// Throws DataError unless the compressed arrays describe a valid matrix: `outer` lines (rows of CSR, columns of
+/// CSC) of indices in 0..inner-1, strictly increasing within each line, and indptr from 0 up to `stored`,
+/// never decreasing. `what` ("CSR" or "CSC") starts the message. A bad structure would make the kernels read
+/// outside the arrays, so Source::csr and Source::csc check it once (O(stored)) before anything else runs.
+void check_compressed(const char* what, index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices,
+                      index_t stored);
+}  // namespace detail
+
 /// The input of factor() and nmfk(): a matrix file, or a dense or CSR matrix in memory. In-memory sources
 /// borrow their storage: it must outlive every call that uses the source (attach an owner to extend it).
 /// A row-major dense matrix or a CSC matrix is held as the column-major (CSR) view of its transpose, which is the
@@ -34,15 +43,19 @@ class Source {
                                 std::shared_ptr<const void> owner = {}) {
     return Source(MatrixRef<T>{DenseView<const T>(data, cols, rows, ld)}, true, std::move(owner));
   }
-  /// A CSR matrix (column indices sorted and unique within each row).
+  /// A CSR matrix (column indices sorted and unique within each row); its structure is checked here
+  /// (detail::check_compressed: DataError).
   template <class T>
   static Source csr(CsrView<T> a, std::shared_ptr<const void> owner = {}) {
+    detail::check_compressed("CSR", a.rows, a.cols, a.indptr, a.indices, a.rows > 0 ? a.indptr[a.rows] : 0);
     return Source(MatrixRef<T>{a}, false, std::move(owner));
   }
-  /// A CSC matrix of rows x cols: `indptr` has cols + 1 entries, `indices` are row indices sorted within each column.
+  /// A CSC matrix of rows x cols: `indptr` has cols + 1 entries, `indices` are row indices sorted within each column;
+  /// checked as csr() checks.
   template <class T>
   static Source csc(index_t rows, index_t cols, const index_t* indptr, const col_index_t* indices, const T* values,
                     std::shared_ptr<const void> owner = {}) {
+    detail::check_compressed("CSC", cols, rows, indptr, indices, cols > 0 ? indptr[cols] : 0);
     return Source(MatrixRef<T>{CsrView<T>{cols, rows, indptr, indices, values}}, true, std::move(owner));
   }
 

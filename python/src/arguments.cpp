@@ -70,6 +70,7 @@ FactorOptions factor_options(const nb::dict& kwargs) {
   get(kwargs, "l2_h", o.penalties.l2_h);
   get(kwargs, "normalize", o.normalize);
   get(kwargs, "fused", o.fused);
+  get(kwargs, "w_first", o.w_first);
   get(kwargs, "tf32", o.tf32);
   if (o.max_iterations < 1) throw Error("max_iter must be >= 1, not " + std::to_string(o.max_iterations));
   return o;

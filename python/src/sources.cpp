@@ -90,27 +90,6 @@ const col_index_t* indices_of(const AnyVector& indices, std::vector<col_index_t>
   return narrowed.data();
 }
 
-/// The structure a CSR (CSC) matrix must have; cheap next to any factorisation, and a bad one would read
-/// outside the arrays.
-void check_structure(index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices, index_t nnz,
-                     const char* what) {
-  const std::string where = std::string("sparse ") + what + " matrix: ";
-  if (indptr[0] != 0) throw Error(where + "indptr[0] is " + std::to_string(indptr[0]) + ", not 0");
-  for (index_t i = 0; i < outer; ++i)
-    if (indptr[i + 1] < indptr[i]) throw Error(where + "indptr decreases at " + std::to_string(i + 1));
-  if (indptr[outer] != nnz)
-    throw Error(where + "indptr ends at " + std::to_string(indptr[outer]) + " but there are " + std::to_string(nnz) +
-                " stored entries");
-  for (index_t i = 0; i < outer; ++i)
-    for (index_t p = indptr[i]; p < indptr[i + 1]; ++p) {
-      if (indices[p] < 0 || indices[p] >= inner)
-        throw Error(where + "index " + std::to_string(indices[p]) + " out of range 0.." + std::to_string(inner - 1));
-      if (p > indptr[i] && indices[p] <= indices[p - 1])
-        throw Error(where + "indices not sorted and unique at position " + std::to_string(p) +
-                    " (call X.sum_duplicates() / X.sort_indices())");
-    }
-}
-
 template <class T>
 Source sparse_of(std::int64_t rows, std::int64_t cols, const index_t* indptr, const col_index_t* indices,
                  const AnyVector& data, bool by_rows, std::shared_ptr<const void> keep) {
@@ -132,7 +111,6 @@ Source sparse_source(std::int64_t rows, std::int64_t cols, const AnyVector& indp
                      const AnyVector& data, bool by_rows) {
   if (rows < 0 || cols < 0) throw Error("sparse matrix: negative shape");
   const std::int64_t outer = by_rows ? rows : cols;
-  const std::int64_t inner = by_rows ? cols : rows;
   if (static_cast<std::int64_t>(indptr.shape(0)) != outer + 1)
     throw Error("sparse matrix: indptr has " + std::to_string(indptr.shape(0)) + " entries, expected " +
                 std::to_string(outer + 1));
@@ -149,7 +127,10 @@ Source sparse_source(std::int64_t rows, std::int64_t cols, const AnyVector& indp
   held->vectors = {indptr, indices, data};
   const index_t* p = indptr_of(indptr, held->indptr);
   const col_index_t* i = indices_of(indices, held->indices);
-  check_structure(outer, inner, p, i, static_cast<index_t>(data.shape(0)), by_rows ? "CSR" : "CSC");
+  // Source::csr/csc check the structure against indptr's end; that end must be the arrays' length first.
+  if (outer > 0 && p[outer] != static_cast<index_t>(data.shape(0)))
+    throw DataError(std::string("sparse ") + (by_rows ? "CSR" : "CSC") + " matrix: indptr ends at " +
+                    std::to_string(p[outer]) + " but there are " + std::to_string(data.shape(0)) + " stored entries");
   std::shared_ptr<const void> keep = held;
   if (is<double>(data)) return sparse_of<double>(rows, cols, p, i, data, by_rows, std::move(keep));
   return sparse_of<float>(rows, cols, p, i, data, by_rows, std::move(keep));

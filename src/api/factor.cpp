@@ -179,8 +179,10 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   } catch (const Cancelled&) {
     throw;
   } catch (const Error& e) {
-    // The library's message (e.g. "numerical breakdown at iteration 12") does not know the file name.
-    throw Error(name + ": " + e.what(), e.kind());
+    // The library's message (e.g. "numerical breakdown at iteration 12") does not know the file name; a
+    // streamed read's (the file shrank) starts with it already.
+    const std::string what = e.what();
+    throw Error(what.starts_with(name + ": ") ? what : name + ": " + what, e.kind());
   }
 
   Factorization<T> run;

@@ -81,4 +81,37 @@ class ResidentOperand final : public Operand<T> {
   MatrixRef<T> a_;
 };
 
+/// Aᵀ's operand seen as A: every side swapped. The solver iterates on the caller's A through it when A is
+/// stored as Aᵀ (row-major or CSC), so the two factors are updated in the caller's order (H half first).
+template <class T>
+class TransposedOperand final : public Operand<T> {
+ public:
+  explicit TransposedOperand(Operand<T>& a_transpose) : at_(a_transpose) {}
+  [[nodiscard]] index_t rows() const override { return at_.cols(); }
+  [[nodiscard]] index_t cols() const override { return at_.rows(); }
+  [[nodiscard]] bool sparse() const override { return at_.sparse(); }
+  [[nodiscard]] std::string mode() const override { return at_.mode(); }
+  /// No MatrixRef holds A itself (only Aᵀ's storage exists).
+  [[nodiscard]] const MatrixRef<T>* resident() const override { return nullptr; }
+  [[nodiscard]] backend::MatrixStats stats() override { return at_.stats(); }
+  void multiply(backend::Side side, backend::CView<T> y, backend::View<T> out, T beta) override {
+    at_.multiply(backend::other(side), y, out, beta);  // Y·A = Y·(Aᵀ)ᵀ
+  }
+  backend::KlSums kl_multiply(backend::Side side, backend::CView<T> y, backend::CView<T> x, backend::View<T> out,
+                              T beta) override {
+    return at_.kl_multiply(backend::other(side), y, x, out, beta);
+  }
+  [[nodiscard]] backend::Side fused_side() const override { return backend::other(at_.fused_side()); }
+  [[nodiscard]] bool can_fuse(backend::Side side) const override { return at_.can_fuse(backend::other(side)); }
+  backend::FusedSums fused_pass(backend::Side side, const backend::UpdateRule& rule, backend::View<T> x,
+                                backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
+                                backend::View<T> other_numer, backend::View<T> gx) override {
+    return at_.fused_pass(backend::other(side), rule, x, y, gy, y_row_sums, other_numer, gx);
+  }
+  [[nodiscard]] OperandStats operand_stats() const override { return at_.operand_stats(); }
+
+ private:
+  Operand<T>& at_;
+};
+
 }  // namespace dnmf::backend

@@ -134,10 +134,17 @@ std::string parse_real(std::string_view token, T& value) {
   if (result.ec == std::errc::result_out_of_range) {
     // from_chars reports underflow and overflow alike; strtod tells them apart (underflow gives 0).
     number = std::strtod(std::string(token).c_str(), nullptr);
-    if (std::isinf(number)) return "value " + quoted(original) + " is too large for double precision";
+    if (std::isinf(number))
+      return "value " + quoted(original) + " is too large for double precision: rescale the matrix";
+    if (number == 0) return "value " + quoted(original) + " underflows to zero in double precision: rescale the matrix";
   }
   if (std::is_same_v<T, float> && std::isfinite(number) && std::abs(number) >= kFloatOverflow) {
-    return "value " + quoted(original) + " is too large for single precision (float)";
+    return "value " + quoted(original) + " is too large for single precision (float): use --precision f64, or " +
+           "rescale the matrix";
+  }
+  if (std::is_same_v<T, float> && number != 0 && static_cast<T>(number) == 0) {
+    return "value " + quoted(original) + " underflows to zero in single precision (float): use --precision f64, or " +
+           "rescale the matrix";
   }
   value = static_cast<T>(number);
   return {};
@@ -207,8 +214,10 @@ bool parse_entry_fast(std::string_view rest, const Header& header, index_t& row,
     value = static_cast<T>(integer);
   } else {
     double number = 0;
+    // Out of float's range either way: the careful parser explains it.
     if (!take_number(rest, number) || (std::is_same_v<T, float> && std::abs(number) >= kFloatOverflow)) return false;
     value = static_cast<T>(number);
+    if (value == 0 && number != 0) return false;
   }
   if (!only_blanks(rest)) return false;
   row = i - 1;

@@ -12,6 +12,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
+#include "io/narrow.hpp"
 
 namespace dnmf::io {
 
@@ -36,7 +37,7 @@ S load(const std::byte* p) {
 
 template <class S, class T>
 void convert_run(const std::byte* src, std::size_t count, T* dst) {
-  for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(load<S>(src + i * sizeof(S)));
+  for (std::size_t i = 0; i < count; ++i) dst[i] = narrow_entry<T>(load<S>(src + i * sizeof(S)));
 }
 
 template <class S, class T>
@@ -47,7 +48,7 @@ void convert_transposed(const std::byte* src, index_t m, index_t n, T* dst, inde
     const index_t c1 = c0 + kBlock < n ? c0 + kBlock : n;
     for (index_t r = 0; r < m; ++r) {
       const std::byte* row = src + to_size(r * n) * sizeof(S);
-      for (index_t c = c0; c < c1; ++c) dst[r + c * ld] = static_cast<T>(load<S>(row + to_size(c) * sizeof(S)));
+      for (index_t c = c0; c < c1; ++c) dst[r + c * ld] = narrow_entry<T>(load<S>(row + to_size(c) * sizeof(S)));
     }
   }
 }

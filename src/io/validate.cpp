@@ -11,6 +11,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/hdf5_path.hpp"
+#include "io/narrow.hpp"
 #include "io/npz.hpp"
 #include "util/text.hpp"
 
@@ -51,7 +52,12 @@ bool all_acceptable(const T* values, index_t count) {
 template <class T>
 std::string describe_bad_entry(index_t row, index_t col, T value) {
   std::string message = "entry at row " + std::to_string(row) + ", column " + std::to_string(col) + " (0-based) is ";
-  if (std::isnan(value)) {
+  if (const int marker = narrow_marker(value); marker != 0) {
+    message += marker == 1 ? "finite but too large for single precision (float32 holds at most 3.4028235e+38)"
+                           : "non-zero but too small for single precision: it underflows to zero in float32 "
+                             "(the smallest is 1.4e-45)";
+    message += "; use --precision f64, or rescale the matrix";
+  } else if (std::isnan(value)) {
     message += "NaN; input must be finite and non-negative";
   } else if (std::isinf(value)) {
     message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";

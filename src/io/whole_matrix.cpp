@@ -10,6 +10,7 @@
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
+#include "io/narrow.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -79,9 +80,13 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
 template <class T>
 MatrixShape convert_matrix(const std::string& input, const std::string& output) {
   if (input.ends_with(".dcsr")) {
-    if (!output.ends_with(".mtx")) throw UsageError(output + ": a .dcsr file converts to .mtx");
+    if (!output.ends_with(".mtx") && !output.ends_with(".dcsr"))
+      throw UsageError(output + ": a .dcsr file converts to .mtx (or to .dcsr: rewritten with checksums)");
     const CsrMatrix<T> a = read_dcsr<T>(input);
-    write_mtx<T>(output, a.view());
+    if (output.ends_with(".dcsr"))
+      write_dcsr<T>(output, a.view());  // the current version: how a version-1 file gains its checksums
+    else
+      write_mtx<T>(output, a.view());
     return {a.rows(), a.cols(), a.nnz(), true};
   }
   if (!output.ends_with(".dcsr"))
@@ -102,7 +107,7 @@ LocalBlock<T> slice_block(const MatrixRef<U>& a, dist::Range rows, dist::Range c
     b.dense = DenseMatrix<T>(rows.size(), cols.size());
     for (index_t j = cols.first; j < cols.last; ++j)
       for (index_t i = rows.first; i < rows.last; ++i)
-        b.dense(i - rows.first, j - cols.first) = static_cast<T>((*d)(i, j));
+        b.dense(i - rows.first, j - cols.first) = narrow_entry<T>((*d)(i, j));
     return b;
   }
   const auto& s = std::get<CsrView<U>>(a);
@@ -114,7 +119,7 @@ LocalBlock<T> slice_block(const MatrixRef<U>& a, dist::Range rows, dist::Range c
       const index_t j = s.indices[q];
       if (j < cols.first || j >= cols.last) continue;
       indices.push_back(static_cast<col_index_t>(j - cols.first));
-      values.push_back(static_cast<T>(s.values[q]));
+      values.push_back(narrow_entry<T>(s.values[q]));
     }
     indptr.push_back(static_cast<index_t>(values.size()));
   }

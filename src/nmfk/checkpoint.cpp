@@ -10,6 +10,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "util/crc32c.hpp"
 
 namespace dnmf::rank_search {
 namespace {
@@ -17,14 +18,17 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'D', 'N', 'M', 'F', 'K', 'J', 'O', 'B'};
-constexpr std::uint32_t kVersion = 1;
+// Job files: 2 carries a CRC-32C; 1 (none) is not trusted, its job runs again. The manifest: 2 adds the
+// content hash of the data.
+constexpr std::uint32_t kVersion = 2;
 constexpr const char* kManifestFormat = "dnmf-nmfk-checkpoints";
 
-// The fixed-size header of a job file; the arrays W (m·k) and H (k·n) of doubles follow.
+// The fixed-size header of a job file; the arrays W (m·k) and H (k·n) of doubles follow. `checksum` is the
+// CRC-32C of the header (with checksum 0) followed by W and H.
 struct JobHeader {
   char magic[8];
   std::uint32_t version;
-  std::uint32_t reserved;
+  std::uint32_t checksum;
   std::int64_t k, p, m, n, iterations;
   double rel_error, seconds;
 };
@@ -36,6 +40,7 @@ nlohmann::json manifest_json(const Fingerprint& f) {
   j["format"] = kManifestFormat;
   j["version"] = kVersion;
   for (const auto& [key, value] : f.data) j["data"][key] = value;
+  j["data"]["content_hash"] = f.content_hash;
   j["data_sum"] = f.sum;
   j["data_sum_squares"] = f.sum_squares;
   for (const auto& [key, value] : f.options) j["options"][key] = value;
@@ -57,7 +62,9 @@ std::vector<std::string> differences(const nlohmann::json& stored, const Fingerp
       if (!known) out.push_back(item.key() + " " + item.value().dump() + " -> (none)");
     }
   };
-  compare("data", now.data);
+  std::vector<std::pair<std::string, std::string>> data = now.data;
+  data.emplace_back("content_hash", now.content_hash);
+  compare("data", data);
   auto number = [&](const char* key, double value) {
     const double before = stored.contains(key) && stored[key].is_number() ? stored[key].get<double>() : NAN;
     if (!numbers_match(before, value)) {
@@ -71,6 +78,33 @@ std::vector<std::string> differences(const nlohmann::json& stored, const Fingerp
   number("data_sum_squares", now.sum_squares);
   compare("options", now.options);
   return out;
+}
+
+std::uint32_t job_checksum(JobHeader h, const JobRecord& r) {
+  h.checksum = 0;
+  std::uint32_t crc = util::crc32c(&h, sizeof h);
+  crc = util::crc32c(r.W.data(), sizeof(double) * r.W.storage().size(), crc);
+  return util::crc32c(r.H.data(), sizeof(double) * r.H.storage().size(), crc);
+}
+
+// Why a loaded record cannot be the solver's output ("" when it can): a checksum only proves the bytes are
+// the ones written, so values outside their domain (from a bug or a file forged with a valid checksum) are
+// refused too.
+std::string out_of_domain(const JobRecord& r) {
+  if (!std::isfinite(r.rel_error) || r.rel_error < 0)
+    return "its relative error " + std::to_string(r.rel_error) + " is not a finite number >= 0";
+  if (!std::isfinite(r.seconds) || r.seconds < 0) return "its time is not a finite number >= 0";
+  if (r.iterations < 0) return "its iteration count is negative";
+  auto check = [](const DenseMatrix<double>& a, const char* name) -> std::string {
+    for (index_t j = 0; j < a.cols(); ++j)
+      for (index_t i = 0; i < a.rows(); ++i)
+        if (const double v = a(i, j); !std::isfinite(v) || v < 0)
+          return std::string(name) + "(" + std::to_string(i) + ", " + std::to_string(j) + ") = " + std::to_string(v) +
+                 " is not a finite number >= 0";
+    return "";
+  };
+  if (std::string bad = check(r.W, "W"); !bad.empty()) return bad;
+  return check(r.H, "H");
 }
 
 bool is_job_file(const fs::path& p) {
@@ -166,7 +200,11 @@ std::optional<JobRecord> CheckpointStore::load(index_t k, int p, index_t m, inde
   };
   JobHeader h{};
   if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return fail("truncated header");
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion) return fail("not a job file");
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return fail("not a job file");
+  if (h.version == 1) return fail("job file version 1 has no checksum (expected " + std::to_string(kVersion) + ")");
+  if (h.version != kVersion)
+    return fail("job file version " + std::to_string(h.version) + " is not supported (expected " +
+                std::to_string(kVersion) + ")");
   if (h.k != k || h.p != p || h.m != m || h.n != n) return fail("its shape or job does not match");
   JobRecord r;
   r.k = k;
@@ -182,6 +220,9 @@ std::optional<JobRecord> CheckpointStore::load(index_t k, int p, index_t m, inde
                static_cast<std::streamsize>(sizeof(double) * r.H.storage().size())))
     return fail("truncated data");
   if (in.peek() != std::char_traits<char>::eof()) return fail("trailing bytes");
+  const std::uint32_t stored = h.checksum;
+  if (stored != job_checksum(h, r)) return fail("checksum mismatch (the file is damaged)");
+  if (const std::string bad = out_of_domain(r); !bad.empty()) return fail(bad);
   return r;
 }
 
@@ -197,6 +238,7 @@ void CheckpointStore::save(const JobRecord& r) const {
   h.iterations = r.iterations;
   h.rel_error = r.rel_error;
   h.seconds = r.seconds;
+  h.checksum = job_checksum(h, r);
   io::write_file_atomically(job_path(r.k, r.p), [&](std::ostream& out) {
     out.write(reinterpret_cast<const char*>(&h), sizeof h);
     out.write(reinterpret_cast<const char*>(r.W.data()),

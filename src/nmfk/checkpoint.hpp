@@ -15,9 +15,11 @@
 namespace dnmf::rank_search {
 
 /// Named facts, compared as text; the numeric ones (sums of the data) are compared with a relative
-/// tolerance, since a different process count sums in a different order.
+/// tolerance, since a different process count sums in a different order. `content_hash` identifies the
+/// data itself (content_hash_add), so that a permuted or edited matrix with the same sums is not taken for it.
 struct Fingerprint {
   std::vector<std::pair<std::string, std::string>> data;
+  std::string content_hash;
   std::vector<std::pair<std::string, std::string>> options;
   double sum = 0;
   double sum_squares = 0;
@@ -47,8 +49,9 @@ class CheckpointStore {
   /// files first. Returns a line for the user when something was cleared, else "".
   std::string open(const Fingerprint& fingerprint, bool restart);
 
-  /// The job's record when its file exists and is complete and consistent with (k, p, m, n); a damaged file
-  /// is removed and reported through `problem` (the job is then run again).
+  /// The job's record when its file exists, is complete, its checksum matches, it is consistent with
+  /// (k, p, m, n) and every value is finite and >= 0; otherwise the file is removed and the reason reported
+  /// through `problem` (the job is then run again).
   std::optional<JobRecord> load(index_t k, int p, index_t m, index_t n, std::string* problem) const;
   /// Writes the job's file atomically (temporary file + rename).
   void save(const JobRecord& record) const;

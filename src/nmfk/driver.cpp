@@ -9,6 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -25,6 +27,7 @@
 #include "nmfk/checkpoint.hpp"
 #include "nmfk/clustering.hpp"
 #include "nmfk/collect.hpp"
+#include "nmfk/content_hash.hpp"
 #include "nmfk/group.hpp"
 #include "nmfk/job.hpp"
 #include "nmfk/provider.hpp"
@@ -97,9 +100,10 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
 
 template <class T>
 Fingerprint make_fingerprint(const NmfkOptions& o, index_t m, index_t n, double nonzeros, double sum,
-                             double sum_squares) {
+                             double sum_squares, std::uint64_t content_hash) {
   Fingerprint f;
   f.data = {{"rows", std::to_string(m)}, {"cols", std::to_string(n)}, {"nonzeros", number(nonzeros)}};
+  f.content_hash = content_hash_text(content_hash);
   for (const auto& item : o.data_identity) f.data.push_back(item);
   f.sum = sum;
   f.sum_squares = sum_squares;
@@ -301,6 +305,12 @@ class Sweep {
     block_stats(group_.block, stats_);
     group_.comm->allreduce_sum(stats_, 3);
     world_.broadcast(stats_, 3, dist::Scalar::f64, 0);  // group 0's figures for everyone: one fingerprint
+    const std::uint64_t hash =
+        sum_content_hash(block_content_hash(group_.block, layout.a_rows.first, layout.a_cols.first), *group_.comm);
+    std::int64_t word = 0;
+    std::memcpy(&word, &hash, sizeof word);
+    world_.broadcast(&word, 1, dist::Scalar::i64, 0);
+    std::memcpy(&content_hash_, &word, sizeof word);
     if (!(stats_[1] > 0))
       throw CollectiveError("nmfk: the matrix is all zeros: there is nothing to factorise", ErrorKind::data);
   }
@@ -337,7 +347,8 @@ class Sweep {
     std::string error;
     if (rank_ == 0) {
       try {
-        notice(store_.open(make_fingerprint<T>(options_, m_, n_, stats_[2], stats_[0], stats_[1]), options_.restart));
+        notice(store_.open(make_fingerprint<T>(options_, m_, n_, stats_[2], stats_[0], stats_[1], content_hash_),
+                           options_.restart));
         for (std::size_t i = 0; i < jobs.size(); ++i) {
           std::string problem;
           auto record = store_.load(jobs[i].k, jobs[i].p, m_, n_, &problem);
@@ -596,6 +607,7 @@ class Sweep {
   GroupContext<T> group_;
   dist::GridShape shape_;
   double stats_[3] = {0, 0, 0};
+  std::uint64_t content_hash_ = 0;  // of the whole matrix (content_hash.hpp), group 0's, as every rank knows it
   CheckpointStore store_;
   std::map<std::pair<index_t, int>, JobRecord> records_;
   std::vector<DenseMatrix<double>> centroids_;

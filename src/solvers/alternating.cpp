@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -124,7 +125,9 @@ struct Figures {
 template <class T>
 class Iteration {
  public:
-  Iteration(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid, const dist::Layout& layout,
+  /// `w_split`: the ranks among which W's block row is split (the grid row); `h_split`: H's (the grid column).
+  Iteration(backend::Kernels<T>& kernels, backend::Operand<T>& a, dist::Communicator& world,
+            dist::Communicator& w_split, dist::Communicator& h_split, const dist::Layout& layout,
             const FactorOptions& options, const backend::MatrixStats& stats)
       : kernels_(kernels),
         a_(a),
@@ -134,9 +137,9 @@ class Iteration {
         kl_(options.algorithm == Algorithm::kl),
         rule_h_(update_rule(options.algorithm, kEps, options.penalties.l1_h, options.penalties.l2_h)),
         rule_w_(update_rule(options.algorithm, kEps, options.penalties.l1_w, options.penalties.l2_w)),
-        world_(grid.world()),
-        row_comm_(grid.row_comm()),
-        col_comm_(grid.col_comm()),
+        world_(world),
+        row_comm_(w_split),
+        col_comm_(h_split),
         w_whole_(row_comm_.size() == 1),
         h_whole_(col_comm_.size() == 1),
         w_counts_(piece_counts(layout.w_piece_sizes, k_)),
@@ -385,22 +388,42 @@ class Iteration {
   FactorResult<T> result_;
 };
 
+// The layout of the same rank for Aᵀ: rows and columns, W's rows and H's columns exchanged.
+dist::Layout transposed(const dist::Layout& l) {
+  return {l.n, l.m, l.a_cols, l.a_rows, l.h_cols, l.w_rows, l.h_piece_sizes, l.w_piece_sizes};
+}
+
 }  // namespace
 
 template <class T>
 FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid,
                         const dist::Layout& layout, const FactorOptions& options, const backend::MatrixStats& stats,
-                        Factors<T>& factors) {
+                        Factors<T>& factors, bool a_is_transpose) {
   check_block_shape(a.rows(), a.cols(), layout);
-  Iteration<T> iteration(kernels, a, grid, layout, options, stats);
-  return iteration.run(factors);
+  // Aᵀ's iteration updates the caller's W first: that is the order asked for with w_first, or else the view.
+  if (a_is_transpose == options.w_first) {
+    Iteration<T> iteration(kernels, a, grid.world(), grid.row_comm(), grid.col_comm(), layout, options, stats);
+    return iteration.run(factors);
+  }
+  // Through the transposed view every role swaps: Aᵀ's operand iterates as A (H first, as a column-major A
+  // does), or A's as Aᵀ (the caller's W first). The same updates, in the order asked for.
+  backend::TransposedOperand<T> a_view(a);
+  FactorOptions caller_options = options;
+  std::swap(caller_options.penalties.l1_w, caller_options.penalties.l1_h);
+  std::swap(caller_options.penalties.l2_w, caller_options.penalties.l2_h);
+  Factors<T> caller_factors{std::move(factors.h), std::move(factors.wt)};
+  Iteration<T> iteration(kernels, a_view, grid.world(), grid.col_comm(), grid.row_comm(), transposed(layout),
+                         caller_options, stats);
+  FactorResult<T> result = iteration.run(caller_factors);
+  factors = {std::move(caller_factors.h), std::move(caller_factors.wt)};
+  return result;
 }
 
 template FactorResult<float> iterate<float>(backend::Kernels<float>&, backend::Operand<float>&, const dist::Grid&,
                                             const dist::Layout&, const FactorOptions&, const backend::MatrixStats&,
-                                            Factors<float>&);
+                                            Factors<float>&, bool);
 template FactorResult<double> iterate<double>(backend::Kernels<double>&, backend::Operand<double>&, const dist::Grid&,
                                               const dist::Layout&, const FactorOptions&, const backend::MatrixStats&,
-                                              Factors<double>&);
+                                              Factors<double>&, bool);
 
 }  // namespace dnmf::solvers

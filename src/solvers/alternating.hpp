@@ -14,9 +14,12 @@ namespace dnmf::solvers {
 /// factor pieces `factors` (host; Wt: k x layout.w_rows, H: k x layout.h_cols) and leaves the final pieces
 /// there. `stats` is A's global sum and squared norm. Every rank of `grid` calls it together. The result's
 /// W/H fields are left empty (the caller lays them out); the history is the global one, on every rank.
+/// `a_is_transpose`: `a`, `layout`, `options`' penalties and `factors` are those of Aᵀ for the caller's A (a
+/// row-major or CSC source). Either way the caller's H is updated first in each iteration, or its W with
+/// options.w_first (the iteration runs on the transposed view of `a` where that is what the order needs).
 template <class T>
 FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, const dist::Grid& grid,
                         const dist::Layout& layout, const FactorOptions& options, const backend::MatrixStats& stats,
-                        Factors<T>& factors);
+                        Factors<T>& factors, bool a_is_transpose = false);
 
 }  // namespace dnmf::solvers

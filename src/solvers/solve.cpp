@@ -144,10 +144,11 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
 
   const dist::Traffic before = grid.traffic();
-  out.result = iterate(kernels, a, grid, layout, options, out.stats, out.pieces);
+  out.result = iterate(kernels, a, grid, layout, options, out.stats, out.pieces, a_is_transpose);
   const dist::Traffic after = grid.traffic();
   out.iteration_traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
   out.result.init_seconds = init_seconds;
+  out.result.norm_a = std::sqrt(out.stats.squared_norm);
   if (options.normalize) normalise(world, out.pieces);
   out.result.rel_error =
       final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats.squared_norm);

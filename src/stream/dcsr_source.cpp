@@ -93,7 +93,7 @@ void DcsrSource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate)
   tile.nnz = io::read_dcsr_rows(file_, header_, rows_.first + extent.range.first, tile.rows, cols_, tile.indptr.data(),
                                 tile.indices.data(), tile.values.data(),
                                 std::min(tile.indices.capacity(), tile.values.capacity()), validate, staging_,
-                                tile.bytes_read);
+                                tile.bytes_read, &verified_);
 }
 
 template class DcsrSource<float>;

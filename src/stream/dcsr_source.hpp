@@ -42,6 +42,7 @@ class DcsrSource final : public TileSource<T> {
   index_t row_nnz_ = 0;  // nnz of the block's rows (all columns)
   index_t max_row_ = 0;  // nnz of the fullest row
   std::vector<std::byte> staging_;
+  io::DcsrVerified verified_;  // checksum chunks already verified: each is checked on its first read only
 };
 
 }  // namespace dnmf::stream

@@ -115,6 +115,7 @@ void DeviceStreamedOperand<T>::pass(Body&& body) {
       engine_->compute_end(s, t);
       ++tiles_;
     }
+    if (!direct_) source_->check_intact();  // a mapped file that shrank: the pass read zeros
   } catch (...) {
     // Work queued on a buffer whose end was never marked must finish before the buffer is refilled.
     try {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +52,7 @@ NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range c
       map_bytes_ = to_size(file_.size());
       block_begin_ = map_ + header_.data_offset + to_size(cols.first) * to_size(header_.rows) * sizeof(T);
       (void)::madvise(map, map_bytes_, MADV_SEQUENTIAL);
+      guard_ = std::make_unique<MappingGuard>(map_, map_bytes_);
     }
   }
 }
@@ -98,9 +100,11 @@ void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
   const auto [addr, length] = pages(first, bytes);
   // Prefault on the producer thread so the compute threads never stall on the file.
   if (::madvise(addr, length, MADV_POPULATE_READ) != 0) {
-    if (errno != EINVAL)
-      throw Error(name() + ": cannot read " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-                  " (" + std::strerror(errno) + ")");
+    const int error = errno;
+    if (error == EFAULT) check_intact();  // EFAULT: a page past the file's end (it would raise SIGBUS)
+    if (error != EINVAL)
+      throw IoError(name() + ": cannot read " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                    " (" + std::strerror(error) + ")");
     volatile std::byte sink{};  // kernels without MADV_POPULATE_READ: touch every page
     for (std::size_t at = 0; at < length; at += page) sink = static_cast<const std::byte*>(addr)[at];
     (void)sink;
@@ -109,6 +113,17 @@ void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
   tile.lent_bytes = bytes;
   lent_.emplace_back(reinterpret_cast<const std::byte*>(first), reinterpret_cast<const std::byte*>(first) + bytes);
   tile.bytes_read = bytes;
+}
+
+template <class T>
+void NpySource<T>::check_intact() const {
+  if (map_ == nullptr) return;
+  struct stat now {};
+  const bool shrank = ::fstat(file_.descriptor(), &now) == 0 && static_cast<std::uint64_t>(now.st_size) < map_bytes_;
+  if (shrank || (guard_ && guard_->faulted()))
+    throw IoError(name() + ": the file shrank while it was being read (mapped, " + std::to_string(map_bytes_) +
+                  " bytes when opened" + (shrank ? ", " + std::to_string(now.st_size) + " now" : std::string()) +
+                  "; truncated during the run?): the results of this pass are void");
 }
 
 template <class T>
@@ -163,6 +178,7 @@ void NpySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) 
   const bool adjacent = static_cast<std::uint64_t>(length) == stride;
   if (runs == 0 || length == 0) return;
   if (map_ != nullptr) {
+    check_intact();
     lend(extent, tile);
     if (validate)
       check_dense_entries(name(), DenseView<const T>(tile.lent, tile.rows, tile.cols, tile.rows), rows_.first,

@@ -9,6 +9,7 @@
 
 #include "dnmf/io.hpp"
 #include "io/npy_convert.hpp"
+#include "stream/mapping_guard.hpp"
 #include "stream/read_file.hpp"
 #include "stream/tile_source.hpp"
 
@@ -45,6 +46,8 @@ class NpySource final : public TileSource<T> {
   [[nodiscard]] bool mapped() const { return map_ != nullptr; }
   [[nodiscard]] std::vector<TileExtent> partition(std::size_t max_tile_bytes) const override;
   void read(const TileExtent& extent, Tile<T>& tile, bool validate) override;
+  /// Mapped: an IoError when the file shrank under the mapping (SIGBUS caught by the guard, or a smaller size).
+  void check_intact() const override;
   /// See ReadFile::set_drop_behind (benchmarks of cold reads).
   void set_drop_behind(bool on) { file_.set_drop_behind(on); }
 
@@ -59,6 +62,7 @@ class NpySource final : public TileSource<T> {
   std::size_t map_bytes_ = 0;
   const std::byte* block_begin_ = nullptr;                           // where this block's columns start in the mapping
   std::vector<std::pair<const std::byte*, const std::byte*>> lent_;  // tiles lent and not yet released
+  std::unique_ptr<MappingGuard> guard_;                              // SIGBUS of the mapping -> zeros + a mark
 
   /// Lends `extent` out of the mapping: unmaps the tile's previous pages from this process, prefaults the new.
   void lend(const TileExtent& extent, Tile<T>& tile);

@@ -70,6 +70,7 @@ void StreamedOperand<T>::pass(Body&& body) {
       body(tile);
       ring_->release();
     }
+    source_->check_intact();  // before the pass's sums are used
   } catch (...) {
     ring_->restart();
     throw;

@@ -45,6 +45,9 @@ class TileSource {
   /// (negative, NaN, infinite: dnmf::Error naming the source and the entry's global row and column).
   /// Called from one thread at a time.
   virtual void read(const TileExtent& extent, Tile<T>& tile, bool validate) = 0;
+  /// Throws dnmf::IoError when tiles handed out since the last call may not hold the file's data (a mapped
+  /// file shrank under them and they read zeros: mapping_guard.hpp). Called after each pass.
+  virtual void check_intact() const {}
 };
 
 /// Splits [0, extent) into `parts` ranges of equal size (the first extent % parts one longer).

@@ -179,6 +179,37 @@ TEST(Api, BadInputAndContextsAreClearErrors) {
   EXPECT_THROW((void)factor<double>(Source::file("matrix.txt"), options_k4()), Error);
 }
 
+// A compressed source whose arrays do not describe a matrix would send the kernels outside them: refused when
+// the source is made, naming the line and the fault.
+TEST(Api, CompressedSourcesWithABadStructureAreRefused) {
+  const std::vector<index_t> indptr = {0, 2, 3, 5};
+  const std::vector<col_index_t> indices = {0, 3, 1, 2, 4};
+  const std::vector<double> values = {1, 2, 3, 4, 5};
+  EXPECT_NO_THROW((void)Source::csr<double>(CsrView<double>{3, 5, indptr.data(), indices.data(), values.data()}));
+  EXPECT_NO_THROW((void)Source::csc<double>(5, 3, indptr.data(), indices.data(), values.data()));
+  auto message = [&](const std::vector<index_t>& p, const std::vector<col_index_t>& i, index_t inner, bool csc) {
+    try {
+      if (csc) {
+        (void)Source::csc<double>(inner, 3, p.data(), i.data(), values.data());
+      } else {
+        (void)Source::csr<double>(CsrView<double>{3, inner, p.data(), i.data(), values.data()});
+      }
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message({0, 2, 1, 5}, indices, 5, false).find("indptr decreases at row 1"), std::string::npos);
+  EXPECT_NE(message({1, 2, 3, 5}, indices, 5, false).find("indptr[0] is 1"), std::string::npos);
+  EXPECT_NE(message(indptr, {0, 3, 1, 2, 5}, 5, false).find("index 5 in row 2 is out of range 0..4"),
+            std::string::npos);
+  EXPECT_NE(message(indptr, {0, 3, 1, 2, 4}, 4, true).find("index 4 in column 2 is out of range 0..3"),
+            std::string::npos);
+  EXPECT_NE(message(indptr, {3, 0, 1, 2, 4}, 5, false).find("indices of row 0 are not sorted and unique (3 then 0)"),
+            std::string::npos);
+  EXPECT_NE(message(indptr, {0, 3, 1, 2, 2}, 5, true).find("indices of column 2 are not sorted"), std::string::npos);
+}
+
 TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {
   const DenseMatrix<double> a = planted_dense();
   const CsrMatrix<double> s = test::to_csr(a);

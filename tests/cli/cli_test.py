@@ -969,6 +969,89 @@ def special_files(ctx):
                      timeout=20)
 
 
+def fortran_npy(path, rows, cols):
+    """A Fortran-order f8 .npy of positive values (streamed runs lend its column stripes from a mapping)."""
+    import array
+    header_text = "{'descr': '<f8', 'fortran_order': True, 'shape': (%d, %d), }" % (rows, cols)
+    unpadded = len(NPY_MAGIC) + 2 + 2 + len(header_text) + 1
+    header = header_text + " " * ((64 - unpadded % 64) % 64) + "\n"
+    column = array.array("d", [1.0 + (i * 7919 % 101) / 50.0 for i in range(rows)])
+    with open(path, "wb") as f:
+        f.write(NPY_MAGIC + b"\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        for j in range(cols):
+            f.write(column[j % 97:] + column[:j % 97])
+
+
+@case
+def numeric_edges(ctx):
+    # Finite f64 values that float32 cannot hold, values that underflow to zero, and --threads far beyond the
+    # cores: each gets a message that says what happened and what to do.
+    write_bytes(ctx.path("big.npy"), npy_bytes(matrix_with(1e100, (3, 2))))
+    ctx.expect_error(["factor", "big.npy", "-k", 2, "--precision", "f32", "-o", "out"],
+                     ["big.npy: entry at row 3, column 2 (0-based)", "too large for single precision",
+                      "use --precision f64, or rescale"], code=3)
+    ctx.ok("factor", "big.npy", "-k", 2, "--precision", "f64", "--iters", 5, "-q", "-o", "out")
+    write_bytes(ctx.path("tiny.npy"), npy_bytes(matrix_with(1e-50, (1, 3))))
+    ctx.expect_error(["factor", "tiny.npy", "-k", 2, "--precision", "f32", "-o", "out2"],
+                     ["tiny.npy: entry at row 1, column 3 (0-based)", "underflows to zero in float32",
+                      "use --precision f64"], out_dir="out2", code=3)
+    # The same through .dcsr's conversion.
+    ctx.ok("convert", "big.npy", "big.dcsr")
+    ctx.expect_error(["factor", "big.dcsr", "-k", 2, "--precision", "f32", "-o", "out2"],
+                     ["big.dcsr: entry at row 3, column 2", "too large for single precision"], out_dir="out2", code=3)
+    # Matrix Market text: underflow even in double precision, overflow of float32.
+    write_text(ctx.path("tiny.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1e-400\n2 2 1\n")
+    ctx.expect_error(["factor", "tiny.mtx", "-k", 1, "-o", "out2"],
+                     ["tiny.mtx:3", "underflows to zero in double precision", "rescale"], out_dir="out2", code=3)
+    write_text(ctx.path("big.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1e100\n2 2 1\n")
+    ctx.expect_error(["factor", "big.mtx", "-k", 1, "--precision", "f32", "-o", "out2"],
+                     ["big.mtx:3", "too large for single precision", "--precision f64"], out_dir="out2", code=3)
+    result = ctx.ok("factor", "big.npy", "-k", 2, "--threads", 4096, "--iters", 2, "-q", "-o", "out3")
+    check("dnmf: warning: --threads 4096 is far more than the" in result.stderr,
+          "no --threads warning: " + result.stderr)
+    result = ctx.ok("factor", "big.npy", "-k", 2, "--threads", 1, "--iters", 2, "-q", "-o", "out4")
+    check("warning" not in result.stderr, "a warning for --threads 1: " + result.stderr)
+
+
+@case
+def truncated_during_run(ctx):
+    # A streamed run whose input shrinks under it: a mapped .npy (SIGBUS caught), a .npy read by pread (an f8
+    # file computed in f32 is converted on the way) and a .dcsr. Each must end with exit 4 and a message naming
+    # the file, never a crash.
+    import time
+    fortran_npy(ctx.path("F.npy"), 4000, 1500)
+    fortran_npy(ctx.path("G.npy"), 4000, 1500)
+    ctx.gen(3000, 2000, 8, "C.npy")
+    ctx.ok("convert", "C.npy", "C.dcsr")
+    for name, precision, access in (("F.npy", "f64", "mapped"), ("G.npy", "f32", "pread"), ("C.dcsr", "f64", "pread")):
+        # A budget just above the minimum (a sanitizer build's baseline is larger than a release build's).
+        budget = "40M"
+        probe = ctx.run("factor", name, "-k", 4, "--precision", precision, "--iters", 1, "-q", "--memory-budget",
+                        budget, "-o", "plan")
+        needed = re.search(r"needs at least (\d+) bytes", probe.stderr)
+        if probe.rc != 0 and needed:
+            budget = str(int(needed.group(1)) + (4 << 20))
+        common = ["factor", name, "-k", 4, "--precision", precision, "--tol", 0, "--memory-budget", budget]
+        args = common + ["--iters", 100000, "-o", "out"]
+        # The plan: streamed, and the mapped file really mapped (else the case would not test SIGBUS).
+        if os.path.exists(ctx.path("plan")):
+            shutil.rmtree(ctx.path("plan"))
+        ctx.ok(*common, "--iters", 1, "-q", "-o", "plan")
+        memory = ctx.report("plan")["memory"]
+        check(memory["mode"] == "streamed" and memory["stream"]["access"] == access, "%s: plan %s" % (name, memory))
+        shutil.rmtree(ctx.path("plan"))
+        process = subprocess.Popen([ctx.dnmf] + [str(a) for a in args], cwd=ctx.work, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        process.stderr.readline()  # the first progress line: the solver is iterating
+        time.sleep(0.3)
+        os.truncate(ctx.path(name), os.path.getsize(ctx.path(name)) // 3)
+        stdout, stderr = process.communicate(timeout=120)
+        check(process.returncode == 4, "%s: expected exit 4 (I/O), got %d: %s" % (name, process.returncode, stderr))
+        check("dnmf: error: %s: the file shrank while it was being read" % name in stderr,
+              "no clear message: " + stderr)
+        check(leftovers(ctx) == [] and not os.path.exists(ctx.path("out")), "a failed run left files behind")
+
+
 # ------------------------------------------------------------------------------------------------
 
 

@@ -247,6 +247,53 @@ def refuses_other_options(ctx):
 
 
 @case
+def permuted_input_and_damaged_checkpoints(ctx):
+    """Checkpoints are reused only for the same data (a row-permuted copy with the same shape, size, sum and sum
+    of squares is refused), and a damaged job file is rerun with a warning instead of being trusted."""
+    a = ctx.gen("A.npy", rank=3, seed=11)
+    out = ctx.path("out")
+    args = ["nmfk", a, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out]
+    ctx.run(args)
+    first = load(os.path.join(out, "nmfk.json"))
+    with open(a, "rb") as f:
+        original = f.read()
+    # Swap rows 0 and 7 of the C-order f8 matrix (120 x 90): same bytes overall, so the same statistics.
+    start = len(original) - 120 * 90 * 8
+    row = 90 * 8
+    data = bytearray(original)
+    r0, r7 = data[start:start + row], data[start + 7 * row:start + 8 * row]
+    data[start:start + row], data[start + 7 * row:start + 8 * row] = r7, r0
+    with open(a, "wb") as f:
+        f.write(bytes(data))
+    r = ctx.run(args, expect=2)
+    lines = error_lines(r.stderr)
+    check(len(lines) == 1 and "content_hash" in lines[0] and "--restart" in lines[0], "refusal: %r" % r.stderr)
+    check("data_sum " not in lines[0], "the sums are equal, only the hash differs: %r" % lines[0])
+    with open(a, "wb") as f:
+        f.write(original)
+    r = ctx.run(args)
+    check("9 of 9 jobs already finished" in r.stderr, "the original data resumes: %r" % r.stderr)
+    # One flipped bit in a job's stored error, one in its W: both rerun, the result is unchanged.
+    checkpoints = os.path.join(out, "checkpoints")
+    header = 8 + 4 + 4 + 5 * 8
+    for name, offset in (("k3_p0.job", header), ("k4_p2.job", header + 16 + 8 * 10 + 2)):
+        path = os.path.join(checkpoints, name)
+        with open(path, "r+b") as f:
+            f.seek(offset)
+            byte = f.read(1)[0]
+            f.seek(offset)
+            f.write(bytes([byte ^ 0x01]))
+    r = ctx.run(args)
+    for name in ("k3_p0.job", "k4_p2.job"):
+        check("%s: checksum mismatch (the file is damaged); the job runs again" % name in r.stderr,
+              "%s: no warning: %r" % (name, r.stderr))
+    check("7 of 9 jobs already finished, 2 to run" in r.stderr, "two jobs rerun: %r" % r.stderr)
+    again = load(os.path.join(out, "nmfk.json"))
+    check(again["selection"] == first["selection"], "the same selection after the rerun")
+    check([e["rel_error"] for e in again["per_k"]] == [e["rel_error"] for e in first["per_k"]], "the same errors")
+
+
+@case
 def bad_options(ctx):
     a = ctx.gen("A.npy", rank=3, seed=9)
     for args, text in ((["--k", "5:2"], "empty"), (["--k", "0:3"], "k must be >= 1"), (["--k", "2:200"], "does not fit"),

@@ -1,0 +1,39 @@
+// The structure check of in-memory compressed sources (include/dnmf/source.hpp).
+
+#include "dnmf/source.hpp"
+
+#include <string>
+
+#include "dnmf/error.hpp"
+
+namespace dnmf::detail {
+
+void check_compressed(const char* what, index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices,
+                      index_t stored) {
+  const std::string where = std::string("sparse ") + what + " matrix: ";
+  const char* line = std::string(what) == "CSC" ? "column " : "row ";
+  if (outer < 0 || inner < 0)
+    throw DataError(where + "negative shape " + std::to_string(outer) + "x" + std::to_string(inner));
+  if (outer == 0) return;
+  if (indptr == nullptr) throw DataError(where + "no indptr array");
+  if (indptr[0] != 0) throw DataError(where + "indptr[0] is " + std::to_string(indptr[0]) + ", not 0");
+  for (index_t i = 0; i < outer; ++i)
+    if (indptr[i + 1] < indptr[i])
+      throw DataError(where + "indptr decreases at " + line + std::to_string(i) + " (from " +
+                      std::to_string(indptr[i]) + " to " + std::to_string(indptr[i + 1]) + ")");
+  if (indptr[outer] != stored)
+    throw DataError(where + "indptr ends at " + std::to_string(indptr[outer]) + " but there are " +
+                    std::to_string(stored) + " stored entries");
+  if (stored > 0 && indices == nullptr) throw DataError(where + "no indices array");
+  for (index_t i = 0; i < outer; ++i)
+    for (index_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      if (indices[p] < 0 || indices[p] >= inner)
+        throw DataError(where + "index " + std::to_string(indices[p]) + " in " + line + std::to_string(i) +
+                        " is out of range 0.." + std::to_string(inner - 1));
+      if (p > indptr[i] && indices[p] <= indices[p - 1])
+        throw DataError(where + "indices of " + line + std::to_string(i) + " are not sorted and unique (" +
+                        std::to_string(indices[p - 1]) + " then " + std::to_string(indices[p]) + ")");
+    }
+}
+
+}  // namespace dnmf::detail

@@ -1,0 +1,45 @@
+// dnmf internal: an entry converted to the compute type. A double that float cannot hold (finite but beyond
+// float's range, or non-zero but so small that it becomes 0) becomes a NaN carrying a marker: the entry
+// checks reject it like any NaN, and describe_bad_entry reads the marker to say what happened and what to do
+// (--precision f64, or rescale), instead of reporting an inf or silently keeping a 0 the file does not hold.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace dnmf::io {
+
+/// Quiet NaNs with payloads that no arithmetic produces.
+inline constexpr std::uint32_t kOverflowMarker = 0x7FC00F10u;
+inline constexpr std::uint32_t kUnderflowMarker = 0x7FC00F20u;
+
+/// v as T; see above for the values float cannot hold.
+template <class T, class S>
+T narrow_entry(S v) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<S, double>) {
+    // Compared before converting: a double beyond float's range has no defined float value.
+    if (std::abs(v) >= 0x1.ffffffp127 && std::isfinite(v))  // rounds to infinity as a float
+      return std::bit_cast<float>(kOverflowMarker);
+    const auto f = static_cast<float>(v);
+    if (f == 0.0f && v != 0.0) return std::bit_cast<float>(kUnderflowMarker);
+    return f;
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+/// Which marker `value` carries: 1 overflow, 2 underflow, 0 none.
+template <class T>
+int narrow_marker(T value) {
+  if constexpr (std::is_same_v<T, float>) {
+    const auto bits = std::bit_cast<std::uint32_t>(value);
+    return bits == kOverflowMarker ? 1 : bits == kUnderflowMarker ? 2 : 0;
+  } else {
+    return 0;
+  }
+}
+
+}  // namespace dnmf::io
