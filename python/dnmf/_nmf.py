@@ -165,8 +165,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 "comm": False if self.comm is None else comm_handle(self.comm)}
 
     # ---------------------------------------------------------------- fitting
-    def fit_transform(self, X, y=None, W=None, H=None):
-        """Learns the factorisation of X and returns W (n_samples x n_components)."""
+    def fit_transform(self, X, y=None, W=None, H=None, mask=None, missing=None, unstored=None):
+        """Learns the factorisation of X and returns W (n_samples x n_components).
+
+        Missing values (docs/masked.md): ``mask`` is an array of X's shape of weights (0 = missing, > 0 =
+        weight), ``missing="nan"`` takes NaN entries of X as missing, ``unstored="missing"`` fits only the stored
+        entries of a sparse X. Only the observed entries are fitted; ``reconstruction_err_`` is then the
+        weighted error over them."""
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=True)
         X = as_float_matrix(X)
@@ -196,6 +201,23 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"Invalid init parameter: got {init!r} instead of one of "
                              "{None, 'random', 'nndsvd', 'nndsvda', 'nndsvdar', 'custom'}")
 
+        weights = None
+        if mask is not None:
+            weights = as_float_matrix(mask)
+            if not _is_sparse_matrix(weights):
+                weights = np.asarray(weights, dtype=dtype)
+            elif weights.dtype != dtype:
+                weights = weights.astype(dtype)
+            if weights.shape != X.shape:
+                raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
+            options["mask"] = source_of(weights)
+        if missing is not None:
+            if missing != "nan":
+                raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+            options["nan_missing"] = True
+        if unstored is not None:
+            options["unstored"] = unstored
+
         try:
             out = _core.factor(source_of(X), options, single, W0, H0, self.callback, bool(self.verbose))
         except _core.Error as error:
@@ -207,7 +229,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if algorithm == "kl":
             self.reconstruction_err_ = float(np.sqrt(2 * max(out["objective"], 0.0)))
         else:
-            self.reconstruction_err_ = float(out["rel_error"]) * _frobenius_norm(X)
+            self.reconstruction_err_ = float(out["rel_error"]) * _observed_norm(X, weights, missing, unstored)
         self.report_ = out["report_json"]
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
             from sklearn.exceptions import ConvergenceWarning
@@ -271,3 +293,34 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     @property
     def _n_features_out(self):
         return self.components_.shape[0]
+
+
+def _is_sparse_matrix(x):
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return sp.issparse(x)
+
+
+def _observed_norm(X, weights, missing, unstored):
+    """sqrt(Σ w a²) over the observed entries: the scale of the library's relative error for masked fits.
+    Unstored entries of a sparse X add nothing (they are zeros or missing), so its stored entries suffice."""
+    if weights is None and missing is None and unstored != "missing":
+        return _frobenius_norm(X)
+    if _is_sparse_matrix(X):
+        coo = X.tocoo()
+        a = np.asarray(coo.data, dtype=np.float64)
+        rows, cols = coo.row, coo.col
+    else:
+        a = np.asarray(X, dtype=np.float64).ravel()
+        rows, cols = np.unravel_index(np.arange(a.size), X.shape)
+    if weights is None:
+        w = np.ones_like(a)
+    else:
+        source = weights.tocsr() if _is_sparse_matrix(weights) else np.asarray(weights)
+        w = np.asarray(source[rows, cols], dtype=np.float64).ravel()
+    if missing == "nan":
+        w = np.where(np.isnan(a), 0.0, w)
+    a = np.where(w > 0, a, 0.0)
+    return float(np.sqrt(np.sum(w * a * a)))

@@ -12,6 +12,7 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
+#include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
@@ -23,38 +24,6 @@
 
 namespace dnmf::api {
 namespace {
-
-/// A source's whole matrix in precision T, as stored (Aᵀ for a transposed source), with what owns a copy.
-/// Files are read without the entry check (NaN may be missing; entries are checked against the mask later).
-template <class T>
-struct Held {
-  io::LoadedMatrix<T> loaded;
-  io::LocalBlock<T> block;
-  MatrixRef<T> ref;
-};
-
-template <class T>
-Held<T> hold(const Source& source) {
-  Held<T> h;
-  if (source.is_file()) {
-    h.loaded = io::load_matrix<T>(source.name());
-    h.ref = h.loaded.ref();
-  } else if (const MatrixRef<T>* same = source.stored<T>()) {
-    h.ref = *same;
-  } else {
-    const auto slice = [&](const auto& other) {
-      const io::MatrixShape s = io::shape_of(other);
-      h.block = io::slice_block<T>(other, dist::Range{0, s.rows}, dist::Range{0, s.cols});
-    };
-    if (const auto* f = source.stored<float>()) {
-      slice(*f);
-    } else {
-      slice(*source.stored<double>());
-    }
-    h.ref = h.block.ref();
-  }
-  return h;
-}
 
 /// Which option asked for missing values, for the refusals.
 std::string flag_of(const MissingValues& m) {

@@ -626,6 +626,22 @@ def masked_factor(ctx):
 
 
 @case
+def cv(ctx):
+    """dnmf cv: the table on stdout, cv.json and cv.csv in the output set, the planted rank selected."""
+    ctx.gen(40, 30, 3, "A.npy", "--noise", 0.01)
+    result = ctx.ok("cv", "A.npy", "--k", "2:5", "--folds", 3, "--holdout", 0.1, "--iters", 100, "-q", "-o", "out")
+    check("selected k=3" in result.stdout, "stdout: " + result.stdout)
+    with open(ctx.path("out", "cv.json")) as f:
+        report = json.load(f)
+    check(report["selected_k"] == 3 and [r["k"] for r in report["ranks"]] == [2, 3, 4, 5], "cv.json: %s" % report)
+    check(len(report["held_out_per_fold"]) == 3 and report["observed"] == 40 * 30, "cv.json folds: %s" % report)
+    with open(ctx.path("out", "cv.csv")) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == "k,mean_heldout_error,standard_error,selected" and len(lines) == 5, "cv.csv: %s" % lines)
+    ctx.expect_error(["cv", "A.npy", "--k", "2:50", "-o", "out"], ["k=50"], code=2)
+
+
+@case
 def err_mask(ctx):
     """Bad masks and paths that do not support masks yet: one clear error each, nothing written."""
     write_bytes(ctx.path("A.npy"), npy_bytes(planted_rows_dense(6, 5)))
