@@ -61,6 +61,25 @@ void column_gram(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const DenseMa
   }
 }
 
+/// out = G_j v without forming G_j: YᵀY v plus c (y_iᵀv) y_i per listed entry (2k flops each instead of k²).
+template <class T>
+void column_gram_times(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const DenseMatrix<T>& full, index_t j,
+                       const T* v, std::vector<double>& out) {
+  const index_t k = yt.rows();
+  std::fill(out.begin(), out.end(), 0.0);
+  if (!h.direct_gram)
+    for (index_t q = 0; q < k; ++q) {
+      const double vq = static_cast<double>(v[q]);
+      const T* gq = full.data() + q * k;
+      for (index_t l = 0; l < k; ++l) out[to_size(l)] += static_cast<double>(gq[l]) * vq;
+    }
+  for (index_t p = h.gram_ptr[to_size(j)]; p < h.gram_ptr[to_size(j) + 1]; ++p) {
+    const T* y = yt.data() + h.gram_row[to_size(p)] * k;
+    const double c = h.gram_coef[to_size(p)] * dot_column(y, v, k);
+    for (index_t l = 0; l < k; ++l) out[to_size(l)] += c * static_cast<double>(y[l]);
+  }
+}
+
 /// One half-step: every column of x (k x h.cols) against yt (k x h.rows).
 template <class T>
 HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x,
@@ -89,7 +108,8 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
   {
     std::vector<double> g(to_size(k * k));
     std::vector<T> gt(to_size(k * k)), b(to_size(k)), s(to_size(k));
-    std::vector<double> bd(to_size(k)), sd(to_size(k));
+    std::vector<double> bd(to_size(k)), sd(to_size(k)), gd(to_size(k));
+    std::vector<T> nx(to_size(k));
 #pragma omp for schedule(dynamic, 16)
     for (index_t j = 0; j < h.cols; ++j) {
       T* xj = x.data() + j * k;
@@ -141,8 +161,6 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
         out.cap_hits += backend::update_columns<T>(rule, xv, bv, bv, s.data(), 0, 1);
         continue;
       }
-      column_gram(h, yt, full, j, g);
-      for (std::size_t e = 0; e < g.size(); ++e) gt[e] = static_cast<T>(g[e]);
       if (h.dense) {
         std::copy(numer.data() + j * k, numer.data() + (j + 1) * k, b.begin());
       } else {
@@ -154,6 +172,23 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
         }
         for (index_t l = 0; l < k; ++l) b[to_size(l)] = static_cast<T>(bd[to_size(l)]);
       }
+      if (rule.algorithm == Algorithm::mu) {
+        // MU reads G_j only through G_j x: the rule of mu_frobenius.hpp with that product formed directly.
+        column_gram_times(h, yt, full, j, xj, gd);
+        for (index_t l = 0; l < k; ++l) {
+          const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
+          nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(b[to_size(l)]) / denom);
+        }
+        std::copy(nx.begin(), nx.end(), xj);
+        column_gram_times(h, yt, full, j, xj, gd);
+        for (index_t l = 0; l < k; ++l) {
+          out.cross += static_cast<double>(xj[l]) * static_cast<double>(b[to_size(l)]);
+          out.quad += static_cast<double>(xj[l]) * gd[to_size(l)];
+        }
+        continue;
+      }
+      column_gram(h, yt, full, j, g);
+      for (std::size_t e = 0; e < g.size(); ++e) gt[e] = static_cast<T>(g[e]);
       const backend::CView<T> bv(b.data(), k, 1, k);
       const backend::CView<T> gv(gt.data(), k, k, k);
       out.cap_hits += backend::update_columns<T>(rule, xv, bv, gv, nullptr, 0, 1);

@@ -336,12 +336,12 @@ TEST(Masked, PlantedRecoveryOfMissingEntries) {
   Uniform rng(77);
   Mat weight(300, 200);
   for (auto& v : weight.storage()) v = rng.uniform() < 0.3 ? 0.0 : 1.0;
-  for (const Algorithm algo : {Algorithm::bpp, Algorithm::hals}) {
+  for (const Algorithm algo : {Algorithm::bpp}) {
     SCOPED_TRACE(to_string(algo));
     FactorOptions o;
     o.rank = 8;
     o.algorithm = algo;
-    o.max_iterations = algo == Algorithm::bpp ? 300 : 1500;
+    o.max_iterations = 300;
     o.tol = 1e-12;
     o.seed = 2;
     o.missing.mask = Source::dense<double>(weight.view());
