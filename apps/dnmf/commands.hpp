@@ -29,6 +29,9 @@ Command add_factor(CLI::App& parent);
 /// `dnmf nmfk`: chooses k by NMFk; writes OUTDIR/nmfk.json, nmfk.csv, the plot and k_<K>/W.npy, H.npy.
 Command add_nmfk(CLI::App& parent);
 
+/// `dnmf cv`: chooses k by cross-validation on held-out entries; writes OUTDIR/cv.json and cv.csv.
+Command add_cv(CLI::App& parent);
+
 /// `dnmf convert`: a matrix file into .dcsr (the binary CSR streaming reads), or a .dcsr into .mtx.
 Command add_convert(CLI::App& parent);
 

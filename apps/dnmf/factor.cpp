@@ -85,6 +85,12 @@ int factor(FactorArgs args) {
   if (result.nnls_cap_hits > 0)
     std::fprintf(stderr, "dnmf: warning: %lld NNLS solves hit the pivoting round cap (see report.json)\n",
                  result.nnls_cap_hits);
+  if (result.unobserved_rows > 0 || result.unobserved_cols > 0)
+    std::fprintf(stderr,
+                 "dnmf: warning: %lld rows and %lld columns of %s have no observed entry: their rows of W and columns "
+                 "of H are zero\n",
+                 static_cast<long long>(result.unobserved_rows), static_cast<long long>(result.unobserved_cols),
+                 args.input.c_str());
   const double per_iteration = result.iterations > 0 ? result.seconds / result.iterations : 0.0;
   std::printf("k=%lld algo=%s grid=%s iterations=%d rel_error=%.2e seconds=%.3g (%.3g s/iter) -> %s\n",
               static_cast<long long>(options.rank), solver.algo.c_str(), run.grid.c_str(), result.iterations,

@@ -99,9 +99,9 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", std::string(dnmf::version()));
   app.require_subcommand(1);
   app.footer(std::string("Input formats: ") + dnmf::cli::kInputFormats + ".\n" + kExitCodes);
-  const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app), dnmf::cli::add_info(app),
+  const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app),    dnmf::cli::add_info(app),
                                                     dnmf::cli::add_factor(app), dnmf::cli::add_nmfk(app),
-                                                    dnmf::cli::add_convert(app)};
+                                                    dnmf::cli::add_cv(app),     dnmf::cli::add_convert(app)};
   check_subcommand(argc, argv, app);
   try {
     app.parse(argc, argv);

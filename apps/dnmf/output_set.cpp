@@ -129,8 +129,9 @@ bool exchange(const fs::path& a, const fs::path& b) {
 }  // namespace
 
 bool is_output_set_entry(const std::string& name) {
-  static const char* const known[] = {kMarker,    "W.npy",    "H.npy",    "report.json", "factors.h5",  "nmfk.json",
-                                      "nmfk.csv", "nmfk.svg", "nmfk.png", "nmfk.gp",     "nmfk.gp.log", "checkpoints"};
+  static const char* const known[] = {kMarker,       "W.npy",       "H.npy",    "report.json", "factors.h5",
+                                      "nmfk.json",   "nmfk.csv",    "nmfk.svg", "nmfk.png",    "nmfk.gp",
+                                      "nmfk.gp.log", "checkpoints", "cv.json",  "cv.csv"};
   for (const char* k : known)
     if (name == k) return true;
   return name.starts_with("k_") && name.size() > 2 && name.find_first_not_of("0123456789", 2) == std::string::npos;

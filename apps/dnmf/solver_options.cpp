@@ -65,6 +65,15 @@ void add_solver_options(CLI::App& app, SolverArgs& args) {
                  "file in tiles when it does not fit");
   app.add_option("--grid", args.grid, "process grid: auto, or PRxPC matching the number of MPI processes")
       ->capture_default_str();
+  app.add_option("--mask", args.mask,
+                 "weights of A's shape (.npy, .mtx, .dcsr, ...): 0 = missing, positive = weight (docs/masked.md)");
+  app.add_option("--missing", args.missing, "nan: NaN entries of A are missing (none: a NaN is an error)")
+      ->check(CLI::IsMember({"none", "nan"}))
+      ->capture_default_str();
+  app.add_option("--unstored", args.unstored,
+                 "sparse A: unstored entries are observed zeros (zero) or missing (missing: fit stored entries only)")
+      ->check(CLI::IsMember({"zero", "missing"}))
+      ->capture_default_str();
   app.add_flag("-q,--quiet", args.quiet, "no progress lines on stderr");
 }
 
@@ -74,6 +83,9 @@ void resolve_solver_options(SolverArgs& args, Context& context) {
   o.init = parse_init(args.init);
   o.backend = parse_backend(args.backend);
   o.fused = !args.no_fuse;
+  if (!args.mask.empty()) o.missing.mask = Source::file(args.mask);
+  o.missing.nan_missing = args.missing == "nan";
+  o.missing.unstored = parse_unstored(args.unstored);
   check_grid(args.grid);  // kept: nmfk() parses the grid after reading the shape, and not as a CollectiveError
   context.backend = o.backend;
   context.threads = o.threads;

@@ -19,12 +19,15 @@ struct SolverArgs {
   std::string precision = "f64";
   std::string grid = "auto";
   std::string memory_budget;  ///< empty: not given
+  std::string mask;           ///< --mask FILE; empty: none
+  std::string missing = "none";
+  std::string unstored = "zero";
   bool no_fuse = false;
   bool quiet = false;
 };
 
 /// Adds --algo --iters --tol --init --seed --precision --backend --threads --no-fuse --tf32 --l1-w --l2-w --l1-h
-/// --l2-h --memory-budget --grid -q/--quiet, bound to `args`.
+/// --l2-h --memory-budget --grid --mask --missing --unstored -q/--quiet, bound to `args`.
 void add_solver_options(CLI::App& app, SolverArgs& args);
 
 /// Fills args.options from the names, and `context` with how the job runs (backend, threads, grid, memory

@@ -26,7 +26,14 @@ struct FactorResult {
   int threads = 1;
   bool fused = false;           ///< whether the single-pass iteration ran
   long long nnls_cap_hits = 0;  ///< bpp: columns whose pivoting hit its round cap (a warning)
-  double norm_a = 0;            ///< ||A||_F, from the pass that checks A: absolute errors need no other pass
+  /// ||A||_F from the pass that checks A (absolute errors need no other pass); for a masked run the weighted
+  /// norm of the observed entries, sqrt(Σ w·a²), the scale of its rel_error.
+  double norm_a = 0;
+  // Masked runs (FactorOptions::missing): rel_error and the histories count observed entries only, weighted.
+  bool masked = false;
+  index_t observed = 0;         ///< observed entries (weight > 0); m·n for an unmasked run
+  index_t unobserved_rows = 0;  ///< rows of A with no observed entry: their rows of W are zero (a warning)
+  index_t unobserved_cols = 0;  ///< columns of A with no observed entry: their columns of H are zero (a warning)
 };
 
 /// Factorises A (dense or CSR, all entries finite and >= 0) into W H.

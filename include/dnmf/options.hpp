@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dnmf/matrix.hpp"
+#include "dnmf/missing.hpp"
 
 namespace dnmf {
 
@@ -67,6 +68,9 @@ struct FactorOptions {
   /// Polled on rank 0 after every iteration (and by nmfk() between jobs): returning true stops every process
   /// together and the entry point throws dnmf::Cancelled; nothing is written.
   std::function<bool()> cancel;
+  /// Missing values: a mask, NaN entries or unstored entries not observed (docs/masked.md). Supported on one
+  /// process with A in memory (cpu and reference backends); other paths refuse it with a UsageError.
+  MissingValues missing;
 };
 
 /// Parses "mu", "kl", "hals", "bpp" (throws dnmf::Error otherwise).

@@ -158,8 +158,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 "comm": False if self.comm is None else comm_handle(self.comm)}
 
     # ---------------------------------------------------------------- fitting
-    def fit_transform(self, X, y=None, W=None, H=None):
-        """Learns the factorisation of X and returns W (n_samples x n_components)."""
+    def fit_transform(self, X, y=None, W=None, H=None, mask=None, missing=None, unstored=None):
+        """Learns the factorisation of X and returns W (n_samples x n_components).
+
+        Missing values (docs/masked.md): ``mask`` is an array of X's shape of weights (0 = missing, > 0 =
+        weight), ``missing="nan"`` takes NaN entries of X as missing, ``unstored="missing"`` fits only the stored
+        entries of a sparse X. Only the observed entries are fitted; ``reconstruction_err_`` is then the
+        weighted error over them."""
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=True)
         X = as_float_matrix(X)
@@ -189,6 +194,23 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:
             raise ValueError(f"Invalid init parameter: got {init!r} instead of one of "
                              "{None, 'random', 'nndsvd', 'nndsvda', 'nndsvdar', 'custom'}")
+
+        weights = None
+        if mask is not None:
+            weights = as_float_matrix(mask)
+            if not _is_sparse_matrix(weights):
+                weights = np.asarray(weights, dtype=dtype)
+            elif weights.dtype != dtype:
+                weights = weights.astype(dtype)
+            if weights.shape != X.shape:
+                raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
+            options["mask"] = source_of(weights)
+        if missing is not None:
+            if missing != "nan":
+                raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+            options["nan_missing"] = True
+        if unstored is not None:
+            options["unstored"] = unstored
 
         try:
             out = _core.factor(source_of(X), options, single, W0, H0, self.callback, bool(self.verbose))
@@ -266,3 +288,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     @property
     def _n_features_out(self):
         return self.components_.shape[0]
+
+
+def _is_sparse_matrix(x):
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return sp.issparse(x)

@@ -72,6 +72,11 @@ FactorOptions factor_options(const nb::dict& kwargs) {
   get(kwargs, "fused", o.fused);
   get(kwargs, "w_first", o.w_first);
   get(kwargs, "tf32", o.tf32);
+  // Missing values (docs/masked.md): a mask source, NaN as missing, unstored entries as missing.
+  Source mask = Source::file("");
+  if (get(kwargs, "mask", mask)) o.missing.mask = mask;
+  get(kwargs, "nan_missing", o.missing.nan_missing);
+  if (get(kwargs, "unstored", text)) o.missing.unstored = parse_unstored(text);
   if (o.max_iterations < 1) throw Error("max_iter must be >= 1, not " + std::to_string(o.max_iterations));
   return o;
 }

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "api/context_state.hpp"
+#include "api/distribution.hpp"
+#include "api/factor_masked.hpp"
 #include "api/memory_plan.hpp"
 #include "api/on_every_rank.hpp"
 #include "backend/kernels.hpp"
@@ -31,19 +33,6 @@
 #include "stream/streamed_operand.hpp"
 
 namespace dnmf {
-namespace detail {
-
-/// The grid factor() ran on and this process's ranges, with the context that keeps its communicator alive.
-template <class T>
-struct Distribution {
-  Context context;
-  dist::GridShape shape;
-  dist::Layout layout;
-  bool transposed = false;  ///< the run factored Aᵀ: layout and blocks are those of Aᵀ's run
-};
-
-}  // namespace detail
-
 namespace {
 
 /// This rank's block of A as the solver reads it, with whatever owns its storage.
@@ -243,6 +232,7 @@ DenseMatrix<T> transposed(const DenseMatrix<T>& x) {
 template <class T>
 Factorization<T> factor(const Source& source, const FactorOptions& options, const Context& context, Gather gather_mode,
                         const InitialFactors<T>* initial) {
+  if (options.missing.any()) return api::factor_masked<T>(source, options, context, gather_mode, initial);
   if (!source.transposed()) return factor_stored<T>(source, false, options, context, gather_mode, initial);
   // Aᵀ ≈ H'ᵀ... : factoring the stored Aᵀ = W' H' gives A = H'ᵀ W'ᵀ, so W = H'ᵀ and H = W'ᵀ, with no copy of A.
   std::optional<InitialFactors<T>> initial_t;

@@ -23,6 +23,10 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
   const io::MatrixShape shape = api::on_every_rank([&] {
     options.factor = api::resolve(requested.factor, context);
     options.grid = context.grid;
+    if (requested.factor.missing.any())
+      throw UsageError(name +
+                       ": missing values (--mask, --missing nan, --unstored missing) are not supported by "
+                       "nmfk yet; choose k by cross-validation with dnmf::factor on held-out entries");
     if (context.memory_budget > 0)
       throw UsageError(
           "--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");

@@ -69,6 +69,14 @@ std::string report_json(const Factorization<T>& run) {
   j["m"] = run.m;
   j["n"] = run.n;
   j["nnz"] = run.nnz;
+  // Observed entries: m·n without missing values; the errors and the objective count only these.
+  j["observed"] = result.masked ? result.observed : run.m * run.n;
+  if (result.masked)
+    j["missing"] = {{"mask", o.missing.mask ? o.missing.mask->name() : std::string()},
+                    {"nan_missing", o.missing.nan_missing},
+                    {"unstored", to_string(o.missing.unstored)},
+                    {"unobserved_rows", result.unobserved_rows},
+                    {"unobserved_cols", result.unobserved_cols}};
   j["k"] = o.rank;
   j["algo"] = to_string(o.algorithm);
   j["init"] = to_string(o.init);
@@ -97,6 +105,10 @@ std::string report_json(const Factorization<T>& run) {
   if (result.nnls_cap_hits > 0)
     j["warnings"].push_back(std::to_string(result.nnls_cap_hits) +
                             " NNLS solves hit the pivoting round cap and were finished by an exact active-set solve");
+  if (result.unobserved_rows > 0 || result.unobserved_cols > 0)
+    j["warnings"].push_back(std::to_string(result.unobserved_rows) + " rows and " +
+                            std::to_string(result.unobserved_cols) +
+                            " columns have no observed entry: their rows of W and columns of H are zero");
   j["peak_rss_bytes"] = util::peak_rss_bytes();
   j["grid"] = run.grid;
   j["processes"] = run.communication.processes;

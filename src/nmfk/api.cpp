@@ -59,6 +59,10 @@ std::vector<index_t> parse_k_range(const std::string& text) {
 
 template <class T>
 NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options) {
+  if (options.factor.missing.any())
+    throw UsageError(
+        "nmfk input: missing values (a mask, NaN as missing, unstored as missing) are not supported by "
+        "nmfk yet");
   std::visit([](const auto& view) { io::check_nonnegative<T>(view, "nmfk input"); }, a);
   dist::SingleCommunicator self;
   const BlockProvider<T> provider = [&a](const BlockRequest& r) { return slice_block<T>(a, r); };

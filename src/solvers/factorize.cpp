@@ -11,9 +11,45 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/masked_problem.hpp"
+#include "solvers/masked_solve.hpp"
 #include "solvers/solve.hpp"
 
 namespace dnmf {
+
+namespace {
+
+/// factorize() with missing values: the mask, when given, must be an in-memory source.
+template <class T>
+FactorResult<T> factorize_masked(const MatrixRef<T>& a, const FactorOptions& options, const DenseMatrix<T>* W0,
+                                 const DenseMatrix<T>* H0) {
+  const MatrixRef<T>* mask = nullptr;
+  if (options.missing.mask) {
+    mask = options.missing.mask->stored<T>();
+    if (mask == nullptr)
+      throw UsageError(
+          "factorize(): the mask must be an in-memory matrix of the same precision as A (use factor() "
+          "for files)");
+  }
+  const solvers::StoredMatrix<T> stored_a{&a, false, "<memory>"};
+  const solvers::StoredMatrix<T> stored_mask{mask, mask != nullptr && options.missing.mask->transposed(), "<mask>"};
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const solvers::MaskedProblem<T> problem = solvers::build_masked_problem<T>(stored_a, stored_mask, options.missing);
+  if (problem.all_unit) {
+    FactorOptions plain = options;  // a mask that masks nothing is no mask: the unmasked solver's exact results
+    plain.missing = MissingValues{};
+    return factorize<T>(a, plain, W0, H0);
+  }
+  solvers::Factors<T> f;
+  FactorResult<T> result = solvers::solve_masked<T>(problem, options, f, W0, H0);
+  result.W = DenseMatrix<T>(problem.m, options.rank);
+  for (index_t l = 0; l < options.rank; ++l)
+    for (index_t i = 0; i < problem.m; ++i) result.W(i, l) = f.wt(l, i);
+  result.H = std::move(f.h);
+  return result;
+}
+
+}  // namespace
 
 template <class T>
 FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, const DenseMatrix<T>* W0,
@@ -21,6 +57,7 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
   solvers::check_options(options, m, n);
+  if (options.missing.any()) return factorize_masked(a, options, W0, H0);
   if (options.threads > 0) omp_set_num_threads(options.threads);
   auto kernels = backend::make_kernels<T>(options.backend);
   kernels->set_tf32(options.tf32);

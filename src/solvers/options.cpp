@@ -33,6 +33,8 @@ constexpr std::array<std::pair<const char*, InitMethod>, 4> inits{{{"random", In
                                                                    {"given", InitMethod::given}}};
 constexpr std::array<std::pair<const char*, BackendKind>, 3> backends{
     {{"reference", BackendKind::reference}, {"cpu", BackendKind::cpu}, {"cuda", BackendKind::cuda}}};
+constexpr std::array<std::pair<const char*, Unstored>, 2> unstored_names{
+    {{"zero", Unstored::zero}, {"missing", Unstored::missing}}};
 
 }  // namespace
 
@@ -42,5 +44,7 @@ BackendKind parse_backend(const std::string& name) { return parse_named(backends
 std::string to_string(Algorithm a) { return name_of(algorithms, a); }
 std::string to_string(InitMethod i) { return name_of(inits, i); }
 std::string to_string(BackendKind b) { return name_of(backends, b); }
+Unstored parse_unstored(const std::string& text) { return parse_named(unstored_names, text, "--unstored"); }
+std::string to_string(Unstored u) { return name_of(unstored_names, u); }
 
 }  // namespace dnmf

@@ -9,7 +9,7 @@
 namespace dnmf::util {
 
 /// Streams in use; each purpose draws from its own so that adding one never shifts another.
-enum class Stream : std::uint64_t { init_w = 1, init_h = 2, svd_sketch = 3, perturbation = 4 };
+enum class Stream : std::uint64_t { init_w = 1, init_h = 2, svd_sketch = 3, perturbation = 4, holdout = 5 };
 
 /// Philox-4x32-10 block for counter (index, stream) and key seed.
 inline std::array<std::uint32_t, 4> philox4x32(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {

@@ -577,6 +577,100 @@ def matrix_with(value, at, rows=5, cols=4):
     return data
 
 
+def planted_rows_dense(m, n, k=2):
+    """A small positive m x n matrix of rank k as row lists (no randomness needed)."""
+    return [[sum((1 + (i * (l + 1)) % 5) * (1 + (j + 2 * l) % 3) for l in range(k)) * 0.1 for j in range(n)]
+            for i in range(m)]
+
+
+@case
+def masked_factor(ctx):
+    """--mask (dense .npy and sparse .mtx), --missing nan and --unstored missing: the observed count and the
+    missing section in report.json, and a fully masked row: its row of W is zero, with a warning."""
+    m, n = 12, 9
+    data = planted_rows_dense(m, n)
+    write_bytes(ctx.path("A.npy"), npy_bytes(data))
+    mask = [[0.0 if (i + 2 * j) % 7 == 0 else 1.0 for j in range(n)] for i in range(m)]
+    mask[5] = [0.0] * n  # row 5 has no observed entry
+    observed = sum(1 for row in mask for v in row if v > 0)
+    write_bytes(ctx.path("M.npy"), npy_bytes(mask))
+    result = ctx.ok("factor", "A.npy", "-k", 2, "--mask", "M.npy", "--algo", "bpp", "-o", "out")
+    check("1 rows and 0 columns" in result.stderr and "warning" in result.stderr, "no warning: " + result.stderr)
+    report = ctx.report("out")
+    check(report["observed"] == observed, "observed %s, expected %d" % (report["observed"], observed))
+    check(report["missing"]["mask"] == "M.npy", "missing section: %s" % report["missing"])
+    check(report["missing"]["unobserved_rows"] == 1, "unobserved rows: %s" % report["missing"])
+    w = Npy(ctx.path("out", "W.npy"))
+    check(all(w(5, l) == 0.0 for l in range(2)), "the unobserved row of W is not zero")
+    check(report["rel_error"] < 0.05, "rel_error %s" % report["rel_error"])
+    # The same mask as Matrix Market (unstored = weight 0): the same observed entries.
+    entries = [(i, j, v) for i, row in enumerate(mask) for j, v in enumerate(row) if v > 0]
+    write_text(ctx.path("M.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (m, n, len(entries)) +
+               "".join("%d %d %g\n" % (i + 1, j + 1, v) for i, j, v in entries))
+    ctx.ok("factor", "A.npy", "-k", 2, "--mask", "M.mtx", "-o", "out_mtx")
+    check(ctx.report("out_mtx")["observed"] == observed, "observed with the .mtx mask")
+    # NaN entries as missing.
+    nan_data = [row[:] for row in data]
+    nan_data[2][3] = float("nan")
+    write_bytes(ctx.path("nan.npy"), npy_bytes(nan_data))
+    ctx.ok("factor", "nan.npy", "-k", 2, "--missing", "nan", "-o", "out_nan")
+    check(ctx.report("out_nan")["observed"] == m * n - 1, "observed with --missing nan")
+    # Sparse A, unstored entries missing: only the stored ones are fitted.
+    stored = [(i, j, data[i][j]) for i in range(m) for j in range(n) if (i * j) % 4 != 1]
+    write_text(ctx.path("A.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (m, n, len(stored)) +
+               "".join("%d %d %r\n" % (i + 1, j + 1, v) for i, j, v in stored))
+    ctx.ok("factor", "A.mtx", "-k", 2, "--unstored", "missing", "-o", "out_sparse")
+    report = ctx.report("out_sparse")
+    check(report["observed"] == len(stored), "observed %s with --unstored missing" % report["observed"])
+    check(report["missing"]["unstored"] == "missing", "unstored: %s" % report["missing"])
+
+
+@case
+def cv(ctx):
+    """dnmf cv: the table on stdout, cv.json and cv.csv in the output set, the planted rank selected."""
+    ctx.gen(40, 30, 3, "A.npy", "--noise", 0.01)
+    result = ctx.ok("cv", "A.npy", "--k", "2:5", "--folds", 3, "--holdout", 0.1, "--iters", 100, "-q", "-o", "out")
+    check("selected k=3" in result.stdout, "stdout: " + result.stdout)
+    with open(ctx.path("out", "cv.json")) as f:
+        report = json.load(f)
+    check(report["selected_k"] == 3 and [r["k"] for r in report["ranks"]] == [2, 3, 4, 5], "cv.json: %s" % report)
+    check(len(report["held_out_per_fold"]) == 3 and report["observed"] == 40 * 30, "cv.json folds: %s" % report)
+    with open(ctx.path("out", "cv.csv")) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == "k,mean_heldout_error,standard_error,selected" and len(lines) == 5, "cv.csv: %s" % lines)
+    ctx.expect_error(["cv", "A.npy", "--k", "2:50", "-o", "out"], ["k=50"], code=2)
+
+
+@case
+def err_mask(ctx):
+    """Bad masks and paths that do not support masks yet: one clear error each, nothing written."""
+    write_bytes(ctx.path("A.npy"), npy_bytes(planted_rows_dense(6, 5)))
+    write_bytes(ctx.path("M_shape.npy"), npy_bytes([[1.0] * 6 for _ in range(5)]))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M_shape.npy", "-o", "out"],
+                     ["M_shape.npy", "5x6", "6x5"], code=3)
+    negative = [[1.0] * 5 for _ in range(6)]
+    negative[4][1] = -0.5
+    write_bytes(ctx.path("M_neg.npy"), npy_bytes(negative))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M_neg.npy", "-o", "out"],
+                     ["M_neg.npy", "row 4, column 1", "weights must be finite and >= 0"], code=3)
+    negative[4][1] = float("nan")
+    write_bytes(ctx.path("M_nan.npy"), npy_bytes(negative))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M_nan.npy", "-o", "out"], ["M_nan.npy", "row 4"], code=3)
+    nan_data = planted_rows_dense(6, 5)
+    nan_data[1][2] = float("nan")
+    write_bytes(ctx.path("nan.npy"), npy_bytes(nan_data))
+    ctx.expect_error(["factor", "nan.npy", "-k", 2, "--mask", "M_shape.npy", "-o", "out"], ["M_shape.npy"], code=3)
+    write_bytes(ctx.path("M.npy"), npy_bytes([[1.0, 0.0, 1.0, 1.0, 1.0] for _ in range(6)]))
+    ctx.expect_error(["factor", "nan.npy", "-k", 2, "--mask", "M.npy", "-o", "out"], ["nan.npy", "--missing nan"],
+                     code=3)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M.npy", "--memory-budget", "1G", "-o", "out"],
+                     ["--mask is not supported with --memory-budget"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--unstored", "missing", "-o", "out"],
+                     ["A.npy", "--unstored missing applies to a sparse matrix"], code=2)
+    ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--mask", "M.npy", "-o", "out"],
+                     ["not supported by nmfk"], code=2)
+
+
 @case
 def err_negative(ctx):
     write_bytes(ctx.path("neg.npy"), npy_bytes(matrix_with(-2.5, (3, 2))))

@@ -1,0 +1,61 @@
+"""Masked vs unmasked iteration time of `dnmf factor` in one run (issue 15): dense with 10% of the entries
+missing (--mask) and sparse with --unstored missing, per algorithm. Prints a table and the ratios.
+
+    python bench/masked_speed.py --dnmf build/release/bin/dnmf [--rows 2000 --cols 1500 --k 16 --iters 20]
+
+Each configuration runs --repeats times; the best seconds per iteration (report.json) is kept.
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+
+def run(dnmf, work, args, out):
+    subprocess.run([dnmf, "factor", *args, "-q", "-o", out], cwd=work, check=True, capture_output=True)
+    with open(os.path.join(work, out, "report.json")) as f:
+        return json.load(f)["seconds_per_iteration"]
+
+
+def best(dnmf, work, args, repeats):
+    return min(run(dnmf, work, args, "out") for _ in range(repeats))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dnmf", required=True)
+    parser.add_argument("--rows", type=int, default=2000)
+    parser.add_argument("--cols", type=int, default=1500)
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--density", type=float, default=0.05, help="stored fraction of the sparse matrix")
+    args = parser.parse_args()
+    dnmf = os.path.abspath(args.dnmf)
+    with tempfile.TemporaryDirectory() as work:
+        rng = np.random.default_rng(1)
+        a = rng.random((args.rows, args.k)) @ rng.random((args.k, args.cols))
+        np.save(os.path.join(work, "A.npy"), a)
+        np.save(os.path.join(work, "M.npy"), (rng.random(a.shape) >= 0.10).astype(np.float64))
+        subprocess.run([dnmf, "gen", "--rows", str(args.rows), "--cols", str(args.cols), "--rank", str(args.k),
+                        "--density", str(args.density), "--seed", "1", "-o", "S.mtx"],
+                       cwd=work, check=True, capture_output=True)
+        common = ["-k", str(args.k), "--iters", str(args.iters), "--tol", "0"]
+        print(f"{args.rows}x{args.cols}, k={args.k}, {args.iters} iterations, best of {args.repeats}; "
+              f"seconds per iteration")
+        print(f"{'algo':6} {'dense':>10} {'dense 10% masked':>18} {'ratio':>7} {'sparse':>10} "
+              f"{'sparse unstored missing':>24} {'ratio':>7}")
+        for algo in ("mu", "kl", "hals", "bpp"):
+            plain = best(dnmf, work, ["A.npy", "--algo", algo, *common], args.repeats)
+            masked = best(dnmf, work, ["A.npy", "--algo", algo, "--mask", "M.npy", *common], args.repeats)
+            sparse = best(dnmf, work, ["S.mtx", "--algo", algo, *common], args.repeats)
+            unstored = best(dnmf, work, ["S.mtx", "--algo", algo, "--unstored", "missing", *common], args.repeats)
+            print(f"{algo:6} {plain:10.4f} {masked:18.4f} {masked / plain:7.2f} {sparse:10.4f} {unstored:24.4f} "
+                  f"{unstored / sparse:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+// See dnmf/cross_validation.hpp. Every fold is a masked problem: the base weights (mask, NaN, unstored) with the
+// fold's held-out entries set to 0, fitted by the masked solver for each k; the held-out entries are then scored.
+
+#include "dnmf/cross_validation.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/context_state.hpp"
+#include "api/held_matrix.hpp"
+#include "dist/communicator.hpp"
+#include "dnmf/error.hpp"
+#include "solvers/masked_problem.hpp"
+#include "solvers/masked_solve.hpp"
+#include "util/random.hpp"
+
+namespace dnmf {
+namespace {
+
+/// An observed entry of the base problem.
+struct Observed {
+  index_t i, j;
+  double a, w;
+};
+
+/// The base problem's observed entries, row by row (A's row i is Aᵀ's column i: the W half's lists).
+template <class T>
+std::vector<Observed> observed_entries(const solvers::MaskedProblem<T>& p) {
+  std::vector<Observed> out;
+  out.reserve(static_cast<std::size_t>(p.observed));
+  const solvers::MaskedHalf<T>& h = p.w_half;  // n x m: column i is A's row i
+  for (index_t i = 0; i < h.cols; ++i) {
+    if (h.dense) {
+      for (index_t j = 0; j < h.rows; ++j) {
+        const double w = static_cast<double>(h.weights(j, i));
+        if (w > 0) out.push_back({i, j, static_cast<double>(h.weighted(j, i)) / w, w});
+      }
+    } else {
+      for (index_t e = h.ptr[to_size(i)]; e < h.ptr[to_size(i) + 1]; ++e) {
+        const double w = static_cast<double>(h.weight[to_size(e)]);
+        out.push_back({i, h.row[to_size(e)], static_cast<double>(h.weighted_value[to_size(e)]) / w, w});
+      }
+    }
+  }
+  return out;
+}
+
+/// The fold's mask: the base weights with the held-out entries at 0. Dense when the base problem is, else CSR
+/// over the observed entries (a sparse mask's unstored entries are missing, as the base's were).
+template <class T>
+struct FoldMask {
+  DenseMatrix<T> dense;
+  std::vector<index_t> indptr;
+  std::vector<col_index_t> indices;
+  std::vector<T> values;
+  MatrixRef<T> ref;
+};
+
+template <class T>
+FoldMask<T> fold_mask(const solvers::MaskedProblem<T>& p, const std::vector<Observed>& entries,
+                      const std::vector<char>& held) {
+  FoldMask<T> f;
+  if (p.h_half.dense) {
+    f.dense = DenseMatrix<T>(p.m, p.n, T(0));
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      if (held[e] == 0) f.dense(entries[e].i, entries[e].j) = static_cast<T>(entries[e].w);
+    f.ref = DenseView<const T>(f.dense.view());
+    return f;
+  }
+  f.indptr.assign(to_size(p.m) + 1, 0);
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    ++f.indptr[to_size(entries[e].i) + 1];
+    f.indices.push_back(static_cast<col_index_t>(entries[e].j));
+    f.values.push_back(held[e] != 0 ? T(0) : static_cast<T>(entries[e].w));
+  }
+  for (index_t i = 0; i < p.m; ++i) f.indptr[to_size(i) + 1] += f.indptr[to_size(i)];
+  f.ref = CsrView<T>{p.m, p.n, f.indptr.data(), f.indices.data(), f.values.data()};
+  return f;
+}
+
+void check_options(const CrossValidationOptions& o, index_t m, index_t n) {
+  if (o.ks.empty()) throw UsageError("cross-validation needs at least one k");
+  if (o.folds < 1) throw UsageError("--folds must be >= 1, got " + std::to_string(o.folds));
+  if (!(o.holdout > 0 && o.holdout < 1)) throw UsageError("--holdout must be in (0, 1)");
+  // ks are sorted: the extremes are the ones to name.
+  if (o.ks.front() < 1) throw UsageError("k must be >= 1, got " + std::to_string(o.ks.front()));
+  if (o.ks.back() > std::min(m, n))
+    throw UsageError("k=" + std::to_string(o.ks.back()) + " does not fit a " + std::to_string(m) + "x" +
+                     std::to_string(n) + " matrix: need k <= " + std::to_string(std::min(m, n)));
+}
+
+}  // namespace
+
+template <class T>
+CrossValidationResult cross_validate(const Source& source, const CrossValidationOptions& requested,
+                                     const Context& context) {
+  const auto start = std::chrono::steady_clock::now();
+  if (api::communicator(context).size() > 1)
+    throw CollectiveError(UsageError("cross-validation runs on one process (run without mpirun)"));
+  if (context.memory_budget > 0) throw UsageError("cross-validation is not supported with --memory-budget yet");
+  CrossValidationOptions options = requested;
+  options.factor = api::resolve(requested.factor, context);
+  if (options.factor.backend == BackendKind::cuda)
+    throw UsageError("cross-validation is not supported with --backend cuda yet");
+  if (options.factor.init == InitMethod::given) throw UsageError("cross-validation draws its own starts");
+  if (options.factor.threads > 0) omp_set_num_threads(options.factor.threads);
+  std::sort(options.ks.begin(), options.ks.end());
+  options.ks.erase(std::unique(options.ks.begin(), options.ks.end()), options.ks.end());
+
+  const api::Held<T> a = api::hold<T>(source);
+  std::optional<api::Held<T>> mask;
+  if (options.factor.missing.mask) mask = api::hold<T>(*options.factor.missing.mask);
+  const solvers::StoredMatrix<T> stored_a{&a.ref, source.transposed(), source.name()};
+  const solvers::StoredMatrix<T> stored_mask{mask ? &mask->ref : nullptr,
+                                             mask && options.factor.missing.mask->transposed(),
+                                             mask ? options.factor.missing.mask->name() : std::string()};
+  const solvers::MaskedProblem<T> base =
+      solvers::build_masked_problem<T>(stored_a, stored_mask, options.factor.missing);
+  check_options(options, base.m, base.n);
+  const std::vector<Observed> entries = observed_entries(base);
+
+  CrossValidationResult result;
+  result.rows = base.m;
+  result.cols = base.n;
+  result.observed = base.observed;
+  for (const index_t k : options.ks) result.ranks.push_back({k, {}, 0, 0, {}});
+  for (int fold = 0; fold < options.folds; ++fold) {
+    std::vector<char> held(entries.size(), 0);
+    index_t count = 0;
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      const auto index = static_cast<std::uint64_t>(fold) * entries.size() + e;
+      held[e] = util::uniform01(options.factor.seed, util::Stream::holdout, index) <= options.holdout ? 1 : 0;
+      count += held[e];
+    }
+    if (count == 0)
+      throw UsageError(source.name() + ": --holdout " + std::to_string(options.holdout) + " hides no entry of " +
+                       std::to_string(base.observed) + " observed ones");
+    result.held_out.push_back(count);
+    const FoldMask<T> fm = fold_mask(base, entries, held);
+    MissingValues missing = options.factor.missing;
+    missing.mask.reset();  // the fold's mask carries the base weights
+    const solvers::MaskedProblem<T> problem =
+        solvers::build_masked_problem<T>(stored_a, solvers::StoredMatrix<T>{&fm.ref, false, "<fold mask>"}, missing);
+    for (CrossValidationRank& rank : result.ranks) {
+      FactorOptions fo = options.factor;
+      fo.rank = rank.k;
+      solvers::Factors<T> f;
+      const FactorResult<T> fit = solvers::solve_masked<T>(problem, fo, f);
+      double num = 0, den = 0;
+      for (std::size_t e = 0; e < entries.size(); ++e) {
+        if (held[e] == 0) continue;
+        const Observed& o = entries[e];
+        double q = 0;
+        for (index_t l = 0; l < rank.k; ++l) q += static_cast<double>(f.wt(l, o.i)) * static_cast<double>(f.h(l, o.j));
+        num += o.w * (o.a - q) * (o.a - q);
+        den += o.w * o.a * o.a;
+      }
+      rank.fold_errors.push_back(den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+      rank.fit_errors.push_back(fit.rel_error);
+    }
+  }
+  for (CrossValidationRank& rank : result.ranks) {
+    const auto f = static_cast<double>(rank.fold_errors.size());
+    double sum = 0;
+    for (const double e : rank.fold_errors) sum += e;
+    rank.mean = sum / f;
+    double sq = 0;
+    for (const double e : rank.fold_errors) sq += (e - rank.mean) * (e - rank.mean);
+    rank.standard_error = f > 1 ? std::sqrt(sq / (f - 1)) / std::sqrt(f) : 0.0;
+  }
+  // The one-standard-error rule: the simplest model whose held-out error is within one standard error of the
+  // best one (held-out error rises only slowly past the true k, so the plain minimum overshoots with noise).
+  const auto best = std::min_element(result.ranks.begin(), result.ranks.end(),
+                                     [](const auto& x, const auto& y) { return x.mean < y.mean; });
+  result.best_k = best->k;
+  const double threshold = best->mean + best->standard_error;
+  for (const CrossValidationRank& rank : result.ranks)
+    if (rank.mean <= threshold) {
+      result.selected_k = rank.k;
+      break;
+    }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string cross_validation_json(const CrossValidationResult& r, const CrossValidationOptions& o) {
+  nlohmann::ordered_json j;
+  j["rows"] = r.rows;
+  j["cols"] = r.cols;
+  j["observed"] = r.observed;
+  j["folds"] = o.folds;
+  j["holdout"] = o.holdout;
+  j["held_out_per_fold"] = r.held_out;
+  j["algo"] = to_string(o.factor.algorithm);
+  j["max_iterations"] = o.factor.max_iterations;
+  j["tol"] = o.factor.tol;
+  j["seed"] = o.factor.seed;
+  j["missing"] = {{"mask", o.factor.missing.mask ? o.factor.missing.mask->name() : std::string()},
+                  {"nan_missing", o.factor.missing.nan_missing},
+                  {"unstored", to_string(o.factor.missing.unstored)}};
+  j["rule"] = "smallest k whose mean held-out error is within one standard error of the lowest mean";
+  j["best_k"] = r.best_k;
+  j["selected_k"] = r.selected_k;
+  nlohmann::ordered_json ks = nlohmann::ordered_json::array();
+  for (const auto& k : r.ranks)
+    ks.push_back({{"k", k.k},
+                  {"mean_heldout_error", k.mean},
+                  {"standard_error", k.standard_error},
+                  {"fold_errors", k.fold_errors},
+                  {"fit_errors", k.fit_errors}});
+  j["ranks"] = ks;
+  j["seconds"] = r.seconds;
+  return j.dump(2) + "\n";
+}
+
+template CrossValidationResult cross_validate<float>(const Source&, const CrossValidationOptions&, const Context&);
+template CrossValidationResult cross_validate<double>(const Source&, const CrossValidationOptions&, const Context&);
+
+}  // namespace dnmf

@@ -1,0 +1,113 @@
+// See factor_masked.hpp. The order follows factor(): every check before any work; the refusals name the
+// option and the path that does not support it yet, so a mask is never silently ignored.
+
+#include "api/factor_masked.hpp"
+
+#include <omp.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "api/context_state.hpp"
+#include "api/distribution.hpp"
+#include "api/held_matrix.hpp"
+#include "dist/communicator.hpp"
+#include "dist/grid.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+#include "io/block_read.hpp"
+#include "solvers/masked_problem.hpp"
+#include "solvers/masked_solve.hpp"
+#include "solvers/solve.hpp"
+
+namespace dnmf::api {
+namespace {
+
+/// Which option asked for missing values, for the refusals.
+std::string flag_of(const MissingValues& m) {
+  if (m.mask) return "--mask";
+  if (m.nan_missing) return "--missing nan";
+  return "--unstored missing";
+}
+
+template <class T>
+DenseMatrix<T> transposed(const DenseMatrix<T>& x) {
+  DenseMatrix<T> t(x.cols(), x.rows());
+  for (index_t j = 0; j < x.cols(); ++j)
+    for (index_t i = 0; i < x.rows(); ++i) t(j, i) = x(i, j);
+  return t;
+}
+
+}  // namespace
+
+template <class T>
+Factorization<T> factor_masked(const Source& source, const FactorOptions& requested, const Context& context,
+                               Gather gather, const InitialFactors<T>* initial) {
+  dist::Communicator& world = api::communicator(context);
+  const std::string& name = source.name();
+  const std::string flag = flag_of(requested.missing);
+  if (world.size() > 1)
+    throw CollectiveError(UsageError(flag + " is not supported on more than one process yet (run one process)"));
+  FactorOptions options = api::resolve(requested, context);
+  if (options.backend == BackendKind::cuda) throw UsageError(flag + " is not supported with --backend cuda yet");
+  if (context.memory_budget > 0) throw UsageError(flag + " is not supported with --memory-budget yet");
+  if ((options.init == InitMethod::given) != (initial != nullptr))
+    throw UsageError(name + (initial != nullptr
+                                 ? ": initial factors were given but the init method is " + to_string(options.init)
+                                 : ": the init method 'given' needs initial factors"));
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+
+  const std::string format = source.is_file() ? io::format_name(io::format_of(name)) : "memory";
+  const Held<T> a = hold<T>(source);
+  std::optional<Held<T>> mask;
+  if (options.missing.mask) mask = hold<T>(*options.missing.mask);
+  const solvers::StoredMatrix<T> stored_a{&a.ref, source.transposed(), name};
+  const solvers::StoredMatrix<T> stored_mask{mask ? &mask->ref : nullptr, mask && options.missing.mask->transposed(),
+                                             mask ? options.missing.mask->name() : std::string()};
+  const solvers::MaskedProblem<T> problem = solvers::build_masked_problem<T>(stored_a, stored_mask, options.missing);
+
+  if (problem.all_unit) {
+    // A mask that masks nothing is no mask: the unmasked solver, with its exact results, runs instead.
+    FactorOptions plain = requested;
+    plain.missing = MissingValues{};
+    return factor<T>(source, plain, context, gather, initial);
+  }
+  solvers::Factors<T> factors;
+  Factorization<T> run;
+  try {
+    run.result = solvers::solve_masked<T>(problem, options, factors, initial != nullptr ? &initial->W : nullptr,
+                                          initial != nullptr ? &initial->H : nullptr);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(name + ": " + e.what(), e.kind());
+  }
+  run.w_block = factors.wt;
+  run.h_block = factors.h;
+  if (gather == Gather::to_root) {
+    run.result.W = transposed(factors.wt);
+    run.result.H = std::move(factors.h);
+  }
+  run.input = name;
+  run.format = format;
+  run.precision = sizeof(T) == 4 ? "f32" : "f64";
+  run.m = problem.m;
+  run.n = problem.n;
+  run.nnz = problem.observed;
+  run.options = options;
+  run.communication.processes = 1;
+  run.communication.bytes_per_iteration_per_rank = {0.0};
+  const dist::Grid grid(world, {1, 1});
+  run.distribution = std::make_shared<detail::Distribution<T>>(
+      detail::Distribution<T>{context, {1, 1}, dist::make_layout(grid, problem.m, problem.n)});
+  return run;
+}
+
+template Factorization<float> factor_masked<float>(const Source&, const FactorOptions&, const Context&, Gather,
+                                                   const InitialFactors<float>*);
+template Factorization<double> factor_masked<double>(const Source&, const FactorOptions&, const Context&, Gather,
+                                                     const InitialFactors<double>*);
+
+}  // namespace dnmf::api

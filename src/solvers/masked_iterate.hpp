@@ -1,0 +1,22 @@
+// The masked (weighted) alternating iteration on one process, A in memory: H half then W half, each column
+// solved against its own weighted Gram matrix and numerator by the algorithm's ordinary column rule
+// (solvers/<algorithm>.hpp), so the update rules are the unmasked ones with G and b replaced (docs/masked.md).
+#pragma once
+
+#include "dnmf/factorize.hpp"
+#include "solvers/init.hpp"
+#include "solvers/masked_problem.hpp"
+
+namespace dnmf::solvers {
+
+/// Runs the iteration from `factors` (Wt: k x m, H: k x n) and leaves the final ones there, normalised when
+/// options.normalize. The result's errors and objective count observed entries only (weighted); W/H empty.
+/// Rows and columns with no observed entry keep zero factors.
+template <class T>
+FactorResult<T> iterate_masked(const MaskedProblem<T>& problem, const FactorOptions& options, Factors<T>& factors);
+
+/// sqrt(Σ w (a - (WH)_ij)² / Σ w a²) over the observed entries, computed directly (Wt: k x m, H: k x n).
+template <class T>
+double masked_relative_error(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt, const DenseMatrix<T>& h);
+
+}  // namespace dnmf::solvers

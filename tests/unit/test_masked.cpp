@@ -1,0 +1,436 @@
+// Masked (weighted) NMF through factorize(): an independent float64 reference over the observed entries for every
+// algorithm and storage form, masked entries ignored whatever their value, all-ones weights, planted recovery of
+// missing entries, and the bad inputs (shape, weights, NaN, unobserved rows and columns).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
+#include "dnmf/planted.hpp"
+#include "dnmf/source.hpp"
+#include "solvers/masked_problem.hpp"
+#include "solvers/masked_solve.hpp"
+#include "support/error_message.hpp"
+
+namespace dnmf {
+namespace {
+
+using Mat = DenseMatrix<double>;
+
+// A plain seeded engine, independent of the library's generator.
+struct Uniform {
+  explicit Uniform(std::uint64_t seed) : engine(seed) {}
+  double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(engine); }
+  std::mt19937_64 engine;
+};
+
+// ---- the reference: plain loops over the observed entries, written from the weighted objective ----
+
+double model(const Mat& w, const Mat& h, index_t i, index_t j) {
+  double s = 0;
+  for (index_t l = 0; l < w.cols(); ++l) s += w(i, l) * h(l, j);
+  return s;
+}
+
+// Exact NNLS min 0.5 xᵀGx - bᵀx, x >= 0 for small k: every passive set solved by Gaussian elimination, the
+// best feasible solution kept (the problem is convex, so that is the minimum).
+std::vector<double> exact_nnls(const std::vector<double>& g, const std::vector<double>& b, index_t k) {
+  std::vector<double> best(k, 0.0);
+  double best_value = 0;
+  for (unsigned set = 1; set < (1u << k); ++set) {
+    std::vector<index_t> p;
+    for (index_t l = 0; l < k; ++l)
+      if ((set >> l) & 1u) p.push_back(l);
+    const auto s = static_cast<index_t>(p.size());
+    std::vector<double> m(s * (s + 1));
+    for (index_t r = 0; r < s; ++r) {
+      for (index_t c = 0; c < s; ++c) m[r * (s + 1) + c] = g[p[r] + p[c] * k];
+      m[r * (s + 1) + s] = b[p[r]];
+    }
+    bool singular = false;
+    for (index_t c = 0; c < s && !singular; ++c) {
+      index_t piv = c;
+      for (index_t r = c + 1; r < s; ++r)
+        if (std::abs(m[r * (s + 1) + c]) > std::abs(m[piv * (s + 1) + c])) piv = r;
+      if (std::abs(m[piv * (s + 1) + c]) < 1e-300) singular = true;
+      for (index_t q = 0; q <= s; ++q) std::swap(m[c * (s + 1) + q], m[piv * (s + 1) + q]);
+      for (index_t r = 0; r < s && !singular; ++r) {
+        if (r == c) continue;
+        const double f = m[r * (s + 1) + c] / m[c * (s + 1) + c];
+        for (index_t q = 0; q <= s; ++q) m[r * (s + 1) + q] -= f * m[c * (s + 1) + q];
+      }
+    }
+    if (singular) continue;
+    std::vector<double> x(k, 0.0);
+    bool feasible = true;
+    for (index_t r = 0; r < s; ++r) {
+      x[p[r]] = m[r * (s + 1) + s] / m[r * (s + 1) + r];
+      feasible &= x[p[r]] >= 0;
+    }
+    if (!feasible) continue;
+    double value = 0;
+    for (index_t r = 0; r < k; ++r) {
+      value -= b[r] * x[r];
+      for (index_t c = 0; c < k; ++c) value += 0.5 * x[r] * g[r + c * k] * x[c];
+    }
+    if (value < best_value) {
+      best_value = value;
+      best = x;
+    }
+  }
+  return best;
+}
+
+// One half-step of the reference: every column j of x (k x cols) from y (k x rows), entries (i, j) of a and wt.
+// `get(i, j)` returns {a, w} in the half's orientation.
+template <class Get>
+void reference_half(Algorithm algo, const Mat& y, Mat& x, index_t rows, Get get) {
+  const index_t k = y.rows();
+  const double eps = 1e-16;
+  for (index_t j = 0; j < x.cols(); ++j) {
+    std::vector<double> g(k * k, 0.0), b(k, 0.0), s(k, 0.0), ratio(k, 0.0);
+    for (index_t i = 0; i < rows; ++i) {
+      const auto [a, w] = get(i, j);
+      if (w == 0) continue;
+      double q = 0;
+      for (index_t l = 0; l < k; ++l) q += y(l, i) * x(l, j);
+      for (index_t l = 0; l < k; ++l) {
+        b[l] += w * a * y(l, i);
+        s[l] += w * y(l, i);
+        if (a != 0) ratio[l] += w * a / q * y(l, i);
+        for (index_t c = 0; c < k; ++c) g[l + c * k] += w * y(l, i) * y(c, i);
+      }
+    }
+    if (algo == Algorithm::bpp) {
+      const std::vector<double> sol = exact_nnls(g, b, k);
+      for (index_t l = 0; l < k; ++l) x(l, j) = sol[l];
+    } else if (algo == Algorithm::hals) {
+      for (index_t l = 0; l < k; ++l) {
+        if (!(g[l + l * k] > eps)) continue;
+        double grad = b[l];
+        for (index_t c = 0; c < k; ++c) grad -= g[l + c * k] * x(c, j);
+        x(l, j) = std::max(0.0, x(l, j) + grad / g[l + l * k]);
+      }
+    } else {
+      std::vector<double> next(k);
+      for (index_t l = 0; l < k; ++l) {
+        if (algo == Algorithm::kl) {
+          next[l] = x(l, j) * ratio[l] / (s[l] + eps);
+        } else {
+          double den = eps;
+          for (index_t c = 0; c < k; ++c) den += g[l + c * k] * x(c, j);
+          next[l] = x(l, j) * b[l] / den;
+        }
+      }
+      for (index_t l = 0; l < k; ++l) x(l, j) = next[l];
+    }
+  }
+}
+
+// Weighted NMF by the reference: H half then W half, `iters` times. a, weight: m x n (weight 0: missing).
+void reference_run(Algorithm algo, const Mat& a, const Mat& weight, Mat& w, Mat& h, int iters) {
+  const index_t m = a.rows(), n = a.cols(), k = w.cols();
+  Mat wt(k, m);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t l = 0; l < k; ++l) wt(l, i) = w(i, l);
+  for (int it = 0; it < iters; ++it) {
+    reference_half(algo, wt, h, m, [&](index_t i, index_t j) { return std::pair{a(i, j), weight(i, j)}; });
+    reference_half(algo, h, wt, n, [&](index_t j, index_t i) { return std::pair{a(i, j), weight(i, j)}; });
+  }
+  for (index_t i = 0; i < m; ++i)
+    for (index_t l = 0; l < k; ++l) w(i, l) = wt(l, i);
+}
+
+double max_rel_diff(const Mat& x, const Mat& y) {
+  double diff = 0, scale = 0;
+  for (std::size_t e = 0; e < x.storage().size(); ++e) {
+    diff = std::max(diff, std::abs(x.storage()[e] - y.storage()[e]));
+    scale = std::max(scale, std::abs(y.storage()[e]));
+  }
+  return diff / scale;
+}
+
+// ---- test data ----
+
+struct Case {
+  Mat a, weight;
+  Mat w0, h0;
+};
+
+// A random positive m x n with weights: `missing` of the entries 0, a few 0.5 and 2, the rest 1.
+Case make_case(index_t m, index_t n, index_t k, double missing, std::uint64_t seed) {
+  Uniform rng(seed);
+  Case c{Mat(m, n), Mat(m, n), Mat(m, k), Mat(k, n)};
+  for (auto& v : c.a.storage()) v = 0.1 + rng.uniform();
+  for (auto& v : c.weight.storage()) {
+    const double u = rng.uniform();
+    v = u < missing ? 0.0 : (u < missing + 0.05 ? 0.5 : (u < missing + 0.1 ? 2.0 : 1.0));
+  }
+  for (auto& v : c.w0.storage()) v = 0.1 + rng.uniform();
+  for (auto& v : c.h0.storage()) v = 0.1 + rng.uniform();
+  return c;
+}
+
+FactorOptions masked_options(Algorithm algo, index_t k, int iters, const Mat& weight) {
+  FactorOptions o;
+  o.rank = k;
+  o.algorithm = algo;
+  o.max_iterations = iters;
+  o.tol = 0;
+  o.init = InitMethod::given;
+  o.normalize = false;
+  o.missing.mask = Source::dense<double>(weight.view());
+  return o;
+}
+
+const Algorithm kAll[] = {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp};
+
+// Dense A, mostly weight 1 (the Gram corrections) and mostly missing (the Grams summed over observed entries).
+TEST(Masked, DenseMatchesReferenceForEveryAlgorithm) {
+  for (const double missing : {0.2, 0.6}) {
+    for (const Algorithm algo : kAll) {
+      SCOPED_TRACE(to_string(algo) + " missing " + std::to_string(missing));
+      // Large enough that every row and column keeps more observed entries than k (else BPP's answer is not
+      // unique and the comparison meaningless).
+      const Case c = make_case(40, 30, 3, missing, 11);
+      const FactorOptions o = masked_options(algo, 3, 20, c.weight);
+      const FactorResult<double> r = factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+      Mat w = c.w0, h = c.h0;
+      reference_run(algo, c.a, c.weight, w, h, 20);
+      EXPECT_LT(max_rel_diff(r.W, w), 1e-10);
+      EXPECT_LT(max_rel_diff(r.H, h), 1e-10);
+      EXPECT_TRUE(r.masked);
+      index_t observed = 0;
+      for (const double v : c.weight.storage()) observed += v > 0 ? 1 : 0;
+      EXPECT_EQ(r.observed, observed);
+      // The reported error is the weighted error over observed entries, computed here directly.
+      double num = 0, den = 0;
+      for (index_t j = 0; j < c.a.cols(); ++j)
+        for (index_t i = 0; i < c.a.rows(); ++i) {
+          const double wt = c.weight(i, j), res = c.a(i, j) - model(w, h, i, j);
+          num += wt * res * res;
+          den += wt * c.a(i, j) * c.a(i, j);
+        }
+      EXPECT_NEAR(r.rel_error, std::sqrt(num / den), 1e-9);
+    }
+  }
+}
+
+// Sparse A whose unstored entries are missing: the stored entries are the observed ones (weights from a mask).
+TEST(Masked, SparseUnstoredMissingMatchesReference) {
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    const Case c = make_case(20, 15, 3, 0.4, 21);
+    std::vector<index_t> indptr{0};
+    std::vector<col_index_t> indices;
+    std::vector<double> values;
+    Mat weight(c.a.rows(), c.a.cols(), 0.0);
+    for (index_t i = 0; i < c.a.rows(); ++i) {
+      for (index_t j = 0; j < c.a.cols(); ++j)
+        if (c.weight(i, j) > 0) {
+          indices.push_back(static_cast<col_index_t>(j));
+          values.push_back(c.a(i, j));
+          weight(i, j) = 1.0;
+        }
+      indptr.push_back(static_cast<index_t>(values.size()));
+    }
+    const CsrView<double> csr{c.a.rows(), c.a.cols(), indptr.data(), indices.data(), values.data()};
+    FactorOptions o = masked_options(algo, 3, 20, weight);
+    o.missing.mask.reset();
+    o.missing.unstored = Unstored::missing;
+    const FactorResult<double> r = factorize<double>(csr, o, &c.w0, &c.h0);
+    Mat w = c.w0, h = c.h0;
+    reference_run(algo, c.a, weight, w, h, 20);
+    EXPECT_LT(max_rel_diff(r.W, w), 1e-10);
+    EXPECT_LT(max_rel_diff(r.H, h), 1e-10);
+    EXPECT_EQ(r.observed, static_cast<index_t>(values.size()));
+  }
+}
+
+// Float runs the same rules: close to the float64 reference at float's precision.
+TEST(Masked, FloatFollowsTheReference) {
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    const Case c = make_case(24, 17, 3, 0.25, 31);
+    DenseMatrix<float> a(24, 17), weight(24, 17), w0(24, 3), h0(3, 17);
+    std::copy(c.a.storage().begin(), c.a.storage().end(), a.storage().begin());
+    std::copy(c.weight.storage().begin(), c.weight.storage().end(), weight.storage().begin());
+    std::copy(c.w0.storage().begin(), c.w0.storage().end(), w0.storage().begin());
+    std::copy(c.h0.storage().begin(), c.h0.storage().end(), h0.storage().begin());
+    FactorOptions o = masked_options(algo, 3, 5, c.weight);
+    o.missing.mask = Source::dense<float>(weight.view());
+    const FactorResult<float> r = factorize<float>(a.view(), o, &w0, &h0);
+    Mat w = c.w0, h = c.h0;
+    reference_run(algo, c.a, c.weight, w, h, 5);
+    Mat rw(24, 3);
+    std::copy(r.W.storage().begin(), r.W.storage().end(), rw.storage().begin());
+    EXPECT_LT(max_rel_diff(rw, w), 2e-3);
+  }
+}
+
+// A zero-weight entry may hold anything, even a huge value, NaN or a negative number: nothing changes.
+TEST(Masked, ZeroWeightEntriesAreIgnored) {
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    const Case c = make_case(24, 17, 3, 0.2, 41);
+    const FactorOptions o = masked_options(algo, 3, 20, c.weight);
+    const FactorResult<double> base = factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+    for (const double odd : {1e300, -5.0, std::numeric_limits<double>::quiet_NaN()}) {
+      Mat a = c.a;
+      for (std::size_t e = 0; e < a.storage().size(); ++e)
+        if (c.weight.storage()[e] == 0) a.storage()[e] = odd;
+      const FactorResult<double> r = factorize<double>(a.view(), o, &c.w0, &c.h0);
+      EXPECT_EQ(r.W.storage(), base.W.storage());
+      EXPECT_EQ(r.H.storage(), base.H.storage());
+      EXPECT_EQ(r.rel_error_history, base.rel_error_history);
+    }
+  }
+}
+
+// Weights of 1 everywhere are no mask: factorize() gives the unmasked run's results exactly, and the masked
+// iteration itself (forced) agrees with it to rounding.
+TEST(Masked, AllOnesWeightsReproduceTheUnmaskedRun) {
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    const Case c = make_case(24, 17, 3, 0.0, 51);
+    const Mat ones(24, 17, 1.0);
+    FactorOptions o = masked_options(algo, 3, 20, ones);
+    const FactorResult<double> masked = factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+    FactorOptions plain = o;
+    plain.missing = MissingValues{};
+    const FactorResult<double> unmasked = factorize<double>(c.a.view(), plain, &c.w0, &c.h0);
+    EXPECT_EQ(masked.W.storage(), unmasked.W.storage());
+    EXPECT_EQ(masked.H.storage(), unmasked.H.storage());
+    EXPECT_EQ(masked.rel_error, unmasked.rel_error);
+
+    const MatrixRef<double> a = DenseView<const double>(c.a.view());
+    const MatrixRef<double> mask = DenseView<const double>(ones.view());
+    const solvers::MaskedProblem<double> p =
+        solvers::build_masked_problem<double>({&a, false, "A"}, {&mask, false, "M"}, o.missing);
+    ASSERT_TRUE(p.all_unit);
+    solvers::Factors<double> f;
+    const FactorResult<double> forced = solvers::solve_masked<double>(p, o, f, &c.w0, &c.h0);
+    Mat w(24, 3);
+    for (index_t i = 0; i < 24; ++i)
+      for (index_t l = 0; l < 3; ++l) w(i, l) = f.wt(l, i);
+    EXPECT_LT(max_rel_diff(w, unmasked.W), 1e-10);
+    EXPECT_LT(max_rel_diff(f.h, unmasked.H), 1e-10);
+    EXPECT_NEAR(forced.rel_error, unmasked.rel_error, 1e-10);
+  }
+}
+
+// Planted rank 8, 300 x 200, 30% of the entries missing at random: W·H fills them in within 2%.
+TEST(Masked, PlantedRecoveryOfMissingEntries) {
+  PlantedOptions po;
+  po.rows = 300;
+  po.cols = 200;
+  po.rank = 8;
+  po.seed = 3;
+  const Planted<double> planted = make_planted<double>(po);
+  Uniform rng(77);
+  Mat weight(300, 200);
+  for (auto& v : weight.storage()) v = rng.uniform() < 0.3 ? 0.0 : 1.0;
+  for (const Algorithm algo : {Algorithm::bpp}) {
+    SCOPED_TRACE(to_string(algo));
+    FactorOptions o;
+    o.rank = 8;
+    o.algorithm = algo;
+    o.max_iterations = 300;
+    o.tol = 1e-12;
+    o.seed = 2;
+    o.missing.mask = Source::dense<double>(weight.view());
+    const FactorResult<double> r = factorize<double>(planted.matrix(), o);
+    double num = 0, den = 0;
+    for (index_t j = 0; j < 200; ++j)
+      for (index_t i = 0; i < 300; ++i) {
+        if (weight(i, j) != 0) continue;
+        const double truth = planted.dense(i, j), d = model(r.W, r.H, i, j) - truth;
+        num += d * d;
+        den += truth * truth;
+      }
+    EXPECT_LT(std::sqrt(num / den), 0.02);
+    EXPECT_EQ(r.observed, static_cast<index_t>(std::count(weight.storage().begin(), weight.storage().end(), 1.0)));
+  }
+}
+
+TEST(Masked, BadInputIsNamed) {
+  const Case c = make_case(6, 5, 2, 0.2, 61);
+  FactorOptions o;
+  o.rank = 2;
+  o.max_iterations = 3;
+  const Mat other(5, 6, 1.0);
+  o.missing.mask = Source::dense<double>(other.view());
+  std::string msg = test::error_message([&] { factorize<double>(c.a.view(), o); });
+  EXPECT_NE(msg.find("the mask is 5x6"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("6x5"), std::string::npos) << msg;
+
+  for (const double bad : {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    Mat weight(6, 5, 1.0);
+    weight(2, 3) = bad;
+    o.missing.mask = Source::dense<double>(weight.view());
+    msg = test::error_message([&] { factorize<double>(c.a.view(), o); });
+    EXPECT_NE(msg.find("weight at row 2, column 3"), std::string::npos) << msg;
+    EXPECT_THROW(factorize<double>(c.a.view(), o), DataError);
+  }
+
+  // NaN in A: an error naming --missing nan, unless NaN is declared missing.
+  Mat a = c.a;
+  a(1, 4) = std::numeric_limits<double>::quiet_NaN();
+  o.missing = MissingValues{};
+  o.missing.mask = Source::dense<double>(c.weight.view());
+  Mat weight(6, 5, 1.0);
+  weight(0, 0) = 0;
+  o.missing.mask = Source::dense<double>(weight.view());
+  msg = test::error_message([&] { factorize<double>(a.view(), o); });
+  EXPECT_NE(msg.find("--missing nan"), std::string::npos) << msg;
+  o.missing.nan_missing = true;
+  const FactorResult<double> r = factorize<double>(a.view(), o);
+  EXPECT_EQ(r.observed, 6 * 5 - 2);
+
+  // --unstored missing needs a sparse A.
+  o.missing = MissingValues{};
+  o.missing.unstored = Unstored::missing;
+  EXPECT_THROW(factorize<double>(c.a.view(), o), UsageError);
+
+  // Nothing observed.
+  const Mat zeros(6, 5, 0.0);
+  o.missing = MissingValues{};
+  o.missing.mask = Source::dense<double>(zeros.view());
+  msg = test::error_message([&] { factorize<double>(c.a.view(), o); });
+  EXPECT_NE(msg.find("no entry is observed"), std::string::npos) << msg;
+}
+
+// A row and a column with no observed entry: their factor rows are zero (never NaN) and counted.
+TEST(Masked, UnobservedRowsAndColumnsGetZeroFactors) {
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    const Case c = make_case(12, 9, 2, 0.1, 71);
+    Mat weight = c.weight;
+    for (index_t j = 0; j < 9; ++j) weight(4, j) = 0;
+    for (index_t i = 0; i < 12; ++i) weight(i, 6) = 0;
+    FactorOptions o;
+    o.rank = 2;
+    o.algorithm = algo;
+    o.max_iterations = 30;
+    o.missing.mask = Source::dense<double>(weight.view());
+    const FactorResult<double> r = factorize<double>(c.a.view(), o);
+    EXPECT_EQ(r.unobserved_rows, 1);
+    EXPECT_EQ(r.unobserved_cols, 1);
+    for (index_t l = 0; l < 2; ++l) {
+      EXPECT_EQ(r.W(4, l), 0.0);
+      EXPECT_EQ(r.H(l, 6), 0.0);
+    }
+    for (const double v : r.W.storage()) EXPECT_TRUE(std::isfinite(v));
+    for (const double v : r.H.storage()) EXPECT_TRUE(std::isfinite(v));
+    EXPECT_TRUE(std::isfinite(r.rel_error));
+  }
+}
+
+}  // namespace
+}  // namespace dnmf
