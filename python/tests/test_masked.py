@@ -8,11 +8,12 @@ from conftest import planted
 
 
 def weighted_mu_reference(X, M, W, H, iters, eps=1e-16):
-    """Weighted multiplicative updates written from the objective: only entries with M > 0 count."""
+    """Weighted multiplicative updates written from the objective: only entries with M > 0 count. W first, then
+    H, in each iteration: the estimator's (scikit-learn's) order."""
     A = np.where(M > 0, X, 0.0)
     for _ in range(iters):
-        H = H * (W.T @ (M * A)) / (W.T @ (M * (W @ H)) + eps)
         W = W * ((M * A) @ H.T) / ((M * (W @ H)) @ H.T + eps)
+        H = H * (W.T @ (M * A)) / (W.T @ (M * (W @ H)) + eps)
     return W, H
 
 
@@ -27,6 +28,9 @@ def test_mask_matches_a_weighted_reference():
     W_ref, H_ref = weighted_mu_reference(X, M, W0, H0, 20)
     np.testing.assert_allclose(W @ model.components_, W_ref @ H_ref, rtol=1e-9, atol=1e-12)
     assert '"observed": %d' % int(M.sum()) in model.report_
+    # scikit-learn's absolute convention over the observed entries: sqrt(Σ w (x - wh)²).
+    observed_error = np.sqrt(np.sum(M * (X - W @ model.components_) ** 2))
+    assert model.reconstruction_err_ == pytest.approx(observed_error, rel=1e-9)
 
 
 def test_nan_as_missing_recovers_the_hidden_entries():

@@ -295,16 +295,20 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   const auto start = std::chrono::steady_clock::now();
   double previous = std::numeric_limits<double>::quiet_NaN();
   for (int it = 1; it <= options.max_iterations; ++it) {
-    const HalfSums sh = update_half(p.h_half, f.wt, f.h, rule_h);
-    const HalfSums sw = update_half(p.w_half, f.h, f.wt, rule_w);
-    result.nnls_cap_hits += sh.cap_hits + sw.cap_hits;
+    // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
+    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w)
+                                           : update_half(p.h_half, f.wt, f.h, rule_h);
+    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h)
+                                          : update_half(p.w_half, f.h, f.wt, rule_w);
+    result.nnls_cap_hits += first.cap_hits + last.cap_hits;
     double squared = 0, objective = 0;
     if (kl) {
-      // At (W_{t-1}, H_t), where the W half formed its ratios: the unmasked iteration reports the same state.
-      squared = sw.kl_squared;
-      objective = sw.kl_log - p.weighted_sum + sw.kl_model;
+      // At the state where the second half formed its ratios, (W_{t-1}, H_t) in H-first order, as the unmasked
+      // iteration reports.
+      squared = last.kl_squared;
+      objective = last.kl_log - p.weighted_sum + last.kl_model;
     } else {
-      squared = p.weighted_squared_norm - 2 * sw.cross + sw.quad;
+      squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
       objective = 0.5 * std::max(squared, 0.0) + penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
     }
     const double rel = std::sqrt(std::max(squared, 0.0) / p.weighted_squared_norm);
