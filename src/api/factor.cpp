@@ -31,6 +31,7 @@
 #include "io/hdf5_io.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
+#include "util/dense_transpose.hpp"
 
 namespace dnmf {
 namespace {
@@ -218,15 +219,6 @@ void scale_rows(DenseMatrix<T>& x, const std::vector<double>& scale, bool divide
     }
 }
 
-/// The transpose of a column-major matrix.
-template <class T>
-DenseMatrix<T> transposed(const DenseMatrix<T>& x) {
-  DenseMatrix<T> t(x.cols(), x.rows());
-  for (index_t j = 0; j < x.cols(); ++j)
-    for (index_t i = 0; i < x.rows(); ++i) t(j, i) = x(i, j);
-  return t;
-}
-
 }  // namespace
 
 template <class T>
@@ -236,7 +228,7 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   if (!source.transposed()) return factor_stored<T>(source, false, options, context, gather_mode, initial);
   // Aᵀ ≈ H'ᵀ... : factoring the stored Aᵀ = W' H' gives A = H'ᵀ W'ᵀ, so W = H'ᵀ and H = W'ᵀ, with no copy of A.
   std::optional<InitialFactors<T>> initial_t;
-  if (initial != nullptr) initial_t = InitialFactors<T>{transposed(initial->H), transposed(initial->W)};
+  if (initial != nullptr) initial_t = InitialFactors<T>{util::transposed(initial->H), util::transposed(initial->W)};
   FactorOptions options_t = options;  // W's penalties are H's of the stored run, and the other way round
   std::swap(options_t.penalties.l1_w, options_t.penalties.l1_h);
   std::swap(options_t.penalties.l2_w, options_t.penalties.l2_h);
@@ -276,8 +268,8 @@ void gather(Factorization<T>& run, const Context& context) {
   solvers::gather_factors(grid, d.layout, pieces, w, h);
   if (grid.world().rank() != 0) return;
   if (d.transposed) {
-    run.result.W = transposed(h);
-    run.result.H = transposed(w);
+    run.result.W = util::transposed(h);
+    run.result.H = util::transposed(w);
   } else {
     run.result.W = std::move(w);
     run.result.H = std::move(h);

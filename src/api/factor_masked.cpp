@@ -21,6 +21,7 @@
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
 #include "solvers/solve.hpp"
+#include "util/dense_transpose.hpp"
 
 namespace dnmf::api {
 namespace {
@@ -30,14 +31,6 @@ std::string flag_of(const MissingValues& m) {
   if (m.mask) return "--mask";
   if (m.nan_missing) return "--missing nan";
   return "--unstored missing";
-}
-
-template <class T>
-DenseMatrix<T> transposed(const DenseMatrix<T>& x) {
-  DenseMatrix<T> t(x.cols(), x.rows());
-  for (index_t j = 0; j < x.cols(); ++j)
-    for (index_t i = 0; i < x.rows(); ++i) t(j, i) = x(i, j);
-  return t;
 }
 
 }  // namespace
@@ -87,7 +80,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   run.w_block = factors.wt;
   run.h_block = factors.h;
   if (gather == Gather::to_root) {
-    run.result.W = transposed(factors.wt);
+    run.result.W = util::transposed(factors.wt);
     run.result.H = std::move(factors.h);
   }
   run.input = name;

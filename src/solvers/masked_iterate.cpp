@@ -296,10 +296,10 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   double previous = std::numeric_limits<double>::quiet_NaN();
   for (int it = 1; it <= options.max_iterations; ++it) {
     // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
-    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w)
-                                           : update_half(p.h_half, f.wt, f.h, rule_h);
-    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h)
-                                          : update_half(p.w_half, f.h, f.wt, rule_w);
+    const HalfSums first =
+        options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w) : update_half(p.h_half, f.wt, f.h, rule_h);
+    const HalfSums last =
+        options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h) : update_half(p.w_half, f.h, f.wt, rule_w);
     result.nnls_cap_hits += first.cap_hits + last.cap_hits;
     double squared = 0, objective = 0;
     if (kl) {

@@ -8,6 +8,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "solvers/alternating.hpp"
+#include "util/dense_transpose.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -62,14 +63,6 @@ void normalise(dist::Communicator& world, Factors<T>& f) {
   }
 }
 
-template <class T>
-DenseMatrix<T> transpose(const DenseMatrix<T>& x) {
-  DenseMatrix<T> t(x.cols(), x.rows());
-  for (index_t j = 0; j < x.cols(); ++j)
-    for (index_t i = 0; i < x.rows(); ++i) t(j, i) = x(i, j);
-  return t;
-}
-
 // ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity. Near a perfect fit the
 // identity cancels to rounding noise (it can even report 0), so small values are recomputed directly where
 // the whole matrix is at hand and that costs no more than a few products.
@@ -99,7 +92,7 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   if (identity >= noise_floor || host_whole == nullptr || grid.shape().size() != 1) return identity;
   const index_t m = rows_of(*host_whole), n = cols_of(*host_whole);
   if (is_sparse(*host_whole) && static_cast<double>(m) * static_cast<double>(n) > 5e7) return identity;
-  const DenseMatrix<T> w = transpose(f.wt);
+  const DenseMatrix<T> w = util::transposed(f.wt);
   return relative_error_direct<T>(*host_whole, w.view(), f.h.view());
 }
 
@@ -177,7 +170,7 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
   world.gather(pieces.wt.data(), at_root ? wt.data() : nullptr, w_counts, dist::scalar_of<T>(), root);
   world.gather(pieces.h.data(), at_root ? h_ranked.data() : nullptr, h_counts, dist::scalar_of<T>(), root);
   if (!at_root) return;
-  W = transpose(wt);
+  W = util::transposed(wt);
   H = DenseMatrix<T>(k, layout.n);
   index_t offset = 0;
   for (int r = 0; r < p; ++r) {
