@@ -1,5 +1,8 @@
 // One run, one table: seconds per iteration of every solver next to the two plain products WᵀA and AHᵀ
-// on the same matrix, so every ratio printed is measured on the same machine in the same run.
+// on the same matrix, and next to the floor 4mnk / (this machine's square-GEMM rate, measured here), so every
+// ratio printed is measured on the same machine in the same run. Dense rows come three ways: the skinny
+// kernels (default), the same iteration with every product sent to BLAS, and the matrix in C order (row-major,
+// numpy's default) through the public API.
 //   bench_iteration [--quick] [--threads N] [--reps R] [--json out.json]
 #include <omp.h>
 
@@ -13,7 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
+#include "backend/cpu/skinny_products.hpp"
+#include "dnmf/blas.hpp"
+#include "dnmf/factor.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/planted.hpp"
@@ -45,14 +52,26 @@ double copy_bandwidth(int reps) {
   return 2.0 * static_cast<double>(bytes) / s;
 }
 
+// GFLOP/s of one square GEMM of order 2000 on all threads: the rate the floor is measured against.
+template <class T>
+double square_gemm_rate(int reps) {
+  const int order = 2000;
+  std::vector<T> a(static_cast<std::size_t>(order) * order, T(0.5)), c(a.size());
+  const double s = best_of(reps, [&] {
+    dnmf::backend::blas::gemm(false, false, order, order, order, T(1), a.data(), order, a.data(), order, T(0), c.data(),
+                              order);
+  });
+  return 2.0 * order * order * order / s / 1e9;
+}
+
 struct Row {
   std::string workload, what;
-  double seconds_per_iter = 0, gflops = 0, ratio = 0, bytes_per_s = 0;
+  double seconds_per_iter = 0, gflops = 0, ratio = 0, bytes_per_s = 0, floor_ratio = 0;
 };
 
 template <class T>
 std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOptions& po, index_t k, int iters, int reps,
-                              double copy_bw) {
+                              double copy_bw, double gemm_rate) {
   const auto planted = dnmf::make_planted<T>(po);
   const dnmf::MatrixRef<T> a = planted.matrix();
   const index_t m = po.rows, n = po.cols;
@@ -69,25 +88,50 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
     cpu.multiply(a, dnmf::backend::Side::H, wt.view(), p.view(), T(0));
     cpu.multiply(a, dnmf::backend::Side::W, h.view(), qt.view(), T(0));
   });
-  rows.push_back({name, "WtA + AHt", products, flops / products / 1e9, 1.0, 2 * a_bytes / products});
+  rows.push_back({name, "WtA + AHt", products, flops / products / 1e9, 1.0, 2 * a_bytes / products,
+                  products / (flops / (gemm_rate * 1e9))});
 
+  const auto per_iteration = [&](const dnmf::FactorOptions& o, bool c_order) {
+    double best = 1e300;
+    for (int r = 0; r < reps; ++r) {
+      if (c_order) {
+        // The same matrix stored row-major, as numpy hands it over: the library iterates on Aᵀ.
+        const auto& d = std::get<dnmf::DenseView<const T>>(a);
+        static std::vector<T> row_major;
+        if (r == 0) {
+          row_major.assign(dnmf::to_size(m * n), T(0));
+          for (index_t j = 0; j < n; ++j)
+            for (index_t i = 0; i < m; ++i) row_major[dnmf::to_size(i * n + j)] = d(i, j);
+        }
+        const auto run = dnmf::factor<T>(dnmf::Source::dense_row_major<T>(row_major.data(), m, n, n), o);
+        best = std::min(best, run.result.seconds / run.result.iterations);
+      } else {
+        const auto res = dnmf::factorize<T>(a, o);
+        best = std::min(best, res.seconds / res.iterations);
+      }
+    }
+    return best;
+  };
+  const double floor = flops / (gemm_rate * 1e9);
   for (auto algo : {dnmf::Algorithm::mu, dnmf::Algorithm::kl, dnmf::Algorithm::hals, dnmf::Algorithm::bpp})
-    for (bool fused : {true, false}) {
-      if (!fused && algo != dnmf::Algorithm::mu) continue;
+    for (int variant = 0; variant < 4; ++variant) {
+      // 0: fused; 1: two-pass (mu only); 2: fused with BLAS products, 3: fused, C order (dense mu and hals)
+      const bool fused = variant != 1;
+      if (variant == 1 && algo != dnmf::Algorithm::mu) continue;
+      if (variant >= 2 && (planted.sparse || (algo != dnmf::Algorithm::mu && algo != dnmf::Algorithm::hals))) continue;
       dnmf::FactorOptions o;
       o.rank = k;
       o.algorithm = algo;
       o.max_iterations = iters;
       o.tol = 0;
       o.fused = fused;
-      double best = 1e300;
-      for (int r = 0; r < reps; ++r) {
-        const auto res = dnmf::factorize<T>(a, o);
-        best = std::min(best, res.seconds / res.iterations);
-      }
+      dnmf::backend::cpu::skinny_use_blas(variant == 2);
+      const double best = per_iteration(o, variant == 3);
+      dnmf::backend::cpu::skinny_use_blas(false);
+      static const char* const suffix[] = {" (fused)", " (two-pass)", " (BLAS prod.)", " (C order)"};
       const double passes = fused ? 1.0 : 2.0;
-      rows.push_back({name, dnmf::to_string(algo) + (fused ? " (fused)" : " (two-pass)"), best, flops / best / 1e9,
-                      best / products, passes * a_bytes / best});
+      rows.push_back({name, dnmf::to_string(algo) + suffix[variant], best, flops / best / 1e9, best / products,
+                      passes * a_bytes / best, best / floor});
     }
   std::printf("  %s done: copy bandwidth %.1f GB/s\n", name.c_str(), copy_bw / 1e9);
   return rows;
@@ -115,6 +159,7 @@ int run(int argc, char** argv) {
   omp_set_num_threads(threads);
   const int iters = quick ? 5 : 20;
   const double copy_bw = copy_bandwidth(reps);
+  const double rate64 = square_gemm_rate<double>(reps), rate32 = square_gemm_rate<float>(reps);
   const index_t scale = quick ? 4 : 1;
   std::vector<Row> rows;
   const dnmf::PlantedOptions dense{
@@ -122,30 +167,39 @@ int run(int argc, char** argv) {
   const dnmf::PlantedOptions sparse{
       .rows = 20000 / scale, .cols = 10000 / scale, .rank = 10, .density = 0.005, .noise = 0.01, .seed = 1};
   for (auto& r : run_workload<double>("dense f64 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
-                                      dense, 16, iters, reps, copy_bw))
+                                      dense, 16, iters, reps, copy_bw, rate64))
     rows.push_back(r);
   for (auto& r : run_workload<float>("dense f32 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
-                                     dense, 16, iters, reps, copy_bw))
+                                     dense, 16, iters, reps, copy_bw, rate32))
     rows.push_back(r);
   for (auto& r : run_workload<double>("sparse f64 " + std::to_string(sparse.rows) + "x" + std::to_string(sparse.cols),
-                                      sparse, 16, iters, reps, copy_bw))
+                                      sparse, 16, iters, reps, copy_bw, rate64))
     rows.push_back(r);
 
-  std::printf("\nthreads=%d  k=16  copy bandwidth (read+write) %.2f GB/s\n", threads, copy_bw / 1e9);
-  std::printf("%-24s %-18s %12s %10s %16s %14s %12s\n", "workload", "what", "s/iter", "GFLOP/s", "iter/(2 prod)",
-              "A bytes/s", "of copy bw");
-  nlohmann::json out = {
-      {"threads", threads}, {"k", 16}, {"copy_bandwidth_bytes_per_s", copy_bw}, {"rows", nlohmann::json::array()}};
+  std::printf("\nthreads=%d  k=16  copy bandwidth (read+write) %.2f GB/s  square GEMM %.1f (f64) %.1f (f32) GFLOP/s\n",
+              threads, copy_bw / 1e9, rate64, rate32);
+  std::printf("BLAS: %s; skinny kernels: %s\n", dnmf::blas_summary().c_str(), dnmf::backend::cpu::skinny_isa());
+  std::printf("%-24s %-18s %12s %10s %16s %14s %12s %10s\n", "workload", "what", "s/iter", "GFLOP/s", "iter/(2 prod)",
+              "A bytes/s", "of copy bw", "x floor");
+  nlohmann::json out = {{"threads", threads},
+                        {"k", 16},
+                        {"copy_bandwidth_bytes_per_s", copy_bw},
+                        {"square_gemm_gflops_f64", rate64},
+                        {"square_gemm_gflops_f32", rate32},
+                        {"blas", dnmf::blas_summary()},
+                        {"skinny_kernels", dnmf::backend::cpu::skinny_isa()},
+                        {"rows", nlohmann::json::array()}};
   for (const auto& r : rows) {
-    std::printf("%-24s %-18s %12.5f %10.2f %16.3f %12.2e %11.1f%%\n", r.workload.c_str(), r.what.c_str(),
-                r.seconds_per_iter, r.gflops, r.ratio, r.bytes_per_s, 100.0 * r.bytes_per_s / copy_bw);
+    std::printf("%-24s %-18s %12.5f %10.2f %16.3f %12.2e %11.1f%% %10.2f\n", r.workload.c_str(), r.what.c_str(),
+                r.seconds_per_iter, r.gflops, r.ratio, r.bytes_per_s, 100.0 * r.bytes_per_s / copy_bw, r.floor_ratio);
     out["rows"].push_back({{"workload", r.workload},
                            {"what", r.what},
                            {"seconds_per_iteration", r.seconds_per_iter},
                            {"gflops", r.gflops},
                            {"ratio_to_two_products", r.ratio},
                            {"a_bytes_per_s", r.bytes_per_s},
-                           {"fraction_of_copy_bandwidth", r.bytes_per_s / copy_bw}});
+                           {"fraction_of_copy_bandwidth", r.bytes_per_s / copy_bw},
+                           {"ratio_to_floor", r.floor_ratio}});
   }
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;

@@ -5,20 +5,46 @@
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 
-find_library(DNMF_OPENBLAS_LIBRARY NAMES openblas
-  PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
-  NO_DEFAULT_PATH)
-if(NOT DNMF_OPENBLAS_LIBRARY)
-  find_library(DNMF_OPENBLAS_LIBRARY NAMES openblas)
-endif()
-find_path(DNMF_CBLAS_INCLUDE_DIR NAMES cblas.h PATH_SUFFIXES openblas)
-if(NOT DNMF_OPENBLAS_LIBRARY OR NOT DNMF_CBLAS_INCLUDE_DIR)
-  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-openmp-dev (scripts/install-deps.sh does)")
-endif()
-message(STATUS "dnmf: BLAS ${DNMF_OPENBLAS_LIBRARY}")
+# The BLAS is chosen at configure time with DNMF_BLAS (docs/benchmarks.md, "BLAS choice", has the figures
+# behind the default). Each must be an OpenMP-threaded build that runs single-threaded when called inside an
+# active OpenMP team, which our kernels rely on:
+#   openblas  Debian's OpenBLAS, OpenMP flavour (libopenblas-openmp-dev): the default
+#   blis      Debian's BLIS, OpenMP flavour (libblis-openmp-dev)
+#   mkl       Intel MKL's single dynamic library, mkl_rt, run on GNU OpenMP (e.g. `pip install mkl-devel` into
+#             a venv and -DDNMF_MKL_ROOT=<venv>)
+set(DNMF_BLAS "openblas" CACHE STRING "BLAS library: openblas, blis or mkl")
+set_property(CACHE DNMF_BLAS PROPERTY STRINGS openblas blis mkl)
+set(DNMF_MKL_ROOT "" CACHE PATH "With DNMF_BLAS=mkl: the prefix holding lib/libmkl_rt.so* and include/mkl_cblas.h")
 add_library(dnmf_blas INTERFACE)
 add_library(dnmf::blas ALIAS dnmf_blas)
-target_link_libraries(dnmf_blas INTERFACE ${DNMF_OPENBLAS_LIBRARY})
+if(DNMF_BLAS STREQUAL "openblas")
+  find_library(DNMF_BLAS_LIBRARY NAMES openblas
+    PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
+    NO_DEFAULT_PATH)
+  if(NOT DNMF_BLAS_LIBRARY)
+    find_library(DNMF_BLAS_LIBRARY NAMES openblas)
+  endif()
+  find_path(DNMF_CBLAS_INCLUDE_DIR NAMES cblas.h PATH_SUFFIXES openblas)
+  set(hint "install libopenblas-openmp-dev (scripts/install-deps.sh does)")
+elseif(DNMF_BLAS STREQUAL "blis")
+  find_library(DNMF_BLAS_LIBRARY NAMES blis
+    PATHS /usr/lib/x86_64-linux-gnu/blis-openmp /usr/lib/aarch64-linux-gnu/blis-openmp NO_DEFAULT_PATH)
+  find_path(DNMF_CBLAS_INCLUDE_DIR NAMES cblas.h
+    PATHS /usr/include/x86_64-linux-gnu/blis-openmp /usr/include/aarch64-linux-gnu/blis-openmp NO_DEFAULT_PATH)
+  set(hint "install libblis-openmp-dev")
+elseif(DNMF_BLAS STREQUAL "mkl")
+  find_library(DNMF_BLAS_LIBRARY NAMES mkl_rt libmkl_rt.so.3 libmkl_rt.so.2 HINTS ${DNMF_MKL_ROOT}/lib)
+  find_path(DNMF_CBLAS_INCLUDE_DIR NAMES mkl_cblas.h HINTS ${DNMF_MKL_ROOT}/include)
+  target_compile_definitions(dnmf_blas INTERFACE DNMF_BLAS_MKL=1)
+  set(hint "pip install mkl-devel into a venv and pass -DDNMF_MKL_ROOT=<venv>")
+else()
+  message(FATAL_ERROR "DNMF_BLAS is '${DNMF_BLAS}'; it must be openblas, blis or mkl")
+endif()
+if(NOT DNMF_BLAS_LIBRARY OR NOT DNMF_CBLAS_INCLUDE_DIR)
+  message(FATAL_ERROR "DNMF_BLAS=${DNMF_BLAS}: library or CBLAS header not found: ${hint}")
+endif()
+message(STATUS "dnmf: BLAS ${DNMF_BLAS}: ${DNMF_BLAS_LIBRARY}")
+target_link_libraries(dnmf_blas INTERFACE ${DNMF_BLAS_LIBRARY})
 target_include_directories(dnmf_blas INTERFACE ${DNMF_CBLAS_INCLUDE_DIR})
 
 find_package(nlohmann_json 3 REQUIRED)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "dnmf/blas.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/progress.hpp"
@@ -64,6 +65,12 @@ int factor(FactorArgs args) {
       if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
     };
   }
+  // Said before the run: with a fallback kernel every product runs at a fraction of the machine's rate.
+  if (root && options.backend != BackendKind::cuda && blas_info().generic_kernel)
+    std::fprintf(stderr,
+                 "dnmf: warning: the BLAS runs a generic kernel on a CPU with %s (%s); products will be several "
+                 "times slower than this CPU allows (is OPENBLAS_CORETYPE set?)\n",
+                 blas_info().cpu_vector_isa.c_str(), blas_summary().c_str());
   const bool h5_factors = args.factors_format == "h5";
   Factorization<T> run =
       dnmf::factor<T>(Source::file(args.input), options, context, h5_factors ? Gather::none : Gather::to_root);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "dnmf/blas.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/version.hpp"
@@ -96,7 +97,8 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
 
 int run(int argc, char** argv) {
   CLI::App app{"dnmf: non-negative matrix factorisation A ~ W H", "dnmf"};
-  app.set_version_flag("--version", std::string(dnmf::version()));
+  // The first line is the version alone (scripts compare it); the BLAS follows, as bug reports need it.
+  app.set_version_flag("--version", std::string(dnmf::version()) + "\nBLAS: " + dnmf::blas_summary());
   app.require_subcommand(1);
   app.footer(std::string("Input formats: ") + dnmf::cli::kInputFormats + ".\n" + kExitCodes);
   const std::vector<dnmf::cli::Command> commands = {dnmf::cli::add_gen(app),    dnmf::cli::add_info(app),

@@ -1,6 +1,7 @@
 // dnmf: the whole public C++ API in one include. Link dnmf::dnmf (CMake: find_package(dnmf)).
 #pragma once
 
+#include "dnmf/blas.hpp"              // which BLAS runs, and its kernel
 #include "dnmf/context.hpp"           // where a job runs: processes, grid, backend, threads, memory budgets
 #include "dnmf/cross_validation.hpp"  // rank selection by held-out entries
 #include "dnmf/error.hpp"             // dnmf::Error and its kinds

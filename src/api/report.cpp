@@ -4,6 +4,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "dnmf/blas.hpp"
 #include "dnmf/factor.hpp"
 #include "dnmf/version.hpp"
 #include "util/memory.hpp"
@@ -118,6 +119,12 @@ std::string report_json(const Factorization<T>& run) {
       {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
   if (run.memory.budget_bytes > 0) j["memory"] = memory_json(run.memory);
   j["version"] = std::string(dnmf::version());
+  const BlasInfo& blas = blas_info();
+  j["blas"] = {{"name", blas.name},
+               {"version", blas.version},
+               {"kernel", blas.kernel},
+               {"cpu_vector_isa", blas.cpu_vector_isa},
+               {"generic_kernel", blas.generic_kernel}};
   j["timestamp"] = utc_timestamp();
   return j.dump(2) + "\n";
 }

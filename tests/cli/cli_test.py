@@ -324,6 +324,36 @@ def report_fields(ctx):
 
 
 @case
+def blas_named(ctx):
+    """--version and report.json name the BLAS and its kernel; a fallback kernel on an AVX2 CPU is warned about."""
+    version = ctx.ok("--version").stdout.splitlines()
+    check(len(version) == 2 and re.fullmatch(r"\d+\.\d+\.\d+", version[0]), "--version: %r" % version)
+    match = re.fullmatch(r"BLAS: (OpenBLAS|BLIS|MKL) (\S+), kernel (.+) \(CPU: (\w*)\)", version[1])
+    check(match is not None, "--version's BLAS line %r" % version[1])
+    name, blas_version, kernel, isa = match.groups()
+    small_dense(ctx, rows=40, cols=30, rank=3)
+    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 3, "--quiet", "-o", "out")
+    blas = ctx.report("out")["blas"]
+    check(blas["name"] == name and blas["version"] == blas_version and blas["kernel"] == kernel
+          and blas["cpu_vector_isa"] == isa, "report.json blas %r against --version %r" % (blas, version[1]))
+    check(("generic kernel" in result.stderr) == blas["generic_kernel"],
+          "the warning must appear exactly when report.json says generic_kernel: %r" % result.stderr)
+    if name != "OpenBLAS" or isa not in ("avx2", "avx512"):
+        print("SKIPPED part: forcing a fallback kernel needs OpenBLAS on an AVX2 CPU (here %s, %s)" % (name, isa))
+        return
+    # OpenBLAS's DYNAMIC_ARCH build honours OPENBLAS_CORETYPE: Prescott is its SSE3 fallback.
+    forced = ctx.run("factor", "A.npy", "-k", 3, "--iters", 3, "--quiet", "-o", "out2",
+                     env={"OPENBLAS_CORETYPE": "Prescott"})
+    check(forced.rc == 0, "expected success:\n" + forced.describe())
+    report = ctx.report("out2")["blas"]
+    if report["kernel"].lower() != "prescott":
+        print("SKIPPED part: this OpenBLAS ignored OPENBLAS_CORETYPE (kernel %s)" % report["kernel"])
+        return
+    check(report["generic_kernel"] is True, "Prescott on %s must count as generic: %r" % (isa, report))
+    check("dnmf: warning: the BLAS runs a generic kernel" in forced.stderr, "no warning:\n" + forced.describe())
+
+
+@case
 def sparse(ctx):
     result = ctx.gen(600, 400, 4, "S.mtx", "--density", 0.01)
     rows, cols, entries = mtx_size_line(ctx.path("S.mtx"))

@@ -69,8 +69,10 @@ endif()
 
 if(HAVE_APP)
   run_step("installed dnmf --version" ${prefix}/${BINDIR}/dnmf --version)
-  string(STRIP "${step_output}" printed)
-  if(NOT printed STREQUAL VERSION)
+  # The first line is the version; the BLAS line follows.
+  string(REGEX REPLACE "\n.*" "" printed "${step_output}")
+  string(STRIP "${printed}" printed)
+  if(NOT printed STREQUAL VERSION OR NOT step_output MATCHES "\nBLAS: ")
     message(FATAL_ERROR "installed dnmf --version printed '${printed}', expected '${VERSION}'")
   endif()
   check_loads_installed_core(${prefix}/${BINDIR}/dnmf)

@@ -1,7 +1,11 @@
 // Thin typed wrappers over CBLAS so that kernels are written once for float and double.
 #pragma once
 
+#if defined(DNMF_BLAS_MKL)
+#include <mkl_cblas.h>
+#else
 #include <cblas.h>
+#endif
 
 namespace dnmf::backend::blas {
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/skinny_products.hpp"
 #include "backend/tiles.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/index.hpp"
@@ -200,6 +201,28 @@ void mirror_upper(View<T> g) {
     for (index_t p = q + 1; p < g.rows; ++p) g(p, q) = g(q, p);
 }
 
+// out (k x n) = beta·out + Y·A for a dense A (m x n, lda): the skinny kernels where they pay, else BLAS. Serial.
+template <class T>
+void dense_ya(index_t k, index_t m, index_t n, CView<T> y, const T* a, index_t lda, T beta, T* out, index_t ldo) {
+  if (cpu::skinny_pays<T>(k)) {
+    cpu::skinny_ya(k, m, n, y.data, y.ld, a, lda, beta, out, ldo);
+  } else {
+    blas::gemm(false, false, as_int(k), as_int(n), as_int(m), T(1), y.data, ld_of(y.ld), a, ld_of(lda), beta, out,
+               ld_of(ldo));
+  }
+}
+
+// out (k x m) = beta·out + X·Aᵀ for a dense A (m x n, lda). Serial.
+template <class T>
+void dense_xat(index_t k, index_t m, index_t n, CView<T> x, const T* a, index_t lda, T beta, T* out, index_t ldo) {
+  if (cpu::skinny_pays<T>(k)) {
+    cpu::skinny_xat(k, m, n, x.data, x.ld, a, lda, beta, out, ldo);
+  } else {
+    blas::gemm(false, true, as_int(k), as_int(m), as_int(n), T(1), x.data, ld_of(x.ld), a, ld_of(lda), beta, out,
+               ld_of(ldo));
+  }
+}
+
 // OpenBLAS threads a call made outside an active team by itself, and a threaded product may round
 // differently from a serial one; within this scope the calling thread's BLAS calls run serial.
 class SerialBlas {
@@ -285,11 +308,9 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
         const index_t first = b * block;
         const index_t width = std::min(extent, first + block) - first;
         if (side == Side::H) {
-          blas::gemm(false, false, as_int(k), as_int(width), as_int(d->rows), T(1), y.data, ld_of(y.ld),
-                     d->data + first * d->ld, ld_of(d->ld), beta, out.data + first * out.ld, ld_of(out.ld));
+          dense_ya(k, d->rows, width, y, d->data + first * d->ld, d->ld, beta, out.data + first * out.ld, out.ld);
         } else {
-          blas::gemm(false, true, as_int(k), as_int(width), as_int(d->cols), T(1), y.data, ld_of(y.ld), d->data + first,
-                     ld_of(d->ld), beta, out.data + first * out.ld, ld_of(out.ld));
+          dense_xat(k, width, d->cols, y, d->data + first, d->ld, beta, out.data + first * out.ld, out.ld);
         }
       }
     }
@@ -473,8 +494,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
           if (kl) {
             mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
           } else if (m_rows > 0) {
-            blas::gemm(false, false, as_int(k), as_int(width), as_int(m_rows), T(1), y.data, ld_of(y.ld),
-                       d.data + first * d.ld, ld_of(d.ld), T(0), numer.data, ld_of(numer.ld));
+            dense_ya(k, m_rows, width, y, d.data + first * d.ld, d.ld, T(0), numer.data, numer.ld);
           } else {
             std::fill(numer_buf.begin(), numer_buf.end(), T(0));
           }
@@ -482,8 +502,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
           if (kl) {
             mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
           } else if (m_rows > 0) {
-            blas::gemm(false, true, as_int(k), as_int(m_rows), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld),
-                       d.data + first * d.ld, ld_of(d.ld), T(1), acc.data, ld_of(acc.ld));
+            dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld);
           }
         } else {
           const auto& s = std::get<CsrView<T>>(a);

@@ -1,0 +1,219 @@
+// The register-blocked kernels behind skinny_products.hpp, written once over a vector width and compiled once per
+// instruction set (skinny_avx2.cpp, skinny_avx512.cpp). Each including file first defines
+// DNMF_SKINNY_NAMESPACE; everything here has internal linkage or lives in that namespace, and nothing uses the
+// standard library: an inline function or template instantiated with AVX-512 code in one object file could be
+// the copy the linker keeps for the whole program, and would crash on a CPU without AVX-512.
+//
+// Both products keep k (<= 64) on the vector lanes, as BLIS/libxsmm-style micro-kernels keep their short
+// dimension in registers: an accumulator block of RV vectors (up to 4·VL rows of k) by NC columns (RV·NC = 12
+// registers, so FMA latency is hidden with registers to spare), fed per step by RV loads of the k-wide factor
+// and NC broadcasts of A. Every entry of A is read once per 4·VL rows of k, every sum runs in a fixed order.
+#pragma once
+
+#include "backend/cpu/skinny_products.hpp"
+
+#ifndef DNMF_SKINNY_NAMESPACE
+#error "define DNMF_SKINNY_NAMESPACE before including skinny_kernels_impl.hpp"
+#endif
+
+namespace dnmf::backend::cpu::DNMF_SKINNY_NAMESPACE {
+namespace {
+
+// GCC's vector types take no template-dependent size, so each (element, width) pair is spelled out.
+template <class T, int Bytes>
+struct VectorOf;
+template <>
+struct VectorOf<double, 32> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<float, 32> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<double, 64> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <>
+struct VectorOf<float, 64> {
+  typedef float type __attribute__((vector_size(64)));
+};
+
+template <class T, int VL>
+struct Lanes {
+  using Vec = typename VectorOf<T, VL* static_cast<int>(sizeof(T))>::type;
+  static Vec load(const T* p) {
+    Vec v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(T* p, Vec v) { __builtin_memcpy(p, &v, sizeof v); }
+  // s - 0 is s for every s (unlike s + 0 for -0), so the compiler emits a bare broadcast.
+  static Vec splat(T s) { return s - Vec{}; }
+};
+
+// dst[0..rows) = (first ? beta·dst : dst) + acc's lanes, rows <= VL. beta == 0 overwrites (dst may hold NaN).
+template <class T, int VL>
+inline void add_lanes(T* dst, typename Lanes<T, VL>::Vec acc, int rows, bool first, T beta) {
+  if (rows == VL) {
+    typename Lanes<T, VL>::Vec d = Lanes<T, VL>::load(dst);
+    if (first)
+      d = beta == T(0) ? acc : d * beta + acc;
+    else
+      d += acc;
+    Lanes<T, VL>::store(dst, d);
+    return;
+  }
+  for (int l = 0; l < rows; ++l) {
+    const T v = acc[l];
+    if (first)
+      dst[l] = beta == T(0) ? v : dst[l] * beta + v;
+    else
+      dst[l] += v;
+  }
+}
+
+// C(r0 .. r0+RV·VL, j0 .. j0+NC) over i in [i0, i1): acc += P(:, i) · A(i, j). P is k padded to a multiple of VL,
+// column stride ldp. `rows_left` = k - r0 bounds the rows written.
+template <class T, int VL, int RV, int NC>
+void ya_block(const T* p, index_t ldp, const T* a, index_t lda, index_t i0, index_t i1, T* c, index_t ldc,
+              index_t rows_left, bool first, T beta) {
+  using L = Lanes<T, VL>;
+  typename L::Vec acc[RV][NC];
+  for (int r = 0; r < RV; ++r)
+    for (int q = 0; q < NC; ++q) acc[r][q] = typename L::Vec{};
+  const T* col[NC];
+  for (int q = 0; q < NC; ++q) col[q] = a + q * lda;
+  for (index_t i = i0; i < i1; ++i) {
+    typename L::Vec y[RV];
+    for (int r = 0; r < RV; ++r) y[r] = L::load(p + i * ldp + r * VL);
+    for (int q = 0; q < NC; ++q) {
+      const typename L::Vec b = L::splat(col[q][i]);
+      for (int r = 0; r < RV; ++r) acc[r][q] += y[r] * b;
+    }
+  }
+  for (int q = 0; q < NC; ++q)
+    for (int r = 0; r < RV; ++r) {
+      const index_t rows = rows_left - r * VL;
+      if (rows > 0)
+        add_lanes<T, VL>(c + q * ldc + r * VL, acc[r][q], rows < VL ? static_cast<int>(rows) : VL, first, beta);
+    }
+}
+
+// D(r0 .., i0 .. i0+NC) over j in [j0, j1): acc += X(:, j) · A(i, j).
+template <class T, int VL, int RV, int NC>
+void xat_block(const T* x, index_t ldx, const T* a, index_t lda, index_t j0, index_t j1, T* d, index_t ldd,
+               index_t rows_left, bool first, T beta) {
+  using L = Lanes<T, VL>;
+  typename L::Vec acc[RV][NC];
+  for (int r = 0; r < RV; ++r)
+    for (int q = 0; q < NC; ++q) acc[r][q] = typename L::Vec{};
+  for (index_t j = j0; j < j1; ++j) {
+    typename L::Vec y[RV];
+    for (int r = 0; r < RV; ++r) y[r] = L::load(x + j * ldx + r * VL);
+    const T* arow = a + j * lda;
+    for (int q = 0; q < NC; ++q) {
+      const typename L::Vec b = L::splat(arow[q]);
+      for (int r = 0; r < RV; ++r) acc[r][q] += y[r] * b;
+    }
+  }
+  for (int q = 0; q < NC; ++q)
+    for (int r = 0; r < RV; ++r) {
+      const index_t rows = rows_left - r * VL;
+      if (rows > 0)
+        add_lanes<T, VL>(d + q * ldd + r * VL, acc[r][q], rows < VL ? static_cast<int>(rows) : VL, first, beta);
+    }
+}
+
+// The accumulator shapes: RV vectors of k by NC columns, RV·NC = 12 (NC = 1 for the last columns).
+template <class T, int VL, int RV>
+void ya_panel(const T* p, index_t ldp, const T* a, index_t lda, index_t n, index_t i0, index_t i1, T* c, index_t ldc,
+              index_t rows_left, bool first, T beta) {
+  constexpr int NC = 12 / RV;
+  index_t j = 0;
+  for (; j + NC <= n; j += NC)
+    ya_block<T, VL, RV, NC>(p, ldp, a + j * lda, lda, i0, i1, c + j * ldc, ldc, rows_left, first, beta);
+  for (; j < n; ++j) ya_block<T, VL, RV, 1>(p, ldp, a + j * lda, lda, i0, i1, c + j * ldc, ldc, rows_left, first, beta);
+}
+
+template <class T, int VL, int RV>
+void xat_panel(const T* x, index_t ldx, const T* a, index_t lda, index_t m, index_t j0, index_t j1, T* d, index_t ldd,
+               index_t rows_left, bool first, T beta) {
+  constexpr int NC = 12 / RV;
+  index_t i = 0;
+  for (; i + NC <= m; i += NC)
+    xat_block<T, VL, RV, NC>(x, ldx, a + i, lda, j0, j1, d + i * ldd, ldd, rows_left, first, beta);
+  for (; i < m; ++i) xat_block<T, VL, RV, 1>(x, ldx, a + i, lda, j0, j1, d + i * ldd, ldd, rows_left, first, beta);
+}
+
+// Rows of A per block of the YA product: the packed factor's block (k x kRowBlock) stays in L1 while the
+// columns of A stream past it.
+constexpr index_t kRowBlock = 256;
+// Columns of A per block of the XAᵀ product: the lines of A it touches (one per column) stay in L1 across the
+// row blocks.
+constexpr index_t kColBlock = 192;
+
+template <class T, int VL>
+void ya_impl(index_t k, index_t m, index_t n, const T* p, index_t ldp, const T* a, index_t lda, T beta, T* c,
+             index_t ldc) {
+  for (index_t i0 = 0; i0 < m; i0 += kRowBlock) {
+    const index_t i1 = i0 + kRowBlock < m ? i0 + kRowBlock : m;
+    const bool first = i0 == 0;
+    for (index_t r0 = 0; r0 < k; r0 += 4 * VL) {
+      const index_t rows = k - r0;
+      const index_t vectors = (rows + VL - 1) / VL;
+      if (vectors >= 4)
+        ya_panel<T, VL, 4>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+      else if (vectors == 3)
+        ya_panel<T, VL, 3>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+      else if (vectors == 2)
+        ya_panel<T, VL, 2>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+      else
+        ya_panel<T, VL, 1>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+    }
+  }
+}
+
+template <class T, int VL>
+void xat_impl(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
+              index_t ldd) {
+  for (index_t j0 = 0; j0 < n; j0 += kColBlock) {
+    const index_t j1 = j0 + kColBlock < n ? j0 + kColBlock : n;
+    const bool first = j0 == 0;
+    for (index_t r0 = 0; r0 < k; r0 += 4 * VL) {
+      const index_t rows = k - r0;
+      const index_t vectors = (rows + VL - 1) / VL;
+      if (vectors >= 4)
+        xat_panel<T, VL, 4>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
+      else if (vectors == 3)
+        xat_panel<T, VL, 3>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
+      else if (vectors == 2)
+        xat_panel<T, VL, 2>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
+      else
+        xat_panel<T, VL, 1>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
+    }
+  }
+}
+
+}  // namespace
+
+// The entry points of this instruction set. The k-wide operand (P or X) is packed by the caller: k padded to a
+// multiple of lanes<T>() with zeros, so every vector load is whole; C and D are written only in their k rows.
+void ya(index_t k, index_t m, index_t n, const double* p, index_t ldp, const double* a, index_t lda, double beta,
+        double* c, index_t ldc) {
+  ya_impl<double, kBytes / 8>(k, m, n, p, ldp, a, lda, beta, c, ldc);
+}
+void ya(index_t k, index_t m, index_t n, const float* p, index_t ldp, const float* a, index_t lda, float beta, float* c,
+        index_t ldc) {
+  ya_impl<float, kBytes / 4>(k, m, n, p, ldp, a, lda, beta, c, ldc);
+}
+void xat(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda, double beta,
+         double* d, index_t ldd) {
+  xat_impl<double, kBytes / 8>(k, m, n, x, ldx, a, lda, beta, d, ldd);
+}
+void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,
+         float* d, index_t ldd) {
+  xat_impl<float, kBytes / 4>(k, m, n, x, ldx, a, lda, beta, d, ldd);
+}
+
+}  // namespace dnmf::backend::cpu::DNMF_SKINNY_NAMESPACE

@@ -1,0 +1,129 @@
+// See skinny_products.hpp: the run-time choice of instruction set, and the packing of the k-wide operand.
+#include "backend/cpu/skinny_products.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+
+namespace dnmf::backend::cpu {
+namespace {
+
+enum class Isa { blas, avx2, avx512 };
+
+Isa choose() {
+  const char* forced = std::getenv("DNMF_SKINNY");
+  const std::string want = forced != nullptr ? forced : "";
+  if (want == "blas") return Isa::blas;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  if (want == "avx2") return avx2 ? Isa::avx2 : Isa::blas;
+  if (avx512) return Isa::avx512;
+  if (avx2) return Isa::avx2;
+#endif
+  return Isa::blas;
+}
+
+Isa isa() {
+  static const Isa chosen = choose();
+  return chosen;
+}
+
+template <class T>
+index_t lanes() {
+  return static_cast<index_t>((isa() == Isa::avx512 ? 64 : 32) / sizeof(T));
+}
+
+// The operand as the kernels read it: columns of `padded` entries, k real ones then zeros. Returns `src` itself
+// when it already has that shape.
+template <class T>
+const T* packed(index_t k, index_t cols, const T* src, index_t ld, index_t padded, std::vector<T>& buffer) {
+  if (ld == padded) return src;  // k is a multiple of the lanes and the columns are adjacent
+  buffer.assign(static_cast<std::size_t>(padded * cols), T(0));
+  for (index_t j = 0; j < cols; ++j) std::memcpy(buffer.data() + j * padded, src + j * ld, sizeof(T) * k);
+  return buffer.data();
+}
+
+template <class T>
+thread_local std::vector<T> pack_buffer;
+
+std::atomic<bool> blas_forced{false};
+
+}  // namespace
+
+const char* skinny_isa() {
+  switch (isa()) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    default:
+      return "blas";
+  }
+}
+
+bool skinny_takes(index_t k) {
+  return isa() != Isa::blas && !blas_forced.load(std::memory_order_relaxed) && k >= 1 && k <= kSkinnyMaxRank;
+}
+
+template <class T>
+bool skinny_pays(index_t k) {
+  return skinny_takes(k) && k <= 4 * lanes<T>();
+}
+template bool skinny_pays<float>(index_t);
+template bool skinny_pays<double>(index_t);
+
+void skinny_use_blas(bool use_blas) { blas_forced.store(use_blas, std::memory_order_relaxed); }
+
+template <class T>
+void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T* a, index_t lda, T beta, T* c,
+               index_t ldc) {
+  if (!skinny_takes(k)) throw UsageError("skinny_ya: rank " + std::to_string(k) + " is not taken");
+  if (n == 0) return;
+  if (m == 0) {
+    for (index_t j = 0; j < n; ++j)
+      for (index_t l = 0; l < k; ++l) c[l + j * ldc] = beta == T(0) ? T(0) : beta * c[l + j * ldc];
+    return;
+  }
+  const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
+  const T* p = packed(k, m, y, ldy, padded, pack_buffer<T>);
+  if (isa() == Isa::avx512)
+    avx512::ya(k, m, n, p, padded, a, lda, beta, c, ldc);
+  else
+    avx2::ya(k, m, n, p, padded, a, lda, beta, c, ldc);
+}
+
+template <class T>
+void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
+                index_t ldd) {
+  if (!skinny_takes(k)) throw UsageError("skinny_xat: rank " + std::to_string(k) + " is not taken");
+  if (m == 0) return;
+  if (n == 0) {
+    for (index_t i = 0; i < m; ++i)
+      for (index_t l = 0; l < k; ++l) d[l + i * ldd] = beta == T(0) ? T(0) : beta * d[l + i * ldd];
+    return;
+  }
+  const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
+  const T* p = packed(k, n, x, ldx, padded, pack_buffer<T>);
+  if (isa() == Isa::avx512)
+    avx512::xat(k, m, n, p, padded, a, lda, beta, d, ldd);
+  else
+    avx2::xat(k, m, n, p, padded, a, lda, beta, d, ldd);
+}
+
+template void skinny_ya<float>(index_t, index_t, index_t, const float*, index_t, const float*, index_t, float, float*,
+                               index_t);
+template void skinny_ya<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t, double,
+                                double*, index_t);
+template void skinny_xat<float>(index_t, index_t, index_t, const float*, index_t, const float*, index_t, float, float*,
+                                index_t);
+template void skinny_xat<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t, double,
+                                 double*, index_t);
+
+}  // namespace dnmf::backend::cpu

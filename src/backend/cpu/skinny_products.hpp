@@ -1,0 +1,58 @@
+// The two products of an NMF iteration whose short side is the rank k (issue 14): C = Y·A (the numerator WᵀA of
+// H's update, Y = Wᵀ) and D = X·Aᵀ (AHᵀ for W's), for k <= kSkinnyMaxRank. General BLAS runs them at a third of
+// its square-GEMM rate (its blocking is made for three large sides); these kernels keep k in vector registers
+// (skinny_kernels_impl.hpp). Chosen at run time: AVX-512 where the CPU has it, else AVX2 (the library's baseline);
+// DNMF_SKINNY=blas sends every product to BLAS instead, DNMF_SKINNY=avx2 keeps AVX2 on an AVX-512 CPU.
+// Serial: callers parallelise over blocks of A, so the order of every sum is independent of the thread count.
+#pragma once
+
+#include "dnmf/index.hpp"
+
+namespace dnmf::backend::cpu {
+
+/// The largest k the kernels take; above it BLAS's own blocking is the better one.
+constexpr index_t kSkinnyMaxRank = 64;
+
+/// Which kernels run: "avx512", "avx2" or "blas" (decided once per process).
+const char* skinny_isa();
+
+/// True when the kernels take products of rank k (k <= kSkinnyMaxRank and not turned off).
+bool skinny_takes(index_t k);
+
+/// True when the kernels are the faster choice for rank k in precision T: k fits one accumulator panel (4 vectors:
+/// 16 doubles or 32 floats with AVX2, twice that with AVX-512), so A is read once. Measured on AVX2 (Zen 3,
+/// docs/benchmarks.md): 1.1-1.6x OpenBLAS 0.3.21 for WᵀA and 0.95-1.3x for AHᵀ up to there, slower beyond.
+template <class T>
+bool skinny_pays(index_t k);
+
+/// For benchmarks comparing both in one run: true sends every product to BLAS until called with false.
+void skinny_use_blas(bool use_blas);
+
+/// C (k x n, ldc) = beta·C + Y (k x m, ldy) · A (m x n, column-major, lda). beta == 0 overwrites C.
+template <class T>
+void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T* a, index_t lda, T beta, T* c,
+               index_t ldc);
+
+/// D (k x m, ldd) = beta·D + X (k x n, ldx) · Aᵀ, A (m x n, column-major, lda). beta == 0 overwrites D.
+template <class T>
+void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
+                index_t ldd);
+
+// One set of entry points per instruction set (skinny_avx2.cpp, skinny_avx512.cpp). The k-wide operand comes
+// packed: column stride a multiple of the set's lanes, rows k..stride zero.
+#define DNMF_SKINNY_DECLARE(isa)                                                                                     \
+  namespace isa {                                                                                                    \
+  void ya(index_t k, index_t m, index_t n, const double* p, index_t ldp, const double* a, index_t lda, double beta,  \
+          double* c, index_t ldc);                                                                                   \
+  void ya(index_t k, index_t m, index_t n, const float* p, index_t ldp, const float* a, index_t lda, float beta,     \
+          float* c, index_t ldc);                                                                                    \
+  void xat(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda, double beta, \
+           double* d, index_t ldd);                                                                                  \
+  void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,    \
+           float* d, index_t ldd);                                                                                   \
+  }
+DNMF_SKINNY_DECLARE(avx2)
+DNMF_SKINNY_DECLARE(avx512)
+#undef DNMF_SKINNY_DECLARE
+
+}  // namespace dnmf::backend::cpu

@@ -1,0 +1,162 @@
+// The skinny product kernels (backend/cpu/skinny_products.hpp) against plain float64 loops written here, on
+// ranks 1, 7, 16, 33, 64 and sizes that are not multiples of any block (issue 14: f64 1e-12, f32 1e-5 relative),
+// with padded leading dimensions, beta 0 (over NaN), 1 and 0.5, and the fused pass that uses them against the
+// reference backend. Which instruction set ran is printed (AVX-512 where the CPU has it, else AVX2).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_kernels.hpp"
+#include "backend/cpu/skinny_products.hpp"
+#include "backend/reference/reference_kernels.hpp"
+#include "dnmf/error.hpp"
+#include "solvers/update_rule.hpp"
+#include "support/random_matrices.hpp"
+
+namespace dnmf {
+namespace {
+
+template <class T>
+double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t count, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<T> v(count);
+  for (auto& x : v) x = static_cast<T>(u(rng));
+  return v;
+}
+
+// Largest |got - want| over the largest |want| (entries are sums of positive terms, so this is relative).
+template <class T>
+double relative_difference(const std::vector<T>& got, const std::vector<double>& want, index_t rows, index_t cols,
+                           index_t ld) {
+  double diff = 0, scale = 0;
+  for (index_t j = 0; j < cols; ++j)
+    for (index_t i = 0; i < rows; ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(got[i + j * ld]) - want[i + j * rows]));
+      scale = std::max(scale, std::abs(want[i + j * rows]));
+    }
+  return scale > 0 ? diff / scale : diff;
+}
+
+struct Case {
+  index_t k, m, n;
+};
+const Case kCases[] = {{1, 13, 5},   {7, 257, 11}, {16, 300, 37}, {16, 1, 3},   {33, 129, 14},
+                       {64, 77, 25}, {64, 513, 2}, {5, 1000, 1},  {12, 7, 200}, {24, 40, 197}};
+
+template <class T>
+class SkinnyTest : public ::testing::Test {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SkinnyTest, Precisions);
+
+TYPED_TEST(SkinnyTest, YTimesAMatchesFloat64Loops) {
+  using T = TypeParam;
+  ASSERT_TRUE(backend::cpu::skinny_takes(16))
+      << "the kernels are off on this machine (isa " << backend::cpu::skinny_isa() << ")";
+  std::printf("skinny kernels: %s\n", backend::cpu::skinny_isa());
+  unsigned seed = 1;
+  for (const Case& c : kCases) {
+    for (const T beta : {T(0), T(1), T(0.5)}) {
+      const index_t ldy = c.k + 3, lda = c.m + 2, ldc = c.k + 1;  // padded: no ld equals its rows
+      const auto y = random_values<T>(static_cast<std::size_t>(ldy * c.m), seed++);
+      const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+      auto out = random_values<T>(static_cast<std::size_t>(ldc * c.n), seed++);
+      std::vector<double> want(static_cast<std::size_t>(c.k * c.n));
+      for (index_t j = 0; j < c.n; ++j)
+        for (index_t l = 0; l < c.k; ++l) {
+          double s = beta == T(0) ? 0.0 : static_cast<double>(beta) * out[l + j * ldc];
+          for (index_t i = 0; i < c.m; ++i) s += static_cast<double>(y[l + i * ldy]) * a[i + j * lda];
+          want[l + j * c.k] = s;
+        }
+      if (beta == T(0))  // beta 0 overwrites: whatever was there (even NaN) is not read
+        for (auto& v : out) v = std::numeric_limits<T>::quiet_NaN();
+      const std::vector<T> before = out;
+      backend::cpu::skinny_ya<T>(c.k, c.m, c.n, y.data(), ldy, a.data(), lda, beta, out.data(), ldc);
+      EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>())
+          << "k=" << c.k << " m=" << c.m << " n=" << c.n << " beta=" << beta;
+      for (index_t j = 0; j < c.n; ++j)  // the padding rows of C are never written
+        for (index_t l = c.k; l < ldc; ++l)
+          EXPECT_TRUE(std::isnan(out[l + j * ldc]) == std::isnan(before[l + j * ldc]) &&
+                      (std::isnan(out[l + j * ldc]) || out[l + j * ldc] == before[l + j * ldc]));
+    }
+  }
+}
+
+TYPED_TEST(SkinnyTest, XTimesATransposedMatchesFloat64Loops) {
+  using T = TypeParam;
+  unsigned seed = 1000;
+  for (const Case& c : kCases) {
+    for (const T beta : {T(0), T(1), T(0.5)}) {
+      const index_t ldx = c.k + 2, lda = c.m + 5, ldd = c.k + 3;
+      const auto x = random_values<T>(static_cast<std::size_t>(ldx * c.n), seed++);
+      const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+      auto out = random_values<T>(static_cast<std::size_t>(ldd * c.m), seed++);
+      std::vector<double> want(static_cast<std::size_t>(c.k * c.m));
+      for (index_t i = 0; i < c.m; ++i)
+        for (index_t l = 0; l < c.k; ++l) {
+          double s = beta == T(0) ? 0.0 : static_cast<double>(beta) * out[l + i * ldd];
+          for (index_t j = 0; j < c.n; ++j) s += static_cast<double>(x[l + j * ldx]) * a[i + j * lda];
+          want[l + i * c.k] = s;
+        }
+      if (beta == T(0))
+        for (auto& v : out) v = std::numeric_limits<T>::quiet_NaN();
+      backend::cpu::skinny_xat<T>(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, beta, out.data(), ldd);
+      EXPECT_LE(relative_difference(out, want, c.k, c.m, ldd), tolerance<T>())
+          << "k=" << c.k << " m=" << c.m << " n=" << c.n << " beta=" << beta;
+    }
+  }
+}
+
+TYPED_TEST(SkinnyTest, RanksAboveTheLimitAreRefused) {
+  using T = TypeParam;
+  EXPECT_FALSE(backend::cpu::skinny_takes(backend::cpu::kSkinnyMaxRank + 1));
+  EXPECT_FALSE(backend::cpu::skinny_takes(0));
+  std::vector<T> buffer(65 * 4, T(1));
+  EXPECT_THROW(backend::cpu::skinny_ya<T>(65, 2, 2, buffer.data(), 65, buffer.data(), 2, T(0), buffer.data(), 65),
+               UsageError);
+}
+
+// The fused pass (numerator, update, other side's accumulation) on the cpu backend, whose dense products are now
+// the skinny kernels, against the reference backend for every rank the issue names.
+TYPED_TEST(SkinnyTest, FusedPassMatchesReference) {
+  using T = TypeParam;
+  for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
+    for (const index_t k : {1, 7, 16, 33, 64}) {
+      const index_t m = 203, n = 157;
+      const DenseMatrix<T> a = test::random_dense<T>(m, n, 40 + k);
+      const DenseMatrix<T> wt = test::random_dense<T>(k, m, 41 + k);
+      const DenseMatrix<T> h0 = test::random_dense<T>(k, n, 42 + k);
+      backend::ReferenceKernels<T> ref;
+      backend::CpuKernels<T> cpu;
+      cpu.set_tile_bytes(16.0 * 1024);  // several tiles of A
+      DenseMatrix<T> gy(k, k), ysum(k, 1);
+      ref.gram(wt.view(), gy.view(), T(0));
+      ref.row_sums(wt.view(), ysum.data());
+      const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.0, 0.0);
+      DenseMatrix<T> h_ref = h0, h_cpu = h0, other_ref(k, m), other_cpu(k, m), gx_ref(k, k), gx_cpu(k, k);
+      const MatrixRef<T> ar{a.view()};
+      ASSERT_EQ(cpu.fused_side(ar), backend::Side::H);
+      const auto s_ref = ref.fused_pass(ar, backend::Side::H, rule, h_ref.view(), wt.view(), gy.view(), ysum.data(),
+                                        other_ref.view(), gx_ref.view(), false);
+      const auto s_cpu = cpu.fused_pass(ar, backend::Side::H, rule, h_cpu.view(), wt.view(), gy.view(), ysum.data(),
+                                        other_cpu.view(), gx_cpu.view(), false);
+      const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-11;
+      const std::string what = to_string(algo) + " k=" + std::to_string(k);
+      EXPECT_LE(test::max_relative_difference(h_cpu, h_ref), tol) << what;
+      EXPECT_LE(test::max_relative_difference(other_cpu, other_ref), tol) << what;
+      EXPECT_LE(test::max_relative_difference(gx_cpu, gx_ref), tol) << what;
+      EXPECT_NEAR(s_cpu.cross, s_ref.cross, tol * std::abs(s_ref.cross)) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dnmf
