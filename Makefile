@@ -54,6 +54,9 @@ test-release: build
 bench: build
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BUILD)/bin/bench_iteration --threads 2 --json $(BUILD)/bench_iteration.json
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BUILD)/bin/bench_threads --threads 2
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BUILD)/bin/bench_blas --threads 2
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=$(BUILD)/python $(PYTHON) \
+	    bench/time_to_solution.py --threads 2
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' | xargs clang-format -i
