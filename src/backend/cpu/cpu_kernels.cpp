@@ -252,10 +252,19 @@ std::vector<index_t> csr_chunks(const CsrView<T>& s) {
 // 2..8 threads balanced within ~15%.
 constexpr index_t kSlots = 16;
 
-// Slots for `tiles` tiles whose accumulator holds `acc_bytes`; at most 256 MiB of extra buffers.
-index_t slot_count(index_t tiles, double acc_bytes) {
+// Slots for `tiles` tiles whose accumulator holds `acc_bytes`, for a pass of `work` element operations: at most
+// 256 MiB of extra buffers, and few enough that zeroing and summing the buffers (about 3 sequential operations
+// per accumulator entry and slot) stays under a tenth of the pass's own work. A sparse scatter into a wide
+// accumulator (20000x10000 with 1e6 non-zeros, k = 16: ~100 operations per entry) so gets 2 slots instead of
+// 16, whose 15 buffers of k x n cost more than the scatter itself (measured: sparse iteration +57%). A power of
+// two, so that 2, 4 or 8 threads share the slots evenly.
+index_t slot_count(index_t tiles, double acc_bytes, double work, std::size_t element_bytes) {
   const double cap = 256.0 * 1024 * 1024 / std::max(acc_bytes, 1.0) + 1.0;
-  return std::max<index_t>(1, std::min<index_t>({tiles, kSlots, static_cast<index_t>(std::min(cap, 1e9))}));
+  const double acc_elements = std::max(acc_bytes / static_cast<double>(element_bytes), 1.0);
+  const double worth = work / (32.0 * acc_elements);
+  index_t by_work = 1;
+  while (by_work * 2 <= kSlots && static_cast<double>(by_work * 2) <= worth) by_work *= 2;
+  return std::max<index_t>(1, std::min<index_t>({tiles, kSlots, by_work, static_cast<index_t>(std::min(cap, 1e9))}));
 }
 
 // First tile of slot `slot` of `slots` over `tiles` tiles.
@@ -325,7 +334,8 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
     return;
   }
   scale_columns(out, beta, 0, out.cols);
-  const index_t slots = slot_count(n_chunks, static_cast<double>(k * out.cols) * sizeof(T));
+  const index_t slots = slot_count(n_chunks, static_cast<double>(k * out.cols) * sizeof(T),
+                                   static_cast<double>(k) * static_cast<double>(s.nnz()), sizeof(T));
   std::vector<std::vector<T>> privates(to_size(slots - 1));
 #pragma omp parallel for schedule(dynamic, 1) if (slots > 1 && parallel_worth(k * s.nnz()))
   for (index_t slot = 0; slot < slots; ++slot) {
@@ -351,10 +361,11 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-  const index_t slots = slot_count(n_tiles, scatter ? static_cast<double>(k * out.cols) * sizeof(T) : 0.0);
+  const index_t work = k * (d ? d->rows * d->cols : std::get<CsrView<T>>(a).nnz());
+  const index_t slots = slot_count(n_tiles, scatter ? static_cast<double>(k * out.cols) * sizeof(T) : 0.0,
+                                   static_cast<double>(work), sizeof(T));
   std::vector<std::vector<T>> privates(to_size(scatter ? slots - 1 : 0));
   std::vector<KlSums> partial(to_size(slots));
-  const index_t work = k * (d ? d->rows * d->cols : std::get<CsrView<T>>(a).nnz());
 #pragma omp parallel if (slots > 1 && parallel_worth(work))
   {
     const SerialBlas serial;
@@ -464,13 +475,14 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-  const index_t slots = slot_count(n_tiles, static_cast<double>(k * other_numer.cols) * sizeof(T));
+  const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
+  const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
+  const index_t slots =
+      slot_count(n_tiles, static_cast<double>(k * other_numer.cols) * sizeof(T), static_cast<double>(work), sizeof(T));
   std::vector<std::vector<T>> privates(to_size(slots - 1));
   std::vector<std::vector<T>> gram_slots(to_size(slots), std::vector<T>(to_size(k * k), T(0)));
   std::vector<FusedSums> partial(to_size(slots));
   if (!accumulate) fill(other_numer, T(0));
-  const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
-  const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
 
 #pragma omp parallel if (slots > 1 && parallel_worth(work))
   {
