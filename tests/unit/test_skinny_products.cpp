@@ -16,6 +16,16 @@
 #include "solvers/update_rule.hpp"
 #include "support/random_matrices.hpp"
 
+// The AVX-512 kernels' source with 512-bit vectors, compiled here at the build's baseline (the compiler splits
+// each vector into two 256-bit halves): the same code as skinny_avx512.cpp, so its lane and panel arithmetic
+// (8 doubles, 16 floats per vector) is checked on machines without AVX-512 too.
+namespace dnmf::backend::cpu::wide_emulated {
+constexpr int kBytes = 64;
+}  // namespace dnmf::backend::cpu::wide_emulated
+#define DNMF_SKINNY_NAMESPACE wide_emulated
+#include "backend/cpu/skinny_kernels_impl.hpp"
+#undef DNMF_SKINNY_NAMESPACE
+
 namespace dnmf {
 namespace {
 
@@ -112,6 +122,42 @@ TYPED_TEST(SkinnyTest, XTimesATransposedMatchesFloat64Loops) {
       EXPECT_LE(relative_difference(out, want, c.k, c.m, ldd), tolerance<T>())
           << "k=" << c.k << " m=" << c.m << " n=" << c.n << " beta=" << beta;
     }
+  }
+}
+
+// The 512-bit kernels (emulated, see the top of this file) on packed operands, both products.
+TYPED_TEST(SkinnyTest, WideVectorKernelsMatchFloat64Loops) {
+  using T = TypeParam;
+  const index_t lanes = 64 / static_cast<index_t>(sizeof(T));
+  unsigned seed = 2000;
+  for (const Case& c : kCases) {
+    const index_t padded = (c.k + lanes - 1) / lanes * lanes;
+    const index_t lda = c.m + 1, ldc = c.k + 2;
+    auto y = random_values<T>(static_cast<std::size_t>(padded * c.m), seed++);  // Y packed: k x m, ld padded
+    auto x = random_values<T>(static_cast<std::size_t>(padded * c.n), seed++);  // X packed: k x n, ld padded
+    for (index_t i = 0; i < c.m; ++i)
+      for (index_t l = c.k; l < padded; ++l) y[l + i * padded] = T(0);
+    for (index_t j = 0; j < c.n; ++j)
+      for (index_t l = c.k; l < padded; ++l) x[l + j * padded] = T(0);
+    const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+    std::vector<T> out(static_cast<std::size_t>(ldc * c.n), T(0)), out_t(static_cast<std::size_t>(ldc * c.m), T(0));
+    std::vector<double> want(static_cast<std::size_t>(c.k * c.n)), want_t(static_cast<std::size_t>(c.k * c.m));
+    for (index_t j = 0; j < c.n; ++j)
+      for (index_t l = 0; l < c.k; ++l) {
+        double s = 0;
+        for (index_t i = 0; i < c.m; ++i) s += static_cast<double>(y[l + i * padded]) * a[i + j * lda];
+        want[l + j * c.k] = s;
+      }
+    for (index_t i = 0; i < c.m; ++i)
+      for (index_t l = 0; l < c.k; ++l) {
+        double s = 0;
+        for (index_t j = 0; j < c.n; ++j) s += static_cast<double>(x[l + j * padded]) * a[i + j * lda];
+        want_t[l + i * c.k] = s;
+      }
+    backend::cpu::wide_emulated::ya(c.k, c.m, c.n, y.data(), padded, a.data(), lda, T(0), out.data(), ldc);
+    backend::cpu::wide_emulated::xat(c.k, c.m, c.n, x.data(), padded, a.data(), lda, T(0), out_t.data(), ldc);
+    EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>()) << "ya k=" << c.k << " m=" << c.m;
+    EXPECT_LE(relative_difference(out_t, want_t, c.k, c.m, ldc), tolerance<T>()) << "xat k=" << c.k << " m=" << c.m;
   }
 }
 
