@@ -35,20 +35,17 @@ struct HalfSums {
   long long cap_hits = 0;  ///< bpp
 };
 
-/// y·x in double with four partial sums: a single running sum is one long dependency chain, and these dots (one
-/// per listed entry) are most of the correction work.
+/// y·x in double with four partial sums, lane by lane, so the compiler can keep them in one vector register: a
+/// single running sum is one long dependency chain, and these dots (one per listed entry) are most of the
+/// correction work.
 template <class T, class U>
-double dot_column(const T* y, const U* x, index_t k) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+[[gnu::always_inline]] inline double dot_column(const T* y, const U* x, index_t k) {
+  double acc[4] = {0, 0, 0, 0};
   index_t l = 0;
-  for (; l + 4 <= k; l += 4) {
-    s0 += static_cast<double>(y[l]) * static_cast<double>(x[l]);
-    s1 += static_cast<double>(y[l + 1]) * static_cast<double>(x[l + 1]);
-    s2 += static_cast<double>(y[l + 2]) * static_cast<double>(x[l + 2]);
-    s3 += static_cast<double>(y[l + 3]) * static_cast<double>(x[l + 3]);
-  }
-  for (; l < k; ++l) s0 += static_cast<double>(y[l]) * static_cast<double>(x[l]);
-  return (s0 + s1) + (s2 + s3);
+  for (; l + 4 <= k; l += 4)
+    for (int t = 0; t < 4; ++t) acc[t] += static_cast<double>(y[l + t]) * static_cast<double>(x[l + t]);
+  for (; l < k; ++l) acc[0] += static_cast<double>(y[l]) * static_cast<double>(x[l]);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 /// out += c · y (k entries).
@@ -217,17 +214,13 @@ index_t gather_listed(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc, 
 }
 
 /// Σ_q a_q b_q c_q with four partial sums (see dot_column).
-inline double dot3(const double* a, const double* b, const double* c, index_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+[[gnu::always_inline]] inline double dot3(const double* a, const double* b, const double* c, index_t n) {
+  double acc[4] = {0, 0, 0, 0};
   index_t q = 0;
-  for (; q + 4 <= n; q += 4) {
-    s0 += a[q] * b[q] * c[q];
-    s1 += a[q + 1] * b[q + 1] * c[q + 1];
-    s2 += a[q + 2] * b[q + 2] * c[q + 2];
-    s3 += a[q + 3] * b[q + 3] * c[q + 3];
-  }
-  for (; q < n; ++q) s0 += a[q] * b[q] * c[q];
-  return (s0 + s1) + (s2 + s3);
+  for (; q + 4 <= n; q += 4)
+    for (int t = 0; t < 4; ++t) acc[t] += a[q + t] * b[q + t] * c[q + t];
+  for (; q < n; ++q) acc[0] += a[q] * b[q] * c[q];
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 /// HALS with G_j = F + Zᵀ C Z kept factored: the sweep tracks u = F x and r = Z x, so coordinate l costs

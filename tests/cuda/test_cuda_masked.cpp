@@ -1,7 +1,8 @@
 // Masked MU and KL on the GPU (--backend cuda with a mask) against the same run on the cpu backend: f64 to
-// 1e-10, f32 to 2e-3 (as tests/unit/test_masked.cpp), after 20 iterations from the same start; hals and bpp are refused
-// by name. Without a visible device (or without CUDA in the build) every test skips and says why. Their host-side logic
-// (the driver and the matrix-form rules) runs on every machine in tests/unit/test_masked_device.cpp.
+// 1e-10, f32 to 2e-3 (as tests/unit/test_masked.cpp), after 20 iterations from the same start; hals and bpp
+// are refused by name. Without a visible device (or without CUDA in the build) every test skips and says why.
+// Their host-side logic (the driver and the matrix-form rules) runs on every machine in
+// tests/unit/test_masked_device.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
