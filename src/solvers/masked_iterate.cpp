@@ -256,7 +256,7 @@ void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc,
   out.cross += dot_column(x, sc.b.data(), k);
 }
 
-/// BPP needs G_j itself: F plus one BLAS product of the gathered rows, Z C Zᵀ, then the exact NNLS.
+/// BPP needs G_j itself: F plus the gathered rows' Z C Zᵀ by BLAS, then the exact NNLS.
 template <class T>
 void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
@@ -268,11 +268,21 @@ void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, 
     std::fill(sc.g.begin(), sc.g.end(), 0.0);
   }
   if (s > 0) {
+    // Z C Zᵀ as two symmetric rank-s updates (half a general product's flops): the rows scaled by sqrt|c|, those
+    // with c > 0 added, those with c < 0 subtracted; then the upper triangle mirrored.
     sc.cz.resize(sc.z.size());
-    for (index_t q = 0; q < s; ++q)
-      for (index_t l = 0; l < k; ++l) sc.cz[to_size(q * k + l)] = sc.c[to_size(q)] * sc.z[to_size(q * k + l)];
-    backend::blas::gemm(false, true, ik, ik, static_cast<int>(s), 1.0, sc.cz.data(), ik, sc.z.data(), ik, 1.0,
-                        sc.g.data(), ik);
+    index_t plus = 0, minus = s;
+    for (index_t q = 0; q < s; ++q) {
+      const double c = sc.c[to_size(q)];
+      const double root = std::sqrt(std::abs(c));
+      const index_t at = c > 0 ? plus++ : --minus;
+      for (index_t l = 0; l < k; ++l) sc.cz[to_size(at * k + l)] = root * sc.z[to_size(q * k + l)];
+    }
+    if (plus > 0) backend::blas::syrk(ik, static_cast<int>(plus), 1.0, sc.cz.data(), ik, 1.0, sc.g.data(), ik);
+    if (minus < s)
+      backend::blas::syrk(ik, static_cast<int>(s - minus), -1.0, sc.cz.data() + minus * k, ik, 1.0, sc.g.data(), ik);
+    for (index_t q = 0; q < k; ++q)
+      for (index_t l = q + 1; l < k; ++l) sc.g[to_size(l + q * k)] = sc.g[to_size(q + l * k)];
   }
   for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
   for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
