@@ -44,7 +44,9 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   if (world.size() > 1)
     throw CollectiveError(UsageError(flag + " is not supported on more than one process yet (run one process)"));
   FactorOptions options = api::resolve(requested, context);
-  if (options.backend == BackendKind::cuda) throw UsageError(flag + " is not supported with --backend cuda yet");
+  if (options.backend == BackendKind::cuda && options.algorithm != Algorithm::mu && options.algorithm != Algorithm::kl)
+    throw UsageError(flag + " with --backend cuda runs mu and kl; --algo " + to_string(options.algorithm) +
+                     " is not supported there yet (use --backend cpu)");
   if (context.memory_budget > 0) throw UsageError(flag + " is not supported with --memory-budget yet");
   if ((options.init == InitMethod::given) != (initial != nullptr))
     throw UsageError(name + (initial != nullptr

@@ -10,11 +10,12 @@
 #include <string>
 
 #include "backend/kernels.hpp"
+#include "backend/masked_device.hpp"
 
 namespace dnmf::backend {
 
 /// The table's layout version: bumped whenever CudaModuleApi changes, so a stale module is refused.
-inline constexpr int kCudaModuleVersion = 1;
+inline constexpr int kCudaModuleVersion = 2;
 
 /// The module's file name; looked for beside libdnmf_core.so first, then by the dynamic loader's search.
 inline constexpr const char* kCudaModuleFile = "libdnmf_cuda.so";
@@ -31,6 +32,9 @@ struct CudaModuleApi {
   /// New cuda kernels in float / double; throw dnmf::Error (e.g. no device) as CudaKernels' constructor does.
   Kernels<float>* (*make_float_kernels)() = nullptr;
   Kernels<double>* (*make_double_kernels)() = nullptr;
+  /// New devices for the masked MU/KL iteration (since version 2); throw dnmf::Error without a device.
+  MaskedDevice<float>* (*make_float_masked)() = nullptr;
+  MaskedDevice<double>* (*make_double_masked)() = nullptr;
 };
 
 /// The loaded module's table, or null with `why_not` (if given) set to "cannot load libdnmf_cuda.so (<why>)"

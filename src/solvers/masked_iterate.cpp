@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include "backend/cpu/blas.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
 namespace dnmf::solvers {
@@ -33,171 +35,438 @@ struct HalfSums {
   long long cap_hits = 0;  ///< bpp
 };
 
+/// y·x in double with four partial sums, lane by lane, so the compiler can keep them in one vector register: a
+/// single running sum is one long dependency chain, and these dots (one per listed entry) are most of the
+/// correction work.
+template <class T, class U>
+[[gnu::always_inline]] inline double dot_column(const T* y, const U* x, index_t k) {
+  double acc[4] = {0, 0, 0, 0};
+  index_t l = 0;
+  for (; l + 4 <= k; l += 4)
+    for (int t = 0; t < 4; ++t) acc[t] += static_cast<double>(y[l + t]) * static_cast<double>(x[l + t]);
+  for (; l < k; ++l) acc[0] += static_cast<double>(y[l]) * static_cast<double>(x[l]);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/// out += c · y (k entries).
 template <class T>
-double dot_column(const T* y, const T* x, index_t k) {
-  double s = 0;
-  for (index_t l = 0; l < k; ++l) s += static_cast<double>(y[l]) * static_cast<double>(x[l]);
+void add_scaled(double* out, double c, const T* y, index_t k) {
+  for (index_t l = 0; l < k; ++l) out[l] += c * static_cast<double>(y[l]);
+}
+
+/// OpenBLAS threads a call made outside an active team by itself, and a threaded product may round differently
+/// from a serial one; within this scope the calling thread's BLAS calls run serial (as cpu_kernels.cpp does).
+class SerialBlas {
+ public:
+  SerialBlas() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+  ~SerialBlas() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+/// Columns per block of the dense numerator Yᵀ(W∘A): fixed, so its sums never depend on the thread count.
+constexpr index_t kNumerBlock = 128;
+
+/// Columns of the KL ratio blocks: Q = YᵀX_block and the ratios live in a rows x kKlBlock buffer per thread.
+constexpr index_t kKlBlock = 32;
+
+/// Everything a half-step shares between its columns: the other factor, its Gram matrix F = YᵀY (correction
+/// lists only) and column sums (KL), the dense numerator, and F·X for MU.
+template <class T>
+struct HalfShared {
+  const MaskedHalf<T>& h;
+  const DenseMatrix<T>& yt;
+  const backend::UpdateRule& rule;
+  index_t k;
+  bool figures;              ///< the half's sums are wanted (the second half of an iteration)
+  bool corrected;            ///< G_j = F + Σ listed; else G_j = Σ listed
+  std::vector<double> full;  ///< F (k x k), corrected only
+  std::vector<double> sums;  ///< Σ_i y_i (KL)
+  DenseMatrix<T> numer;      ///< Yᵀ(W∘A), dense Frobenius halves
+};
+
+/// One thread's scratch, sized once per half-step.
+template <class T>
+struct ColumnScratch {
+  std::vector<double> b, gx, u, s, diag, r, z, cz, c, g;
+  std::vector<T> bt, st, gt;
+  explicit ColumnScratch(index_t k)
+      : b(to_size(k)),
+        gx(to_size(k)),
+        u(to_size(k)),
+        s(to_size(k)),
+        diag(to_size(k)),
+        g(to_size(k * k)),
+        bt(to_size(k)),
+        st(to_size(k)),
+        gt(to_size(k * k)) {}
+};
+
+/// u = F x (k x k times k), or zero when G_j is summed from zero.
+template <class T>
+void full_times(const HalfShared<T>& sh, const T* x, double* u) {
+  const index_t k = sh.k;
+  std::fill(u, u + k, 0.0);
+  if (!sh.corrected) return;
+  for (index_t q = 0; q < k; ++q) add_scaled(u, static_cast<double>(x[q]), sh.full.data() + q * k, k);
+}
+
+/// b_j: a column of the dense numerator, or Σ w a y_i over a sparse column's entries.
+template <class T>
+void numerator_column(const HalfShared<T>& sh, index_t j, double* b) {
+  const index_t k = sh.k;
+  const MaskedHalf<T>& h = sh.h;
+  if (h.dense) {
+    for (index_t l = 0; l < k; ++l) b[l] = static_cast<double>(sh.numer(l, j));
+    return;
+  }
+  std::fill(b, b + k, 0.0);
+  for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p)
+    add_scaled(b, static_cast<double>(h.weighted_value[to_size(p)]), sh.yt.data() + h.row[to_size(p)] * k, k);
+}
+
+/// MU: G_j x by the lists (2k flops per listed entry, never forming G_j), then the rule of mu_frobenius.hpp.
+template <class T>
+void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+  const index_t k = sh.k;
+  const MaskedHalf<T>& h = sh.h;
+  const backend::UpdateRule& rule = sh.rule;
+  full_times(sh, x, sc.gx.data());
+  const index_t p0 = h.gram_ptr[to_size(j)], p1 = h.gram_ptr[to_size(j) + 1];
+  if (h.dense) {
+    numerator_column(sh, j, sc.b.data());
+    for (index_t p = p0; p < p1; ++p) {
+      const T* y = sh.yt.data() + h.gram_row[to_size(p)] * k;
+      add_scaled(sc.gx.data(), h.gram_coef[to_size(p)] * dot_column(y, x, k), y, k);
+    }
+  } else {
+    // A sparse half's lists are its entries (masked_problem.cpp): b_j and G_j x in one pass, each y_i read once.
+    std::fill(sc.b.begin(), sc.b.end(), 0.0);
+    for (index_t p = p0; p < p1; ++p) {
+      const T* y = sh.yt.data() + h.row[to_size(p)] * k;
+      const double wa = static_cast<double>(h.weighted_value[to_size(p)]);
+      const double c = h.gram_coef[to_size(p)] * dot_column(y, x, k);
+      for (index_t l = 0; l < k; ++l) {
+        const double yl = static_cast<double>(y[l]);
+        sc.b[to_size(l)] += wa * yl;
+        sc.gx[to_size(l)] += c * yl;
+      }
+    }
+  }
+  for (index_t l = 0; l < k; ++l) {
+    const double xl = static_cast<double>(x[l]);
+    const double denom = rule.l1 + rule.l2 * xl + rule.eps + sc.gx[to_size(l)];
+    x[l] = static_cast<T>(xl * sc.b[to_size(l)] / denom);
+  }
+  if (!sh.figures) return;
+  // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²: dots only.
+  full_times(sh, x, sc.u.data());
+  double quad = dot_column(x, sc.u.data(), k);
+  for (index_t p = p0; p < p1; ++p) {
+    const double d = dot_column(sh.yt.data() + h.gram_row[to_size(p)] * k, x, k);
+    quad += h.gram_coef[to_size(p)] * d * d;
+  }
+  out.quad += quad;
+  out.cross += dot_column(x, sc.b.data(), k);
+}
+
+/// Gathers the listed rows of column j into z, with their coefficients in sc.c; `transposed`: z is s x k (column l
+/// contiguous, for the HALS sweep), else k x s (the rows as they are, for a BLAS product). Also b_j into sc.b: a
+/// dense numerator's column, or (sparse: the lists are the entries) summed in the same pass.
+template <class T>
+index_t gather_listed(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc, bool transposed) {
+  const index_t k = sh.k;
+  const MaskedHalf<T>& h = sh.h;
+  const index_t p0 = h.gram_ptr[to_size(j)], s = h.gram_ptr[to_size(j) + 1] - p0;
+  sc.z.resize(to_size(s * k));
+  sc.c.resize(to_size(s));
+  if (h.dense) {
+    numerator_column(sh, j, sc.b.data());
+  } else {
+    std::fill(sc.b.begin(), sc.b.end(), 0.0);
+  }
+  const auto row = [&](index_t q) { return sh.yt.data() + h.gram_row[to_size(p0 + q)] * k; };
+  for (index_t q = 0; q < s; ++q) {
+    sc.c[to_size(q)] = h.gram_coef[to_size(p0 + q)];
+    if (!h.dense) add_scaled(sc.b.data(), static_cast<double>(h.weighted_value[to_size(p0 + q)]), row(q), k);
+    if (!transposed)
+      for (index_t l = 0; l < k; ++l) sc.z[to_size(q * k + l)] = static_cast<double>(row(q)[l]);
+  }
+  if (!transposed) return s;
+  // Four rows at a time, so that each store fills four neighbouring entries of a column of z.
+  index_t q = 0;
+  for (; q + 4 <= s; q += 4) {
+    const T *y0 = row(q), *y1 = row(q + 1), *y2 = row(q + 2), *y3 = row(q + 3);
+    for (index_t l = 0; l < k; ++l) {
+      double* zl = sc.z.data() + l * s + q;
+      zl[0] = static_cast<double>(y0[l]);
+      zl[1] = static_cast<double>(y1[l]);
+      zl[2] = static_cast<double>(y2[l]);
+      zl[3] = static_cast<double>(y3[l]);
+    }
+  }
+  for (; q < s; ++q)
+    for (index_t l = 0; l < k; ++l) sc.z[to_size(l * s + q)] = static_cast<double>(row(q)[l]);
   return s;
 }
 
-/// Column j's weighted Gram matrix into g (k x k).
+/// Σ_q a_q b_q c_q with four partial sums (see dot_column).
+[[gnu::always_inline]] inline double dot3(const double* a, const double* b, const double* c, index_t n) {
+  double acc[4] = {0, 0, 0, 0};
+  index_t q = 0;
+  for (; q + 4 <= n; q += 4)
+    for (int t = 0; t < 4; ++t) acc[t] += a[q + t] * b[q + t] * c[q + t];
+  for (; q < n; ++q) acc[0] += a[q] * b[q] * c[q];
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/// HALS with G_j = F + Zᵀ C Z kept factored: the sweep tracks u = F x and r = Z x, so coordinate l costs
+/// k + 3s flops instead of forming G_j (s k² flops). The rule is hals.hpp's, step for step.
 template <class T>
-void column_gram(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const DenseMatrix<T>& full, index_t j,
-                 std::vector<double>& g) {
-  const index_t k = yt.rows();
-  if (h.direct_gram) {
-    std::fill(g.begin(), g.end(), 0.0);
+void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+  const index_t k = sh.k;
+  const backend::UpdateRule& rule = sh.rule;
+  const index_t s = gather_listed(sh, j, sc, true);
+  full_times(sh, x, sc.u.data());
+  sc.r.assign(to_size(s), 0.0);
+  for (index_t l = 0; l < k; ++l) {
+    const double xl = static_cast<double>(x[l]);
+    const double* zl = sc.z.data() + l * s;
+    for (index_t q = 0; q < s; ++q) sc.r[to_size(q)] += zl[q] * xl;
+    sc.diag[to_size(l)] = (sh.corrected ? sh.full[to_size(l * k + l)] : 0.0) + dot3(sc.c.data(), zl, zl, s);
+  }
+  for (index_t l = 0; l < k; ++l) {
+    const double diag = sc.diag[to_size(l)] + rule.l2;
+    if (!(diag > rule.eps)) continue;  // a dead component, as in hals.hpp
+    const double* zl = sc.z.data() + l * s;
+    const double gxl = sc.u[to_size(l)] + dot3(sc.c.data(), zl, sc.r.data(), s);
+    const double old = static_cast<double>(x[l]);
+    const double grad = sc.b[to_size(l)] - rule.l1 - rule.l2 * old - gxl;
+    x[l] = static_cast<T>(std::max(0.0, old + grad / diag));
+    const double delta = static_cast<double>(x[l]) - old;
+    if (delta == 0) continue;
+    if (sh.corrected) add_scaled(sc.u.data(), delta, sh.full.data() + l * k, k);
+    for (index_t q = 0; q < s; ++q) sc.r[to_size(q)] += zl[q] * delta;
+  }
+  if (!sh.figures) return;
+  out.quad += dot_column(x, sc.u.data(), k) + dot3(sc.c.data(), sc.r.data(), sc.r.data(), s);
+  out.cross += dot_column(x, sc.b.data(), k);
+}
+
+/// BPP needs G_j itself: F plus the gathered rows' Z C Zᵀ by BLAS, then the exact NNLS.
+template <class T>
+void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+  const index_t k = sh.k;
+  const int ik = static_cast<int>(k);
+  const index_t s = gather_listed(sh, j, sc, false);
+  if (sh.corrected) {
+    std::copy(sh.full.begin(), sh.full.end(), sc.g.begin());
   } else {
-    std::copy(full.storage().begin(), full.storage().end(), g.begin());
+    std::fill(sc.g.begin(), sc.g.end(), 0.0);
   }
-  for (index_t p = h.gram_ptr[to_size(j)]; p < h.gram_ptr[to_size(j) + 1]; ++p) {
-    const T* y = yt.data() + h.gram_row[to_size(p)] * k;
-    const double c = h.gram_coef[to_size(p)];
-    for (index_t q = 0; q < k; ++q) {
-      const double cy = c * static_cast<double>(y[q]);
-      double* gq = g.data() + q * k;
-      for (index_t l = 0; l < k; ++l) gq[l] += cy * static_cast<double>(y[l]);
+  if (s > 0) {
+    // Z C Zᵀ as two symmetric rank-s updates (half a general product's flops): the rows scaled by sqrt|c|, those
+    // with c > 0 added, those with c < 0 subtracted; then the upper triangle mirrored.
+    sc.cz.resize(sc.z.size());
+    index_t plus = 0, minus = s;
+    for (index_t q = 0; q < s; ++q) {
+      const double c = sc.c[to_size(q)];
+      const double root = std::sqrt(std::abs(c));
+      const index_t at = c > 0 ? plus++ : --minus;
+      for (index_t l = 0; l < k; ++l) sc.cz[to_size(at * k + l)] = root * sc.z[to_size(q * k + l)];
     }
+    if (plus > 0) backend::blas::syrk(ik, static_cast<int>(plus), 1.0, sc.cz.data(), ik, 1.0, sc.g.data(), ik);
+    if (minus < s)
+      backend::blas::syrk(ik, static_cast<int>(s - minus), -1.0, sc.cz.data() + minus * k, ik, 1.0, sc.g.data(), ik);
+    for (index_t q = 0; q < k; ++q)
+      for (index_t l = q + 1; l < k; ++l) sc.g[to_size(l + q * k)] = sc.g[to_size(q + l * k)];
+  }
+  for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
+  for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
+  const backend::View<T> xv(x, k, 1, k);
+  const backend::CView<T> bv(sc.bt.data(), k, 1, k);
+  const backend::CView<T> gv(sc.gt.data(), k, k, k);
+  out.cap_hits += backend::update_columns<T>(sh.rule, xv, bv, gv, nullptr, 0, 1);
+  if (!sh.figures) return;
+  for (index_t q = 0; q < k; ++q) {
+    const double xq = static_cast<double>(x[q]);
+    out.cross += xq * sc.b[to_size(q)];
+    out.quad += xq * dot_column(sc.g.data() + q * k, x, k);
   }
 }
 
-/// out = G_j v without forming G_j: YᵀY v plus c (y_iᵀv) y_i per listed entry (2k flops each instead of k²).
+/// KL's s_j = Σ_i w_ij y_i: the full column sums corrected by the list, or the list summed from zero.
 template <class T>
-void column_gram_times(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const DenseMatrix<T>& full, index_t j,
-                       const T* v, std::vector<double>& out) {
-  const index_t k = yt.rows();
-  std::fill(out.begin(), out.end(), 0.0);
-  if (!h.direct_gram)
-    for (index_t q = 0; q < k; ++q) {
-      const double vq = static_cast<double>(v[q]);
-      const T* gq = full.data() + q * k;
-      for (index_t l = 0; l < k; ++l) out[to_size(l)] += static_cast<double>(gq[l]) * vq;
+void kl_weight_sums(const HalfShared<T>& sh, index_t j, double* s) {
+  const index_t k = sh.k;
+  const MaskedHalf<T>& h = sh.h;
+  if (sh.corrected) {
+    std::copy(sh.sums.begin(), sh.sums.end(), s);
+  } else {
+    std::fill(s, s + k, 0.0);
+  }
+  for (index_t p = h.gram_ptr[to_size(j)]; p < h.gram_ptr[to_size(j) + 1]; ++p)
+    add_scaled(s, h.gram_coef[to_size(p)], sh.yt.data() + h.gram_row[to_size(p)] * k, k);
+}
+
+/// The KL rule (mu_kl.hpp) for column j once b (the ratio product) is in sc.b and, unless form_sums, s_j in sc.s.
+template <class T>
+void kl_finish(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out, bool form_sums) {
+  const index_t k = sh.k;
+  if (form_sums) kl_weight_sums(sh, j, sc.s.data());
+  for (index_t l = 0; l < k; ++l) {
+    if (sh.figures) out.kl_model += sc.s[to_size(l)] * static_cast<double>(x[l]);
+    sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
+    sc.st[to_size(l)] = static_cast<T>(sc.s[to_size(l)]);
+  }
+  const backend::View<T> xv(x, k, 1, k);
+  const backend::CView<T> bv(sc.bt.data(), k, 1, k);
+  out.cap_hits += backend::update_columns<T>(sh.rule, xv, bv, bv, sc.st.data(), 0, 1);
+}
+
+/// One observed entry's share of the KL figures (at the old x) and its ratio w a / q (0 where w a = 0).
+inline double kl_entry(double wa, double w, double q, bool figures, HalfSums& out) {
+  if (figures) {
+    const double a = wa / w;
+    out.kl_squared += w * (a - q) * (a - q);
+  }
+  if (wa == 0) return 0.0;
+  const double qf = std::max(q, backend::kl_model_floor);
+  if (figures) out.kl_log += wa * std::log(wa / w / qf);
+  return wa / qf;
+}
+
+/// KL on a sparse column: one pass over its entries, q = y_iᵀx and the ratio product together.
+template <class T>
+void kl_sparse_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+  const index_t k = sh.k;
+  const MaskedHalf<T>& h = sh.h;
+  std::fill(sc.b.begin(), sc.b.end(), 0.0);
+  std::fill(sc.s.begin(), sc.s.end(), 0.0);
+  // The lists are the entries (masked_problem.cpp): s_j = Σ w y_i in the same pass.
+  for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p) {
+    const T* y = sh.yt.data() + h.row[to_size(p)] * k;
+    const double w = static_cast<double>(h.weight[to_size(p)]);
+    const double r =
+        kl_entry(static_cast<double>(h.weighted_value[to_size(p)]), w, dot_column(y, x, k), sh.figures, out);
+    for (index_t l = 0; l < k; ++l) {
+      const double yl = static_cast<double>(y[l]);
+      sc.b[to_size(l)] += r * yl;
+      sc.s[to_size(l)] += w * yl;
     }
-  for (index_t p = h.gram_ptr[to_size(j)]; p < h.gram_ptr[to_size(j) + 1]; ++p) {
-    const T* y = yt.data() + h.gram_row[to_size(p)] * k;
-    const double c = h.gram_coef[to_size(p)] * dot_column(y, v, k);
-    for (index_t l = 0; l < k; ++l) out[to_size(l)] += c * static_cast<double>(y[l]);
+  }
+  kl_finish(sh, j, x, sc, out, false);
+}
+
+/// KL on dense columns [j0, j1): the model block Q = YᵀX and the ratio product Y R as two BLAS products.
+template <class T>
+void kl_dense_block(const HalfShared<T>& sh, index_t j0, index_t j1, DenseMatrix<T>& x, std::vector<T>& q,
+                    std::vector<T>& ratio_product, ColumnScratch<T>& sc, std::vector<HalfSums>& per_column) {
+  const index_t k = sh.k, rows = sh.h.rows, nb = j1 - j0;
+  const int ik = static_cast<int>(k), ir = static_cast<int>(rows), inb = static_cast<int>(nb);
+  backend::blas::gemm(true, false, ir, inb, ik, T(1), sh.yt.data(), ik, x.data() + j0 * k, ik, T(0), q.data(), ir);
+  for (index_t j = j0; j < j1; ++j) {
+    T* qj = q.data() + (j - j0) * rows;
+    HalfSums& out = per_column[to_size(j)];
+    for (index_t i = 0; i < rows; ++i) {
+      const double w = static_cast<double>(sh.h.weights(i, j));
+      qj[i] = w > 0 ? static_cast<T>(kl_entry(static_cast<double>(sh.h.weighted(i, j)), w, static_cast<double>(qj[i]),
+                                              sh.figures, out))
+                    : T(0);
+    }
+  }
+  backend::blas::gemm(false, false, ik, inb, ir, T(1), sh.yt.data(), ik, q.data(), ir, T(0), ratio_product.data(), ik);
+  for (index_t j = j0; j < j1; ++j) {
+    T* xj = x.data() + j * k;
+    if (sh.h.unobserved[to_size(j)] != 0) {
+      std::fill(xj, xj + k, T(0));
+      continue;
+    }
+    for (index_t l = 0; l < k; ++l) sc.b[to_size(l)] = static_cast<double>(ratio_product[to_size((j - j0) * k + l)]);
+    kl_finish(sh, j, xj, sc, per_column[to_size(j)], true);
   }
 }
 
-/// One half-step: every column of x (k x h.cols) against yt (k x h.rows).
+/// One half-step: every column of x (k x h.cols) against yt (k x h.rows). `figures`: fill the sums the
+/// iteration's error and objective come from (only the second half's are read). Columns are independent and
+/// each column's sums are kept apart and added in column order, so the result does not depend on the threads.
 template <class T>
 HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x,
-                     const backend::UpdateRule& rule) {
+                     const backend::UpdateRule& rule, bool figures) {
   const index_t k = yt.rows();
-  const bool kl = rule.algorithm == Algorithm::kl;
   const int ik = static_cast<int>(k);
-  DenseMatrix<T> full(k, k);
-  std::vector<double> sums(to_size(k), 0.0);
+  const bool kl = rule.algorithm == Algorithm::kl;
+  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}, {}};
   if (kl) {
-    for (index_t i = 0; i < h.rows; ++i)
-      for (index_t l = 0; l < k; ++l) sums[to_size(l)] += static_cast<double>(yt(l, i));
-  } else if (!h.direct_gram) {
-    backend::blas::gemm(false, true, ik, ik, static_cast<int>(h.rows), T(1), yt.data(), ik, yt.data(), ik, T(0),
-                        full.data(), ik);
-  }
-  DenseMatrix<T> numer;
-  if (h.dense && !kl) {
-    numer = DenseMatrix<T>(k, h.cols);
-    backend::blas::gemm(false, false, ik, static_cast<int>(h.cols), static_cast<int>(h.rows), T(1), yt.data(), ik,
-                        h.weighted.data(), static_cast<int>(h.rows), T(0), numer.data(), ik);
-  }
-  // Per-column sums added up in column order afterwards: the figures do not depend on the thread schedule.
-  std::vector<HalfSums> per_column(to_size(h.cols));
+    sh.sums.assign(to_size(k), 0.0);
+    if (sh.corrected)
+      for (index_t i = 0; i < h.rows; ++i) add_scaled(sh.sums.data(), 1.0, yt.data() + i * k, k);
+  } else {
+    if (sh.corrected) {
+      DenseMatrix<T> full(k, k);
+      const SerialBlas serial;
+      backend::blas::gemm(false, true, ik, ik, static_cast<int>(h.rows), T(1), yt.data(), ik, yt.data(), ik, T(0),
+                          full.data(), ik);
+      sh.full.assign(full.storage().begin(), full.storage().end());
+    }
+    if (h.dense) {
+      sh.numer = DenseMatrix<T>(k, h.cols);
+      const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
 #pragma omp parallel
-  {
-    std::vector<double> g(to_size(k * k));
-    std::vector<T> gt(to_size(k * k)), b(to_size(k)), s(to_size(k));
-    std::vector<double> bd(to_size(k)), sd(to_size(k)), gd(to_size(k));
-    std::vector<T> nx(to_size(k));
+      {
+        const SerialBlas serial;
+#pragma omp for schedule(dynamic, 1)
+        for (index_t blk = 0; blk < blocks; ++blk) {
+          const index_t first = blk * kNumerBlock, width = std::min(h.cols, first + kNumerBlock) - first;
+          backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), yt.data(), ik,
+                              h.weighted.data() + first * h.rows, static_cast<int>(h.rows), T(0),
+                              sh.numer.data() + first * k, ik);
+        }
+      }
+    }
+  }
+  std::vector<HalfSums> per_column(to_size(h.cols));
+  if (kl && h.dense) {
+    const index_t blocks = (h.cols + kKlBlock - 1) / kKlBlock;
+#pragma omp parallel
+    {
+      const SerialBlas serial;
+      ColumnScratch<T> sc(k);
+      std::vector<T> q(to_size(h.rows * kKlBlock)), ratio_product(to_size(k * kKlBlock));
+#pragma omp for schedule(dynamic, 1)
+      for (index_t blk = 0; blk < blocks; ++blk)
+        kl_dense_block(sh, blk * kKlBlock, std::min(h.cols, (blk + 1) * kKlBlock), x, q, ratio_product, sc, per_column);
+    }
+  } else {
+#pragma omp parallel
+    {
+      const SerialBlas serial;  // bpp's Gram products
+      ColumnScratch<T> sc(k);
 #pragma omp for schedule(dynamic, 16)
-    for (index_t j = 0; j < h.cols; ++j) {
-      T* xj = x.data() + j * k;
-      HalfSums& out = per_column[to_size(j)];
-      if (h.unobserved[to_size(j)] != 0) {
-        std::fill(xj, xj + k, T(0));
-        continue;
-      }
-      const backend::View<T> xv(xj, k, 1, k);
-      if (kl) {
-        // s_j: the weighted column sums of Y over the observed entries.
-        if (h.direct_gram) {
-          std::fill(sd.begin(), sd.end(), 0.0);
-        } else {
-          std::copy(sums.begin(), sums.end(), sd.begin());
+      for (index_t j = 0; j < h.cols; ++j) {
+        T* xj = x.data() + j * k;
+        HalfSums& out = per_column[to_size(j)];
+        if (h.unobserved[to_size(j)] != 0) {
+          std::fill(xj, xj + k, T(0));
+          continue;
         }
-        for (index_t p = h.gram_ptr[to_size(j)]; p < h.gram_ptr[to_size(j) + 1]; ++p) {
-          const T* y = yt.data() + h.gram_row[to_size(p)] * k;
-          for (index_t l = 0; l < k; ++l) sd[to_size(l)] += h.gram_coef[to_size(p)] * static_cast<double>(y[l]);
+        switch (rule.algorithm) {
+          case Algorithm::mu:
+            mu_column(sh, j, xj, sc, out);
+            break;
+          case Algorithm::hals:
+            hals_column(sh, j, xj, sc, out);
+            break;
+          case Algorithm::bpp:
+            bpp_column(sh, j, xj, sc, out);
+            break;
+          case Algorithm::kl:
+            kl_sparse_column(sh, j, xj, sc, out);
+            break;
         }
-        std::fill(bd.begin(), bd.end(), 0.0);
-        const auto visit = [&](index_t i, double wa, double w) {
-          const T* y = yt.data() + i * k;
-          const double q = dot_column(y, xj, k);
-          const double a = wa / w;
-          out.kl_squared += w * (a - q) * (a - q);
-          if (wa == 0) return;
-          const double qf = std::max(q, backend::kl_model_floor);
-          out.kl_log += wa * std::log(a / qf);
-          const double r = wa / qf;
-          for (index_t l = 0; l < k; ++l) bd[to_size(l)] += r * static_cast<double>(y[l]);
-        };
-        if (h.dense) {
-          for (index_t i = 0; i < h.rows; ++i) {
-            const double w = static_cast<double>(h.weights(i, j));
-            if (w > 0) visit(i, static_cast<double>(h.weighted(i, j)), w);
-          }
-        } else {
-          for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p)
-            visit(h.row[to_size(p)], static_cast<double>(h.weighted_value[to_size(p)]),
-                  static_cast<double>(h.weight[to_size(p)]));
-        }
-        for (index_t l = 0; l < k; ++l) {
-          out.kl_model += sd[to_size(l)] * static_cast<double>(xj[l]);
-          b[to_size(l)] = static_cast<T>(bd[to_size(l)]);
-          s[to_size(l)] = static_cast<T>(sd[to_size(l)]);
-        }
-        const backend::CView<T> bv(b.data(), k, 1, k);
-        out.cap_hits += backend::update_columns<T>(rule, xv, bv, bv, s.data(), 0, 1);
-        continue;
-      }
-      if (h.dense) {
-        std::copy(numer.data() + j * k, numer.data() + (j + 1) * k, b.begin());
-      } else {
-        std::fill(bd.begin(), bd.end(), 0.0);
-        for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p) {
-          const T* y = yt.data() + h.row[to_size(p)] * k;
-          const double wa = static_cast<double>(h.weighted_value[to_size(p)]);
-          for (index_t l = 0; l < k; ++l) bd[to_size(l)] += wa * static_cast<double>(y[l]);
-        }
-        for (index_t l = 0; l < k; ++l) b[to_size(l)] = static_cast<T>(bd[to_size(l)]);
-      }
-      if (rule.algorithm == Algorithm::mu) {
-        // MU reads G_j only through G_j x: the rule of mu_frobenius.hpp with that product formed directly.
-        column_gram_times(h, yt, full, j, xj, gd);
-        for (index_t l = 0; l < k; ++l) {
-          const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
-          nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(b[to_size(l)]) / denom);
-        }
-        std::copy(nx.begin(), nx.end(), xj);
-        column_gram_times(h, yt, full, j, xj, gd);
-        for (index_t l = 0; l < k; ++l) {
-          out.cross += static_cast<double>(xj[l]) * static_cast<double>(b[to_size(l)]);
-          out.quad += static_cast<double>(xj[l]) * gd[to_size(l)];
-        }
-        continue;
-      }
-      column_gram(h, yt, full, j, g);
-      for (std::size_t e = 0; e < g.size(); ++e) gt[e] = static_cast<T>(g[e]);
-      const backend::CView<T> bv(b.data(), k, 1, k);
-      const backend::CView<T> gv(gt.data(), k, k, k);
-      out.cap_hits += backend::update_columns<T>(rule, xv, bv, gv, nullptr, 0, 1);
-      for (index_t q = 0; q < k; ++q) {
-        const double xq = static_cast<double>(xj[q]);
-        out.cross += xq * static_cast<double>(b[to_size(q)]);
-        double gx = 0;
-        for (index_t l = 0; l < k; ++l) gx += g[to_size(l + q * k)] * static_cast<double>(xj[l]);
-        out.quad += xq * gx;
       }
     }
   }
@@ -236,6 +505,16 @@ void normalise(Factors<T>& f) {
     for (index_t i = 0; i < f.wt.cols(); ++i) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / s);
     for (index_t j = 0; j < f.h.cols(); ++j) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * s);
   }
+}
+
+/// The work of one iteration for the thread governor, counted as the unmasked iteration counts it (products over
+/// the stored entries, Gram matrices), so problems of one size start from the same thread choice.
+template <class T>
+double iteration_flops(const MaskedProblem<T>& p, index_t k) {
+  const auto kd = static_cast<double>(k);
+  const double entries =
+      p.h_half.dense ? static_cast<double>(p.m) * static_cast<double>(p.n) : static_cast<double>(p.observed);
+  return 4.0 * entries * kd + 2.0 * static_cast<double>(p.m + p.n) * kd * kd;
 }
 
 template <class T>
@@ -277,12 +556,8 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
 }
 
 template <class T>
-FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f) {
-  constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the unmasked iteration
-  const auto& pen = options.penalties;
-  const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
-  const backend::UpdateRule rule_w = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);
-  const bool kl = options.algorithm == Algorithm::kl;
+FactorResult<T> run_masked_loop(const MaskedProblem<T>& p, const FactorOptions& options,
+                                const std::function<MaskedStep(int)>& step) {
   FactorResult<T> result;
   result.masked = true;
   result.observed = p.observed;
@@ -290,55 +565,95 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   result.unobserved_cols = p.unobserved_cols;
   result.backend = "cpu";
   result.threads = omp_get_max_threads();
-  zero_unobserved(p.h_half, f.h);
-  zero_unobserved(p.w_half, f.wt);
   const auto start = std::chrono::steady_clock::now();
   double previous = std::numeric_limits<double>::quiet_NaN();
   for (int it = 1; it <= options.max_iterations; ++it) {
-    // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
-    const HalfSums first =
-        options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w) : update_half(p.h_half, f.wt, f.h, rule_h);
-    const HalfSums last =
-        options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h) : update_half(p.w_half, f.h, f.wt, rule_w);
-    result.nnls_cap_hits += first.cap_hits + last.cap_hits;
-    double squared = 0, objective = 0;
-    if (kl) {
-      // At the state where the second half formed its ratios, (W_{t-1}, H_t) in H-first order, as the unmasked
-      // iteration reports.
-      squared = last.kl_squared;
-      objective = last.kl_log - p.weighted_sum + last.kl_model;
-    } else {
-      squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
-      objective = 0.5 * std::max(squared, 0.0) + penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
-    }
-    const double rel = std::sqrt(std::max(squared, 0.0) / p.weighted_squared_norm);
-    if (!std::isfinite(objective) || !std::isfinite(rel))
+    const MaskedStep s = step(it);
+    result.nnls_cap_hits += s.cap_hits;
+    const double rel = std::sqrt(std::max(s.squared, 0.0) / p.weighted_squared_norm);
+    if (!std::isfinite(s.objective) || !std::isfinite(rel))
       throw NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
                            to_string(options.algorithm) + ", masked): the objective is not finite");
     result.rel_error_history.push_back(rel);
-    result.objective_history.push_back(objective);
+    result.objective_history.push_back(s.objective);
     result.iterations = it;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.progress) options.progress({it, options.max_iterations, rel, objective, seconds});
-    const bool stop = it > 1 && options.tol > 0 && std::abs(previous - objective) <= options.tol * std::abs(previous);
+    if (options.progress) options.progress({it, options.max_iterations, rel, s.objective, seconds});
+    const bool stop = it > 1 && options.tol > 0 && std::abs(previous - s.objective) <= options.tol * std::abs(previous);
     if (options.cancel && options.cancel()) throw Cancelled("cancelled at iteration " + std::to_string(it));
     if (stop) {
       result.converged = true;
       break;
     }
-    previous = objective;
+    previous = s.objective;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+template <class T>
+void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f, FactorResult<T>& result) {
   if (options.normalize) normalise(f);
   result.rel_error = masked_relative_error(p, f.wt, f.h);
   result.norm_a = std::sqrt(p.weighted_squared_norm);
   result.objective = result.objective_history.empty() ? 0.0 : result.objective_history.back();
+}
+
+template <class T>
+void zero_unobserved(const MaskedProblem<T>& p, Factors<T>& f) {
+  zero_unobserved(p.h_half, f.h);
+  zero_unobserved(p.w_half, f.wt);
+}
+
+template <class T>
+FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f) {
+  constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the unmasked iteration
+  const auto& pen = options.penalties;
+  const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
+  const backend::UpdateRule rule_w = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);
+  const bool kl = options.algorithm == Algorithm::kl;
+  zero_unobserved(p, f);
+  ThreadGovernor governor(omp_get_max_threads(), true, iteration_flops(p, f.h.rows()));
+  const auto step = [&](int it) {
+    governor.begin(it);
+    // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
+    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w, false)
+                                           : update_half(p.h_half, f.wt, f.h, rule_h, false);
+    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h, true)
+                                          : update_half(p.w_half, f.h, f.wt, rule_w, true);
+    governor.end(it);
+    MaskedStep s;
+    s.cap_hits = first.cap_hits + last.cap_hits;
+    if (kl) {
+      // At the state where the second half formed its ratios, (W_{t-1}, H_t) in H-first order, as the unmasked
+      // iteration reports.
+      s.squared = last.kl_squared;
+      s.objective = last.kl_log - p.weighted_sum + last.kl_model;
+    } else {
+      s.squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
+      s.objective =
+          0.5 * std::max(s.squared, 0.0) + penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
+    }
+    return s;
+  };
+  FactorResult<T> result = run_masked_loop<T>(p, options, step);
+  finish_masked(p, options, f, result);
   return result;
 }
 
 template FactorResult<float> iterate_masked<float>(const MaskedProblem<float>&, const FactorOptions&, Factors<float>&);
 template FactorResult<double> iterate_masked<double>(const MaskedProblem<double>&, const FactorOptions&,
                                                      Factors<double>&);
+template FactorResult<float> run_masked_loop<float>(const MaskedProblem<float>&, const FactorOptions&,
+                                                    const std::function<MaskedStep(int)>&);
+template FactorResult<double> run_masked_loop<double>(const MaskedProblem<double>&, const FactorOptions&,
+                                                      const std::function<MaskedStep(int)>&);
+template void finish_masked<float>(const MaskedProblem<float>&, const FactorOptions&, Factors<float>&,
+                                   FactorResult<float>&);
+template void finish_masked<double>(const MaskedProblem<double>&, const FactorOptions&, Factors<double>&,
+                                    FactorResult<double>&);
+template void zero_unobserved<float>(const MaskedProblem<float>&, Factors<float>&);
+template void zero_unobserved<double>(const MaskedProblem<double>&, Factors<double>&);
 template double masked_relative_error<float>(const MaskedProblem<float>&, const DenseMatrix<float>&,
                                              const DenseMatrix<float>&);
 template double masked_relative_error<double>(const MaskedProblem<double>&, const DenseMatrix<double>&,

@@ -5,9 +5,11 @@
 #include <chrono>
 
 #include "backend/kernels.hpp"
+#include "backend/masked_device.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/masked_device_iterate.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/solve.hpp"
 
@@ -34,7 +36,11 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   const MatrixRef<T> whole = DenseView<const T>(p.h_half.weighted.view());
   factors = initialise(*host, svd ? &whole : nullptr, layout, options, stats, W0, H0);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
-  FactorResult<T> result = iterate_masked(p, options, factors);
+  // --backend cuda: the matrix-form iteration on the GPU (mu, kl); otherwise the host's column-wise one.
+  FactorResult<T> result =
+      options.backend == BackendKind::cuda
+          ? iterate_masked_on_device(p, options, factors, *backend::make_masked_device<T>(BackendKind::cuda))
+          : iterate_masked(p, options, factors);
   result.init_seconds = init_seconds;
   return result;
 }

@@ -2,6 +2,7 @@
 // (backend/cuda_module.cpp explains why the backend is loaded, not linked).
 #include "backend/cuda/cuda_kernels.hpp"
 #include "backend/cuda/device_query.hpp"
+#include "backend/cuda/masked_device_cuda.hpp"
 #include "backend/cuda_module.hpp"
 
 namespace {
@@ -16,6 +17,8 @@ const dnmf::backend::CudaModuleApi kApi{
     [](std::string* why_not) { return dnmf::backend::cuda::device_present(why_not); },
     &make_kernels<float>,
     &make_kernels<double>,
+    &dnmf::backend::cuda::new_cuda_masked_device<float>,
+    &dnmf::backend::cuda::new_cuda_masked_device<double>,
 };
 
 }  // namespace

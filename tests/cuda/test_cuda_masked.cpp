@@ -1,0 +1,119 @@
+// Masked MU and KL on the GPU (--backend cuda with a mask) against the same run on the cpu backend: f64 to
+// 1e-10, f32 to 2e-3 (as tests/unit/test_masked.cpp), after 20 iterations from the same start; hals and bpp
+// are refused by name. Without a visible device (or without CUDA in the build) every test skips and says why.
+// Their host-side logic (the driver and the matrix-form rules) runs on every machine in
+// tests/unit/test_masked_device.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "backend/kernels.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
+#include "dnmf/source.hpp"
+#if DNMF_WITH_CUDA
+#include "backend/cuda/device_query.hpp"
+#endif
+
+namespace dnmf {
+namespace {
+
+// The reason the cuda backend cannot run here, or "" when it can.
+std::string why_no_cuda() {
+  std::string why;
+#if DNMF_WITH_CUDA
+  return backend::cuda::device_present(&why) ? std::string() : why;
+#else
+  backend::backend_available(BackendKind::cuda, &why);
+  return why;
+#endif
+}
+
+template <class T>
+struct Data {
+  DenseMatrix<T> a, weight, w0, h0;
+};
+
+// A random positive 300 x 200 matrix with 10% missing and some weights 0.5 and 2; rank-6 starts.
+template <class T>
+Data<T> make_data() {
+  std::mt19937_64 engine(23);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Data<T> d{DenseMatrix<T>(300, 200), DenseMatrix<T>(300, 200), DenseMatrix<T>(300, 6), DenseMatrix<T>(6, 200)};
+  for (auto& v : d.a.storage()) v = static_cast<T>(0.1 + u(engine));
+  for (auto& v : d.weight.storage()) {
+    const double x = u(engine);
+    v = static_cast<T>(x < 0.1 ? 0.0 : (x < 0.15 ? 0.5 : (x < 0.2 ? 2.0 : 1.0)));
+  }
+  for (auto& v : d.w0.storage()) v = static_cast<T>(0.1 + u(engine));
+  for (auto& v : d.h0.storage()) v = static_cast<T>(0.1 + u(engine));
+  return d;
+}
+
+template <class T>
+double max_rel_diff(const DenseMatrix<T>& x, const DenseMatrix<T>& y) {
+  double diff = 0, scale = 0;
+  for (std::size_t e = 0; e < x.storage().size(); ++e) {
+    diff = std::max(diff, std::abs(static_cast<double>(x.storage()[e]) - static_cast<double>(y.storage()[e])));
+    scale = std::max(scale, std::abs(static_cast<double>(y.storage()[e])));
+  }
+  return diff / scale;
+}
+
+template <class T>
+void expect_gpu_matches_cpu(double bound) {
+  const std::string why = why_no_cuda();
+  if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+  const Data<T> d = make_data<T>();
+  for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
+    SCOPED_TRACE(to_string(algo));
+    FactorOptions o;
+    o.rank = 6;
+    o.algorithm = algo;
+    o.max_iterations = 20;
+    o.tol = 0;
+    o.init = InitMethod::given;
+    o.normalize = false;
+    o.missing.mask = Source::dense<T>(d.weight.view());
+    const FactorResult<T> cpu = factorize<T>(d.a.view(), o, &d.w0, &d.h0);
+    o.backend = BackendKind::cuda;
+    const FactorResult<T> gpu = factorize<T>(d.a.view(), o, &d.w0, &d.h0);
+    EXPECT_EQ(gpu.backend, "cuda");
+    EXPECT_TRUE(gpu.masked);
+    EXPECT_LT(max_rel_diff(gpu.W, cpu.W), bound);
+    EXPECT_LT(max_rel_diff(gpu.H, cpu.H), bound);
+    ASSERT_EQ(gpu.rel_error_history.size(), cpu.rel_error_history.size());
+    for (std::size_t it = 0; it < cpu.rel_error_history.size(); ++it)
+      EXPECT_NEAR(gpu.rel_error_history[it], cpu.rel_error_history[it], bound) << "iteration " << it + 1;
+    EXPECT_LT(gpu.rel_error_history.back(), gpu.rel_error_history.front());
+  }
+}
+
+TEST(CudaMasked, DoubleMatchesCpu) { expect_gpu_matches_cpu<double>(1e-10); }
+TEST(CudaMasked, FloatMatchesCpu) { expect_gpu_matches_cpu<float>(2e-3); }
+
+TEST(CudaMasked, HalsAndBppAreRefusedByName) {
+  const std::string why = why_no_cuda();
+  if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+  const Data<double> d = make_data<double>();
+  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
+    FactorOptions o;
+    o.rank = 3;
+    o.algorithm = algo;
+    o.max_iterations = 2;
+    o.backend = BackendKind::cuda;
+    o.missing.mask = Source::dense<double>(d.weight.view());
+    try {
+      factorize<double>(d.a.view(), o);
+      ADD_FAILURE() << "no error for " << to_string(algo);
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--algo " + to_string(algo)), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dnmf
