@@ -31,6 +31,13 @@ elseif(DNMF_BLAS STREQUAL "blis")
     PATHS /usr/lib/x86_64-linux-gnu/blis-openmp /usr/lib/aarch64-linux-gnu/blis-openmp NO_DEFAULT_PATH)
   find_path(DNMF_CBLAS_INCLUDE_DIR NAMES cblas.h
     PATHS /usr/include/x86_64-linux-gnu/blis-openmp /usr/include/aarch64-linux-gnu/blis-openmp NO_DEFAULT_PATH)
+  # BLIS has no LAPACK (NNDSVD's eigensolver needs dsyev): the reference LAPACK, which calls BLIS's BLAS.
+  find_library(DNMF_LAPACK_LIBRARY NAMES lapack
+    PATHS /usr/lib/x86_64-linux-gnu/lapack /usr/lib/aarch64-linux-gnu/lapack NO_DEFAULT_PATH)
+  if(NOT DNMF_LAPACK_LIBRARY)
+    message(FATAL_ERROR "DNMF_BLAS=blis needs LAPACK: install liblapack-dev")
+  endif()
+  target_link_libraries(dnmf_blas INTERFACE ${DNMF_LAPACK_LIBRARY})
   set(hint "install libblis-openmp-dev")
 elseif(DNMF_BLAS STREQUAL "mkl")
   find_library(DNMF_BLAS_LIBRARY NAMES mkl_rt libmkl_rt.so.3 libmkl_rt.so.2 HINTS ${DNMF_MKL_ROOT}/lib)
