@@ -38,7 +38,8 @@ std::string cv_script_text(const NmfkSelection& s, double threshold, int cv_colu
   const std::string mark =
       chosen ? "selected k = " + std::to_string(k) : "no k passed; best candidate k = " + std::to_string(k);
   std::ostringstream panels;
-  panels << "set multiplot layout 2,1\n"
+  // Fixed side margins so that the two panels' k axes line up (only the upper one has a right-hand axis).
+  panels << "set multiplot layout 2,1\nset lmargin at screen 0.09\nset rmargin at screen 0.89\n"
          << "set title 'NMFk: cluster stability and fit against k (" << mark << ")'\n"
          << "set xlabel 'k (number of latent features)'\n"
          << "set ylabel 'silhouette (cosine)'\n"
@@ -56,7 +57,7 @@ std::string cv_script_text(const NmfkSelection& s, double threshold, int cv_colu
          << "     '' skip 1 using 1:4 axes x1y2 with linespoints pointtype 9 linewidth 2 linecolor rgb '#ff7f0e' "
             "title 'relative error', \\\n"
          << "     " << threshold << " with lines dashtype 3 linecolor rgb 'gray40' title 'silhouette threshold'\n"
-         << "unset arrow 1\nunset label 1\nunset y2tics\nunset y2label\nset ytics mirror\nset yrange [*:*]\n"
+         << "unset arrow 1\nunset label 1\nunset y2tics\nunset y2label\nset ytics mirror\nset yrange [0:*]\n"
          << "set title 'cross-validation: held-out error, mean and standard error over folds (CV k = " << cv_k
          << ", one-standard-error rule)'\n"
          << "set ylabel 'held-out relative error'\nset key top right box opaque\n"
@@ -65,7 +66,7 @@ std::string cv_script_text(const NmfkSelection& s, double threshold, int cv_colu
          << "set label 2 'CV k = " << cv_k << "' at " << cv_k << ", graph 0.9 offset 0.6, 0\n"
          << "plot 'nmfk.csv' skip 1 using 1:" << cv_column << ":" << cv_column + 1
          << " with yerrorlines pointtype 7 linewidth 2 linecolor rgb '#9467bd' title 'held-out error'\n"
-         << "unset arrow 2\nunset label 2\nunset multiplot\n";
+         << "unset arrow 2\nunset label 2\nunset multiplot\nunset lmargin\nunset rmargin\n";
   std::ostringstream g;
   g << "# NMFk plot: gnuplot nmfk.gp (in this folder) draws nmfk.svg and nmfk.png from nmfk.csv.\n"
     << "set datafile separator ','\n"
