@@ -29,6 +29,10 @@ void add_cross_validation(const Source& source, const NmfkOptions& options, cons
   cv.folds = options.cv_folds;
   cv.holdout = options.cv_holdout;
   cv.factor = options.factor;
+  // The sweep's progress lines have ended: say why the run goes on.
+  if (options.notice)
+    options.notice("cross-validation: " + std::to_string(cv.folds) + " folds x " + std::to_string(cv.ks.size()) +
+                   " k values");
   result.cv = cross_validate<T>(source, cv, context);
   result.selection.cv_k = result.cv->selected_k;
   result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
