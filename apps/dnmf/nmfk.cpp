@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "dnmf/context.hpp"
+#include "dnmf/cross_validation.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
 #include "output_set.hpp"
@@ -92,6 +93,16 @@ int run_nmfk(NmfkArgs args) {
                 to_string(s.decided_by).c_str());
   else
     std::printf("no k passed; best candidate k=%lld\n", static_cast<long long>(s.best_candidate));
+  if (result.cv) {
+    const CrossValidationResult& cv = *result.cv;
+    std::printf("%6s  %18s  %14s\n", "k", "held-out error", "std. error");
+    for (const auto& k : cv.ranks)
+      std::printf("%6lld  %18.6g  %14.3g%s\n", static_cast<long long>(k.k), k.mean, k.standard_error,
+                  k.k == cv.selected_k ? "  <- cross-validation" : "");
+    std::printf(
+        "cross-validation: k=%lld (lowest held-out error at k=%lld; one-standard-error rule), %d folds of %.3g%%\n",
+        static_cast<long long>(cv.selected_k), static_cast<long long>(cv.best_k), o.cv_folds, 100 * o.cv_holdout);
+  }
   std::printf("jobs: %d run, %d from checkpoints; %.1f s -> %s\n", result.jobs_run, result.jobs_loaded, result.seconds,
               final_path(files.json).c_str());
   if (!files.svg.empty()) std::printf("plot: %s, %s\n", final_path(files.svg).c_str(), final_path(files.png).c_str());
@@ -132,6 +143,14 @@ Command add_nmfk(CLI::App& parent) {
   app->add_option("--accept-factor", o.accept_factor,
                   "leave out of the clustering factorisations whose error exceeds this times the best of their k")
       ->check(at_least(1))
+      ->capture_default_str();
+  app->add_flag("--cv", o.cv,
+                "also choose k by cross-validation: held-out error per k beside the silhouettes (one process)");
+  app->add_option("--cv-folds", o.cv_folds, "--cv: independent random hold-outs (keyed by --seed)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  app->add_option("--cv-holdout", o.cv_holdout, "--cv: fraction of the entries hidden in each fold")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app->add_flag("--restart", o.restart, "discard checkpoints made with other data or options instead of refusing");
   // NMFk needs every perturbed factorisation converged (an unconverged one looks unstable): HALS with a

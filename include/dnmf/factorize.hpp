@@ -49,6 +49,8 @@ struct TransformResult {
   DenseMatrix<T> H;             ///< k x n, non-negative
   double rel_error = 0;         ///< ||A - W H||_F / ||A||_F
   long long nnls_cap_hits = 0;  ///< columns whose pivoting hit its round cap (a warning, answer still feasible)
+  index_t observed = -1;        ///< with missing values: the observed entries of A (-1: every entry)
+  index_t unobserved_cols = 0;  ///< with missing values: columns of A with no observed entry (their H column is 0)
 };
 
 /// Solves H = argmin ||A - W H||_F subject to H >= 0 with W (m x k) fixed, each column exactly by block
@@ -56,6 +58,17 @@ struct TransformResult {
 /// Throws dnmf::Error when W's row count differs from A's or W has a negative or non-finite entry.
 template <class T>
 TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, BackendKind backend = BackendKind::cpu);
+
+/// transform() of new data with missing values (docs/masked.md): each column solves min Σ_i w_ij (a_ij −
+/// (W h_j)_i)², h_j ≥ 0, over A's observed entries only (the masked H half-step, exact by block principal
+/// pivoting on the column's weighted Gram matrix). `missing` says what is observed as for factor(): a mask of A's
+/// shape (0 = missing, > 0 = weight), NaN entries as missing, a sparse A's unstored entries as missing. A column
+/// with no observed entry gets zeros; rel_error is sqrt(Σ w (a − WH)² / Σ w a²) over observed entries. Runs on
+/// the host (UsageError for the cuda backend); DataError naming the file and place for a bad mask or entry,
+/// Error for a bad W as above.
+template <class T>
+TransformResult<T> transform(const Source& A, DenseView<const T> W, const MissingValues& missing,
+                             BackendKind backend = BackendKind::cpu);
 
 /// ||A - W H||_F / ||A||_F computed directly (one pass, float64 sums): a check for the Gram identity.
 template <class T>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dnmf/context.hpp"
+#include "dnmf/cross_validation.hpp"
 #include "dnmf/matrix.hpp"
 #include "dnmf/options.hpp"
 #include "dnmf/source.hpp"
@@ -79,6 +80,12 @@ struct NmfkOptions {
   std::function<void(const NmfkProgress&)> progress;  ///< called on each group's first rank
   /// Called with one line when a checkpointed run is resumed or cleared (world rank 0).
   std::function<void(const std::string&)> notice;
+  /// Also choose k by cross-validation (cross_validate()) over the same ks: cv_folds folds each hiding cv_holdout
+  /// of the entries, keyed by factor.seed like the perturbations, fitted with `factor`'s solver options. One
+  /// process only; not checkpointed (a resumed run computes it again).
+  bool cv = false;
+  int cv_folds = 5;          ///< ≥ 1
+  double cv_holdout = 0.05;  ///< in (0, 1)
 };
 
 /// Everything measured for one k.
@@ -121,6 +128,8 @@ struct NmfkSelection {
   SelectionRule decided_by = SelectionRule::silhouette;
   std::optional<index_t> silhouette_k;  ///< rule (a)
   std::optional<index_t> wilcoxon_k;    ///< rule (b)
+  /// The cross-validation's choice (one-standard-error rule) when NmfkOptions::cv; it never decides selected_k.
+  std::optional<index_t> cv_k;
   std::vector<WilcoxonStep> wilcoxon_steps;
   index_t best_candidate = 0;  ///< selected_k, or when nothing was accepted the k with the highest minimum silhouette
   std::string message;         ///< one line for people
@@ -138,7 +147,9 @@ struct NmfkResult {
   int processes = 1;
   int groups = 1;
   std::string group_grid;  ///< the grid of the first group, e.g. "2x1"
-  double seconds = 0;
+  double seconds = 0;      ///< the whole call, cross-validation included
+  /// Held-out error per k (the same ks as `ranks`) when NmfkOptions::cv; empty otherwise.
+  std::optional<CrossValidationResult> cv;
 };
 
 /// NMFk of the matrix of `source` on the processes of `context` (collective): the processes are split into
@@ -151,7 +162,7 @@ struct NmfkResult {
 template <class T>
 NmfkResult<T> nmfk(const Source& source, const NmfkOptions& options, const Context& context = Context());
 
-/// NMFk of a matrix in memory on one process.
+/// NMFk of a matrix in memory on one process (without options.cv: UsageError; use the Source entry point).
 template <class T>
 NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options);
 

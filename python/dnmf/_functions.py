@@ -73,13 +73,15 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
          err_threshold=None, rule="silhouette", wilcoxon_alpha=0.05, h_silhouettes=False, groups=1,
          accept_factor=2.0, checkpoint_dir=None, restart=False, output_dir=None, algorithm="hals", max_iter=1000,
          tol=1e-4, init="random", seed=1, penalties=None, precision=None, backend="cpu", n_threads=None,
-         grid="auto", comm=None, verbose=False, callback=None):
+         grid="auto", comm=None, verbose=False, callback=None, cv=False, cv_folds=5, cv_holdout=0.05):
     """NMFk rank selection with ``dnmf nmfk``'s options and defaults (HALS, 1000 iterations per factorisation),
     for a matrix file or a matrix in memory.
 
     ``k_range``: "2:10" or "2:10:2" (as the CLI), a range, a (first, last) pair or a list. ``output_dir``:
     also write the CLI's outputs there (nmfk.json, nmfk.csv, k_<K>/, the plot). ``callback(k, perturbation,
-    rel_error)`` is called after each job. A C-order array is factored from a Fortran-order copy (NMFk clusters
+    rel_error)`` is called after each job. ``cv``: also choose k by cross-validation (``dnmf nmfk --cv``):
+    ``cv_folds`` folds each hiding ``cv_holdout`` of the entries, fitted with the same solver options and seed;
+    one process only. A C-order array is factored from a Fortran-order copy (NMFk clusters
     A's columns and perturbs copies of A anyway); CSC input is converted to CSR. Returns an NmfkResult.
     """
     if not isinstance(X, (str, os.PathLike)):
@@ -95,6 +97,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     "rule": rule, "wilcoxon_alpha": wilcoxon_alpha, "h_silhouettes": h_silhouettes,
                     "groups": groups, "accept_factor": accept_factor,
                     "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
+                    "cv": bool(cv), "cv_folds": int(cv_folds), "cv_holdout": float(cv_holdout),
                     **_context(backend, n_threads, None, grid, comm)})
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))

@@ -36,6 +36,76 @@ def project(X, components, backend):
     return np.ascontiguousarray(Wt.T)
 
 
+def _transposed(X):
+    """Xᵀ as the library's column-major A (the same bytes as X's C order; the CSR of Xᵀ is X's CSC)."""
+    return X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
+
+
+def _first_bad(values, bad, what, why=""):
+    """DataError naming the first bad entry in X's orientation (the library sees Xᵀ and would name it swapped)."""
+    if hasattr(values, "tocoo"):
+        coo = values.tocoo()
+        at = np.flatnonzero(bad)
+        i, j, v = int(coo.row[at[0]]), int(coo.col[at[0]]), coo.data[at[0]]
+    else:
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        v = values[i, j]
+    raise _core.DataError(f"{what} at row {i}, column {j} (0-based) is {v}{why}")
+
+
+def _check_masked_input(X, weights, missing, unstored):
+    """The checks the library makes, with places in X's orientation: weights finite and >= 0; observed entries
+    of X finite and >= 0 (a hidden entry may hold anything)."""
+    sparse = hasattr(X, "tocoo")
+    if weights is not None:
+        w = weights.tocoo().data if hasattr(weights, "tocoo") else weights
+        bad = ~(np.isfinite(w) & (w >= 0))
+        if bad.any():
+            _first_bad(weights, bad, "mask: weight", "; weights must be finite and >= 0 (0 = missing)")
+    if sparse:
+        # Stored entries are the ones that can be observed and non-zero (unstored ones are zeros or missing).
+        data = X.tocoo().data
+        observed = np.ones(data.shape, bool)
+        if missing == "nan":
+            observed &= ~np.isnan(data)
+        if weights is not None:
+            coo = X.tocoo()
+            observed &= np.asarray(weights.tocsr()[coo.row, coo.col]).ravel() > 0 if hasattr(weights, "tocsr") \
+                else weights[coo.row, coo.col] > 0
+        bad = observed & ~(np.isfinite(data) & (data >= 0))
+        if bad.any():
+            _first_bad(X, bad, "X: observed entry", "; observed entries must be finite and >= 0")
+        return
+    observed = np.ones(X.shape, bool) if weights is None else np.asarray(weights) > 0
+    if missing == "nan":
+        observed &= ~np.isnan(X)
+    bad = observed & ~(np.isfinite(X) & (X >= 0))
+    if bad.any():
+        why = "; observed entries must be finite and >= 0"
+        _first_bad(X, bad, "X: observed entry", why + (" (missing='nan' takes NaN entries as missing)"
+                                                       if missing is None else ""))
+
+
+def project_masked(X, components, backend, mask=None, missing=None, unstored=None):
+    """project() fitting only the observed entries of each row of X (docs/masked.md): ``mask`` (X's shape, 0 =
+    missing, > 0 = weight), ``missing='nan'`` (NaN entries are missing), ``unstored='missing'`` (sparse X: only
+    stored entries). A row with no observed entry gets zeros."""
+    if missing not in (None, "nan"):
+        raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+    basis = np.asfortranarray(components.T, dtype=X.dtype)
+    mask_source = None
+    if mask is not None:
+        weights = as_float_matrix(mask)
+        weights = weights.astype(X.dtype) if hasattr(weights, "tocsc") else np.asarray(weights, dtype=X.dtype)
+        if weights.shape != X.shape:
+            raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
+        mask_source = source_of(_transposed(weights))
+    _check_masked_input(X, weights if mask is not None else None, missing, unstored)
+    Wt, _, _ = _core.transform_masked(source_of(_transposed(X)), basis, mask_source, missing == "nan",
+                                      unstored or "zero", backend)
+    return np.ascontiguousarray(Wt.T)
+
+
 class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Non-negative matrix factorisation X ≈ W H, computed by dnmf's C++ library.
 
@@ -270,12 +340,21 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return np.asfortranarray(W, dtype=dtype), np.asfortranarray(H, dtype=dtype)
 
     # ---------------------------------------------------------------- using the model
-    def transform(self, X):
-        """W for new data X with the learned components fixed: each row by exact non-negative least squares."""
+    def transform(self, X, mask=None, missing=None, unstored=None):
+        """W for new data X with the learned components fixed: each row by exact non-negative least squares.
+
+        With missing values (as in fit): ``mask`` (weights of X's shape, 0 = missing), ``missing="nan"`` or
+        ``unstored="missing"``: each row is fitted on its observed entries only (a row with none gets zeros)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
-        return project(as_float_matrix(X), self.components_, self.backend)
+        X = as_float_matrix(X)
+        if mask is None and missing is None and unstored is None:
+            return project(X, self.components_, self.backend)
+        try:
+            return project_masked(X, self.components_, self.backend, mask, missing, unstored)
+        except _core.Error as error:
+            raise library_error(error, "NMF") from None
 
     def inverse_transform(self, X=None, *, Xt=None):
         """X ≈ W @ components_ for W = transform(X)."""

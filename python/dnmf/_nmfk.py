@@ -25,13 +25,20 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     silhouettes, errors, accepted; ``table_.to_pandas()``), ``results_`` (the full per-k figures), ``W_`` and
     ``components_`` at the selected k (best candidate when none was accepted), ``n_components_``. ``plot()``
     draws the silhouettes and errors against k (matplotlib). ``transform`` projects new data on components_.
+
+    ``cv=True`` also chooses k by cross-validation (``dnmf nmfk --cv``, docs/nmfk.md): ``cv_folds`` folds each
+    hide a random ``cv_holdout`` fraction of the entries, every k is fitted on the rest with the same solver
+    options and seed, and the hidden entries are scored. Then ``cv_k_`` (the smallest k whose mean held-out
+    error is within one standard error of the lowest), ``cv_errors_`` and ``cv_standard_errors_`` (per k of
+    ``cv_ks_``) and ``cv_fold_errors_`` (k x folds); the table gets their columns and ``plot()`` draws them.
+    ``k_`` stays NMFk's choice. Without it these attributes are None. One process only.
     """
 
     def __init__(self, k_range=(2, 10), *, n_perturbations=20, epsilon=0.03, perturbation="uniform",
                  sil_threshold=0.75, err_threshold=None, rule="silhouette", wilcoxon_alpha=0.05,
                  accept_factor=2.0, solver="hals", beta_loss="frobenius", max_iter=1000, tol=1e-4, init="random",
                  random_state=None, checkpoint_dir=None, restart=False, groups=1, precision=None, backend="cpu",
-                 n_threads=None, comm=None, verbose=0, callback=None):
+                 n_threads=None, comm=None, verbose=0, callback=None, cv=False, cv_folds=5, cv_holdout=0.05):
         self.k_range = k_range
         self.n_perturbations = n_perturbations
         self.epsilon = epsilon
@@ -56,6 +63,9 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.comm = comm
         self.verbose = verbose
         self.callback = callback
+        self.cv = cv
+        self.cv_folds = cv_folds
+        self.cv_holdout = cv_holdout
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -91,6 +101,12 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.components_ = np.ascontiguousarray(result.H)
         self.n_components_ = self.components_.shape[0]
         self.n_iter_ = int(max(chosen["perturbation_iterations"]))  # the longest factorisation at the chosen k
+        cv = result.cv
+        self.cv_k_ = result.cv_k
+        self.cv_ks_ = None if cv is None else np.asarray(cv["ks"])
+        self.cv_errors_ = None if cv is None else np.asarray(cv["mean"])
+        self.cv_standard_errors_ = None if cv is None else np.asarray(cv["standard_error"])
+        self.cv_fold_errors_ = None if cv is None else np.asarray(cv["fold_errors"])
         return self
 
     def _run(self, X, algorithm, precision):
@@ -101,7 +117,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     restart=self.restart, algorithm=algorithm, max_iter=self.max_iter, tol=self.tol,
                     init=self.init, seed=_seed(self.random_state), precision=precision, backend=self.backend,
                     n_threads=self.n_threads, comm=False if self.comm is None else self.comm,
-                    verbose=bool(self.verbose), callback=self.callback)
+                    verbose=bool(self.verbose), callback=self.callback, cv=self.cv, cv_folds=self.cv_folds,
+                    cv_holdout=self.cv_holdout)
 
     def transform(self, X):
         """W for new data on the selected components (exact non-negative least squares per sample)."""
@@ -111,9 +128,10 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return project(as_float_matrix(X), self.components_, self.backend)
 
     def plot(self, ax=None):
-        """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib)."""
+        """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,
+        the held-out error and cv_k_ too."""
         check_is_fitted(self)
-        return plot_nmfk(self.table_, self.k_, ax=ax, threshold=self.sil_threshold)
+        return plot_nmfk(self.table_, self.k_, ax=ax, threshold=self.sil_threshold, cv_k=self.cv_k_)
 
     @property
     def _n_features_out(self):

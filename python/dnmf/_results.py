@@ -38,11 +38,15 @@ class RankTable(dict):
                "accepted", "rejected_perturbations", "seconds")
 
     @classmethod
-    def from_ranks(cls, ranks):
+    def from_ranks(cls, ranks, cv=None):
+        """``cv``: the cross-validation's figures (same ks), added as cv_mean_heldout_error, cv_standard_error."""
         table = cls()
         for name in cls.COLUMNS:
             values = [len(r[name]) if name == "rejected_perturbations" else r[name] for r in ranks]
             table[name] = np.asarray(values)
+        if cv is not None:
+            table["cv_mean_heldout_error"] = np.asarray(cv["mean"])
+            table["cv_standard_error"] = np.asarray(cv["standard_error"])
         return table
 
     def to_pandas(self):
@@ -53,6 +57,7 @@ class RankTable(dict):
     def __repr__(self):
         # H's silhouettes only when they were asked for (they are zero otherwise).
         columns = [c for c in self.COLUMNS if not c.startswith("h_") or np.any(self[c] != 0)]
+        columns += [c for c in ("cv_mean_heldout_error", "cv_standard_error") if c in self]
         width = {c: max(len(c), 8) for c in columns}
         head = "  ".join(f"{c:>{width[c]}}" for c in columns)
         rows = ["  ".join(f"{self[c][i]!s:>{width[c]}}" if c in ("k", "accepted", "rejected_perturbations")
@@ -66,6 +71,10 @@ class NmfkResult:
     RankTable), ``ranks`` (per k: the full figures with W, H, silhouettes, per-column and per-perturbation
     errors), ``W`` and ``H`` at the selected k (at best_candidate when nothing was accepted). Complete on rank 0
     of an MPI run; other ranks get the selection only.
+
+    With ``cv=True``: ``cv_k`` (the cross-validation's choice, one-standard-error rule; it never changes ``k``)
+    and ``cv`` (dict: ks, mean, standard_error, fold_errors, held_out, best_k, selected_k, seconds); the table
+    gets the columns cv_mean_heldout_error and cv_standard_error. Both are None without it.
     """
 
     def __init__(self, out):
@@ -79,7 +88,9 @@ class NmfkResult:
         self.jobs_run = out["jobs_run"]
         self.jobs_loaded = out["jobs_loaded"]
         self.ranks = {int(r["k"]): r for r in out["ranks"]}
-        self.table = RankTable.from_ranks(out["ranks"]) if out["ranks"] else RankTable()
+        self.cv = out.get("cv")
+        self.cv_k = out.get("cv_k")
+        self.table = RankTable.from_ranks(out["ranks"], self.cv) if out["ranks"] else RankTable()
         chosen = self.ranks.get(self.k if self.k is not None else self.best_candidate)
         self.W = chosen["W"] if chosen else None
         self.H = chosen["H"] if chosen else None
@@ -89,15 +100,18 @@ class NmfkResult:
 
     def plot(self, ax=None):
         """Draws what nmfk.svg shows: minimum and mean silhouette and the relative error against k, with the
-        silhouette threshold's accepted ks marked and the selected k highlighted. Needs matplotlib."""
-        return plot_nmfk(self.table, self.k, ax=ax, threshold=self.sil_threshold)
+        silhouette threshold's accepted ks marked and the selected k highlighted; with cv, the held-out error
+        and the cross-validation's k too. Needs matplotlib."""
+        return plot_nmfk(self.table, self.k, ax=ax, threshold=self.sil_threshold, cv_k=self.cv_k)
 
     def __repr__(self):
         return f"NmfkResult(k={self.k}, decided_by={self.decided_by!r}, ks={sorted(self.ranks)})"
 
 
-def plot_nmfk(table, selected_k, ax=None, threshold=None):
-    """The NMFk plot on a matplotlib Axes (a new figure when ax is None); returns the Axes."""
+def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None):
+    """The NMFk plot on a matplotlib Axes (a new figure when ax is None); returns the Axes. When the table has
+    the cross-validation's columns, the held-out error (mean and standard error) is drawn on a third axis and
+    ``cv_k`` marked."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -120,6 +134,17 @@ def plot_nmfk(table, selected_k, ax=None, threshold=None):
         ax.axvline(selected_k, color="tab:green", alpha=0.4, linewidth=6, label=f"selected k = {selected_k}")
     lines = ax.get_legend_handles_labels()
     more = err.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower left", fontsize="small")
+    handles, labels = lines[0] + more[0], lines[1] + more[1]
+    if "cv_mean_heldout_error" in table:
+        held = ax.twinx()
+        held.spines["right"].set_position(("axes", 1.15))
+        held.errorbar(k, table["cv_mean_heldout_error"], yerr=table["cv_standard_error"], fmt="D-",
+                      color="tab:purple", capsize=3, label="held-out error (CV)")
+        held.set_ylabel("held-out error", color="tab:purple")
+        if cv_k is not None:
+            held.axvline(cv_k, color="tab:purple", linestyle="--", label=f"CV k = {cv_k}")
+        extra = held.get_legend_handles_labels()
+        handles, labels = handles + extra[0], labels + extra[1]
+    ax.legend(handles, labels, loc="lower left", fontsize="small")
     ax.set_title("NMFk: stability and fit against k")
     return ax

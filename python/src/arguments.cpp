@@ -100,6 +100,9 @@ NmfkOptions nmfk_options(const nb::dict& kwargs) {
   get(kwargs, "max_cluster_iterations", o.max_cluster_iterations);
   get(kwargs, "checkpoint_dir", o.checkpoint_dir);
   get(kwargs, "restart", o.restart);
+  get(kwargs, "cv", o.cv);
+  get(kwargs, "cv_folds", o.cv_folds);
+  get(kwargs, "cv_holdout", o.cv_holdout);
   return o;
 }
 

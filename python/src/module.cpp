@@ -156,6 +156,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   out["decided_by"] = to_string(s.decided_by);
   out["silhouette_k"] = optional_k(s.silhouette_k);
   out["wilcoxon_k"] = optional_k(s.wilcoxon_k);
+  out["cv_k"] = optional_k(s.cv_k);
   out["best_candidate"] = s.best_candidate;
   out["message"] = s.message;
   out["seconds"] = result.seconds;
@@ -170,6 +171,28 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   nb::list ranks;
   for (NmfkRank<T>& r : result.ranks) ranks.append(rank_dict(std::move(r)));
   out["ranks"] = ranks;
+  out["cv"] = nb::none();
+  if (result.cv) {
+    nb::dict cv;
+    std::vector<index_t> ks;
+    std::vector<double> mean, standard_error;
+    std::vector<std::vector<double>> fold_errors;
+    for (const CrossValidationRank& r : result.cv->ranks) {
+      ks.push_back(r.k);
+      mean.push_back(r.mean);
+      standard_error.push_back(r.standard_error);
+      fold_errors.push_back(r.fold_errors);
+    }
+    cv["ks"] = ks;
+    cv["mean"] = mean;
+    cv["standard_error"] = standard_error;
+    cv["fold_errors"] = fold_errors;
+    cv["held_out"] = result.cv->held_out;
+    cv["best_k"] = result.cv->best_k;
+    cv["selected_k"] = result.cv->selected_k;
+    cv["seconds"] = result.cv->seconds;
+    out["cv"] = cv;
+  }
   return out;
 }
 
@@ -198,6 +221,30 @@ nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std:
   const BackendKind kind = parse_backend(backend);
   if (data.holds_float()) return transform_as<float>(data, basis, kind);
   return transform_as<double>(data, basis, kind);
+}
+
+template <class T>
+nb::tuple transform_masked_as(const Source& data, const AnyMatrix& basis, const MissingValues& missing,
+                              BackendKind backend) {
+  const DenseMatrix<T> w = dense_copy<T>(basis, "the basis");
+  TransformResult<T> r;
+  {
+    nb::gil_scoped_release released;
+    r = dnmf::transform<T>(data, w.view(), missing, backend);
+  }
+  return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error, r.unobserved_cols);
+}
+
+/// transform() with missing values: `mask` (a Source of A's shape, or None), NaN as missing, unstored as missing.
+nb::tuple transform_masked_entry(const Source& data, const AnyMatrix& basis, std::optional<Source> mask,
+                                 bool nan_missing, const std::string& unstored, const std::string& backend) {
+  MissingValues missing;
+  missing.mask = std::move(mask);
+  missing.nan_missing = nan_missing;
+  missing.unstored = parse_unstored(unstored);
+  const BackendKind kind = parse_backend(backend);
+  if (data.holds_float()) return transform_masked_as<float>(data, basis, missing, kind);
+  return transform_masked_as<double>(data, basis, missing, kind);
 }
 
 }  // namespace
@@ -270,6 +317,8 @@ NB_MODULE(_core, m) {
   m.def("nmfk", &nmfk_entry, "source"_a, "options"_a, "single"_a, "output_dir"_a = "", "callback"_a.none() = nb::none(),
         "verbose"_a = false);
   m.def("transform", &transform_entry, "data"_a, "basis"_a, "backend"_a = "cpu");
+  m.def("transform_masked", &transform_masked_entry, "data"_a, "basis"_a, "mask"_a.none(), "nan_missing"_a,
+        "unstored"_a, "backend"_a = "cpu");
   m.def("backend_available", [](const std::string& name) {
     std::string why;
     const bool ok = dnmf::backend_available(dnmf::parse_backend(name), &why);

@@ -3,6 +3,7 @@
 
 #include "dnmf/nmfk.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -15,6 +16,30 @@
 #include "nmfk/provider.hpp"
 
 namespace dnmf {
+namespace {
+
+/// The cross-validation beside the sweep (NmfkOptions::cv): the same ks, seed and solver options, on the
+/// whole matrix held by this (only) process.
+template <class T>
+void add_cross_validation(const Source& source, const NmfkOptions& options, const Context& context,
+                          NmfkResult<T>& result) {
+  const auto start = std::chrono::steady_clock::now();
+  CrossValidationOptions cv;
+  cv.ks = options.ks;
+  cv.folds = options.cv_folds;
+  cv.holdout = options.cv_holdout;
+  cv.factor = options.factor;
+  // The sweep's progress lines have ended: say why the run goes on.
+  if (options.notice)
+    options.notice("cross-validation: " + std::to_string(cv.folds) + " folds x " + std::to_string(cv.ks.size()) +
+                   " k values");
+  result.cv = cross_validate<T>(source, cv, context);
+  result.selection.cv_k = result.cv->selected_k;
+  result.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
 template <class T>
 NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Context& context) {
   dist::Communicator& world = api::communicator(context);
@@ -26,10 +51,21 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     if (requested.factor.missing.any())
       throw UsageError(name +
                        ": missing values (--mask, --missing nan, --unstored missing) are not supported by "
-                       "nmfk yet; choose k by cross-validation with dnmf::factor on held-out entries");
+                       "nmfk yet; choose k by cross-validation instead: dnmf cv (dnmf::cross_validate) takes them");
     if (context.memory_budget > 0)
       throw UsageError(
           "--memory-budget: nmfk keeps each perturbed block in memory; streaming is not supported for nmfk");
+    if (requested.cv) {
+      // Checked before the sweep, which may take hours, rather than when the cross-validation starts.
+      if (world.size() > 1)
+        throw UsageError("--cv: the cross-validation runs on one process; run nmfk --cv without mpirun");
+      if (options.factor.backend == BackendKind::cuda)
+        throw UsageError("--cv is not supported with --backend cuda yet (the masked solver runs on the host)");
+      if (requested.cv_folds < 1)
+        throw UsageError("--cv-folds must be >= 1, got " + std::to_string(requested.cv_folds));
+      if (!(requested.cv_holdout > 0 && requested.cv_holdout < 1))
+        throw UsageError("--cv-holdout must be in (0, 1), got " + std::to_string(requested.cv_holdout));
+    }
     if (source.transposed())
       throw Error(name + ": nmfk clusters the columns of W and needs A as stored (not a row-major or CSC view)");
     if (!source.is_file()) {
@@ -62,7 +98,9 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     };
   }
   try {
-    return nmfk<T>(shape.rows, shape.cols, provider, options, world);
+    NmfkResult<T> result = nmfk<T>(shape.rows, shape.cols, provider, options, world);
+    if (options.cv) add_cross_validation(source, options, context, result);
+    return result;
   } catch (const Cancelled&) {
     throw;
   } catch (const CollectiveError& e) {

@@ -63,6 +63,9 @@ NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options) {
     throw UsageError(
         "nmfk input: missing values (a mask, NaN as missing, unstored as missing) are not supported by "
         "nmfk yet");
+  // The cross-validation lives in the api layer above this one, behind the Source entry point.
+  if (options.cv)
+    throw UsageError("nmfk input: cv needs the Source entry point (dnmf::nmfk(Source::dense(...), options))");
   std::visit([](const auto& view) { io::check_nonnegative<T>(view, "nmfk input"); }, a);
   dist::SingleCommunicator self;
   const BlockProvider<T> provider = [&a](const BlockRequest& r) { return slice_block<T>(a, r); };

@@ -57,6 +57,11 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
                        {"l2_w", o.factor.penalties.l2_w},
                        {"l1_h", o.factor.penalties.l1_h},
                        {"l2_h", o.factor.penalties.l2_h}};
+  opts["cv"] = r.cv.has_value();
+  if (r.cv) {
+    opts["cv_folds"] = o.cv_folds;
+    opts["cv_holdout"] = o.cv_holdout;
+  }
   j["options"] = opts;
 
   const NmfkSelection& s = r.selection;
@@ -66,6 +71,7 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
   sel["decided_by"] = to_string(s.decided_by);
   sel["silhouette_rule_k"] = optional_k(s.silhouette_k);
   sel["wilcoxon_rule_k"] = optional_k(s.wilcoxon_k);
+  sel["cv_rule_k"] = optional_k(s.cv_k);
   sel["best_candidate"] = s.best_candidate;
   sel["message"] = s.message;
   sel["wilcoxon_steps"] = nlohmann::json::array();
@@ -79,8 +85,22 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
                                      {"significant", step.significant}});
   j["selection"] = sel;
 
+  if (r.cv) {
+    const CrossValidationResult& cv = *r.cv;
+    j["cross_validation"] = {
+        {"rule", "smallest k whose mean held-out error is within one standard error of the lowest mean"},
+        {"folds", o.cv_folds},
+        {"holdout", o.cv_holdout},
+        {"observed", cv.observed},
+        {"held_out_per_fold", cv.held_out},
+        {"best_k", cv.best_k},
+        {"selected_k", cv.selected_k},
+        {"seconds", cv.seconds}};
+  }
+
   j["per_k"] = nlohmann::json::array();
-  for (const auto& k : r.ranks) {
+  for (std::size_t at = 0; at < r.ranks.size(); ++at) {
+    const auto& k = r.ranks[at];
     nlohmann::ordered_json e;
     e["k"] = k.k;
     e["min_silhouette"] = finite(k.min_silhouette);
@@ -98,6 +118,13 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
     e["cluster_iterations"] = k.cluster_iterations;
     e["cluster_converged"] = k.cluster_converged;
     e["accepted"] = k.accepted;
+    if (r.cv) {
+      const CrossValidationRank& cv = r.cv->ranks[at];
+      e["cv_mean_heldout_error"] = finite(cv.mean);
+      e["cv_standard_error"] = finite(cv.standard_error);
+      e["cv_fold_errors"] = finite(cv.fold_errors);
+      e["cv_fit_errors"] = finite(cv.fit_errors);
+    }
     e["seconds"] = k.seconds;
     e["files"] = {{"W", "k_" + std::to_string(k.k) + "/W.npy"},
                   {"H", "k_" + std::to_string(k.k) + "/H.npy"},
@@ -117,16 +144,23 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
   return j;
 }
 
+// The cross-validation's columns come last, so that the NMFk columns keep their places.
 std::string csv_text(const auto& r, bool h) {
   std::ostringstream c;
   c.precision(10);
   c << "k,min_silhouette,mean_silhouette,rel_error,accepted,seconds";
   if (h) c << ",h_min_silhouette,h_mean_silhouette";
+  if (r.cv) c << ",cv_mean_heldout_error,cv_standard_error,cv_selected";
   c << "\n";
-  for (const auto& k : r.ranks) {
+  for (std::size_t at = 0; at < r.ranks.size(); ++at) {
+    const auto& k = r.ranks[at];
     c << k.k << "," << k.min_silhouette << "," << k.mean_silhouette << "," << k.rel_error << "," << (k.accepted ? 1 : 0)
       << "," << k.seconds;
     if (h) c << "," << k.h_min_silhouette << "," << k.h_mean_silhouette;
+    if (r.cv) {
+      const CrossValidationRank& cv = r.cv->ranks[at];
+      c << "," << cv.mean << "," << cv.standard_error << "," << (cv.k == r.cv->selected_k ? 1 : 0);
+    }
     c << "\n";
   }
   return c.str();
@@ -154,7 +188,8 @@ NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, con
   files.csv = (dir / "nmfk.csv").string();
   const std::string csv = csv_text(r, o.h_silhouettes);
   io::write_file_atomically(files.csv, [&csv](std::ostream& s) { s << csv; });
-  const rank_search::PlotFiles plot = rank_search::draw_plot(directory, r.selection, o.sil_threshold);
+  const int cv_column = r.cv ? (o.h_silhouettes ? 9 : 7) : 0;  // 1-based, after the columns csv_text wrote
+  const rank_search::PlotFiles plot = rank_search::draw_plot(directory, r.selection, o.sil_threshold, cv_column);
   files.gnuplot_script = plot.script;
   files.svg = plot.svg;
   files.png = plot.png;

@@ -28,6 +28,59 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
+// With a cross-validation (cv_column > 0: the 1-based CSV column of the mean held-out error, its standard error
+// next): two panels, NMFk's above and the held-out error with its error bars below, each with its choice marked.
+// A multiplot cannot be replotted, so the panels are written once per terminal.
+std::string cv_script_text(const NmfkSelection& s, double threshold, int cv_column) {
+  const bool chosen = s.selected_k.has_value();
+  const long long k = chosen ? static_cast<long long>(*s.selected_k) : static_cast<long long>(s.best_candidate);
+  const long long cv_k = s.cv_k ? static_cast<long long>(*s.cv_k) : 0;
+  const std::string mark =
+      chosen ? "selected k = " + std::to_string(k) : "no k passed; best candidate k = " + std::to_string(k);
+  std::ostringstream panels;
+  // Fixed side margins so that the two panels' k axes line up (only the upper one has a right-hand axis).
+  panels << "set multiplot layout 2,1\nset lmargin at screen 0.09\nset rmargin at screen 0.89\n"
+         << "set title 'NMFk: cluster stability and fit against k (" << mark << ")'\n"
+         << "set xlabel 'k (number of latent features)'\n"
+         << "set ylabel 'silhouette (cosine)'\n"
+         << "set y2label 'relative error of the regression'\n"
+         << "set ytics nomirror\nset y2tics\nset yrange [*:1.05]\nset y2range [0:*]\n"
+         << "set xtics 1\nset grid xtics ytics\nset key bottom left box opaque\n"
+         << "set arrow 1 from " << k << ", graph 0 to " << k
+         << ", graph 1 nohead dashtype 2 linewidth 2 linecolor rgb '" << (chosen ? "#2ca02c" : "#d62728") << "'\n"
+         << "set label 1 '" << (chosen ? "selected k = " : "best candidate k = ") << k << "' at " << k
+         << ", graph 0.97 offset 0.6, 0\n"
+         << "plot 'nmfk.csv' skip 1 using 1:2 with linespoints pointtype 7 linewidth 2 linecolor rgb '#1f77b4' "
+            "title 'minimum silhouette', \\\n"
+         << "     '' skip 1 using 1:3 with linespoints pointtype 5 linewidth 2 linecolor rgb '#17becf' title "
+            "'mean silhouette', \\\n"
+         << "     '' skip 1 using 1:4 axes x1y2 with linespoints pointtype 9 linewidth 2 linecolor rgb '#ff7f0e' "
+            "title 'relative error', \\\n"
+         << "     " << threshold << " with lines dashtype 3 linecolor rgb 'gray40' title 'silhouette threshold'\n"
+         << "unset arrow 1\nunset label 1\nunset y2tics\nunset y2label\nset ytics mirror\nset yrange [0:*]\n"
+         << "set title 'cross-validation: held-out error, mean and standard error over folds (CV k = " << cv_k
+         << ", one-standard-error rule)'\n"
+         << "set ylabel 'held-out relative error'\nset key top right box opaque\n"
+         << "set arrow 2 from " << cv_k << ", graph 0 to " << cv_k
+         << ", graph 1 nohead dashtype 2 linewidth 2 linecolor rgb '#9467bd'\n"
+         << "set label 2 'CV k = " << cv_k << "' at " << cv_k << ", graph 0.9 offset 0.6, 0\n"
+         << "plot 'nmfk.csv' skip 1 using 1:" << cv_column << ":" << cv_column + 1
+         << " with yerrorlines pointtype 7 linewidth 2 linecolor rgb '#9467bd' title 'held-out error'\n"
+         << "unset arrow 2\nunset label 2\nunset multiplot\nunset lmargin\nunset rmargin\n";
+  std::ostringstream g;
+  g << "# NMFk plot: gnuplot nmfk.gp (in this folder) draws nmfk.svg and nmfk.png from nmfk.csv.\n"
+    << "set datafile separator ','\n"
+    << "set terminal svg size 900,900 dynamic background rgb 'white' font 'sans,13'\n"
+    << "set output 'nmfk.svg'\n"
+    << panels.str() << "set output\n"
+    << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+    << "  set terminal pngcairo size 900,900 background rgb 'white' font 'sans,11'\n"
+    << "} else {\n  set terminal png size 900,900\n}\n"
+    << "set output 'nmfk.png'\n"
+    << panels.str() << "set output\n";
+  return g.str();
+}
+
 std::string script_text(const NmfkSelection& s, double threshold) {
   const bool chosen = s.selected_k.has_value();
   const long long k = chosen ? static_cast<long long>(*s.selected_k) : static_cast<long long>(s.best_candidate);
@@ -79,11 +132,12 @@ std::string find_on_path(const std::string& program) {
   return "";
 }
 
-PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold) {
+PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold, int cv_column) {
   PlotFiles out;
   const fs::path dir = fs::absolute(directory);
   out.script = (dir / "nmfk.gp").string();
-  const std::string text = script_text(selection, sil_threshold);
+  const std::string text =
+      cv_column > 0 ? cv_script_text(selection, sil_threshold, cv_column) : script_text(selection, sil_threshold);
   io::write_file_atomically(out.script, [&text](std::ostream& s) { s << text; });
   const std::string gnuplot = find_on_path("gnuplot");
   if (gnuplot.empty()) {

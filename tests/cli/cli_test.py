@@ -698,7 +698,7 @@ def err_mask(ctx):
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--unstored", "missing", "-o", "out"],
                      ["A.npy", "--unstored missing applies to a sparse matrix"], code=2)
     ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--mask", "M.npy", "-o", "out"],
-                     ["not supported by nmfk"], code=2)
+                     ["not supported by nmfk", "dnmf cv"], code=2)
 
 
 @case

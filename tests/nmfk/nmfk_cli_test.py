@@ -308,6 +308,38 @@ def bad_options(ctx):
 
 
 @case
+def cross_validation(ctx):
+    """--cv: both choices printed, the held-out error in nmfk.csv/nmfk.json and drawn in a second panel;
+    refused under mpirun-like misuse (--cv-folds 0) with one clear error."""
+    a = ctx.gen("A.npy", rows=60, cols=50, rank=3, noise=0.02, seed=5)
+    out = ctx.path("out")
+    r = ctx.run(["nmfk", a, "--k", "2:5", "--perturbations", 4, "--cv", "--cv-folds", 3, "--cv-holdout", 0.1,
+                 "--quiet", "-o", out])
+    check("selected k=3" in r.stdout, "NMFk's choice printed: %r" % r.stdout)
+    check("cross-validation: k=3" in r.stdout, "the CV choice printed: %r" % r.stdout)
+    check(r.stdout.count("<- cross-validation") == 1, "the CV table marks one k: %r" % r.stdout)
+    j = load(os.path.join(out, "nmfk.json"))
+    check(j["selection"]["selected_k"] == 3 and j["selection"]["cv_rule_k"] == 3, "selection: %r" % j["selection"])
+    cv = j["cross_validation"]
+    check(cv["folds"] == 3 and cv["holdout"] == 0.1 and len(cv["held_out_per_fold"]) == 3, "cv section: %r" % cv)
+    check(cv["observed"] == 60 * 50, "observed: %r" % cv["observed"])
+    means = [e["cv_mean_heldout_error"] for e in j["per_k"]]
+    check(means[0] > 3 * means[1], "held-out error drops at the true k: %r" % means)
+    with open(os.path.join(out, "nmfk.csv")) as f:
+        lines = f.read().splitlines()
+    check(lines[0].endswith(",cv_mean_heldout_error,cv_standard_error,cv_selected"), "csv header: %r" % lines[0])
+    check([line.rsplit(",", 1)[1] for line in lines[1:]] == ["0", "1", "0", "0"], "cv_selected column: %r" % lines)
+    if shutil.which("gnuplot"):
+        with open(os.path.join(out, "nmfk.svg")) as f:
+            svg = f.read()
+        check("CV k = 3" in svg and "held-out error" in svg and "selected k = 3" in svg,
+              "the plot draws both choices")
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--cv", "--cv-folds", 0, "-o", ctx.path("bad")], expect=None)
+    check(r.returncode != 0 and len(error_lines(r.stderr)) == 1 and "--cv-folds" in r.stderr,
+          "--cv-folds 0: %r" % r.stderr)
+
+
+@case
 def groups_equal_one_process(ctx):
     """4 processes in 2 groups: the same selected k and silhouettes (within 1e-6) as 1 process."""
     check(ctx.mpirun, "needs --mpirun")

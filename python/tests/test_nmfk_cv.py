@@ -1,0 +1,59 @@
+"""dnmf.NMFk(cv=True): the cross-validated k beside NMFk's, its per-k held-out errors, the table and the plot."""
+import numpy as np
+import pytest
+
+import dnmf
+from conftest import planted
+
+
+def one_standard_error_k(ks, means, standard_errors):
+    """The rule written out: the smallest k whose mean is within one standard error of the lowest mean."""
+    best = int(np.argmin(means))
+    return next(k for k, m in zip(ks, means) if m <= means[best] + standard_errors[best])
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X = planted(60, 50, 3, seed=5, noise=0.02)
+    return dnmf.NMFk(k_range=(2, 5), n_perturbations=4, random_state=1, n_threads=1, cv=True, cv_folds=3,
+                     cv_holdout=0.1).fit(X)
+
+
+def test_cv_finds_the_planted_rank(fitted):
+    assert fitted.k_ == 3
+    assert fitted.cv_k_ == 3
+    np.testing.assert_array_equal(fitted.cv_ks_, [2, 3, 4, 5])
+    assert fitted.cv_fold_errors_.shape == (4, 3)
+    np.testing.assert_allclose(fitted.cv_errors_, fitted.cv_fold_errors_.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(fitted.cv_standard_errors_,
+                               fitted.cv_fold_errors_.std(axis=1, ddof=1) / np.sqrt(3), rtol=1e-9)
+    assert fitted.cv_k_ == one_standard_error_k(fitted.cv_ks_, fitted.cv_errors_, fitted.cv_standard_errors_)
+    # Too few components leave far more error on the hidden entries than the noise.
+    assert fitted.cv_errors_[0] > 3 * fitted.cv_errors_[1]
+
+
+def test_cv_columns_in_the_table_and_the_plot(fitted):
+    np.testing.assert_array_equal(fitted.table_["cv_mean_heldout_error"], fitted.cv_errors_)
+    assert "cv_standard_error" in fitted.table_.to_pandas().columns
+    assert "cv_mean_heldout_error" in repr(fitted.table_)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = fitted.plot()
+    labels = [line.get_label() for axes in ax.figure.axes for line in axes.get_lines()]
+    assert "CV k = 3" in labels
+
+
+def test_without_cv_the_attributes_are_none():
+    X = planted(30, 20, 2, seed=6)
+    model = dnmf.NMFk(k_range=(2, 3), n_perturbations=3, random_state=1, n_threads=1).fit(X)
+    assert model.cv_k_ is None and model.cv_errors_ is None and model.cv_standard_errors_ is None
+    assert "cv_mean_heldout_error" not in model.table_
+
+
+def test_bad_cv_options_are_refused():
+    X = planted(30, 20, 2, seed=6)
+    with pytest.raises(dnmf.UsageError, match="--cv-folds"):
+        dnmf.NMFk(k_range=(2, 3), n_perturbations=2, cv=True, cv_folds=0).fit(X)
+    with pytest.raises(dnmf.UsageError, match="--cv-holdout"):
+        dnmf.NMFk(k_range=(2, 3), n_perturbations=2, cv=True, cv_holdout=1.5).fit(X)

@@ -1,0 +1,51 @@
+// dnmf::transform of new data with missing values: A and its mask held whole, the masked problem built as for
+// factor(), then each column's NNLS on its observed entries (solvers/masked_transform).
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "api/held_matrix.hpp"
+#include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
+#include "solvers/masked_problem.hpp"
+#include "solvers/masked_transform.hpp"
+
+namespace dnmf {
+
+template <class T>
+TransformResult<T> transform(const Source& source, DenseView<const T> w, const MissingValues& missing,
+                             BackendKind backend) {
+  if (backend == BackendKind::cuda)
+    throw UsageError("transform with missing values runs on the host: use the cpu or reference backend");
+  const api::Held<T> a = api::hold<T>(source);
+  std::optional<api::Held<T>> mask;
+  if (missing.mask) mask = api::hold<T>(*missing.mask);
+  const solvers::StoredMatrix<T> stored_a{&a.ref, source.transposed(), source.name()};
+  const solvers::StoredMatrix<T> stored_mask{mask ? &mask->ref : nullptr, mask && missing.mask->transposed(),
+                                             mask ? missing.mask->name() : std::string()};
+  const solvers::MaskedProblem<T> problem = solvers::build_masked_problem<T>(stored_a, stored_mask, missing);
+  const index_t k = w.cols;
+  if (w.rows != problem.m)
+    throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but " + source.name() + " has " +
+                     std::to_string(problem.m));
+  if (k < 1) throw UsageError("transform: W has no columns");
+  // The basis is given by the caller, so it is checked like input data.
+  DenseMatrix<T> wt(k, problem.m);
+  for (index_t l = 0; l < k; ++l)
+    for (index_t i = 0; i < problem.m; ++i) {
+      const T v = w(i, l);
+      if (!(std::isfinite(static_cast<double>(v)) && v >= T(0)))
+        throw DataError("transform: W entry at row " + std::to_string(i) + ", column " + std::to_string(l) +
+                        " is negative or not finite");
+      wt(l, i) = v;
+    }
+  return solvers::masked_transform<T>(problem, wt);
+}
+
+template TransformResult<float> transform<float>(const Source&, DenseView<const float>, const MissingValues&,
+                                                 BackendKind);
+template TransformResult<double> transform<double>(const Source&, DenseView<const double>, const MissingValues&,
+                                                   BackendKind);
+
+}  // namespace dnmf

@@ -1,0 +1,282 @@
+// transform() of new data with missing values: each column of H against a plain float64 reference written here
+// (the exact NNLS over the column's observed rows, by trying every support), for a weighted dense mask, NaN as
+// missing, sparse A with unstored entries missing, f32; a zero-weight entry changes nothing; a column with no
+// observed entry gets zeros; bad input is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
+#include "dnmf/source.hpp"
+#include "support/error_message.hpp"
+
+namespace dnmf {
+namespace {
+
+constexpr index_t kM = 14, kN = 9, kK = 3;
+
+/// A deterministic pseudo-random number in [0, 1) (the tests need no statistics, only variety).
+double hash01(index_t a, index_t b, index_t c) {
+  std::uint64_t x = static_cast<std::uint64_t>(a) * 0x9E3779B97F4A7C15ULL ^
+                    static_cast<std::uint64_t>(b) * 0xC2B2AE3D27D4EB4FULL ^
+                    static_cast<std::uint64_t>(c) * 0x165667B19E3779F9ULL;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 29;
+  return static_cast<double>(x >> 11) / static_cast<double>(1ULL << 53);
+}
+
+/// Solves the k x k system g x = b (Gaussian elimination with partial pivoting); false when singular.
+bool solve_small(std::vector<double> g, std::vector<double> b, std::size_t k, std::vector<double>& x) {
+  for (std::size_t c = 0; c < k; ++c) {
+    std::size_t p = c;
+    for (std::size_t r = c + 1; r < k; ++r)
+      if (std::abs(g[r * k + c]) > std::abs(g[p * k + c])) p = r;
+    if (std::abs(g[p * k + c]) < 1e-300) return false;
+    for (std::size_t q = 0; q < k; ++q) std::swap(g[c * k + q], g[p * k + q]);
+    std::swap(b[c], b[p]);
+    for (std::size_t r = c + 1; r < k; ++r) {
+      const double f = g[r * k + c] / g[c * k + c];
+      for (std::size_t q = c; q < k; ++q) g[r * k + q] -= f * g[c * k + q];
+      b[r] -= f * b[c];
+    }
+  }
+  x.assign(k, 0);
+  for (std::size_t c = k; c-- > 0;) {
+    double s = b[c];
+    for (std::size_t q = c + 1; q < k; ++q) s -= g[c * k + q] * x[q];
+    x[c] = s / g[c * k + c];
+  }
+  return true;
+}
+
+/// The exact NNLS min Σ_i w_i (a_i − Σ_l W(i, l) x_l)², x ≥ 0, over the rows with w_i > 0: the optimum is the
+/// least-squares solution on its own support, so the best feasible one over all 2^k supports is it.
+std::vector<double> reference_column(const std::vector<double>& w_matrix, const std::vector<double>& a,
+                                     const std::vector<double>& weight) {
+  const auto m = a.size();
+  const std::size_t k = kK;
+  std::vector<double> best(k, 0.0);
+  double best_value = std::numeric_limits<double>::infinity();
+  for (unsigned support = 0; support < (1u << k); ++support) {
+    std::vector<std::size_t> s;
+    for (std::size_t l = 0; l < k; ++l)
+      if ((support >> l) & 1u) s.push_back(l);
+    std::vector<double> g(s.size() * s.size(), 0.0), b(s.size(), 0.0), xs;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (weight[i] <= 0) continue;
+      for (std::size_t p = 0; p < s.size(); ++p) {
+        b[p] += weight[i] * a[i] * w_matrix[i + s[p] * m];
+        for (std::size_t q = 0; q < s.size(); ++q)
+          g[p * s.size() + q] += weight[i] * w_matrix[i + s[p] * m] * w_matrix[i + s[q] * m];
+      }
+    }
+    if (!s.empty() && !solve_small(g, b, s.size(), xs)) continue;
+    if (std::any_of(xs.begin(), xs.end(), [](double v) { return v < 0; })) continue;
+    std::vector<double> x(k, 0.0);
+    for (std::size_t p = 0; p < s.size(); ++p) x[s[p]] = xs[p];
+    double value = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (weight[i] <= 0) continue;
+      double q = 0;
+      for (std::size_t l = 0; l < k; ++l) q += w_matrix[i + l * m] * x[l];
+      value += weight[i] * (a[i] - q) * (a[i] - q);
+    }
+    if (value < best_value) {
+      best_value = value;
+      best = x;
+    }
+  }
+  return best;
+}
+
+struct Data {
+  std::vector<double> w;       // kM x kK, column-major
+  std::vector<double> a;       // kM x kN, column-major
+  std::vector<double> weight;  // kM x kN: 0 missing, else a weight
+};
+
+Data make_data() {
+  Data d;
+  d.w.resize(kM * kK);
+  for (index_t e = 0; e < kM * kK; ++e) d.w[to_size(e)] = hash01(e, 1, 7);
+  d.a.resize(kM * kN);
+  d.weight.resize(kM * kN);
+  for (index_t j = 0; j < kN; ++j)
+    for (index_t i = 0; i < kM; ++i) {
+      const auto e = to_size(i + j * kM);
+      d.a[e] = 2 * hash01(i, j, 3);
+      const double u = hash01(i, j, 5);
+      d.weight[e] = u < 0.25 ? 0.0 : (u < 0.35 ? 2.5 : 1.0);
+    }
+  return d;
+}
+
+std::vector<double> reference_h(const Data& d) {
+  std::vector<double> h(kK * kN);
+  for (index_t j = 0; j < kN; ++j) {
+    const std::vector<double> a(d.a.begin() + j * kM, d.a.begin() + (j + 1) * kM);
+    const std::vector<double> w(d.weight.begin() + j * kM, d.weight.begin() + (j + 1) * kM);
+    const std::vector<double> x = reference_column(d.w, a, w);
+    std::copy(x.begin(), x.end(), h.begin() + j * kK);
+  }
+  return h;
+}
+
+double reference_error(const Data& d, const std::vector<double>& h) {
+  double num = 0, den = 0;
+  for (index_t j = 0; j < kN; ++j)
+    for (index_t i = 0; i < kM; ++i) {
+      const double w = d.weight[to_size(i + j * kM)];
+      if (w <= 0) continue;
+      double q = 0;
+      for (index_t l = 0; l < kK; ++l) q += d.w[to_size(i + l * kM)] * h[to_size(l + j * kK)];
+      const double a = d.a[to_size(i + j * kM)];
+      num += w * (a - q) * (a - q);
+      den += w * a * a;
+    }
+  return std::sqrt(num / den);
+}
+
+template <class T>
+void expect_near_h(const TransformResult<T>& r, const std::vector<double>& h, double tolerance) {
+  ASSERT_EQ(r.H.rows(), kK);
+  ASSERT_EQ(r.H.cols(), kN);
+  for (index_t j = 0; j < kN; ++j)
+    for (index_t l = 0; l < kK; ++l)
+      EXPECT_NEAR(static_cast<double>(r.H(l, j)), h[to_size(l + j * kK)], tolerance) << "l=" << l << " j=" << j;
+}
+
+TEST(MaskedTransform, WeightedMaskMatchesReference) {
+  const Data d = make_data();
+  const std::vector<double> h = reference_h(d);
+  MissingValues missing;
+  missing.mask = Source::dense<double>(DenseView<const double>(d.weight.data(), kM, kN));
+  const TransformResult<double> r =
+      transform<double>(Source::dense<double>(DenseView<const double>(d.a.data(), kM, kN)),
+                        DenseView<const double>(d.w.data(), kM, kK), missing);
+  expect_near_h(r, h, 1e-10);
+  EXPECT_NEAR(r.rel_error, reference_error(d, h), 1e-10);
+  index_t observed = 0;
+  for (const double w : d.weight) observed += w > 0 ? 1 : 0;
+  EXPECT_EQ(r.observed, observed);
+  EXPECT_EQ(r.unobserved_cols, 0);
+  // The reference's answers use several supports (some coefficients at zero): the test covers the pivoting.
+  EXPECT_TRUE(std::any_of(h.begin(), h.end(), [](double v) { return v == 0; }));
+  EXPECT_TRUE(std::any_of(h.begin(), h.end(), [](double v) { return v > 0; }));
+
+  // A zero-weight entry may hold anything: huge, negative or NaN values change nothing.
+  Data wild = d;
+  int changed = 0;
+  for (std::size_t e = 0; e < wild.a.size(); ++e)
+    if (wild.weight[e] == 0) wild.a[e] = (changed++ % 3 == 0) ? 1e300 : (changed % 3 == 1 ? -5.0 : std::nan(""));
+  ASSERT_GT(changed, 3);
+  const TransformResult<double> same =
+      transform<double>(Source::dense<double>(DenseView<const double>(wild.a.data(), kM, kN)),
+                        DenseView<const double>(d.w.data(), kM, kK), missing);
+  EXPECT_EQ(same.H.storage(), r.H.storage());
+}
+
+TEST(MaskedTransform, NanAsMissingAndAllOnes) {
+  Data d = make_data();
+  for (double& w : d.weight) w = w > 0 ? 1.0 : 0.0;
+  std::vector<double> with_nan = d.a;
+  for (std::size_t e = 0; e < d.a.size(); ++e)
+    if (d.weight[e] == 0) with_nan[e] = std::nan("");
+  MissingValues nan_missing;
+  nan_missing.nan_missing = true;
+  const TransformResult<double> r =
+      transform<double>(Source::dense<double>(DenseView<const double>(with_nan.data(), kM, kN)),
+                        DenseView<const double>(d.w.data(), kM, kK), nan_missing);
+  expect_near_h(r, reference_h(d), 1e-10);
+  // Without the flag a NaN is an error that names the flag.
+  EXPECT_NE(test::error_message([&] {
+              (void)transform<double>(Source::dense<double>(DenseView<const double>(with_nan.data(), kM, kN)),
+                                      DenseView<const double>(d.w.data(), kM, kK), MissingValues{});
+            }).find("--missing nan"),
+            std::string::npos);
+
+  // Every weight 1: the plain transform's answer.
+  Data full = make_data();
+  std::fill(full.weight.begin(), full.weight.end(), 1.0);
+  const TransformResult<double> masked =
+      transform<double>(Source::dense<double>(DenseView<const double>(full.a.data(), kM, kN)),
+                        DenseView<const double>(full.w.data(), kM, kK), MissingValues{});
+  const MatrixRef<double> a = DenseView<const double>(full.a.data(), kM, kN);
+  const TransformResult<double> plain = transform<double>(a, DenseView<const double>(full.w.data(), kM, kK));
+  ASSERT_EQ(masked.H.storage().size(), plain.H.storage().size());
+  for (std::size_t e = 0; e < plain.H.storage().size(); ++e)
+    EXPECT_NEAR(masked.H.storage()[e], plain.H.storage()[e], 1e-10);
+  EXPECT_NEAR(masked.rel_error, plain.rel_error, 1e-10);
+  expect_near_h(masked, reference_h(full), 1e-10);
+}
+
+TEST(MaskedTransform, SparseUnstoredMissingAndEmptyColumn) {
+  Data d = make_data();
+  for (double& w : d.weight) w = w > 0 ? 1.0 : 0.0;
+  // Column 4 has no stored entry: its coefficients are zero.
+  for (index_t i = 0; i < kM; ++i) d.weight[to_size(i + 4 * kM)] = 0;
+  std::vector<index_t> indptr(1, 0);
+  std::vector<col_index_t> indices;
+  std::vector<double> values;
+  for (index_t i = 0; i < kM; ++i) {
+    for (index_t j = 0; j < kN; ++j)
+      if (d.weight[to_size(i + j * kM)] > 0) {
+        indices.push_back(static_cast<col_index_t>(j));
+        values.push_back(d.a[to_size(i + j * kM)]);
+      }
+    indptr.push_back(static_cast<index_t>(indices.size()));
+  }
+  MissingValues unstored;
+  unstored.unstored = Unstored::missing;
+  const Source a = Source::csr<double>(CsrView<double>{kM, kN, indptr.data(), indices.data(), values.data()});
+  const TransformResult<double> r = transform<double>(a, DenseView<const double>(d.w.data(), kM, kK), unstored);
+  expect_near_h(r, reference_h(d), 1e-10);
+  EXPECT_EQ(r.unobserved_cols, 1);
+  for (index_t l = 0; l < kK; ++l) EXPECT_EQ(r.H(l, 4), 0.0);
+  EXPECT_NEAR(r.rel_error, reference_error(d, reference_h(d)), 1e-10);
+}
+
+TEST(MaskedTransform, SinglePrecision) {
+  const Data d = make_data();
+  const std::vector<double> h = reference_h(d);
+  std::vector<float> a(d.a.begin(), d.a.end()), w(d.w.begin(), d.w.end()), weight(d.weight.begin(), d.weight.end());
+  MissingValues missing;
+  missing.mask = Source::dense<float>(DenseView<const float>(weight.data(), kM, kN));
+  const TransformResult<float> r = transform<float>(Source::dense<float>(DenseView<const float>(a.data(), kM, kN)),
+                                                    DenseView<const float>(w.data(), kM, kK), missing);
+  expect_near_h(r, h, 2e-4);
+}
+
+TEST(MaskedTransform, BadInput) {
+  const Data d = make_data();
+  const Source a = Source::dense<double>(DenseView<const double>(d.a.data(), kM, kN));
+  MissingValues missing;
+  // A mask of another shape names both shapes.
+  missing.mask = Source::dense<double>(DenseView<const double>(d.weight.data(), kN, kM));
+  const std::string shape =
+      test::error_message([&] { (void)transform<double>(a, DenseView<const double>(d.w.data(), kM, kK), missing); });
+  EXPECT_NE(shape.find("9x14"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("14x9"), std::string::npos) << shape;
+  // A negative weight names its place.
+  std::vector<double> negative = d.weight;
+  negative[to_size(2 + 3 * kM)] = -1;
+  missing.mask = Source::dense<double>(DenseView<const double>(negative.data(), kM, kN));
+  EXPECT_THROW((void)transform<double>(a, DenseView<const double>(d.w.data(), kM, kK), missing), DataError);
+  // W of another height, a negative W entry, the cuda backend.
+  missing.mask = Source::dense<double>(DenseView<const double>(d.weight.data(), kM, kN));
+  EXPECT_THROW((void)transform<double>(a, DenseView<const double>(d.w.data(), kM - 1, kK), missing), UsageError);
+  std::vector<double> bad_w = d.w;
+  bad_w[5] = -0.1;
+  EXPECT_THROW((void)transform<double>(a, DenseView<const double>(bad_w.data(), kM, kK), missing), DataError);
+  EXPECT_THROW((void)transform<double>(a, DenseView<const double>(d.w.data(), kM, kK), missing, BackendKind::cuda),
+               UsageError);
+}
+
+}  // namespace
+}  // namespace dnmf
