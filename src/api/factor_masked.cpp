@@ -12,6 +12,7 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
+#include "api/factor_masked_stream.hpp"
 #include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -45,11 +46,13 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
     throw CollectiveError(UsageError(flag + " is not supported on more than one process yet (run one process)"));
   FactorOptions options = api::resolve(requested, context);
   if (options.backend == BackendKind::cuda) throw UsageError(flag + " is not supported with --backend cuda yet");
-  if (context.memory_budget > 0) throw UsageError(flag + " is not supported with --memory-budget yet");
   if ((options.init == InitMethod::given) != (initial != nullptr))
     throw UsageError(name + (initial != nullptr
                                  ? ": initial factors were given but the init method is " + to_string(options.init)
                                  : ": the init method 'given' needs initial factors"));
+  if (context.memory_budget > 0)
+    if (auto streamed = factor_masked_streamed<T>(source, options, requested, context, gather, initial))
+      return std::move(*streamed);
   if (options.threads > 0) omp_set_num_threads(options.threads);
 
   const std::string format = source.is_file() ? io::format_name(io::format_of(name)) : "memory";
