@@ -37,6 +37,11 @@ struct Outcome {
   long long passes = 0;
 };
 
+/// Bytes of `lines` lines of `length` entries of `scalar` bytes, for A and its mask.
+std::size_t pair_bytes(index_t lines, index_t length, std::size_t scalar) {
+  return 2 * to_size(lines) * to_size(length) * scalar;
+}
+
 FactorOptions options_for(Algorithm algorithm, int iterations) {
   FactorOptions o;
   o.rank = 4;
@@ -83,13 +88,13 @@ Outcome in_memory(const MatrixRef<T>& a, const MatrixRef<T>* mask, const Missing
 }
 
 template <class T>
-Outcome streamed(const std::string& a_path, const std::string& mask_path, bool nan_missing, std::size_t pair_bytes,
+Outcome streamed(const std::string& a_path, const std::string& mask_path, bool nan_missing, std::size_t slot_bytes,
                  int depth, const FactorOptions& o) {
   const io::MatrixShape shape = source_shape(a_path);
   auto a = open_source<T>(a_path, {0, shape.rows}, {0, shape.cols});
   std::unique_ptr<TileSource<T>> mask;
   if (!mask_path.empty()) mask = open_source<T>(mask_path, {0, shape.rows}, {0, shape.cols});
-  MaskedTiles<T> tiles(std::move(a), std::move(mask), pair_bytes, depth);
+  MaskedTiles<T> tiles(std::move(a), std::move(mask), slot_bytes, depth);
   solvers::StreamedMaskedProblem<T> p;
   p.tiles = &tiles;
   p.a_name = a_path;
@@ -160,10 +165,10 @@ TEST_F(MaskedStream, DenseMaskEqualsInMemory) {
       const Outcome reference = in_memory<double>(a, &w, missing, o);
       const std::string what = to_string(algo) + (w_first ? " w_first" : " h_first");
       // 6 columns (or rows) of A and of the mask per tile: 10 (15) tiles.
-      const Outcome columns = streamed<double>(path("A.npy"), path("M.npy"), false, 2 * 6 * kM * 8, 3, o);
+      const Outcome columns = streamed<double>(path("A.npy"), path("M.npy"), false, pair_bytes(6, kM, 8), 3, o);
       expect_same(columns, reference, 1e-10, what + " column stripes");
       EXPECT_GE(columns.tiles, 8U);
-      const Outcome rows = streamed<double>(path("Ac.npy"), path("Mc.npy"), false, 2 * 6 * kN * 8, 2, o);
+      const Outcome rows = streamed<double>(path("Ac.npy"), path("Mc.npy"), false, pair_bytes(6, kN, 8), 2, o);
       expect_same(rows, reference, 1e-10, what + " row stripes");
       EXPECT_GE(rows.tiles, 12U);
       // One pass per iteration, plus the scan and the final error; the Frobenius figures of the last iteration
@@ -186,7 +191,7 @@ TEST_F(MaskedStream, StoppingRuleStopsAtTheSameIteration) {
       const Outcome reference = in_memory<double>(a, &w, missing, o);
       ASSERT_TRUE(reference.result.converged) << to_string(algo);
       ASSERT_LT(reference.result.iterations, 300);
-      const Outcome s = streamed<double>(path("A.npy"), path("M.npy"), false, 2 * 5 * kM * 8, 3, o);
+      const Outcome s = streamed<double>(path("A.npy"), path("M.npy"), false, pair_bytes(5, kM, 8), 3, o);
       expect_same(s, reference, 1e-9, to_string(algo) + " with --tol");
     }
 }
@@ -203,7 +208,7 @@ TEST_F(MaskedStream, NanMissingWithoutMask) {
   for (const Algorithm algo : kAll) {
     const FactorOptions o = options_for(algo, 20);
     const Outcome reference = in_memory<double>(ref, nullptr, missing, o);
-    const Outcome s = streamed<double>(path("nan.npy"), "", true, 7 * kM * 8, 3, o);
+    const Outcome s = streamed<double>(path("nan.npy"), "", true, pair_bytes(7, kM, 8) / 2, 3, o);
     expect_same(s, reference, 1e-10, to_string(algo) + " --missing nan");
     EXPECT_GE(s.tiles, 8U);
   }
@@ -242,7 +247,7 @@ TEST_F(MaskedStream, FloatAgreesWithInMemoryFloat) {
   for (const Algorithm algo : kAll) {
     const FactorOptions o = options_for(algo, 20);
     const Outcome reference = in_memory<float>(a, &w, missing, o);
-    const Outcome s = streamed<float>(path("Af.npy"), path("Mf.npy"), false, 2 * 6 * kM * 4, 3, o);
+    const Outcome s = streamed<float>(path("Af.npy"), path("Mf.npy"), false, pair_bytes(6, kM, 4), 3, o);
     EXPECT_LE(test::max_relative_difference(s.wt, reference.wt), 2e-3) << to_string(algo);
     EXPECT_LE(test::max_relative_difference(s.h, reference.h), 2e-3) << to_string(algo);
     EXPECT_NEAR(s.result.rel_error, reference.result.rel_error, 1e-3) << to_string(algo);
@@ -259,7 +264,7 @@ TEST_F(MaskedStream, UnobservedRowAndColumnAreZero) {
   missing.mask = Source::file(path("holes.npy"));
   const FactorOptions o = options_for(Algorithm::hals, 20);
   const Outcome reference = in_memory<double>(a, &wr, missing, o);
-  const Outcome s = streamed<double>(path("A.npy"), path("holes.npy"), false, 2 * 6 * kM * 8, 3, o);
+  const Outcome s = streamed<double>(path("A.npy"), path("holes.npy"), false, pair_bytes(6, kM, 8), 3, o);
   expect_same(s, reference, 1e-10, "holes");
   EXPECT_EQ(s.result.unobserved_rows, 1);
   EXPECT_EQ(s.result.unobserved_cols, 1);
@@ -276,7 +281,7 @@ TEST_F(MaskedStream, BadInputFoundMidStreamNamesFileAndPlace) {
   io::write_npy<double>(path("neg.npy"), w.view());
   std::string message;
   try {
-    (void)streamed<double>(path("A.npy"), path("neg.npy"), false, 2 * 6 * kM * 8, 3, o);
+    (void)streamed<double>(path("A.npy"), path("neg.npy"), false, pair_bytes(6, kM, 8), 3, o);
   } catch (const DataError& e) {
     message = e.what();
   }
@@ -286,22 +291,22 @@ TEST_F(MaskedStream, BadInputFoundMidStreamNamesFileAndPlace) {
   w(70, 41) = std::numeric_limits<double>::quiet_NaN();
   io::write_npy<double>(path("nanw.npy"), w.view());
   message = test::error_message(
-      [&] { (void)streamed<double>(path("A.npy"), path("nanw.npy"), false, 2 * 6 * kM * 8, 3, o); });
+      [&] { (void)streamed<double>(path("A.npy"), path("nanw.npy"), false, pair_bytes(6, kM, 8), 3, o); });
   EXPECT_NE(message.find("nanw.npy: weight at row 70, column 41 (0-based) is nan"), std::string::npos) << message;
   // A bad observed entry of A; the same entry where the mask says missing is never read.
   DenseMatrix<double> a = a_;
   a(51, 30) = -2;
   io::write_npy<double>(path("badA.npy"), a.view());
   message = test::error_message(
-      [&] { (void)streamed<double>(path("badA.npy"), path("M.npy"), false, 2 * 6 * kM * 8, 3, o); });
+      [&] { (void)streamed<double>(path("badA.npy"), path("M.npy"), false, pair_bytes(6, kM, 8), 3, o); });
   EXPECT_NE(message.find("badA.npy: entry at row 51, column 30 (0-based) is -2"), std::string::npos) << message;
   w = w_;
   w(51, 30) = 0;
   io::write_npy<double>(path("hide.npy"), w.view());
-  EXPECT_NO_THROW((void)streamed<double>(path("badA.npy"), path("hide.npy"), false, 2 * 6 * kM * 8, 3, o));
+  EXPECT_NO_THROW((void)streamed<double>(path("badA.npy"), path("hide.npy"), false, pair_bytes(6, kM, 8), 3, o));
   // A mask in the other order would be cut in other stripes.
-  message =
-      test::error_message([&] { (void)streamed<double>(path("A.npy"), path("Mc.npy"), false, 2 * 6 * kM * 8, 3, o); });
+  message = test::error_message(
+      [&] { (void)streamed<double>(path("A.npy"), path("Mc.npy"), false, pair_bytes(6, kM, 8), 3, o); });
   EXPECT_NE(message.find("Mc.npy: streamed in row stripes but"), std::string::npos) << message;
 }
 
@@ -347,11 +352,15 @@ TEST_F(MaskedStream, FactorUnderABudgetEqualsInMemory) {
 
 // What streaming cannot do is a UsageError that says what to do instead.
 TEST_F(MaskedStream, RefusalsSayWhatToDo) {
+  // 1.8 MiB: 8 copies do not fit 2 MiB above the minimum, so the plan streams.
+  const auto big = test::noisy_rank4(600, 400, 11);
+  io::write_npy<double>(path("big.npy"), big.view());
+  io::write_npy<double>(path("bigM.npy"), make_mask(600, 400).view());
   FactorOptions o = options_for(Algorithm::mu, 5);
-  o.missing.mask = Source::file(path("M.npy"));
-  const Source a = Source::file(path("A.npy"));
+  o.missing.mask = Source::file(path("bigM.npy"));
+  const Source a = Source::file(path("big.npy"));
   Context budget;
-  budget.memory_budget = stated_minimum(a, o) + 8 * kM * 8 * 2;
+  budget.memory_budget = stated_minimum(a, o) + (2LL << 20);
   o.init = InitMethod::nndsvd;
   std::string message = test::error_message([&] { (void)factor<double>(a, o, budget); });
   EXPECT_NE(message.find("--init random"), std::string::npos) << message;
@@ -361,6 +370,40 @@ TEST_F(MaskedStream, RefusalsSayWhatToDo) {
   message = test::error_message(
       [&] { (void)factor<double>(Source::dense(DenseView<const double>(a_.view())), plain, budget); });
   EXPECT_NE(message.find("file sources"), std::string::npos) << message;
+  // A mask beside a .dcsr A does not stream: refused, saying why, when the problem does not fit in memory.
+  io::write_dcsr<double>(path("big.dcsr"), test::to_csr(big).view());
+  FactorOptions sparse = options_for(Algorithm::mu, 5);
+  sparse.missing.unstored = Unstored::missing;
+  sparse.missing.mask = Source::file(path("bigM.npy"));
+  Context tiny;
+  tiny.memory_budget = 1 << 20;
+  message = test::error_message([&] { (void)factor<double>(Source::file(path("big.dcsr")), sparse, tiny); });
+  EXPECT_NE(message.find("cannot stream"), std::string::npos) << message;
+  EXPECT_NE(message.find("a mask beside a sparse A"), std::string::npos) << message;
+}
+
+// hals and bpp hold a k x k weighted Gram matrix per row of A (column stripes): when those do not fit but the
+// rest would, the refusal names the algorithm and suggests mu or kl, which run under the same budget.
+TEST_F(MaskedStream, GramMatricesThatDoNotFitAreRefusedNamingTheAlgorithm) {
+  const index_t m = 20000, n = 50;  // k = 20: 62.5 MiB of Gram matrices for an 7.6 MiB A
+  auto tall = test::noisy_rank4(m, n, 13);
+  for (index_t i = 0; i < m; i += 97) tall(i, i % n) = std::numeric_limits<double>::quiet_NaN();
+  io::write_npy<double>(path("tall.npy"), tall.view());
+  const Source a = Source::file(path("tall.npy"));
+  FactorOptions o = options_for(Algorithm::mu, 2);
+  o.rank = 20;
+  o.missing.nan_missing = true;
+  Context budget;
+  // Room for mu's sums and bpp's NNLS workspace, far from the Gram matrices.
+  budget.memory_budget = stated_minimum(a, o) + (8LL << 20);
+  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
+    o.algorithm = algo;
+    const std::string message = test::error_message([&] { (void)factor<double>(a, o, budget); });
+    EXPECT_NE(message.find("--algo " + to_string(algo)), std::string::npos) << message;
+    EXPECT_NE(message.find("use --algo mu or kl"), std::string::npos) << message;
+  }
+  o.algorithm = Algorithm::kl;
+  EXPECT_TRUE(factor<double>(a, o, budget).memory.streamed);
 }
 
 }  // namespace
