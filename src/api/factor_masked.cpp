@@ -50,8 +50,9 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
     throw UsageError(name + (initial != nullptr
                                  ? ": initial factors were given but the init method is " + to_string(options.init)
                                  : ": the init method 'given' needs initial factors"));
+  MemoryFigures held_in_memory;  // the plan's figures when a budget keeps the masked problem in memory
   if (context.memory_budget > 0)
-    if (auto streamed = factor_masked_streamed<T>(source, options, requested, context, gather, initial))
+    if (auto streamed = factor_masked_streamed<T>(source, options, requested, context, gather, initial, held_in_memory))
       return std::move(*streamed);
   if (options.threads > 0) omp_set_num_threads(options.threads);
 
@@ -93,6 +94,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   run.n = problem.n;
   run.nnz = problem.observed;
   run.options = options;
+  run.memory = held_in_memory;
   run.communication.processes = 1;
   run.communication.bytes_per_iteration_per_rank = {0.0};
   const dist::Grid grid(world, {1, 1});

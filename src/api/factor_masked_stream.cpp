@@ -70,7 +70,8 @@ double in_memory_copies(bool sparse_problem, bool mask) {
 template <class T>
 std::optional<Factorization<T>> factor_masked_streamed(const Source& source, const FactorOptions& options,
                                                        const FactorOptions& requested, const Context& context,
-                                                       Gather gather, const InitialFactors<T>* initial) {
+                                                       Gather gather, const InitialFactors<T>* initial,
+                                                       MemoryFigures& resident) {
   const std::string& name = source.name();
   const MissingValues& missing = options.missing;
   const std::int64_t budget = context.memory_budget;
@@ -119,7 +120,14 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     unlimited.resident_copies = in_memory_copies(sparse_problem, missing.mask.has_value());
     unlimited.budget = std::numeric_limits<std::int64_t>::max() / 4;
     const std::int64_t needed = stream::plan_memory(unlimited).resident_total;
-    if (needed <= budget) return std::nullopt;
+    if (needed <= budget) {
+      MemoryPlan<T> held;
+      held.budget = budget;
+      unlimited.budget = budget;
+      held.plan = stream::plan_memory(unlimited);
+      resident = memory_figures(held, {}, 0);
+      return std::nullopt;
+    }
     throw UsageError(name + ": the masked problem needs " + stream::describe_bytes(needed) +
                      " in memory, more than --memory-budget " + stream::describe_bytes(budget) +
                      ", and cannot stream: " + refusal);
@@ -165,7 +173,10 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     }
     throw Error(name + ": " + e.what(), e.kind());
   }
-  if (!memory.plan.streamed) return std::nullopt;
+  if (!memory.plan.streamed) {
+    resident = memory_figures(memory, {}, 0);
+    return std::nullopt;
+  }
   const auto* npy = dynamic_cast<const stream::NpySource<T>*>(a.get());
   memory.access = npy != nullptr && npy->mapped() ? "mapped" : "pread";
 
@@ -225,9 +236,11 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
 
 template std::optional<Factorization<float>> factor_masked_streamed<float>(const Source&, const FactorOptions&,
                                                                            const FactorOptions&, const Context&, Gather,
-                                                                           const InitialFactors<float>*);
+                                                                           const InitialFactors<float>*,
+                                                                           MemoryFigures&);
 template std::optional<Factorization<double>> factor_masked_streamed<double>(const Source&, const FactorOptions&,
                                                                              const FactorOptions&, const Context&,
-                                                                             Gather, const InitialFactors<double>*);
+                                                                             Gather, const InitialFactors<double>*,
+                                                                             MemoryFigures&);
 
 }  // namespace dnmf::api

@@ -11,13 +11,15 @@
 namespace dnmf::api {
 
 /// The masked factorisation of a file under context.memory_budget when the plan streams it; std::nullopt when
-/// A, the mask and the in-memory masked solver's copies fit the budget (the in-memory path runs then).
+/// A, the mask and the in-memory masked solver's copies fit the budget (the in-memory path runs then, and
+/// `resident` receives the plan's figures for its report).
 /// `options` are the resolved `requested`. UsageError for what streaming cannot do (an in-memory source or
 /// mask, a mask that is not a .npy in A's order, a sparse A without --unstored missing or with a mask, hals or
 /// bpp whose per-line Gram matrices do not fit); dnmf::Error stating the minimum for a budget too small.
 template <class T>
 std::optional<Factorization<T>> factor_masked_streamed(const Source& source, const FactorOptions& options,
                                                        const FactorOptions& requested, const Context& context,
-                                                       Gather gather, const InitialFactors<T>* initial);
+                                                       Gather gather, const InitialFactors<T>* initial,
+                                                       MemoryFigures& resident);
 
 }  // namespace dnmf::api

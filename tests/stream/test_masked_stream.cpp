@@ -348,6 +348,15 @@ TEST_F(MaskedStream, FactorUnderABudgetEqualsInMemory) {
     EXPECT_EQ(run.result.observed, reference.result.observed);
     EXPECT_TRUE(run.result.masked);
   }
+  // A budget the in-memory masked solver fits: held, its plan counting 8 copies of A, in the report.
+  FactorOptions o = options_for(Algorithm::mu, 3);
+  o.missing.mask = Source::file(path("bigM.npy"));
+  Context roomy;
+  roomy.memory_budget = 1LL << 30;
+  const Factorization<double> held = factor<double>(source, o, roomy);
+  EXPECT_FALSE(held.memory.streamed);
+  EXPECT_EQ(held.memory.budget_bytes, 1LL << 30);
+  EXPECT_GE(held.memory.matrix_bytes, 8 * m * n * 8);
 }
 
 // What streaming cannot do is a UsageError that says what to do instead.
