@@ -12,6 +12,7 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
+#include "api/factor_masked_stream.hpp"
 #include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -47,11 +48,17 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   if (options.backend == BackendKind::cuda && options.algorithm != Algorithm::mu && options.algorithm != Algorithm::kl)
     throw UsageError(flag + " with --backend cuda runs mu and kl; --algo " + to_string(options.algorithm) +
                      " is not supported there yet (use --backend cpu)");
-  if (context.memory_budget > 0) throw UsageError(flag + " is not supported with --memory-budget yet");
+  if (options.backend == BackendKind::cuda && context.memory_budget > 0)
+    throw UsageError(flag + " with --backend cuda is not supported with --memory-budget yet (a masked GPU run holds "
+                            "A on the device; use --backend cpu to stream)");
   if ((options.init == InitMethod::given) != (initial != nullptr))
     throw UsageError(name + (initial != nullptr
                                  ? ": initial factors were given but the init method is " + to_string(options.init)
                                  : ": the init method 'given' needs initial factors"));
+  MemoryFigures held_in_memory;  // the plan's figures when a budget keeps the masked problem in memory
+  if (context.memory_budget > 0)
+    if (auto streamed = factor_masked_streamed<T>(source, options, requested, context, gather, initial, held_in_memory))
+      return std::move(*streamed);
   if (options.threads > 0) omp_set_num_threads(options.threads);
 
   const std::string format = source.is_file() ? io::format_name(io::format_of(name)) : "memory";
@@ -92,6 +99,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   run.n = problem.n;
   run.nnz = problem.observed;
   run.options = options;
+  run.memory = held_in_memory;
   run.communication.processes = 1;
   run.communication.bytes_per_iteration_per_rank = {0.0};
   const dist::Grid grid(world, {1, 1});

@@ -64,7 +64,7 @@ Plan plan_memory(const PlanInput& in) {
   p.budget = in.budget;
   p.baseline = in.baseline;
   p.runtime_reserve = static_cast<std::int64_t>(std::max(in.threads, 1)) * kRuntimePerThread + kAllocatorSlack;
-  p.factors = factor_bytes(in);
+  p.factors = factor_bytes(in) + in.solver_bytes;
   p.workspace = workspace_bytes(in);
   const std::int64_t fixed = p.baseline + p.runtime_reserve + p.factors + p.workspace;
   const std::int64_t a_bytes = matrix_bytes(in);

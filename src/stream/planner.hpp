@@ -28,6 +28,9 @@ struct PlanInput {
   /// Streaming: the narrowest tile the source can make, and its producer's scratch.
   std::size_t min_tile_bytes = 0;
   std::size_t staging_bytes = 0;
+  /// Bytes a solver other than the alternating iteration holds beside the factors (the masked streamed
+  /// iteration's per-line accumulators); counted with the factors.
+  std::int64_t solver_bytes = 0;
 };
 
 /// The decision and every figure behind it (bytes), for report.json.

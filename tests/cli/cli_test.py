@@ -672,6 +672,36 @@ def cv(ctx):
 
 
 @case
+def masked_stream(ctx):
+    """dnmf factor A.npy --mask M.npy --memory-budget: a budget 1 MiB above the stated minimum streams A and its
+    mask in many tiles, and W, H equal the in-memory masked run's (same start, same iterations)."""
+    m, n = 1000, 600
+    ctx.gen(m, n, 5, "A.npy")
+    mask = [[0.0 if (i * 7 + j * 3) % 10 == 0 else (2.0 if (i + j) % 13 == 0 else 1.0) for j in range(n)]
+            for i in range(m)]
+    write_bytes(ctx.path("M.npy"), npy_bytes(mask, fortran=True))
+    common = ["-k", 4, "--mask", "M.npy", "--iters", 10, "--tol", 0, "--seed", 3]
+    for algo in ("mu", "hals"):
+        ctx.ok("factor", "A.npy", "--algo", algo, *common, "-o", "mem_" + algo)
+        refused = ctx.expect_error(["factor", "A.npy", "--algo", algo, *common, "--memory-budget", "1K",
+                                    "-o", "st_" + algo], ["needs at least"], out_dir=None)
+        minimum = int(re.search(r"needs at least (\d+) bytes", refused).group(1))
+        budget = minimum + (1 << 20)
+        ctx.ok("factor", "A.npy", "--algo", algo, *common, "--memory-budget", budget, "-o", "st_" + algo)
+        report = ctx.report("st_" + algo)
+        check(report["memory"]["mode"] == "streamed", "not streamed: %s" % report["memory"])
+        check(report["memory"]["stream"]["tiles_per_pass"] >= 4, "tiles: %s" % report["memory"]["stream"])
+        check(report["observed"] == ctx.report("mem_" + algo)["observed"], "observed differs")
+        for name in ("W.npy", "H.npy"):
+            a, b = Npy(ctx.path("st_" + algo, name)), Npy(ctx.path("mem_" + algo, name))
+            check(a.shape == b.shape, "%s shapes %s %s" % (name, a.shape, b.shape))
+            scale = max(abs(b(i, j)) for i in range(b.shape[0]) for j in range(b.shape[1]))
+            diff = max(abs(a(i, j) - b(i, j)) for i in range(b.shape[0]) for j in range(b.shape[1]))
+            check(diff <= 1e-10 * scale, "%s %s: streamed differs from in-memory by %g (scale %g)" %
+                  (algo, name, diff, scale))
+
+
+@case
 def err_mask(ctx):
     """Bad masks and paths that do not support masks yet: one clear error each, nothing written."""
     write_bytes(ctx.path("A.npy"), npy_bytes(planted_rows_dense(6, 5)))
@@ -693,8 +723,12 @@ def err_mask(ctx):
     write_bytes(ctx.path("M.npy"), npy_bytes([[1.0, 0.0, 1.0, 1.0, 1.0] for _ in range(6)]))
     ctx.expect_error(["factor", "nan.npy", "-k", 2, "--mask", "M.npy", "-o", "out"], ["nan.npy", "--missing nan"],
                      code=3)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M.npy", "--memory-budget", "1G", "-o", "out"],
-                     ["--mask is not supported with --memory-budget"], code=2)
+    # Under a memory budget: too small for even two tiles of A and the mask; a mask that cannot stream.
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M.npy", "--memory-budget", "1K", "-o", "out"],
+                     ["A.npy", "too small", "needs at least"])
+    write_text(ctx.path("M.mtx"), "%%MatrixMarket matrix coordinate real general\n6 5 1\n1 1 1\n")
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M.mtx", "--memory-budget", "1K", "-o", "out"],
+                     ["cannot stream", "M.mtx", "must be a .npy"], code=2)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--unstored", "missing", "-o", "out"],
                      ["A.npy", "--unstored missing applies to a sparse matrix"], code=2)
     ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--mask", "M.npy", "-o", "out"],

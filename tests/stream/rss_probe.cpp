@@ -1,4 +1,4 @@
-// stream_rss_probe FILE BUDGET K ITERS: a streamed factorisation of FILE (.npy or .dcsr) through the public
+// stream_rss_probe FILE BUDGET K ITERS [MASK]: a streamed factorisation of FILE (.npy or .dcsr) through the public
 // entry point the CLI uses (dnmf::factor with a memory budget: baseline measured, plan, streamed operand, solve,
 // factors gathered) and prints the plan and its peak RSS as one line of key=value pairs. The RSS test runs it as
 // a child and reads its peak with wait4.
@@ -13,8 +13,8 @@
 
 int main(int argc, char** argv) {
   using namespace dnmf;
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: stream_rss_probe FILE BUDGET K ITERS\n");
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr, "usage: stream_rss_probe FILE BUDGET K ITERS [MASK]\n");
     return 2;
   }
   try {
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     options.rank = std::atoi(argv[3]);
     options.max_iterations = std::atoi(argv[4]);
     options.tol = 0;
+    if (argc == 6) options.missing.mask = Source::file(argv[5]);  // a masked run streams the mask beside A
     Context context;
     context.memory_budget = parse_bytes(argv[2]);
     const Factorization<double> run = factor<double>(Source::file(argv[1]), options, context);

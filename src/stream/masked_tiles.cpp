@@ -1,0 +1,112 @@
+#include "stream/masked_tiles.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "dnmf/index.hpp"
+
+namespace dnmf::stream {
+namespace {
+
+std::string stripes(backend::Side side) { return side == backend::Side::H ? "column" : "row"; }
+
+/// Slot buffers for the largest of `extents`.
+template <class T>
+Tile<T> make_slot(const TileSource<T>& source, const std::vector<TileExtent>& extents) {
+  index_t entries = 0, lines = 0;
+  for (const TileExtent& e : extents) {
+    entries = std::max(entries, e.entries);
+    lines = std::max(lines, e.range.size());
+  }
+  Tile<T> tile;
+  const BufferAllocator& host = host_allocator();
+  if (source.fills_slots()) tile.values = Buffer<T>(host, to_size(std::max<index_t>(entries, 1)));
+  if (source.sparse()) {
+    tile.indptr = Buffer<index_t>(host, to_size(lines + 1));
+    tile.indices = Buffer<col_index_t>(host, to_size(std::max<index_t>(entries, 1)));
+  }
+  return tile;
+}
+
+}  // namespace
+
+template <class T>
+MaskedTiles<T>::MaskedTiles(std::unique_ptr<TileSource<T>> a, std::unique_ptr<TileSource<T>> mask,
+                            std::size_t pair_bytes, int depth)
+    : a_(std::move(a)), mask_(std::move(mask)), depth_(depth) {
+  if (depth < 2) throw Error("internal: a streaming ring needs depth >= 2, got " + std::to_string(depth));
+  if (mask_) {
+    // Both are cut by the same rule, so their stripes match exactly when they are cut the same way.
+    if (mask_->sparse() || a_->sparse())
+      throw UsageError(mask_->name() + ": a streamed mask must be a dense .npy beside a dense .npy A (a sparse A " +
+                       "streams with --unstored missing and no mask)");
+    if (mask_->direction() != a_->direction())
+      throw UsageError(mask_->name() + ": streamed in " + stripes(mask_->direction()) + " stripes but " + a_->name() +
+                       " in " + stripes(a_->direction()) +
+                       " stripes; save the mask in A's order (both Fortran or both C order: numpy.asfortranarray or "
+                       "numpy.ascontiguousarray)");
+    if (mask_->rows() != a_->rows() || mask_->cols() != a_->cols())
+      throw DataError(mask_->name() + ": the mask's block is " + std::to_string(mask_->rows()) + "x" +
+                      std::to_string(mask_->cols()) + " but A's is " + std::to_string(a_->rows()) + "x" +
+                      std::to_string(a_->cols()));
+  }
+  // A dense pair splits the slot in equal halves (same shape, same scalar); A alone takes all of it.
+  const std::size_t each = mask_ ? pair_bytes / 2 : pair_bytes;
+  extents_ = a_->partition(each);
+  std::vector<TileExtent> mask_extents;
+  if (mask_) {
+    mask_extents = mask_->partition(each);
+    const bool same =
+        mask_extents.size() == extents_.size() &&
+        std::equal(extents_.begin(), extents_.end(), mask_extents.begin(), [](const auto& x, const auto& y) {
+          return x.range.first == y.range.first && x.range.last == y.range.last;
+        });
+    if (!same) throw Error("internal: the mask's tiles do not match A's");
+  }
+  if (extents_.empty()) return;
+  std::vector<TilePair<T>> slots;
+  for (int d = 0; d < depth; ++d) {
+    TilePair<T> pair;
+    pair.a = make_slot(*a_, extents_);
+    if (mask_) pair.w = make_slot(*mask_, mask_extents);
+    slots.push_back(std::move(pair));
+  }
+  // Entries are checked by the solver's first pass, which knows which ones are observed (a missing entry may
+  // hold anything) and words a bad weight as a weight.
+  ring_ =
+      std::make_unique<Ring<TilePair<T>>>(std::move(slots), extents_.size(), [this](std::size_t t, TilePair<T>& pair) {
+        a_->read(extents_[t], pair.a, false);
+        pair.a.index = t;
+        std::uint64_t bytes = pair.a.bytes_read;
+        if (mask_) {
+          mask_->read(extents_[t], pair.w, false);
+          pair.w.index = t;
+          bytes += pair.w.bytes_read;
+        }
+        bytes_read_ += bytes;
+      });
+}
+
+template <class T>
+MaskedTiles<T>::~MaskedTiles() {
+  ring_.reset();  // stop the producer before the sources and extents it reads go
+}
+
+template <class T>
+backend::OperandStats MaskedTiles<T>::stats() const {
+  backend::OperandStats s;
+  s.passes = passes_;
+  s.bytes_read = static_cast<double>(bytes_read_.load());
+  if (ring_) {
+    const RingStats r = ring_->stats();
+    s.tiles = r.tiles_delivered;
+    s.seconds_waiting = r.seconds_waiting;
+    s.seconds_reading = r.seconds_filling;
+  }
+  return s;
+}
+
+template class MaskedTiles<float>;
+template class MaskedTiles<double>;
+
+}  // namespace dnmf::stream
