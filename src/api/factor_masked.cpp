@@ -12,6 +12,7 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
+#include "api/factor_masked_grid.hpp"
 #include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -41,8 +42,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   dist::Communicator& world = api::communicator(context);
   const std::string& name = source.name();
   const std::string flag = flag_of(requested.missing);
-  if (world.size() > 1)
-    throw CollectiveError(UsageError(flag + " is not supported on more than one process yet (run one process)"));
+  if (world.size() > 1) return factor_masked_grid<T>(source, requested, context, gather, initial);
   FactorOptions options = api::resolve(requested, context);
   if (options.backend == BackendKind::cuda) throw UsageError(flag + " is not supported with --backend cuda yet");
   if (context.memory_budget > 0) throw UsageError(flag + " is not supported with --memory-budget yet");
