@@ -69,7 +69,8 @@ struct FactorOptions {
   /// together and the entry point throws dnmf::Cancelled; nothing is written.
   std::function<bool()> cancel;
   /// Missing values: a mask, NaN entries or unstored entries not observed (docs/masked.md). Supported on one
-  /// process with A in memory (cpu and reference backends); other paths refuse it with a UsageError.
+  /// process and on the MPI grid (each rank reads its block of A and of the mask), A in memory (cpu and reference
+  /// backends); other paths (streaming, cuda) refuse it with a UsageError.
   MissingValues missing;
 };
 

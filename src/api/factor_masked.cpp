@@ -13,6 +13,7 @@
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
 #include "api/factor_masked_stream.hpp"
+#include "api/factor_masked_grid.hpp"
 #include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -42,8 +43,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   dist::Communicator& world = api::communicator(context);
   const std::string& name = source.name();
   const std::string flag = flag_of(requested.missing);
-  if (world.size() > 1)
-    throw CollectiveError(UsageError(flag + " is not supported on more than one process yet (run one process)"));
+  if (world.size() > 1) return factor_masked_grid<T>(source, requested, context, gather, initial);
   FactorOptions options = api::resolve(requested, context);
   if (options.backend == BackendKind::cuda && options.algorithm != Algorithm::mu && options.algorithm != Algorithm::kl)
     throw UsageError(flag + " with --backend cuda runs mu and kl; --algo " + to_string(options.algorithm) +

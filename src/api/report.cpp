@@ -116,7 +116,11 @@ std::string report_json(const Factorization<T>& run) {
   j["communication"] = {
       {"bytes_sent_per_iteration_per_rank", run.communication.bytes_per_iteration_per_rank},
       {"model_bytes_per_iteration_per_rank", run.communication.model_bytes_per_iteration},
-      {"model", "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k allreduces"}};
+      {"model", result.masked ? "docs/masked.md: allgather of both factors along the grid, reduce-scatter of each "
+                                "column's weighted sums (numerator and Gram term), k x k allreduces where the Gram "
+                                "matrices are corrected"
+                              : "DESIGN 4: allgather + reduce-scatter of both factors along the grid, two k x k "
+                                "allreduces"}};
   if (run.memory.budget_bytes > 0) j["memory"] = memory_json(run.memory);
   j["version"] = std::string(dnmf::version());
   const BlasInfo& blas = blas_info();

@@ -66,19 +66,20 @@ MatrixShape read_shape(const std::string& path, dist::Communicator& comm) {
 }
 
 template <class T>
-LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm) {
+LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
+                         bool check_entries) {
   // The format is known from the name alike on every rank, so the branch taken is the same everywhere.
   const FileFormat format = detail::run_agreed(comm, path, [&] { return format_of(path); });
   switch (format) {
     case FileFormat::npy: {
       LocalBlock<T> block;
-      block.dense = detail::run_agreed(comm, path, [&] { return read_npy_block<T>(path, rows, cols); });
+      block.dense = detail::run_agreed(comm, path, [&] { return read_npy_block<T>(path, rows, cols, check_entries); });
       return block;
     }
     case FileFormat::matrix_market: {
       LocalBlock<T> block;
       block.sparse = true;
-      block.csr = read_mtx_block<T>(path, rows, cols, comm);
+      block.csr = read_mtx_block<T>(path, rows, cols, comm, std::size_t{16} << 20, check_entries);
       return block;
     }
     case FileFormat::hdf5:
@@ -94,7 +95,7 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
   throw CollectiveError(path + ": unknown input format", ErrorKind::usage);
 }
 
-template LocalBlock<float> read_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&);
-template LocalBlock<double> read_block<double>(const std::string&, dist::Range, dist::Range, dist::Communicator&);
+template LocalBlock<float> read_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&, bool);
+template LocalBlock<double> read_block<double>(const std::string&, dist::Range, dist::Range, dist::Communicator&, bool);
 
 }  // namespace dnmf::io

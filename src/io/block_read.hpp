@@ -28,8 +28,12 @@ struct LocalBlock {
 /// precision T. Collective over `comm` (every rank of it calls, each with its own ranges): Matrix Market is
 /// parsed by byte ranges and entries are sent to their owners, so no rank holds the whole matrix.
 /// A negative, NaN or infinite entry is a dnmf::Error naming the file and the entry's global row and column.
+/// `check_entries` false: .npy and Matrix Market entries are returned as stored (a masked run checks only the
+/// observed ones, and NaN may mean missing); the other readers refuse such entries themselves, as their
+/// whole-file reads do.
 template <class T>
-LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm);
+LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
+                         bool check_entries = true);
 
 /// Rows x cols (global indices) of a matrix in memory as a block of precision T: a copy, converted when the
 /// matrix holds U, with block-local column indices for CSR.

@@ -227,7 +227,7 @@ ByteRange range_of(const mtx::Header& h, std::uint64_t file_size, int rank, int 
 template <class T>
 RangeResult parse_range(const InputFile& file, const mtx::Header& h, ByteRange range, std::size_t chunk,
                         const Router& router, const std::vector<Block>& blocks,
-                        std::vector<std::vector<unsigned char>>& buckets) {
+                        std::vector<std::vector<unsigned char>>& buckets, bool check_entries) {
   RangeResult result;
   const auto send = [&](index_t i, index_t j, T value) {
     router.route(i, j, [&](int q) {
@@ -243,7 +243,7 @@ RangeResult parse_range(const InputFile& file, const mtx::Header& h, ByteRange r
       index_t i = 0, j = 0;
       T value{};
       std::string problem = mtx::parse_entry(line, h, i, j, value);
-      if (problem.empty() && !acceptable_entry(value)) problem = describe_bad_entry(i, j, value);
+      if (problem.empty() && check_entries && !acceptable_entry(value)) problem = describe_bad_entry(i, j, value);
       if (!problem.empty()) {
         result.failed = true;
         result.failure_line = result.lines;
@@ -307,7 +307,7 @@ CsrMatrix<T> build_block(index_t rows, index_t cols, const std::vector<unsigned 
 
 template <class T>
 CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
-                            std::size_t chunk_bytes) {
+                            std::size_t chunk_bytes, bool check_entries) {
   const int p = comm.size();
   const auto up = to_size(p);
   const mtx::Header h = broadcast_header(path, comm);
@@ -322,7 +322,7 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
     file.emplace(path);
     range = range_of(h, file->size(), comm.rank(), p);
     const Router router(blocks, h.rows, h.cols);
-    parsed = parse_range<T>(*file, h, range, chunk_bytes, router, blocks, buckets);
+    parsed = parse_range<T>(*file, h, range, chunk_bytes, router, blocks, buckets, check_entries);
   } catch (const Error& e) {
     parsed = {0, 0, true, -1, e.what()};
   } catch (const std::bad_alloc&) {
@@ -433,8 +433,8 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
 }
 
 template CsrMatrix<float> read_mtx_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&,
-                                                std::size_t);
+                                                std::size_t, bool);
 template CsrMatrix<double> read_mtx_block<double>(const std::string&, dist::Range, dist::Range, dist::Communicator&,
-                                                  std::size_t);
+                                                  std::size_t, bool);
 
 }  // namespace dnmf::io

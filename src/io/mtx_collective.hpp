@@ -19,9 +19,10 @@ namespace dnmf::io {
 /// order (malformed line, index out of range, negative/NaN/infinite value, more entries than announced) is a
 /// dnmf::Error on the rank that found it and a PeerError on the others; a problem every rank sees (header,
 /// too few entries, a bad block range) is a CollectiveError everywhere. `chunk_bytes` is the read size (small
-/// values exercise the chunk boundaries in tests).
+/// values exercise the chunk boundaries in tests). `check_entries` false: values are kept as stored, NaN and
+/// negative ones included (a masked run checks only the observed entries).
 template <class T>
 CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
-                            std::size_t chunk_bytes = std::size_t{16} << 20);
+                            std::size_t chunk_bytes = std::size_t{16} << 20, bool check_entries = true);
 
 }  // namespace dnmf::io

@@ -541,13 +541,13 @@ DenseMatrix<T> read_npy_rows(const std::string& path, index_t first, index_t las
 }
 
 template <class T>
-DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::Range cols) {
+DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::Range cols, bool check_entries) {
   const InputFile file(path);
   const NpyHeader header = parse_header(file);
   check_range(path, header, "row", rows.first, rows.last);
   check_range(path, header, "column", cols.first, cols.last);
   DenseMatrix<T> out = read_block<T>(file, header, rows.first, rows.last, cols.first, cols.last);
-  check_nonnegative<T>(out.view(), path, rows.first, cols.first);
+  if (check_entries) check_nonnegative<T>(out.view(), path, rows.first, cols.first);
   return out;
 }
 
@@ -579,12 +579,12 @@ void write_npy_row_major(const std::string& path, const T* data, index_t rows, i
   });
 }
 
-#define DNMF_INSTANTIATE_NPY(T)                                                            \
-  template DenseMatrix<T> read_npy<T>(const std::string&);                                 \
-  template DenseMatrix<T> read_npy_columns<T>(const std::string&, index_t, index_t);       \
-  template DenseMatrix<T> read_npy_rows<T>(const std::string&, index_t, index_t);          \
-  template DenseMatrix<T> read_npy_block<T>(const std::string&, dist::Range, dist::Range); \
-  template void write_npy<T>(const std::string&, DenseView<const T>);                      \
+#define DNMF_INSTANTIATE_NPY(T)                                                                  \
+  template DenseMatrix<T> read_npy<T>(const std::string&);                                       \
+  template DenseMatrix<T> read_npy_columns<T>(const std::string&, index_t, index_t);             \
+  template DenseMatrix<T> read_npy_rows<T>(const std::string&, index_t, index_t);                \
+  template DenseMatrix<T> read_npy_block<T>(const std::string&, dist::Range, dist::Range, bool); \
+  template void write_npy<T>(const std::string&, DenseView<const T>);                            \
   template void write_npy_row_major<T>(const std::string&, const T*, index_t, index_t);
 
 DNMF_INSTANTIATE_NPY(float)

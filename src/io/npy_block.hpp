@@ -13,8 +13,9 @@ namespace dnmf::io {
 /// block's bytes: one read per block column of a Fortran-order file, one per block row of a C-order file
 /// (adjacent runs are merged when the block spans the whole other dimension). A range outside the array, a
 /// truncated file, or a negative, NaN or infinite entry (named by its global row and column) is a
-/// dnmf::Error naming the file. Not collective.
+/// dnmf::Error naming the file. Not collective. `check_entries` false: entries are returned as stored (a masked
+/// run checks only the observed ones).
 template <class T>
-DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::Range cols);
+DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::Range cols, bool check_entries = true);
 
 }  // namespace dnmf::io

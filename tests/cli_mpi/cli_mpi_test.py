@@ -219,6 +219,96 @@ def npz_inputs(ctx):
             check(ctx.report(out)["format"] == "npz", "report format %r" % ctx.report(out)["format"])
 
 
+def mask_rows(m, n):
+    """Weights of an m x n matrix: a fixed pattern of zeros (missing), twos and ones."""
+    return [[0.0 if (3 * i + 5 * j) % 7 == 0 else (2.0 if (i + j) % 5 == 0 else 1.0) for j in range(n)]
+            for i in range(m)]
+
+
+def masked_equal_over_grids(ctx, args, tag, grids=((2, "1x2"), (2, "2x1"), (4, "2x2"))):
+    """`dnmf factor ARGS` on one process and on `grids`: factors, rel_error and the missing section agree."""
+    ctx.ok(["factor"] + args + ["-o", "one_" + tag])
+    one = ctx.report("one_" + tag)
+    for processes, grid in grids:
+        out = "%s_np%d_%s" % (tag, processes, grid)
+        completed = ctx.ok(["factor"] + args + ["--grid", grid, "-o", out], processes)
+        same_factors(ctx, "one_" + tag, out)
+        report = ctx.report(out)
+        check(report["grid"] == grid and report["processes"] == processes, "report grid/processes wrong")
+        check(report["observed"] == one["observed"] and report["missing"] == one["missing"],
+              "observed/missing differ: %s %s vs %s %s" % (report["observed"], report["missing"], one["observed"],
+                                                           one["missing"]))
+        check(abs(report["rel_error"] - one["rel_error"]) <= 1e-8 * one["rel_error"],
+              "rel_error %r differs from one process's %r" % (report["rel_error"], one["rel_error"]))
+        warnings = [line for line in completed.stderr.splitlines() if "have no observed entry" in line]
+        check(len(warnings) == (1 if one["warnings"] else 0), "the warning must be printed once (rank 0), got:\n" +
+              completed.stderr)
+
+
+@case
+def masked_factor(ctx):
+    """--mask (dense .npy, sparse .mtx) and --unstored missing under mpirun: every rank reads its blocks of A and
+    of the mask; W, H, rel_error, observed and the missing section equal the one-process run's."""
+    m, n = 61, 47
+    gen(ctx, "A.npy", m, n, 4)
+    mask = mask_rows(m, n)
+    mask[50] = [0.0] * n  # observed nowhere: in the second block row of a 2x1 or 2x2 grid
+    write_bytes(ctx.path("M.npy"), npy_bytes(mask))
+    for algo in ("mu", "hals", "bpp", "kl"):
+        common = ["A.npy", "--mask", "M.npy", "-k", 4, "--algo", algo, "--iters", 20, "--tol", 0, "-q"]
+        masked_equal_over_grids(ctx, common, "dense_" + algo)
+    report = ctx.report("dense_bpp_np4_2x2")
+    check(report["missing"]["unobserved_rows"] == 1 and report["missing"]["mask"] == "M.npy",
+          "missing section: %s" % report["missing"])
+    check(report["observed"] == sum(1 for row in mask for v in row if v > 0), "observed %s" % report["observed"])
+    # A sparse mask (unstored = missing) on the dense A, and a sparse A whose unstored entries are missing.
+    entries = [(i, j, v) for i, row in enumerate(mask) for j, v in enumerate(row) if v > 0]
+    write_text(ctx.path("M.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (m, n, len(entries)) +
+               "".join("%d %d %g\n" % (i + 1, j + 1, v) for i, j, v in entries))
+    masked_equal_over_grids(ctx, ["A.npy", "--mask", "M.mtx", "-k", 4, "--algo", "hals", "--iters", 20, "--tol", 0,
+                                  "-q"], "mtx_mask", grids=((4, "2x2"),))
+    gen(ctx, "S.mtx", 70, 55, 4, "--density", 0.4)
+    for algo in ("mu", "bpp"):
+        masked_equal_over_grids(ctx, ["S.mtx", "--unstored", "missing", "-k", 4, "--algo", algo, "--iters", 20,
+                                      "--tol", 0, "-q"], "unstored_" + algo)
+
+
+@case
+def masked_bad_input_reported_once(ctx):
+    """A negative weight in the block only rank 1 reads, and a mask of another shape: every rank fails with the
+    same error, printed once with the global place and the data error's exit status; nothing is written."""
+    rows, cols = 12, 6
+    write_bytes(ctx.path("A.npy"), npy_bytes(planted_rows(rows, cols)))
+    weights = [[1.0] * cols for _ in range(rows)]
+    weights[9][4] = -0.5  # rows 6..11 belong to rank 1 on a 2x1 grid
+    write_bytes(ctx.path("M.npy"), npy_bytes(weights))
+    write_bytes(ctx.path("M_shape.npy"), npy_bytes([[1.0] * rows for _ in range(cols)]))
+    for mask, words in (("M.npy", ["M.npy", "row 9, column 4", "mask weights must be finite and >= 0"]),
+                        ("M_shape.npy", ["M_shape.npy", "6x12", "12x6", "a mask must have A's shape"])):
+        completed = ctx.run(["factor", "A.npy", "-k", 2, "--mask", mask, "--grid", "2x1", "-o", "out"], 2, timeout=60)
+        check(completed.returncode == 3, "exit status %d, expected 3 (data error)" % completed.returncode)
+        errors = [line for line in completed.stderr.splitlines() if line.startswith("dnmf: error:")]
+        check(len(errors) == 1, "the error must be printed once, got:\n" + completed.stderr)
+        check(all(w in errors[0] for w in words), "unclear message: " + errors[0])
+        check(not os.path.exists(ctx.path("out")), "no output may be left behind")
+
+
+@case
+def masked_traffic_matches_model(ctx):
+    """report.json's bytes per iteration on a 2x2 grid against docs/masked.md's model, MU and HALS."""
+    gen(ctx, "A.npy", 300, 200, 8)
+    write_bytes(ctx.path("M.npy"), npy_bytes(mask_rows(300, 200)))
+    for algo in ("mu", "hals"):
+        out = "out_" + algo
+        ctx.ok(["factor", "A.npy", "--mask", "M.npy", "-k", 8, "--algo", algo, "--iters", 10, "--tol", 0,
+                "--grid", "2x2", "-q", "-o", out], 4)
+        comm = ctx.report(out)["communication"]
+        model = comm["model_bytes_per_iteration_per_rank"]
+        for rank, measured in enumerate(comm["bytes_sent_per_iteration_per_rank"]):
+            check(abs(measured - model) <= 0.10 * model, "%s: rank %d sent %.0f bytes/iteration, model %.0f (off by "
+                  "more than 10%%)" % (algo, rank, measured, model))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dnmf", required=True)

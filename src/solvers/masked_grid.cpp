@@ -1,0 +1,527 @@
+// See masked_grid.hpp. One half-step on rank (i, j), updating the columns x_c of the factor whose block range
+// is this block's columns, against the other factor's columns y_r of this block's rows:
+//   1. per block column c, this block's share of the column's record: b_c = Σ_r w a y_r over its rows, then
+//      MU: Σ_list coef (y_rᵀx_c) y_r; HALS, BPP: the upper triangle of Σ_list coef y_r y_rᵀ; KL: the ratio
+//      product in place of b_c and the weighted sums Σ w y_r (lists as in masked_problem.hpp: corrections of
+//      the full Gram matrix YᵀY, or the observed entries themselves);
+//   2. one reduce-scatter along the ranks that share these columns puts each column's summed record on its
+//      owner, which adds YᵀY where the lists are corrections and applies the column rule of one process;
+//   3. one allgather of the new pieces along the same ranks (the next half-step reads them), and the k x k
+//      allreduce of their Gram matrix where the lists are corrections.
+// The figures come from the second half-step as on one process: cross and quadratic terms of the weighted
+// error, or KL's sums, from each rank's share, added up by one small allreduce per iteration.
+
+#include "solvers/masked_grid.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cpu/blas.hpp"
+#include "backend/kernels.hpp"
+#include "backend/update_rules.hpp"
+#include "dnmf/error.hpp"
+#include "solvers/update_rule.hpp"
+
+namespace dnmf::solvers {
+namespace {
+
+/// This rank's share of one half-step's figures (masked_iterate.cpp's HalfSums, summed over the world later).
+struct Shares {
+  double cross = 0, quad = 0, kl_log = 0, kl_model = 0, kl_squared = 0, cap_hits = 0;
+  Shares& operator+=(const Shares& o) {
+    cross += o.cross;
+    quad += o.quad;
+    kl_log += o.kl_log;
+    kl_model += o.kl_model;
+    kl_squared += o.kl_squared;
+    cap_hits += o.cap_hits;
+    return *this;
+  }
+};
+
+template <class T>
+double dot_column(const T* y, const T* x, index_t k) {
+  double s = 0;
+  for (index_t l = 0; l < k; ++l) s += static_cast<double>(y[l]) * static_cast<double>(x[l]);
+  return s;
+}
+
+/// Index of (q, l), l <= q, in a packed upper triangle stored column by column.
+inline index_t packed(index_t q, index_t l) { return q * (q + 1) / 2 + l; }
+
+std::vector<std::size_t> times(const std::vector<index_t>& sizes, index_t factor) {
+  std::vector<std::size_t> out;
+  out.reserve(sizes.size());
+  for (const index_t s : sizes) out.push_back(to_size(s * factor));
+  return out;
+}
+
+/// One factor as the iteration holds it: the half it is updated in, the ranks that share its block range, its
+/// piece, the gathered block range and its global Gram matrix.
+template <class T>
+struct Side {
+  const MaskedHalf<T>* half = nullptr;  ///< columns: this factor's block range; rows: the other factor's
+  dist::Communicator* along = nullptr;  ///< ranks sharing the columns: shares reduced, pieces gathered
+  std::vector<index_t> piece_sizes;     ///< columns owned by each rank of `along`, in its rank order
+  index_t offset = 0;                   ///< first owned column, block-local
+  DenseMatrix<T>* piece = nullptr;      ///< k x owned
+  DenseMatrix<T> full;                  ///< k x half->cols
+  DenseMatrix<T> gram;                  ///< k x k, Σ over all of the factor's columns (when needed)
+  backend::UpdateRule rule;
+};
+
+template <class T>
+class GridIteration {
+ public:
+  GridIteration(const MaskedBlock<T>& block, const dist::Grid& grid, const dist::Layout& layout,
+                const FactorOptions& options, Factors<T>& factors)
+      : p_(block.problem),
+        grid_(grid),
+        options_(options),
+        k_(options.rank),
+        kl_(options.algorithm == Algorithm::kl),
+        direct_(block.problem.h_half.direct_gram),
+        full_gram_(!direct_ && !kl_),
+        record_(options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp ? k_ + k_ * (k_ + 1) / 2
+                                                                                            : 2 * k_) {
+    constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the unmasked iteration
+    const auto& pen = options.penalties;
+    h_.half = &p_.h_half;
+    h_.along = &grid.col_comm();
+    h_.piece_sizes = layout.h_piece_sizes;
+    h_.offset = layout.h_cols.first - layout.a_cols.first;
+    h_.piece = &factors.h;
+    h_.full = DenseMatrix<T>(k_, layout.a_cols.size());
+    h_.rule = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
+    w_.half = &p_.w_half;
+    w_.along = &grid.row_comm();
+    w_.piece_sizes = layout.w_piece_sizes;
+    w_.offset = layout.w_rows.first - layout.a_rows.first;
+    w_.piece = &factors.wt;
+    w_.full = DenseMatrix<T>(k_, layout.a_rows.size());
+    w_.rule = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);
+  }
+
+  FactorResult<T> run(dist::Traffic& traffic) {
+    FactorResult<T> result;
+    result.masked = true;
+    result.observed = p_.observed;
+    result.unobserved_rows = p_.unobserved_rows;
+    result.unobserved_cols = p_.unobserved_cols;
+    result.backend = "cpu";
+    result.threads = omp_get_max_threads();
+    for (Side<T>* s : {&h_, &w_}) {
+      zero_unobserved(*s);
+      publish(*s);
+    }
+    dist::Communicator& world = grid_.world();
+    const dist::Traffic before = grid_.traffic();
+    const auto start = std::chrono::steady_clock::now();
+    double previous = std::numeric_limits<double>::quiet_NaN();
+    for (int it = 1; it <= options_.max_iterations; ++it) {
+      // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
+      Side<T>& first = options_.w_first ? w_ : h_;
+      Side<T>& second = options_.w_first ? h_ : w_;
+      const Shares a = update(first, second, false);
+      const Shares b = update(second, first, true);
+      const auto& pen = options_.penalties;
+      double v[10] = {b.cross, b.quad, b.kl_log, b.kl_model, b.kl_squared, a.cap_hits + b.cap_hits, 0, 0, 0, 0};
+      sums(*w_.piece, v[6], v[7]);
+      sums(*h_.piece, v[8], v[9]);
+      world.allreduce_sum(v, 10);
+      result.nnls_cap_hits += static_cast<long long>(v[5]);
+      double squared = 0, objective = 0;
+      if (kl_) {
+        squared = v[4];
+        objective = v[2] - p_.weighted_sum + v[3];
+      } else {
+        double quad = v[1];
+        // MU's quadratic term from its parts: the lists' share and, where they correct YᵀY, Σ_c x_cᵀYᵀYx_c.
+        if (options_.algorithm == Algorithm::mu && full_gram_) quad += frobenius_dot(first.gram, second.gram);
+        squared = p_.weighted_squared_norm - 2 * v[0] + quad;
+        objective = 0.5 * std::max(squared, 0.0) + pen.l1_w * v[6] + 0.5 * pen.l2_w * v[7] + pen.l1_h * v[8] +
+                    0.5 * pen.l2_h * v[9];
+      }
+      const double rel = std::sqrt(std::max(squared, 0.0) / p_.weighted_squared_norm);
+      const bool broken = !std::isfinite(objective) || !std::isfinite(rel);
+      bool stop = it > 1 && options_.tol > 0 && std::abs(previous - objective) <= options_.tol * std::abs(previous);
+      bool cancel = false;
+      if (!broken) {
+        result.rel_error_history.push_back(rel);
+        result.objective_history.push_back(objective);
+        result.iterations = it;
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (options_.progress) options_.progress({it, options_.max_iterations, rel, objective, seconds});
+        cancel = world.rank() == 0 && options_.cancel && options_.cancel();
+      }
+      // Rank 0's decisions are the job's: every rank leaves the loop, or fails, together.
+      auto flag = static_cast<unsigned char>((broken ? 4 : 0) | (stop ? 1 : 0) | (cancel ? 2 : 0));
+      world.broadcast(&flag, 1, dist::Scalar::u8, 0);
+      if ((flag & 4) != 0)
+        throw CollectiveError(NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
+                                             to_string(options_.algorithm) + ", masked): the objective is not finite"));
+      if ((flag & 2) != 0) throw Cancelled("cancelled at iteration " + std::to_string(it));
+      if ((flag & 1) != 0) {
+        result.converged = true;
+        break;
+      }
+      previous = objective;
+    }
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const dist::Traffic after = grid_.traffic();
+    traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
+    if (options_.normalize) normalise();
+    result.rel_error = final_error();
+    result.norm_a = std::sqrt(p_.weighted_squared_norm);
+    result.objective = result.objective_history.empty() ? 0.0 : result.objective_history.back();
+    return result;
+  }
+
+ private:
+  /// One half-step: x's columns against y's (gathered) columns; returns this rank's share of the figures (the
+  /// quadratic MU term and the list shares only when `figures`).
+  Shares update(Side<T>& x, const Side<T>& y, bool figures) {
+    const MaskedHalf<T>& h = *x.half;
+    const DenseMatrix<T>& yt = y.full;
+    const index_t k = k_, e = record_;
+    std::vector<T> send(to_size(e * h.cols), T(0));
+    if (h.dense && !kl_ && h.rows > 0 && h.cols > 0)
+      // b's share of every column at once, written into the records (leading dimension e).
+      backend::blas::gemm(false, false, static_cast<int>(k), static_cast<int>(h.cols), static_cast<int>(h.rows), T(1),
+                          yt.data(), static_cast<int>(k), h.weighted.data(), static_cast<int>(h.rows), T(0),
+                          send.data(), static_cast<int>(e));
+    std::vector<double> base(to_size(k), 0.0);  // KL, corrected lists: this block's Σ_r y_r
+    if (kl_ && !direct_)
+      for (index_t r = 0; r < h.rows; ++r)
+        for (index_t l = 0; l < k; ++l) base[to_size(l)] += static_cast<double>(yt(l, r));
+    std::vector<Shares> per_column(to_size(h.cols));
+    share_records(h, yt, x.full, base, send, per_column);
+
+    // The summed records of the owned columns.
+    const index_t owned = x.piece->cols();
+    std::vector<T> mine;
+    if (x.along->size() == 1) {
+      mine = std::move(send);
+    } else {
+      mine.resize(to_size(e * owned));
+      x.along->reduce_scatter_sum(send.data(), mine.data(), times(x.piece_sizes, e), dist::scalar_of<T>());
+    }
+    std::vector<Shares> per_owned(to_size(owned));
+    apply_rule(x, y, mine, per_owned);
+    publish(x);
+
+    Shares total;
+    for (const Shares& s : per_column) total += s;
+    for (const Shares& s : per_owned) total += s;
+    if (figures && options_.algorithm == Algorithm::mu) total.quad += mu_list_quad(h, yt, x.full);
+    return total;
+  }
+
+  /// Step 1: this block's share of every column's record into `send` (b's share of a dense half is there).
+  void share_records(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const DenseMatrix<T>& x_full,
+                     const std::vector<double>& base, std::vector<T>& send, std::vector<Shares>& per_column) const {
+    const index_t k = k_, e = record_;
+    const bool mu = options_.algorithm == Algorithm::mu;
+#pragma omp parallel
+    {
+      std::vector<double> bd(to_size(k)), sd(to_size(k)), gd(to_size(e - k));
+#pragma omp for schedule(dynamic, 16)
+      for (index_t j = 0; j < h.cols; ++j) {
+        if (h.unobserved[to_size(j)] != 0) continue;  // no share anywhere; its owner holds it at zero
+        T* rec = send.data() + j * e;
+        const T* xj = x_full.data() + j * k;
+        const index_t first = h.gram_ptr[to_size(j)], last = h.gram_ptr[to_size(j) + 1];
+        if (kl_) {
+          Shares& out = per_column[to_size(j)];
+          std::copy(base.begin(), base.end(), sd.begin());
+          for (index_t p = first; p < last; ++p) {
+            const T* yr = yt.data() + h.gram_row[to_size(p)] * k;
+            for (index_t l = 0; l < k; ++l) sd[to_size(l)] += h.gram_coef[to_size(p)] * static_cast<double>(yr[l]);
+          }
+          std::fill(bd.begin(), bd.end(), 0.0);
+          const auto visit = [&](index_t r, double wa, double w) {
+            const T* yr = yt.data() + r * k;
+            const double q = dot_column(yr, xj, k);
+            const double a = wa / w;
+            out.kl_squared += w * (a - q) * (a - q);
+            if (wa == 0) return;
+            const double qf = std::max(q, backend::kl_model_floor);
+            out.kl_log += wa * std::log(a / qf);
+            const double ratio = wa / qf;
+            for (index_t l = 0; l < k; ++l) bd[to_size(l)] += ratio * static_cast<double>(yr[l]);
+          };
+          for_each_observed(h, j, visit);
+          for (index_t l = 0; l < k; ++l) {
+            rec[l] = static_cast<T>(bd[to_size(l)]);
+            rec[k + l] = static_cast<T>(sd[to_size(l)]);
+          }
+          continue;
+        }
+        if (!h.dense) {
+          std::fill(bd.begin(), bd.end(), 0.0);
+          for_each_observed(h, j, [&](index_t r, double wa, double) {
+            const T* yr = yt.data() + r * k;
+            for (index_t l = 0; l < k; ++l) bd[to_size(l)] += wa * static_cast<double>(yr[l]);
+          });
+          for (index_t l = 0; l < k; ++l) rec[l] = static_cast<T>(bd[to_size(l)]);
+        }
+        std::fill(gd.begin(), gd.end(), 0.0);
+        for (index_t p = first; p < last; ++p) {
+          const T* yr = yt.data() + h.gram_row[to_size(p)] * k;
+          const double c = h.gram_coef[to_size(p)];
+          if (mu) {
+            // MU reads G_c only through G_c x_c: its share, 2k flops per listed entry.
+            const double cq = c * dot_column(yr, xj, k);
+            for (index_t l = 0; l < k; ++l) gd[to_size(l)] += cq * static_cast<double>(yr[l]);
+          } else {
+            for (index_t q = 0; q < k; ++q) {
+              const double cy = c * static_cast<double>(yr[q]);
+              for (index_t l = 0; l <= q; ++l) gd[to_size(packed(q, l))] += cy * static_cast<double>(yr[l]);
+            }
+          }
+        }
+        for (std::size_t t = 0; t < gd.size(); ++t) rec[to_size(k) + t] = static_cast<T>(gd[t]);
+      }
+    }
+  }
+
+  /// Step 2: the one-process column rule on each owned column from its summed record.
+  void apply_rule(Side<T>& x, const Side<T>& y, const std::vector<T>& mine, std::vector<Shares>& per_owned) const {
+    const MaskedHalf<T>& h = *x.half;
+    const index_t k = k_, e = record_;
+    const index_t owned = x.piece->cols();
+    const backend::UpdateRule& rule = x.rule;
+    const T* full = y.gram.data();  // YᵀY, where the lists correct it
+#pragma omp parallel
+    {
+      std::vector<double> g(to_size(k * k)), gd(to_size(k));
+      std::vector<T> gt(to_size(k * k)), nx(to_size(k));
+#pragma omp for schedule(dynamic, 16)
+      for (index_t t = 0; t < owned; ++t) {
+        T* xj = x.piece->data() + t * k;
+        if (h.unobserved[to_size(x.offset + t)] != 0) {
+          std::fill(xj, xj + k, T(0));
+          continue;
+        }
+        Shares& out = per_owned[to_size(t)];
+        const T* rec = mine.data() + t * e;
+        const backend::View<T> xv(xj, k, 1, k);
+        const backend::CView<T> bv(rec, k, 1, k);
+        if (kl_) {
+          for (index_t l = 0; l < k; ++l) out.kl_model += static_cast<double>(rec[k + l]) * static_cast<double>(xj[l]);
+          out.cap_hits += backend::update_columns<T>(rule, xv, bv, bv, rec + k, 0, 1);
+          continue;
+        }
+        if (rule.algorithm == Algorithm::mu) {
+          // masked_iterate.cpp's MU step with G_c x_c = YᵀY x_c (corrected lists) + the summed list share.
+          for (index_t l = 0; l < k; ++l) gd[to_size(l)] = static_cast<double>(rec[k + l]);
+          if (full_gram_) add_gram_times(full, xj, gd);
+          for (index_t l = 0; l < k; ++l) {
+            const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
+            nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(rec[l]) / denom);
+          }
+          std::copy(nx.begin(), nx.end(), xj);
+          for (index_t l = 0; l < k; ++l) out.cross += static_cast<double>(xj[l]) * static_cast<double>(rec[l]);
+          continue;
+        }
+        for (index_t q = 0; q < k; ++q)
+          for (index_t l = 0; l <= q; ++l) {
+            const double v = static_cast<double>(rec[k + packed(q, l)]);
+            g[to_size(l + q * k)] = v;
+            g[to_size(q + l * k)] = v;
+          }
+        if (full_gram_)
+          for (std::size_t s = 0; s < g.size(); ++s) g[s] += static_cast<double>(full[s]);
+        for (std::size_t s = 0; s < g.size(); ++s) gt[s] = static_cast<T>(g[s]);
+        const backend::CView<T> gv(gt.data(), k, k, k);
+        out.cap_hits += backend::update_columns<T>(rule, xv, bv, gv, nullptr, 0, 1);
+        for (index_t q = 0; q < k; ++q) {
+          const double xq = static_cast<double>(xj[q]);
+          out.cross += xq * static_cast<double>(rec[q]);
+          double gx = 0;
+          for (index_t l = 0; l < k; ++l) gx += g[to_size(l + q * k)] * static_cast<double>(xj[l]);
+          out.quad += xq * gx;
+        }
+      }
+    }
+  }
+
+  /// out += YᵀY v (k x k, column-major).
+  void add_gram_times(const T* gram, const T* v, std::vector<double>& out) const {
+    for (index_t q = 0; q < k_; ++q) {
+      const double vq = static_cast<double>(v[q]);
+      const T* gq = gram + q * k_;
+      for (index_t l = 0; l < k_; ++l) out[to_size(l)] += static_cast<double>(gq[l]) * vq;
+    }
+  }
+
+  /// This block's share of Σ_c x_cᵀ G_c x_c over the lists, with the new x (MU's figures).
+  double mu_list_quad(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const DenseMatrix<T>& x_full) const {
+    std::vector<double> per_column(to_size(h.cols), 0.0);
+#pragma omp parallel for schedule(dynamic, 16)
+    for (index_t j = 0; j < h.cols; ++j) {
+      const T* xj = x_full.data() + j * k_;
+      double s = 0;
+      for (index_t p = h.gram_ptr[to_size(j)]; p < h.gram_ptr[to_size(j) + 1]; ++p) {
+        const double d = dot_column(yt.data() + h.gram_row[to_size(p)] * k_, xj, k_);
+        s += h.gram_coef[to_size(p)] * d * d;
+      }
+      per_column[to_size(j)] = s;
+    }
+    double s = 0;
+    for (const double v : per_column) s += v;
+    return s;
+  }
+
+  /// Calls f(row, w·a, w) for the observed entries of the half's column j.
+  template <class F>
+  static void for_each_observed(const MaskedHalf<T>& h, index_t j, F&& f) {
+    if (h.dense) {
+      for (index_t r = 0; r < h.rows; ++r) {
+        const double w = static_cast<double>(h.weights(r, j));
+        if (w > 0) f(r, static_cast<double>(h.weighted(r, j)), w);
+      }
+      return;
+    }
+    for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p)
+      f(h.row[to_size(p)], static_cast<double>(h.weighted_value[to_size(p)]),
+        static_cast<double>(h.weight[to_size(p)]));
+  }
+
+  /// Step 3: the side's gathered block range from the pieces, and its Gram matrix where the lists correct it.
+  void publish(Side<T>& s) {
+    const std::vector<std::size_t> counts = times(s.piece_sizes, k_);
+    if (s.along->size() == 1) {
+      s.full = *s.piece;
+    } else {
+      s.along->allgather(s.piece->data(), s.full.data(), counts, dist::scalar_of<T>());
+    }
+    if (!full_gram_) return;
+    s.gram = DenseMatrix<T>(k_, k_, T(0));
+    const auto ik = static_cast<int>(k_);
+    if (s.piece->cols() > 0)
+      backend::blas::gemm(false, true, ik, ik, static_cast<int>(s.piece->cols()), T(1), s.piece->data(), ik,
+                          s.piece->data(), ik, T(0), s.gram.data(), ik);
+    grid_.world().allreduce_sum(s.gram.data(), s.gram.storage().size());
+  }
+
+  void zero_unobserved(Side<T>& s) const {
+    for (index_t t = 0; t < s.piece->cols(); ++t)
+      if (s.half->unobserved[to_size(s.offset + t)] != 0)
+        for (index_t l = 0; l < k_; ++l) (*s.piece)(l, t) = T(0);
+  }
+
+  static double frobenius_dot(const DenseMatrix<T>& a, const DenseMatrix<T>& b) {
+    double s = 0;
+    for (std::size_t e = 0; e < a.storage().size(); ++e)
+      s += static_cast<double>(a.storage()[e]) * static_cast<double>(b.storage()[e]);
+    return s;
+  }
+
+  /// Σ x and Σ x² of a piece (the penalties).
+  static void sums(const DenseMatrix<T>& x, double& sum, double& squares) {
+    for (const T v : x.storage()) {
+      sum += static_cast<double>(v);
+      squares += static_cast<double>(v) * static_cast<double>(v);
+    }
+  }
+
+  /// W's columns sum to 1 over all ranks' pieces; H's rows absorb the scale.
+  void normalise() {
+    DenseMatrix<T>& wt = *w_.piece;
+    DenseMatrix<T>& h = *h_.piece;
+    std::vector<double> s(to_size(k_), 0.0);
+    for (index_t i = 0; i < wt.cols(); ++i)
+      for (index_t l = 0; l < k_; ++l) s[to_size(l)] += static_cast<double>(wt(l, i));
+    grid_.world().allreduce_sum(s.data(), s.size());
+    for (index_t l = 0; l < k_; ++l) {
+      if (!(s[to_size(l)] > 0)) continue;
+      for (index_t i = 0; i < wt.cols(); ++i) wt(l, i) = static_cast<T>(static_cast<double>(wt(l, i)) / s[to_size(l)]);
+      for (index_t j = 0; j < h.cols(); ++j) h(l, j) = static_cast<T>(static_cast<double>(h(l, j)) * s[to_size(l)]);
+    }
+  }
+
+  /// sqrt(Σ w (a - (WH)_rc)² / Σ w a²) over the observed entries of all blocks, computed directly.
+  double final_error() {
+    for (Side<T>* s : {&h_, &w_}) publish(*s);
+    const MaskedHalf<T>& h = p_.h_half;
+    std::vector<double> per_column(to_size(h.cols), 0.0);
+#pragma omp parallel for schedule(static)
+    for (index_t j = 0; j < h.cols; ++j) {
+      const T* hj = h_.full.data() + j * k_;
+      double s = 0;
+      for_each_observed(h, j, [&](index_t r, double wa, double w) {
+        const double d = wa / w - dot_column(w_.full.data() + r * k_, hj, k_);
+        s += w * d * d;
+      });
+      per_column[to_size(j)] = s;
+    }
+    double num = 0;
+    for (const double v : per_column) num += v;
+    num = grid_.world().sum(num);
+    return std::sqrt(num / p_.weighted_squared_norm);
+  }
+
+  const MaskedProblem<T>& p_;
+  const dist::Grid& grid_;
+  const FactorOptions& options_;
+  const index_t k_;
+  const bool kl_;
+  const bool direct_;     // the lists hold the observed entries (else corrections of YᵀY)
+  const bool full_gram_;  // the Gram matrices YᵀY are needed (corrected lists, not KL)
+  const index_t record_;  // values per column in the reduce-scatter
+  Side<T> h_, w_;
+};
+
+}  // namespace
+
+template <class T>
+Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& grid, const dist::Layout& layout,
+                              const FactorOptions& options, const DenseMatrix<T>* W0, const DenseMatrix<T>* H0) {
+  const MaskedProblem<T>& p = block.problem;
+  check_options(options, p.m, p.n);
+  const auto init_start = std::chrono::steady_clock::now();
+  auto host =
+      backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
+  // The random start is scaled to the mean of the observed entries, as on one process.
+  const double mean = p.observed_sum / static_cast<double>(p.observed);
+  Solution<T> out;
+  out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
+  out.pieces = initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0);
+  const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
+  GridIteration<T> iteration(block, grid, layout, options, out.pieces);
+  out.result = iteration.run(out.iteration_traffic);
+  out.result.init_seconds = init_seconds;
+  return out;
+}
+
+double masked_words_per_rank(dist::GridShape shape, index_t m, index_t n, index_t k, Algorithm algorithm,
+                             bool full_gram) {
+  const double pr = shape.rows, pc = shape.cols, kk = static_cast<double>(k);
+  const double md = static_cast<double>(m), nd = static_cast<double>(n);
+  const double record = algorithm == Algorithm::hals || algorithm == Algorithm::bpp ? kk + kk * (kk + 1) / 2 : 2 * kk;
+  const double gather_w = (pc - 1) / pc * kk * md / pr;
+  const double gather_h = (pr - 1) / pr * kk * nd / pc;
+  const double scatter_h = (pr - 1) / pr * record * nd / pc;
+  const double scatter_w = (pc - 1) / pc * record * md / pr;
+  const double p = pr * pc;
+  const double grams = full_gram && algorithm != Algorithm::kl ? 2 * 2 * (p - 1) / p * kk * kk : 0.0;
+  return gather_w + gather_h + scatter_h + scatter_w + grams;
+}
+
+template Solution<float> solve_masked_grid<float>(const MaskedBlock<float>&, const dist::Grid&, const dist::Layout&,
+                                                  const FactorOptions&, const DenseMatrix<float>*,
+                                                  const DenseMatrix<float>*);
+template Solution<double> solve_masked_grid<double>(const MaskedBlock<double>&, const dist::Grid&, const dist::Layout&,
+                                                    const FactorOptions&, const DenseMatrix<double>*,
+                                                    const DenseMatrix<double>*);
+
+}  // namespace dnmf::solvers

@@ -1,0 +1,320 @@
+// Masked (weighted) NMF on the 2-D grid (issue 15): for every grid shape of the job's processes, every solver,
+// dense and CSR input (unstored entries observed or missing), NaN as missing, a row-major source and float,
+// the factors and figures equal the one-process masked run (f64: 1e-8); bad input fails on every rank with the
+// same CollectiveError naming the entry's place in A.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "dnmf/dnmf.hpp"
+#include "dnmf/index.hpp"
+#include "dnmf/mpi.hpp"
+#include "support/random_matrices.hpp"
+
+namespace dnmf {
+namespace {
+
+constexpr index_t kRows = 37, kCols = 29;
+
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+/// Every pr x pc grid of the job's processes (1x1 for one process).
+std::vector<std::string> grid_shapes() {
+  const int p = world_size();
+  std::vector<std::string> shapes;
+  for (int pr = 1; pr <= p; ++pr)
+    if (p % pr == 0) shapes.push_back(std::to_string(pr) + "x" + std::to_string(p / pr));
+  return shapes;
+}
+
+template <class T>
+DenseMatrix<T> planted_matrix() {
+  PlantedOptions p;
+  p.rows = kRows;
+  p.cols = kCols;
+  p.rank = 3;
+  p.noise = 0.01;
+  p.seed = 11;
+  const DenseMatrix<double> a = make_planted<double>(p).dense;
+  DenseMatrix<T> out(a.rows(), a.cols());
+  for (std::size_t e = 0; e < a.storage().size(); ++e) out.storage()[e] = static_cast<T>(a.storage()[e]);
+  return out;
+}
+
+/// Weights: `missing` of the entries 0, `heavy` of the rest 2.5, the others 1 (a plain seeded engine).
+template <class T>
+DenseMatrix<T> weights(double missing, double heavy, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  DenseMatrix<T> w(kRows, kCols);
+  for (T& v : w.storage()) v = u(rng) < missing ? T(0) : (u(rng) < heavy ? T(2.5) : T(1));
+  return w;
+}
+
+FactorOptions masked_options(Algorithm algorithm) {
+  FactorOptions o;
+  o.rank = 3;
+  o.algorithm = algorithm;
+  o.max_iterations = 20;
+  o.tol = 0;
+  o.seed = 7;
+  return o;
+}
+
+constexpr Algorithm kAlgorithms[] = {Algorithm::mu, Algorithm::hals, Algorithm::bpp, Algorithm::kl};
+
+/// Runs `source` with `options` on one process and on every grid of the job; compares on rank 0.
+template <class T>
+void expect_grids_equal_one_process(const Source& source, const FactorOptions& options, double tolerance,
+                                    const std::string& what) {
+  const Factorization<T> one = factor<T>(source, options);
+  ASSERT_TRUE(one.result.masked) << what;
+  for (const std::string& shape : grid_shapes()) {
+    Context context = mpi_context(MPI_COMM_WORLD);
+    context.grid = shape;
+    const Factorization<T> grid = factor<T>(source, options, context);
+    const std::string label = what + " " + to_string(options.algorithm) + " on " + shape;
+    EXPECT_TRUE(grid.result.masked) << label;
+    EXPECT_EQ(grid.grid, shape) << label;
+    EXPECT_EQ(grid.result.observed, one.result.observed) << label;
+    EXPECT_EQ(grid.result.unobserved_rows, one.result.unobserved_rows) << label;
+    EXPECT_EQ(grid.result.unobserved_cols, one.result.unobserved_cols) << label;
+    EXPECT_EQ(grid.result.iterations, one.result.iterations) << label;
+    EXPECT_NEAR(grid.result.rel_error, one.result.rel_error, tolerance * one.result.rel_error) << label;
+    ASSERT_EQ(grid.result.rel_error_history.size(), one.result.rel_error_history.size()) << label;
+    // The per-iteration figure comes from the Gram identity, which cancels to about 1e-7 of ||A||² in float.
+    const double history = std::is_same_v<T, float> ? 1e-3 : tolerance;
+    EXPECT_NEAR(grid.result.rel_error_history.back(), one.result.rel_error_history.back(),
+                history * one.result.rel_error_history.back())
+        << label;
+    if (world_rank() == 0) {
+      EXPECT_LE(test::max_relative_difference(grid.result.W, one.result.W), tolerance) << label;
+      EXPECT_LE(test::max_relative_difference(grid.result.H, one.result.H), tolerance) << label;
+    }
+  }
+}
+
+TEST(MpiMasked, DenseMaskWithCorrectedGramsEqualsOneProcess) {
+  const DenseMatrix<double> a = planted_matrix<double>();
+  const DenseMatrix<double> w = weights<double>(0.15, 0.1, 1);  // few non-unit weights: YᵀY corrected
+  FactorOptions o;
+  o.missing.mask = Source::dense<double>(w.view());
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions run = masked_options(algorithm);
+    run.missing = o.missing;
+    expect_grids_equal_one_process<double>(Source::dense<double>(a.view()), run, 1e-8, "dense, corrected");
+  }
+}
+
+TEST(MpiMasked, MostlyMissingWithUnobservedRowAndColumnEqualsOneProcess) {
+  const DenseMatrix<double> a = planted_matrix<double>();
+  DenseMatrix<double> w = weights<double>(0.5, 0.5, 2);     // Grams summed over the observed entries
+  for (index_t j = 0; j < kCols; ++j) w(kRows - 2, j) = 0;  // a row observed nowhere, in the last block row
+  for (index_t i = 0; i < kRows; ++i) w(i, 5) = 0;          // a column observed nowhere
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions o = masked_options(algorithm);
+    o.missing.mask = Source::dense<double>(w.view());
+    expect_grids_equal_one_process<double>(Source::dense<double>(a.view()), o, 1e-8, "dense, direct");
+  }
+  FactorOptions o = masked_options(Algorithm::hals);
+  o.missing.mask = Source::dense<double>(w.view());
+  Context context = mpi_context(MPI_COMM_WORLD);
+  const Factorization<double> run = factor<double>(Source::dense<double>(a.view()), o, context);
+  EXPECT_EQ(run.result.unobserved_rows, 1);
+  EXPECT_EQ(run.result.unobserved_cols, 1);
+  if (world_rank() == 0) {
+    for (index_t l = 0; l < 3; ++l) {
+      EXPECT_EQ(run.result.W(kRows - 2, l), 0.0);
+      EXPECT_EQ(run.result.H(l, 5), 0.0);
+    }
+  }
+}
+
+TEST(MpiMasked, NanMissingAndRowMajorSourceEqualOneProcess) {
+  DenseMatrix<double> a = planted_matrix<double>();
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (double& v : a.storage())
+    if (u(rng) < 0.2) v = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> row_major(to_size(kRows * kCols));
+  for (index_t i = 0; i < kRows; ++i)
+    for (index_t j = 0; j < kCols; ++j) row_major[to_size(i * kCols + j)] = a(i, j);
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions o = masked_options(algorithm);
+    o.missing.nan_missing = true;
+    expect_grids_equal_one_process<double>(Source::dense<double>(a.view()), o, 1e-8, "NaN missing");
+    expect_grids_equal_one_process<double>(Source::dense_row_major<double>(row_major.data(), kRows, kCols, kCols), o,
+                                           1e-8, "NaN missing, row-major");
+  }
+}
+
+TEST(MpiMasked, CsrWithUnstoredMissingOrAMaskEqualsOneProcess) {
+  DenseMatrix<double> a = planted_matrix<double>();
+  std::mt19937_64 rng(4);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (double& v : a.storage())
+    if (u(rng) < 0.4) v = 0;
+  const CsrMatrix<double> s = test::to_csr(a);
+  const DenseMatrix<double> w = weights<double>(0.2, 0.2, 5);
+  const CsrMatrix<double> sparse_mask = test::to_csr(w);
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions o = masked_options(algorithm);
+    o.missing.unstored = Unstored::missing;
+    expect_grids_equal_one_process<double>(Source::csr<double>(s.view()), o, 1e-8, "CSR, unstored missing");
+    o.missing.mask = Source::csr<double>(sparse_mask.view());
+    expect_grids_equal_one_process<double>(Source::csr<double>(s.view()), o, 1e-8, "CSR, unstored missing, mask");
+    o.missing.unstored = Unstored::zero;
+    expect_grids_equal_one_process<double>(Source::csr<double>(s.view()), o, 1e-8, "CSR, unstored zero, mask");
+  }
+}
+
+TEST(MpiMasked, FloatWFirstAndPenaltiesEqualOneProcess) {
+  const DenseMatrix<float> a = planted_matrix<float>();
+  const DenseMatrix<float> w = weights<float>(0.2, 0.1, 6);
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions o = masked_options(algorithm);
+    o.missing.mask = Source::dense<float>(w.view());
+    expect_grids_equal_one_process<float>(Source::dense<float>(a.view()), o, 1e-4, "float");
+  }
+  const DenseMatrix<double> ad = planted_matrix<double>();
+  const DenseMatrix<double> wd = weights<double>(0.2, 0.1, 6);
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions o = masked_options(algorithm);
+    o.missing.mask = Source::dense<double>(wd.view());
+    o.w_first = true;
+    o.penalties = {0.01, 0.02, 0.03, 0.04};
+    o.tol = 1e-6;  // the stopping rule on the global objective: the same iteration count as one process
+    o.max_iterations = 200;
+    expect_grids_equal_one_process<double>(Source::dense<double>(ad.view()), o, 1e-8, "w first, penalties");
+  }
+}
+
+TEST(MpiMasked, BlocksStayOnTheirRanksUntilGathered) {
+  const DenseMatrix<double> a = planted_matrix<double>();
+  const DenseMatrix<double> w = weights<double>(0.15, 0.1, 1);
+  FactorOptions o = masked_options(Algorithm::bpp);
+  o.missing.mask = Source::dense<double>(w.view());
+  const Factorization<double> one = factor<double>(Source::dense<double>(a.view()), o);
+  const Context context = mpi_context(MPI_COMM_WORLD);
+  Factorization<double> run = factor<double>(Source::dense<double>(a.view()), o, context, Gather::none);
+  EXPECT_TRUE(run.result.W.storage().empty());
+  // This rank's pieces are the one-process factors' rows and columns.
+  for (index_t i = 0; i < run.w_block.cols(); ++i)
+    for (index_t l = 0; l < 3; ++l) EXPECT_NEAR(run.w_block(l, i), one.result.W(run.w_row_first + i, l), 1e-8);
+  for (index_t j = 0; j < run.h_block.cols(); ++j)
+    for (index_t l = 0; l < 3; ++l)
+      EXPECT_NEAR(run.h_block(l, j), one.result.H(l, run.h_col_first + j),
+                  1e-8 * one.result.H(l, run.h_col_first + j) + 1e-8);
+  gather(run, context);
+  if (world_rank() == 0) {
+    EXPECT_LE(test::max_relative_difference(run.result.W, one.result.W), 1e-8);
+  }
+  EXPECT_EQ(run.communication.processes, world_size());
+}
+
+/// The error every rank throws, checked to be the same on all of them.
+template <class F>
+std::string same_error_everywhere(F&& action, ErrorKind kind) {
+  std::string message;
+  bool collective = false;
+  try {
+    action();
+    ADD_FAILURE() << "expected an error";
+  } catch (const CollectiveError& e) {
+    collective = true;
+    message = e.what();
+    EXPECT_EQ(e.kind(), kind) << message;
+  } catch (const Error& e) {
+    message = e.what();
+    EXPECT_EQ(e.kind(), kind) << message;
+  }
+  if (world_size() > 1) {
+    EXPECT_TRUE(collective) << "rank " << world_rank() << ": " << message;
+  }
+  // Rank 0's text reaches every rank: all must have thrown the same.
+  int length = static_cast<int>(message.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string root(to_size(length), ' ');
+  if (world_rank() == 0) root = message;
+  MPI_Bcast(root.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(message, root) << "rank " << world_rank();
+  return message;
+}
+
+TEST(MpiMasked, BadInputFailsOnEveryRankWithTheSameError) {
+  const DenseMatrix<double> a = planted_matrix<double>();
+  const Context context = mpi_context(MPI_COMM_WORLD);
+  FactorOptions o = masked_options(Algorithm::mu);
+
+  const DenseMatrix<double> wrong(kCols, kRows, 1.0);
+  o.missing.mask = Source::dense<double>(wrong.view());
+  std::string m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(a.view()), o, context); },
+                                        ErrorKind::data);
+  EXPECT_NE(m.find("the mask is 29x37 but <memory> is 37x29 (a mask must have A's shape)"), std::string::npos) << m;
+
+  // A negative weight in the last block (the last rank's on every grid).
+  DenseMatrix<double> w(kRows, kCols, 1.0);
+  w(kRows - 1, kCols - 2) = -0.5;
+  o.missing.mask = Source::dense<double>(w.view());
+  m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(a.view()), o, context); },
+                            ErrorKind::data);
+  EXPECT_NE(m.find("weight at row 36, column 27 (0-based) is -0.5"), std::string::npos) << m;
+  EXPECT_NE(m.find("mask weights must be finite and >= 0"), std::string::npos) << m;
+
+  // An observed NaN without --missing nan, in the same block; a masked NaN is fine.
+  DenseMatrix<double> bad = a;
+  bad(kRows - 1, kCols - 1) = std::numeric_limits<double>::quiet_NaN();
+  w(kRows - 1, kCols - 2) = 1.0;
+  m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(bad.view()), o, context); },
+                            ErrorKind::data);
+  EXPECT_NE(m.find("row 36, column 28"), std::string::npos) << m;
+  EXPECT_NE(m.find("--missing nan takes NaN entries as missing"), std::string::npos) << m;
+  w(kRows - 1, kCols - 1) = 0.0;
+  EXPECT_NO_THROW((void)factor<double>(Source::dense<double>(bad.view()), o, context));
+
+  // Nothing observed at all.
+  const DenseMatrix<double> none(kRows, kCols, 0.0);
+  o.missing.mask = Source::dense<double>(none.view());
+  m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(a.view()), o, context); },
+                            ErrorKind::data);
+  EXPECT_NE(m.find("no entry is observed"), std::string::npos) << m;
+
+  // --unstored missing with a dense A.
+  o.missing = MissingValues{};
+  o.missing.unstored = Unstored::missing;
+  m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(a.view()), o, context); },
+                            ErrorKind::usage);
+  EXPECT_NE(m.find("--unstored missing applies to a sparse matrix"), std::string::npos) << m;
+}
+
+TEST(MpiMasked, UnsupportedCombinationsStayRefused) {
+  if (world_size() == 1) GTEST_SKIP() << "the grid's refusals";
+  const DenseMatrix<double> a = planted_matrix<double>();
+  const DenseMatrix<double> w = weights<double>(0.15, 0.1, 1);
+  FactorOptions o = masked_options(Algorithm::mu);
+  o.missing.mask = Source::dense<double>(w.view());
+  Context context = mpi_context(MPI_COMM_WORLD);
+  o.init = InitMethod::nndsvd;
+  std::string m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(a.view()), o, context); },
+                                        ErrorKind::usage);
+  EXPECT_NE(m.find("needs one process"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace dnmf
