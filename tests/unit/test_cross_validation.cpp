@@ -55,8 +55,12 @@ TEST(CrossValidation, FindsThePlantedRank) {
       se = k.standard_error;
     }
   for (const auto& k : r.ranks) {
-    if (k.k < r.selected_k) EXPECT_GT(k.mean, best + se);
-    if (k.k == r.selected_k) EXPECT_LE(k.mean, best + se);
+    if (k.k < r.selected_k) {
+      EXPECT_GT(k.mean, best + se);
+    }
+    if (k.k == r.selected_k) {
+      EXPECT_LE(k.mean, best + se);
+    }
   }
   // Same seed, same folds and errors; another seed, other folds.
   CrossValidationOptions one = o;
