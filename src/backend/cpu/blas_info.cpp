@@ -1,6 +1,8 @@
-// See dnmf/blas.hpp. The BLAS is asked through symbols looked up at run time (dlsym on the process's global
-// scope), so this file compiles against any of the configure-time choices and still names the library that was
-// actually loaded, e.g. when LD_LIBRARY_PATH or Debian's alternatives put another build in its place.
+// See dnmf/blas.hpp. The BLAS is asked through symbols looked up at run time, so this file compiles against any
+// of the configure-time choices and still names the library that was actually loaded, e.g. when LD_LIBRARY_PATH
+// or Debian's alternatives put another build in its place. Two BLAS libraries may be loaded at once (with
+// DNMF_BLAS=blis the reference LAPACK pulls in Debian's libblas.so.3, which may be OpenBLAS): the one asked is
+// the one whose cblas_dgemm the process calls (dladdr), not whichever exports a version query first.
 
 #include <dlfcn.h>
 
@@ -15,9 +17,19 @@
 namespace dnmf {
 namespace {
 
+// The library serving the process's cblas_dgemm, or the global scope when it cannot be told.
+void* serving_library() {
+  void* dgemm = dlsym(RTLD_DEFAULT, "cblas_dgemm");
+  Dl_info where{};
+  if (dgemm != nullptr && dladdr(dgemm, &where) != 0 && where.dli_fname != nullptr)
+    if (void* handle = dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD)) return handle;
+  return RTLD_DEFAULT;
+}
+
 template <class F>
 F lookup(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+  static void* const library = serving_library();
+  return reinterpret_cast<F>(dlsym(library, name));
 }
 
 std::string widest_vector_isa() {
@@ -73,7 +85,9 @@ BlasInfo query() {
     mkl_version(text.data(), static_cast<int>(text.size()));
     info.config = text.data();
     const auto at = info.config.find("Version ");
-    if (at != std::string::npos) info.version = info.config.substr(at + 8, info.config.find(' ', at + 8) - at - 8);
+    // "... Version 2026.2-Product Build 20260915 ...": the version is what follows, up to '-' or a space.
+    if (at != std::string::npos)
+      info.version = info.config.substr(at + 8, info.config.find_first_of(" -", at + 8) - at - 8);
     // MKL picks its code path per call and does not name it; it is not a fixed generic kernel.
     info.kernel = "dispatched at run time";
     return info;
