@@ -12,8 +12,8 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
-#include "api/factor_masked_stream.hpp"
 #include "api/factor_masked_grid.hpp"
+#include "api/factor_masked_stream.hpp"
 #include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -49,8 +49,9 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
     throw UsageError(flag + " with --backend cuda runs mu and kl; --algo " + to_string(options.algorithm) +
                      " is not supported there yet (use --backend cpu)");
   if (options.backend == BackendKind::cuda && context.memory_budget > 0)
-    throw UsageError(flag + " with --backend cuda is not supported with --memory-budget yet (a masked GPU run holds "
-                            "A on the device; use --backend cpu to stream)");
+    throw UsageError(flag +
+                     " with --backend cuda is not supported with --memory-budget yet (a masked GPU run holds "
+                     "A on the device; use --backend cpu to stream)");
   if ((options.init == InitMethod::given) != (initial != nullptr))
     throw UsageError(name + (initial != nullptr
                                  ? ": initial factors were given but the init method is " + to_string(options.init)
