@@ -50,8 +50,6 @@ const T* packed(index_t k, index_t cols, const T* src, index_t ld, index_t padde
   return buffer.data();
 }
 
-template <class T>
-thread_local std::vector<T> pack_buffer;
 
 std::atomic<bool> blas_forced{false};
 
@@ -92,7 +90,8 @@ void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T
     return;
   }
   const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
-  const T* p = packed(k, m, y, ldy, padded, pack_buffer<T>);
+  std::vector<T> buffer;  // per call: a thread_local one would outlive OpenMP's pool threads (a leak to LSan)
+  const T* p = packed(k, m, y, ldy, padded, buffer);
   if (isa() == Isa::avx512)
     avx512::ya(k, m, n, p, padded, a, lda, beta, c, ldc);
   else
@@ -110,7 +109,8 @@ void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const 
     return;
   }
   const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
-  const T* p = packed(k, n, x, ldx, padded, pack_buffer<T>);
+  std::vector<T> buffer;
+  const T* p = packed(k, n, x, ldx, padded, buffer);
   if (isa() == Isa::avx512)
     avx512::xat(k, m, n, p, padded, a, lda, beta, d, ldd);
   else
