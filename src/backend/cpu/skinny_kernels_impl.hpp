@@ -73,6 +73,18 @@ inline void add_lanes(T* dst, typename Lanes<T, VL>::Vec acc, int rows, bool fir
   }
 }
 
+// An accumulator block into its NC columns of dst (column stride ld), the rows below rows_left only.
+template <class T, int VL, int RV, int NC>
+inline void add_block(const typename Lanes<T, VL>::Vec (&acc)[RV][NC], T* dst, index_t ld, index_t rows_left,
+                      bool first, T beta) {
+  for (int q = 0; q < NC; ++q)
+    for (int r = 0; r < RV; ++r) {
+      const index_t rows = rows_left - r * VL;
+      if (rows > 0)
+        add_lanes<T, VL>(dst + q * ld + r * VL, acc[r][q], rows < VL ? static_cast<int>(rows) : VL, first, beta);
+    }
+}
+
 // C(r0 .. r0+RV·VL, j0 .. j0+NC) over i in [i0, i1): acc += P(:, i) · A(i, j). P is k padded to a multiple of VL,
 // column stride ldp. `rows_left` = k - r0 bounds the rows written.
 template <class T, int VL, int RV, int NC>
@@ -92,12 +104,7 @@ void ya_block(const T* p, index_t ldp, const T* a, index_t lda, index_t i0, inde
       for (int r = 0; r < RV; ++r) acc[r][q] += y[r] * b;
     }
   }
-  for (int q = 0; q < NC; ++q)
-    for (int r = 0; r < RV; ++r) {
-      const index_t rows = rows_left - r * VL;
-      if (rows > 0)
-        add_lanes<T, VL>(c + q * ldc + r * VL, acc[r][q], rows < VL ? static_cast<int>(rows) : VL, first, beta);
-    }
+  add_block<T, VL, RV, NC>(acc, c, ldc, rows_left, first, beta);
 }
 
 // D(r0 .., i0 .. i0+NC) over j in [j0, j1): acc += X(:, j) · A(i, j).
@@ -117,12 +124,7 @@ void xat_block(const T* x, index_t ldx, const T* a, index_t lda, index_t j0, ind
       for (int r = 0; r < RV; ++r) acc[r][q] += y[r] * b;
     }
   }
-  for (int q = 0; q < NC; ++q)
-    for (int r = 0; r < RV; ++r) {
-      const index_t rows = rows_left - r * VL;
-      if (rows > 0)
-        add_lanes<T, VL>(d + q * ldd + r * VL, acc[r][q], rows < VL ? static_cast<int>(rows) : VL, first, beta);
-    }
+  add_block<T, VL, RV, NC>(acc, d, ldd, rows_left, first, beta);
 }
 
 // The accumulator shapes: RV vectors of k by NC columns, RV·NC = 12 (NC = 1 for the last columns).
@@ -153,6 +155,25 @@ constexpr index_t kRowBlock = 256;
 // row blocks.
 constexpr index_t kColBlock = 192;
 
+template <int N>
+struct Vectors {
+  static constexpr int value = N;
+};
+
+// Calls f(Vectors<RV>{}) with RV = the vectors (of VL lanes, at most 4) that `rows` rows of k fill.
+template <int VL, class F>
+inline void with_vectors(index_t rows, F&& f) {
+  const index_t vectors = (rows + VL - 1) / VL;
+  if (vectors >= 4)
+    f(Vectors<4>{});
+  else if (vectors == 3)
+    f(Vectors<3>{});
+  else if (vectors == 2)
+    f(Vectors<2>{});
+  else
+    f(Vectors<1>{});
+}
+
 template <class T, int VL>
 void ya_impl(index_t k, index_t m, index_t n, const T* p, index_t ldp, const T* a, index_t lda, T beta, T* c,
              index_t ldc) {
@@ -161,15 +182,9 @@ void ya_impl(index_t k, index_t m, index_t n, const T* p, index_t ldp, const T* 
     const bool first = i0 == 0;
     for (index_t r0 = 0; r0 < k; r0 += 4 * VL) {
       const index_t rows = k - r0;
-      const index_t vectors = (rows + VL - 1) / VL;
-      if (vectors >= 4)
-        ya_panel<T, VL, 4>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
-      else if (vectors == 3)
-        ya_panel<T, VL, 3>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
-      else if (vectors == 2)
-        ya_panel<T, VL, 2>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
-      else
-        ya_panel<T, VL, 1>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+      with_vectors<VL>(rows, [&](auto rv) {
+        ya_panel<T, VL, decltype(rv)::value>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+      });
     }
   }
 }
@@ -182,15 +197,9 @@ void xat_impl(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T*
     const bool first = j0 == 0;
     for (index_t r0 = 0; r0 < k; r0 += 4 * VL) {
       const index_t rows = k - r0;
-      const index_t vectors = (rows + VL - 1) / VL;
-      if (vectors >= 4)
-        xat_panel<T, VL, 4>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
-      else if (vectors == 3)
-        xat_panel<T, VL, 3>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
-      else if (vectors == 2)
-        xat_panel<T, VL, 2>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
-      else
-        xat_panel<T, VL, 1>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
+      with_vectors<VL>(rows, [&](auto rv) {
+        xat_panel<T, VL, decltype(rv)::value>(x + r0, ldx, a, lda, m, j0, j1, d + r0, ldd, rows, first, beta);
+      });
     }
   }
 }

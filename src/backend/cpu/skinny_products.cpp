@@ -50,7 +50,6 @@ const T* packed(index_t k, index_t cols, const T* src, index_t ld, index_t padde
   return buffer.data();
 }
 
-
 std::atomic<bool> blas_forced{false};
 
 }  // namespace
