@@ -80,7 +80,7 @@ struct HalfShared {
   bool corrected;            ///< G_j = F + Σ listed; else G_j = Σ listed
   std::vector<double> full;  ///< F (k x k), corrected only
   std::vector<double> sums;  ///< Σ_i y_i (KL)
-  DenseMatrix<T> numer;      ///< Yᵀ(W∘A), dense Frobenius halves
+  DenseMatrix<T>& numer;     ///< Yᵀ(W∘A), dense Frobenius halves (the caller's buffer, kept between iterations)
 };
 
 /// One thread's scratch, sized once per half-step.
@@ -137,8 +137,8 @@ void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, H
   } else {
     // A sparse half's lists are its entries (masked_problem.cpp): b_j and G_j x in one pass, each y_i read once.
     std::fill(sc.b.begin(), sc.b.end(), 0.0);
-    listed_products(sh.yt.data(), k, h.row.data(), h.gram_coef.data(), p0, p1, x, sc.gx.data(),
-                    h.weighted_value.data(), sc.b.data());
+    listed_products(sh.yt.data(), k, h.row.data(), h.gram_coef.data(), p0, p1, x, sc.gx.data(), h.weighted_value.data(),
+                    sc.b.data());
   }
   for (index_t l = 0; l < k; ++l) {
     const double xl = static_cast<double>(x[l]);
@@ -338,12 +338,12 @@ void kl_dense_block(const HalfShared<T>& sh, index_t j0, index_t j1, DenseMatrix
 /// iteration's error and objective come from (only the second half's are read). Columns are independent and
 /// each column's sums are kept apart and added in column order, so the result does not depend on the threads.
 template <class T>
-HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x,
+HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& numer,
                      const backend::UpdateRule& rule, bool figures) {
   const index_t k = yt.rows();
   const int ik = static_cast<int>(k);
   const bool kl = rule.algorithm == Algorithm::kl;
-  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}, {}};
+  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}, numer};
   if (kl) {
     sh.sums.assign(to_size(k), 0.0);
     if (sh.corrected)
@@ -357,7 +357,7 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
       sh.full.assign(full.storage().begin(), full.storage().end());
     }
     if (h.dense) {
-      sh.numer = DenseMatrix<T>(k, h.cols);
+      if (numer.rows() != k || numer.cols() != h.cols) numer = DenseMatrix<T>(k, h.cols);
       const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
 #pragma omp parallel
       {
@@ -562,13 +562,14 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   const bool kl = options.algorithm == Algorithm::kl;
   zero_unobserved(p, f);
   ThreadGovernor governor(omp_get_max_threads(), true, iteration_flops(p, f.h.rows()));
+  DenseMatrix<T> numer_h, numer_w;  // allocated once: a fresh one per half-step costs page faults every time
   const auto step = [&](int it) {
     governor.begin(it);
     // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
-    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w, false)
-                                           : update_half(p.h_half, f.wt, f.h, rule_h, false);
-    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h, true)
-                                          : update_half(p.w_half, f.h, f.wt, rule_w, true);
+    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false)
+                                           : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false);
+    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, numer_h, rule_h, true)
+                                          : update_half(p.w_half, f.h, f.wt, numer_w, rule_w, true);
     governor.end(it);
     MaskedStep s;
     s.cap_hits = first.cap_hits + last.cap_hits;
