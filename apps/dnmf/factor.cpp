@@ -35,6 +35,7 @@ struct FactorArgs {
 void print_grid_choice(const GridChoiceFigures& f, const std::string& grid) {
   std::printf("grid %s (%s", grid.c_str(), f.rule.c_str());
   if (!f.by_words.empty()) std::printf("; fewest words: %s", f.by_words.c_str());
+  if (f.cache_bytes > 0) std::printf("; cache %.0f KiB", f.cache_bytes / 1024);
   std::printf(")\n");
   for (const GridCandidate& c : f.candidates)
     std::printf("  %-7s %-8s predicted %8.3f ms/iter (compute %.3f, memory %.3f, network %.3f), %.0f words/rank%s\n",

@@ -30,6 +30,7 @@ struct GridCandidate {
   double compute_seconds = 0;    ///< the products with A
   double memory_seconds = 0;     ///< the factor-sized buffers
   double network_seconds = 0;    ///< the collectives
+  double panel_bytes = 0;        ///< the factor panels the products keep in cache
 };
 
 /// How the process grid was chosen.
@@ -37,6 +38,7 @@ struct GridChoiceFigures {
   std::string rule = "given";  ///< "given" (PRxPC), "time model" (auto, cpu backend) or "words" (auto, other backends)
   std::string by_words;        ///< the grid moving the fewest words (the choice before the time model)
   std::vector<GridCandidate> candidates;  ///< empty for a given grid
+  double cache_bytes = 0;                 ///< the per-core cache the time model assumed (smallest over the ranks)
 };
 
 /// The memory plan under Context::memory_budget and how the stream went (DESIGN §5); this process's figures.

@@ -134,6 +134,9 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     format = io::format_name(io::format_of(name));  // an unknown extension fails before anything is read
     return io::read_shape(name, world);
   });
+  // The time model weighs the cache every rank has: the smallest, so that every rank picks the same grid.
+  const double cache_bytes =
+      context.grid == "auto" && world.size() > 1 ? -world.max(-api::local_cache_bytes()) : api::local_cache_bytes();
   const dist::GridShape grid_shape = api::on_every_rank([&] {
     try {
       // In A's terms: the caller's matrix is A even when its storage is Aᵀ's (the checks are symmetric).
@@ -141,7 +144,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     } catch (const Error& e) {
       throw Error(name + ": " + e.what(), e.kind());  // "rank k=0 does not fit a 20x10 matrix" names no file
     }
-    return api::pick_grid(context, world.size(), shape, options, sizeof(T), grid_choice);
+    return api::pick_grid(context, world.size(), shape, options, sizeof(T), cache_bytes, grid_choice);
   });
   const dist::Grid grid = api::on_every_rank([&] { return dist::Grid(world, grid_shape); });
   if (world.rank() != 0) options.progress = nullptr;  // progress is rank 0's to tell

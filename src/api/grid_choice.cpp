@@ -1,11 +1,19 @@
 #include "api/grid_choice.hpp"
 
+#include <unistd.h>
+
 #include "dist/grid_cost.hpp"
 
 namespace dnmf::api {
 
+double local_cache_bytes() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? static_cast<double>(l2) : 1024.0 * 1024.0;
+}
+
 dist::GridShape pick_grid(const Context& context, int processes, const io::MatrixShape& shape,
-                          const FactorOptions& options, std::size_t element_bytes, GridChoiceFigures& figures) {
+                          const FactorOptions& options, std::size_t element_bytes, double cache_bytes,
+                          GridChoiceFigures& figures) {
   figures = GridChoiceFigures{};
   if (context.grid != "auto") return dist::parse_grid(context.grid);
   const dist::GridShape by_words = dist::choose_grid(processes, shape.rows, shape.cols, options.rank);
@@ -26,11 +34,14 @@ dist::GridShape pick_grid(const Context& context, int processes, const io::Matri
   problem.column_major = true;
   problem.element_bytes = element_bytes;
   problem.fused = options.fused;
-  const dist::GridChoice choice = dist::choose_grid_by_time(processes, problem);
+  dist::MachineRates rates;
+  rates.cache_bytes = cache_bytes;
+  const dist::GridChoice choice = dist::choose_grid_by_time(processes, problem, rates);
   figures.rule = "time model";
   for (const dist::GridCost& c : choice.candidates)
-    figures.candidates.push_back(
-        {c.shape.str(), dist::to_string(c.path), c.words, c.total_s(), c.compute_s, c.memory_s, c.network_s});
+    figures.candidates.push_back({c.shape.str(), dist::to_string(c.path), c.words, c.total_s(), c.compute_s, c.memory_s,
+                                  c.network_s, c.panel_bytes});
+  figures.cache_bytes = cache_bytes;
   return choice.chosen;
 }
 

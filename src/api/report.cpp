@@ -30,6 +30,7 @@ nlohmann::ordered_json grid_choice_json(const GridChoiceFigures& f, const std::s
   j["chosen"] = grid;
   if (!f.by_words.empty()) j["by_words"] = f.by_words;
   if (f.candidates.empty()) return j;
+  j["cache_bytes"] = f.cache_bytes;
   j["candidates"] = nlohmann::ordered_json::array();
   for (const GridCandidate& c : f.candidates)
     j["candidates"].push_back({{"grid", c.grid},
@@ -38,7 +39,8 @@ nlohmann::ordered_json grid_choice_json(const GridChoiceFigures& f, const std::s
                                {"predicted_seconds_per_iteration", c.predicted_seconds},
                                {"compute_seconds", c.compute_seconds},
                                {"memory_seconds", c.memory_seconds},
-                               {"network_seconds", c.network_seconds}});
+                               {"network_seconds", c.network_seconds},
+                               {"panel_bytes", c.panel_bytes}});
   return j;
 }
 

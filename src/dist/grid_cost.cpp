@@ -64,11 +64,16 @@ GridCost predict(GridShape shape, const GridProblem& problem, const MachineRates
     const bool along_storage = (c.path == PassPath::fused_h) == problem.column_major;
     gflops = along_storage ? rates.dense_fused_contiguous : rates.dense_fused_strided;
   }
-  c.compute_s = 4.0 * entries * k / (gflops * 1e9 * speedup);
+  // Panels: a stripe of A meets the whole factor along its other extent. Fused, that factor is read and the
+  // other side's numerator accumulated at the same length (two panels); apart, each product holds one.
+  const auto bytes = static_cast<double>(problem.element_bytes);
+  const double along = c.path == PassPath::fused_h ? rows : cols;  // tiles of H's columns meet all block rows
+  c.panel_bytes = c.path == PassPath::unfused ? k * (problem.sparse ? cols : rows) * bytes : 2.0 * k * along * bytes;
+  const double cache_factor = c.panel_bytes > rates.cache_bytes ? rates.out_of_cache_slowdown : 1.0;
+  c.compute_s = 4.0 * entries * k * cache_factor / (gflops * 1e9 * speedup);
 
   // Each product reads one gathered factor (k x rows or k x cols) and writes the other's numerator; the
   // collectives read and write them again: about four sweeps of both.
-  const auto bytes = static_cast<double>(problem.element_bytes);
   c.memory_s = 4.0 * k * (rows + cols) * bytes / rates.memory_bytes_per_s;
   c.network_s = c.words * bytes / rates.network_bytes_per_s + collective_steps(shape) * rates.latency_s;
   return c;

@@ -35,9 +35,14 @@ struct MachineRates {
   double sparse_fused = 3.0;             ///< CSR single pass by row tiles
   double sparse_unfused = 3.0;           ///< the two CSR products apart
   double single_speedup = 2.0;           ///< 4-byte elements: twice the lanes per vector
-  double memory_bytes_per_s = 10e9;      ///< streaming the factor-sized buffers (gathered factors, products)
-  double network_bytes_per_s = 2e9;      ///< per rank, in a bandwidth-optimal collective
-  double latency_s = 2e-6;               ///< per step of a collective
+  /// The k-wide factor panels a product sweeps for every stripe of A (the factor it reads, the numerator it
+  /// accumulates) stay in a core's cache up to this size (the library passes the L2 size); beyond it every
+  /// compute rate is divided by out_of_cache_slowdown.
+  double cache_bytes = 1024.0 * 1024.0;
+  double out_of_cache_slowdown = 1.5;
+  double memory_bytes_per_s = 10e9;  ///< streaming the factor-sized buffers (gathered factors, products)
+  double network_bytes_per_s = 2e9;  ///< per rank, in a bandwidth-optimal collective
+  double latency_s = 2e-6;           ///< per step of a collective
 };
 
 /// The iteration's path on a grid: the same rule as the solver's choose_pass for resident blocks.
@@ -58,10 +63,11 @@ enum class PassPath {
 struct GridCost {
   GridShape shape;
   PassPath path = PassPath::unfused;
-  double words = 0;      ///< words_per_rank
-  double compute_s = 0;  ///< the products with A on the busiest rank's block
-  double memory_s = 0;   ///< the factor-sized buffers the products read and write
-  double network_s = 0;  ///< words over the bandwidth plus steps times the latency
+  double words = 0;        ///< words_per_rank
+  double panel_bytes = 0;  ///< the factor panels the products keep in cache (compared with cache_bytes)
+  double compute_s = 0;    ///< the products with A on the busiest rank's block
+  double memory_s = 0;     ///< the factor-sized buffers the products read and write
+  double network_s = 0;    ///< words over the bandwidth plus steps times the latency
   [[nodiscard]] double total_s() const { return compute_s + memory_s + network_s; }
 };
 

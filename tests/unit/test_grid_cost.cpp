@@ -72,6 +72,15 @@ TEST(GridCost, PredictIsTheFormula) {
     EXPECT_NEAR(got.network_s, words * 8 / r.network_bytes_per_s + steps * r.latency_s, 1e-15);
     EXPECT_DOUBLE_EQ(got.total_s(), got.compute_s + got.memory_s + got.network_s);
   }
+  // The cache term: the same grid with a cache below its panels (fused-H: Wt and Qt, 2·k·rows·8 bytes) runs
+  // out_of_cache_slowdown times slower.
+  const GridCost fused = predict({1, 3}, p, r);
+  EXPECT_DOUBLE_EQ(fused.panel_bytes, 2.0 * 8 * 1001 * 8);
+  EXPECT_DOUBLE_EQ(predict({3, 1}, p, r).panel_bytes, 2.0 * 8 * 600 * 8) << "fused-W: H and P, 2·k·cols";
+  EXPECT_DOUBLE_EQ(predict({2, 3}, p, r).panel_bytes, 8.0 * 501 * 8) << "unfused dense: one k x rows panel";
+  MachineRates small = r;
+  small.cache_bytes = fused.panel_bytes - 1;
+  EXPECT_NEAR(predict({1, 3}, p, small).compute_s, fused.compute_s * r.out_of_cache_slowdown, 1e-15);
   // One process: no collectives. Four-byte elements: the compute at twice the rate, half the bytes.
   EXPECT_EQ(predict({1, 1}, p, r).network_s, 0.0);
   GridProblem f32 = p;
@@ -85,21 +94,27 @@ TEST(GridCost, PredictIsTheFormula) {
 }
 
 // Issue 14 item 7: on one node, 2 processes, the dense 4000x3000 k = 16 column-major block. 2x1 moves fewer
-// words, but 1x2 lets the single pass tile contiguous column stripes; the model must pick 1x2.
+// words, but 1x2 lets the single pass tile contiguous column stripes; the model must pick 1x2, with a large
+// cache (the issue's Xeon, 2 MiB L2) and a small one (this machine's EPYC, 512 KiB) alike.
 TEST(GridCost, OneNodeDensePrefersTheFusedContiguousSide) {
-  const GridChoice c = choose_grid_by_time(2, dense(4000, 3000, 16));
+  MachineRates large, small;
+  large.cache_bytes = 2 << 20;
+  small.cache_bytes = 512 << 10;
+  EXPECT_EQ(choose_grid_by_time(2, dense(4000, 3000, 16), small).chosen, (GridShape{1, 2}));
+  const GridChoice c = choose_grid_by_time(2, dense(4000, 3000, 16), large);
   EXPECT_EQ(c.by_words, (GridShape{2, 1}));
   EXPECT_EQ(c.chosen, (GridShape{1, 2}));
   EXPECT_EQ(c.cost_of({1, 2}).path, PassPath::fused_h);
   EXPECT_GT(c.cost_of({1, 2}).words, c.cost_of({2, 1}).words);
   EXPECT_LT(c.cost_of({1, 2}).total_s() * 1.2, c.cost_of({2, 1}).total_s());
-  // On 4 processes too: 1x4 keeps the contiguous single pass, 2x2 runs unfused, 4x1 strided.
-  const GridChoice four = choose_grid_by_time(4, dense(4000, 3000, 16));
-  EXPECT_EQ(four.chosen, (GridShape{1, 4}));
+  // On 4 processes: 1x4 keeps the contiguous single pass, 2x2 runs unfused, 4x1 strided. 1x4's panels (Wt and
+  // Qt over 4000 rows, 1 MiB) fit a 2 MiB cache but not 512 KiB, where 2x2's one 256 KiB panel wins.
+  EXPECT_EQ(choose_grid_by_time(4, dense(4000, 3000, 16), large).chosen, (GridShape{1, 4}));
+  EXPECT_EQ(choose_grid_by_time(4, dense(4000, 3000, 16), small).chosen, (GridShape{2, 2}));
   // A row-major block turns the sides round: W's row stripes are the contiguous ones.
   GridProblem row_major = dense(4000, 3000, 16);
   row_major.column_major = false;
-  EXPECT_EQ(choose_grid_by_time(2, row_major).chosen, (GridShape{2, 1}));
+  EXPECT_EQ(choose_grid_by_time(2, row_major, large).chosen, (GridShape{2, 1}));
   EXPECT_THROW((void)c.cost_of({3, 5}), Error);
 }
 
@@ -122,6 +137,7 @@ TEST(GridCost, NearTiesKeepTheWordsOnlyChoice) {
   // Square CSR matrix on 2 processes: 1x2 and 2x1 move the same words; the words-only rule takes 2x1
   // (taller). Make 1x2's unfused products 2% faster than 2x1's fused pass.
   MachineRates r;
+  r.cache_bytes = 1e9;  // the rates alone decide here
   r.sparse_fused = 3.0;
   r.sparse_unfused = 3.06;
   const GridProblem s = sparse(4000, 4000, 16, 4e6);
