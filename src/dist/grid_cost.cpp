@@ -64,11 +64,12 @@ GridCost predict(GridShape shape, const GridProblem& problem, const MachineRates
     const bool along_storage = (c.path == PassPath::fused_h) == problem.column_major;
     gflops = along_storage ? rates.dense_fused_contiguous : rates.dense_fused_strided;
   }
-  // Panels: a stripe of A meets the whole factor along its other extent. Fused, that factor is read and the
-  // other side's numerator accumulated at the same length (two panels); apart, each product holds one.
+  // Panels: a stripe of a dense block meets the whole factor along its other extent. Fused, that factor is read
+  // and the other side's numerator accumulated at the same length (two panels); apart, each product holds one.
+  // CSR blocks: not modelled (their measured order did not follow the panel sizes consistently).
   const auto bytes = static_cast<double>(problem.element_bytes);
   const double along = c.path == PassPath::fused_h ? rows : cols;  // tiles of H's columns meet all block rows
-  c.panel_bytes = c.path == PassPath::unfused ? k * (problem.sparse ? cols : rows) * bytes : 2.0 * k * along * bytes;
+  if (!problem.sparse) c.panel_bytes = c.path == PassPath::unfused ? k * rows * bytes : 2.0 * k * along * bytes;
   const double cache_factor = c.panel_bytes > rates.cache_bytes ? rates.out_of_cache_slowdown : 1.0;
   c.compute_s = 4.0 * entries * k * cache_factor / (gflops * 1e9 * speedup);
 

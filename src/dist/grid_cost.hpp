@@ -64,7 +64,7 @@ struct GridCost {
   GridShape shape;
   PassPath path = PassPath::unfused;
   double words = 0;        ///< words_per_rank
-  double panel_bytes = 0;  ///< the factor panels the products keep in cache (compared with cache_bytes)
+  double panel_bytes = 0;  ///< dense: the factor panels the products keep in cache (compared with cache_bytes)
   double compute_s = 0;    ///< the products with A on the busiest rank's block
   double memory_s = 0;     ///< the factor-sized buffers the products read and write
   double network_s = 0;    ///< words over the bandwidth plus steps times the latency

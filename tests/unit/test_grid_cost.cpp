@@ -91,6 +91,7 @@ TEST(GridCost, PredictIsTheFormula) {
   const GridProblem s = sparse(1000, 900, 8, 36000);
   EXPECT_NEAR(predict({2, 2}, s, r).compute_s, 4.0 * 9000 * 8 / (r.sparse_unfused * 1e9), 1e-15);
   EXPECT_NEAR(predict({4, 1}, s, r).compute_s, 4.0 * 9000 * 8 / (r.sparse_fused * 1e9), 1e-15);
+  EXPECT_EQ(predict({4, 1}, s, small).compute_s, predict({4, 1}, s, r).compute_s) << "no cache term for CSR";
 }
 
 // Issue 14 item 7: on one node, 2 processes, the dense 4000x3000 k = 16 column-major block. 2x1 moves fewer
