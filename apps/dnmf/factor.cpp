@@ -27,8 +27,21 @@ struct FactorArgs {
   std::string input;
   std::string output;
   std::string factors_format = "npy";
+  bool verbose = false;
   SolverArgs solver;
 };
+
+/// --verbose: how the grid was chosen, and under the time model each candidate's predicted time.
+void print_grid_choice(const GridChoiceFigures& f, const std::string& grid) {
+  std::printf("grid %s (%s", grid.c_str(), f.rule.c_str());
+  if (!f.by_words.empty()) std::printf("; fewest words: %s", f.by_words.c_str());
+  if (f.cache_bytes > 0) std::printf("; cache %.0f KiB", f.cache_bytes / 1024);
+  std::printf(")\n");
+  for (const GridCandidate& c : f.candidates)
+    std::printf("  %-7s %-8s predicted %8.3f ms/iter (compute %.3f, memory %.3f, network %.3f), %.0f words/rank%s\n",
+                c.grid.c_str(), c.path.c_str(), c.predicted_seconds * 1e3, c.compute_seconds * 1e3,
+                c.memory_seconds * 1e3, c.network_seconds * 1e3, c.words_per_rank, c.grid == grid ? "  <- chosen" : "");
+}
 
 /// One line for stdout after a streamed run: tiles, depth, waiting, peak RSS against the budget.
 std::string memory_summary(const MemoryFigures& m) {
@@ -103,6 +116,7 @@ int factor(FactorArgs args) {
               static_cast<long long>(options.rank), solver.algo.c_str(), run.grid.c_str(), result.iterations,
               result.rel_error, result.seconds, per_iteration, args.output.c_str());
   if (run.memory.streamed) std::printf("%s\n", memory_summary(run.memory).c_str());
+  if (args.verbose) print_grid_choice(run.grid_choice, run.grid);
   return 0;
 }
 
@@ -120,6 +134,7 @@ Command add_factor(CLI::App& parent) {
                   "pieces into factors.h5, datasets W and H)")
       ->check(CLI::IsMember({"npy", "h5"}))
       ->capture_default_str();
+  app->add_flag("--verbose", args->verbose, "also print how the process grid was chosen (predicted times per grid)");
   return {app, [args] { return args->solver.precision == "f32" ? factor<float>(*args) : factor<double>(*args); }};
 }
 

@@ -41,8 +41,10 @@ class Context {
   /// Collective: rank 0's `text` on every rank (e.g. the name of a staging folder only rank 0 can choose).
   [[nodiscard]] std::string broadcast(std::string text) const;
 
-  /// The process grid: "auto" (the shape moving the fewest words per process, DESIGN §4) or "PRxPC", whose
-  /// product must equal size(). For nmfk() it is the grid of each process group.
+  /// The process grid: "auto" or "PRxPC", whose product must equal size(). "auto": on the cpu backend the shape
+  /// a cost model predicts fastest (compute path, block shape, words moved; docs/scaling.md), elsewhere the
+  /// shape moving the fewest words per process (DESIGN §4). For nmfk() it is the grid of each process group
+  /// (fewest words).
   std::string grid = "auto";
   /// Where the kernels run (FactorOptions::backend is replaced by this one in factor() and nmfk()).
   BackendKind backend = BackendKind::cpu;

@@ -21,6 +21,26 @@ struct CommunicationFigures {
   double model_bytes_per_iteration = 0;              ///< DESIGN §4's prediction per rank
 };
 
+/// One grid the automatic choice considered, with the time model's figures (docs/scaling.md).
+struct GridCandidate {
+  std::string grid;              ///< "PRxPC"
+  std::string path;              ///< the iteration on it: "fused-H", "fused-W" or "unfused"
+  double words_per_rank = 0;     ///< DESIGN §4's words per iteration
+  double predicted_seconds = 0;  ///< per iteration: compute + memory + network
+  double compute_seconds = 0;    ///< the products with A
+  double memory_seconds = 0;     ///< the factor-sized buffers
+  double network_seconds = 0;    ///< the collectives
+  double panel_bytes = 0;        ///< the factor panels the products keep in cache
+};
+
+/// How the process grid was chosen.
+struct GridChoiceFigures {
+  std::string rule = "given";  ///< "given" (PRxPC), "time model" (auto, cpu backend) or "words" (auto, other backends)
+  std::string by_words;        ///< the grid moving the fewest words (the choice before the time model)
+  std::vector<GridCandidate> candidates;  ///< empty for a given grid
+  double cache_bytes = 0;                 ///< the per-core cache the time model assumed (smallest over the ranks)
+};
+
 /// The memory plan under Context::memory_budget and how the stream went (DESIGN §5); this process's figures.
 struct MemoryFigures {
   std::int64_t budget_bytes = 0;  ///< 0: no budget was given (nothing planned; the other fields are zero)
@@ -59,6 +79,7 @@ struct Factorization {
   std::string format;        ///< "npy", "npz", "mtx", "hdf5", "dcsr" or "memory"
   std::string precision;     ///< "f32" or "f64"
   std::string grid = "1x1";  ///< the process grid as run
+  GridChoiceFigures grid_choice;
   index_t m = 0, n = 0;
   index_t nnz = 0;        ///< stored entries (sparse) or entries != 0 (dense)
   FactorOptions options;  ///< as run (backend and threads from the context)

@@ -17,6 +17,7 @@
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
 #include "api/factor_masked.hpp"
+#include "api/grid_choice.hpp"
 #include "api/memory_plan.hpp"
 #include "api/on_every_rank.hpp"
 #include "backend/kernels.hpp"
@@ -120,6 +121,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   // Checks every rank makes identically: reported once, and every process ends normally.
   FactorOptions options;
   std::string format = "memory";
+  GridChoiceFigures grid_choice;
   const io::MatrixShape shape = api::on_every_rank([&] {
     options = api::resolve(requested, context);  // backend and TF32 checks included
     budget = context.memory_budget;
@@ -132,6 +134,9 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     format = io::format_name(io::format_of(name));  // an unknown extension fails before anything is read
     return io::read_shape(name, world);
   });
+  // The time model weighs the cache every rank has: the smallest, so that every rank picks the same grid.
+  const double cache_bytes =
+      context.grid == "auto" && world.size() > 1 ? -world.max(-api::local_cache_bytes()) : api::local_cache_bytes();
   const dist::GridShape grid_shape = api::on_every_rank([&] {
     try {
       // In A's terms: the caller's matrix is A even when its storage is Aᵀ's (the checks are symmetric).
@@ -139,8 +144,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     } catch (const Error& e) {
       throw Error(name + ": " + e.what(), e.kind());  // "rank k=0 does not fit a 20x10 matrix" names no file
     }
-    return context.grid == "auto" ? dist::choose_grid(world.size(), shape.rows, shape.cols, options.rank)
-                                  : dist::parse_grid(context.grid);
+    return api::pick_grid(context, world.size(), shape, options, sizeof(T), cache_bytes, grid_choice);
   });
   const dist::Grid grid = api::on_every_rank([&] { return dist::Grid(world, grid_shape); });
   if (world.rank() != 0) options.progress = nullptr;  // progress is rank 0's to tell
@@ -185,6 +189,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   run.format = format;
   run.precision = sizeof(T) == 4 ? "f32" : "f64";
   run.grid = grid_shape.str();
+  run.grid_choice = std::move(grid_choice);
   run.m = shape.rows;
   run.n = shape.cols;
   run.options = options;

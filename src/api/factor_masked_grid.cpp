@@ -180,6 +180,8 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
   run.format = format;
   run.precision = sizeof(T) == 4 ? "f32" : "f64";
   run.grid = grid_shape.str();
+  // The masked iteration's paths are not in the time model: auto keeps the words-only rule here.
+  if (context.grid == "auto") run.grid_choice = {"words", run.grid, {}};
   run.m = shape.rows;
   run.n = shape.cols;
   run.nnz = block.problem.observed;

@@ -22,6 +22,28 @@ std::string utc_timestamp() {
   return text;
 }
 
+/// The "grid_choice" object: the rule, and under the time model each candidate's predicted seconds per
+/// iteration beside the chosen grid and the words-only one.
+nlohmann::ordered_json grid_choice_json(const GridChoiceFigures& f, const std::string& grid) {
+  nlohmann::ordered_json j;
+  j["rule"] = f.rule;
+  j["chosen"] = grid;
+  if (!f.by_words.empty()) j["by_words"] = f.by_words;
+  if (f.candidates.empty()) return j;
+  j["cache_bytes"] = f.cache_bytes;
+  j["candidates"] = nlohmann::ordered_json::array();
+  for (const GridCandidate& c : f.candidates)
+    j["candidates"].push_back({{"grid", c.grid},
+                               {"path", c.path},
+                               {"words_per_rank", c.words_per_rank},
+                               {"predicted_seconds_per_iteration", c.predicted_seconds},
+                               {"compute_seconds", c.compute_seconds},
+                               {"memory_seconds", c.memory_seconds},
+                               {"network_seconds", c.network_seconds},
+                               {"panel_bytes", c.panel_bytes}});
+  return j;
+}
+
 /// The "memory" object: the plan, the stream's figures and the peak against the budget.
 nlohmann::ordered_json memory_json(const MemoryFigures& f) {
   const std::int64_t peak = util::peak_rss_bytes();
@@ -112,6 +134,7 @@ std::string report_json(const Factorization<T>& run) {
                             " columns have no observed entry: their rows of W and columns of H are zero");
   j["peak_rss_bytes"] = util::peak_rss_bytes();
   j["grid"] = run.grid;
+  j["grid_choice"] = grid_choice_json(run.grid_choice, run.grid);
   j["processes"] = run.communication.processes;
   j["communication"] = {
       {"bytes_sent_per_iteration_per_rank", run.communication.bytes_per_iteration_per_rank},
