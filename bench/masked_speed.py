@@ -5,41 +5,24 @@ missing (--mask) and sparse with --unstored missing, per algorithm. Prints a tab
 
 Each configuration runs --repeats times; the best seconds per iteration (report.json) is kept.
 """
-import argparse
-import json
 import os
 import subprocess
 import tempfile
 
-import numpy as np
-
-
-def run(dnmf, work, args, out):
-    subprocess.run([dnmf, "factor", *args, "-q", "-o", out], cwd=work, check=True, capture_output=True)
-    with open(os.path.join(work, out, "report.json")) as f:
-        return json.load(f)["seconds_per_iteration"]
+import masked_bench
 
 
 def best(dnmf, work, args, repeats):
-    return min(run(dnmf, work, args, "out") for _ in range(repeats))
+    return min(masked_bench.report(dnmf, work, args, "out")["seconds_per_iteration"] for _ in range(repeats))
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--dnmf", required=True)
-    parser.add_argument("--rows", type=int, default=2000)
-    parser.add_argument("--cols", type=int, default=1500)
-    parser.add_argument("--k", type=int, default=16)
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = masked_bench.parser("masked vs unmasked seconds per iteration")
     parser.add_argument("--density", type=float, default=0.05, help="stored fraction of the sparse matrix")
     args = parser.parse_args()
     dnmf = os.path.abspath(args.dnmf)
     with tempfile.TemporaryDirectory() as work:
-        rng = np.random.default_rng(1)
-        a = rng.random((args.rows, args.k)) @ rng.random((args.k, args.cols))
-        np.save(os.path.join(work, "A.npy"), a)
-        np.save(os.path.join(work, "M.npy"), (rng.random(a.shape) >= 0.10).astype(np.float64))
+        masked_bench.write_planted(work, args.rows, args.cols, args.k)
         subprocess.run([dnmf, "gen", "--rows", str(args.rows), "--cols", str(args.cols), "--rank", str(args.k),
                         "--density", str(args.density), "--seed", "1", "-o", "S.mtx"],
                        cwd=work, check=True, capture_output=True)

@@ -7,20 +7,12 @@ budget, per algorithm. Prints a table and the ratios.
 The budget is the one `dnmf factor` states as the minimum (refused with 1K) plus --margin MiB. Each
 configuration runs --repeats times, alternating; the best seconds per iteration (report.json) is kept.
 """
-import argparse
-import json
 import os
 import re
 import subprocess
 import tempfile
 
-import numpy as np
-
-
-def run(dnmf, work, args, out):
-    subprocess.run([dnmf, "factor", *args, "-q", "-o", out], cwd=work, check=True, capture_output=True)
-    with open(os.path.join(work, out, "report.json")) as f:
-        return json.load(f)
+import masked_bench
 
 
 def minimum_budget(dnmf, work, args):
@@ -33,21 +25,12 @@ def minimum_budget(dnmf, work, args):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--dnmf", required=True)
-    parser.add_argument("--rows", type=int, default=2000)
-    parser.add_argument("--cols", type=int, default=1500)
-    parser.add_argument("--k", type=int, default=16)
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = masked_bench.parser("streamed vs in-memory masked seconds per iteration")
     parser.add_argument("--margin", type=int, default=8, help="MiB above the stated minimum budget")
     args = parser.parse_args()
     dnmf = os.path.abspath(args.dnmf)
     with tempfile.TemporaryDirectory() as work:
-        rng = np.random.default_rng(1)
-        a = rng.random((args.rows, args.k)) @ rng.random((args.k, args.cols))
-        np.save(os.path.join(work, "A.npy"), np.asfortranarray(a))
-        np.save(os.path.join(work, "M.npy"), np.asfortranarray((rng.random(a.shape) >= 0.10).astype(np.float64)))
+        masked_bench.write_planted(work, args.rows, args.cols, args.k, fortran=True)
         print(f"{args.rows}x{args.cols}, k={args.k}, {args.iters} iterations, 10% missing, best of {args.repeats}; "
               f"seconds per iteration")
         print(f"{'algo':6} {'in memory':>10} {'streamed':>10} {'ratio':>7} {'tiles':>6} {'budget MiB':>11}")
@@ -57,8 +40,8 @@ def main():
             budget = minimum_budget(dnmf, work, common) + (args.margin << 20)
             memory, streamed, tiles = [], [], 0
             for _ in range(args.repeats):
-                memory.append(run(dnmf, work, common, "mem")["seconds_per_iteration"])
-                report = run(dnmf, work, common + ["--memory-budget", str(budget)], "st")
+                memory.append(masked_bench.report(dnmf, work, common, "mem")["seconds_per_iteration"])
+                report = masked_bench.report(dnmf, work, common + ["--memory-budget", str(budget)], "st")
                 if report["memory"]["mode"] != "streamed":
                     raise SystemExit(f"{algo}: the plan did not stream")
                 streamed.append(report["seconds_per_iteration"])

@@ -17,6 +17,7 @@
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
 #include "api/factor_masked.hpp"
+#include "api/factorization_parts.hpp"
 #include "api/grid_choice.hpp"
 #include "api/memory_plan.hpp"
 #include "api/on_every_rank.hpp"
@@ -181,29 +182,13 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
 
   Factorization<T> run;
   run.result = std::move(solution.result);
-  run.w_block = std::move(solution.pieces.wt);
-  run.h_block = std::move(solution.pieces.h);
-  run.w_row_first = layout.w_rows.first;
-  run.h_col_first = layout.h_cols.first;
-  run.input = name;
-  run.format = format;
-  run.precision = sizeof(T) == 4 ? "f32" : "f64";
-  run.grid = grid_shape.str();
+  api::keep_pieces(run, std::move(solution.pieces), context, grid_shape, layout);
+  api::describe_input(run, name, format, shape.rows, shape.cols, options);
   run.grid_choice = std::move(grid_choice);
-  run.m = shape.rows;
-  run.n = shape.cols;
-  run.options = options;
-  run.distribution = std::make_shared<detail::Distribution<T>>(detail::Distribution<T>{context, grid_shape, layout});
 
   // Every rank's share of the traffic, for the report (DESIGN §4's model beside it).
-  const int iterations = std::max(run.result.iterations, 1);
-  std::vector<double> bytes_per_rank(to_size(world.size()));
-  const double mine = solution.iteration_traffic.bytes_sent / iterations;
-  world.gather(&mine, bytes_per_rank.data(), std::vector<std::size_t>(bytes_per_rank.size(), 1), dist::Scalar::f64, 0);
-  run.communication.processes = world.size();
-  run.communication.model_bytes_per_iteration =
-      dist::words_per_rank(grid_shape, shape.rows, shape.cols, options.rank) * sizeof(T);
-  if (world.rank() == 0) run.communication.bytes_per_iteration_per_rank = std::move(bytes_per_rank);
+  api::record_traffic(run, world, solution.iteration_traffic,
+                      dist::words_per_rank(grid_shape, shape.rows, shape.cols, options.rank) * sizeof(T));
   run.nnz = shape.sparse ? shape.stored
                          : world.sum<std::int64_t>(local.streamed != nullptr ? local.streamed->nonzeros()
                                                                              : local_nonzeros(*local.host));

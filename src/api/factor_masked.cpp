@@ -14,6 +14,7 @@
 #include "api/distribution.hpp"
 #include "api/factor_masked_grid.hpp"
 #include "api/factor_masked_stream.hpp"
+#include "api/factorization_parts.hpp"
 #include "api/held_matrix.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -87,25 +88,10 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   } catch (const Error& e) {
     throw Error(name + ": " + e.what(), e.kind());
   }
-  run.w_block = factors.wt;
-  run.h_block = factors.h;
-  if (gather == Gather::to_root) {
-    run.result.W = util::transposed(factors.wt);
-    run.result.H = std::move(factors.h);
-  }
-  run.input = name;
-  run.format = format;
-  run.precision = sizeof(T) == 4 ? "f32" : "f64";
-  run.m = problem.m;
-  run.n = problem.n;
+  describe_input(run, name, format, problem.m, problem.n, options);
+  keep_one_process(run, std::move(factors), context, world, gather);
   run.nnz = problem.observed;
-  run.options = options;
   run.memory = held_in_memory;
-  run.communication.processes = 1;
-  run.communication.bytes_per_iteration_per_rank = {0.0};
-  const dist::Grid grid(world, {1, 1});
-  run.distribution = std::make_shared<detail::Distribution<T>>(
-      detail::Distribution<T>{context, {1, 1}, dist::make_layout(grid, problem.m, problem.n)});
   return run;
 }
 

@@ -16,6 +16,7 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
+#include "api/factorization_parts.hpp"
 #include "api/on_every_rank.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -172,32 +173,15 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
 
   Factorization<T> run;
   run.result = std::move(solution.result);
-  run.w_block = std::move(solution.pieces.wt);
-  run.h_block = std::move(solution.pieces.h);
-  run.w_row_first = layout.w_rows.first;
-  run.h_col_first = layout.h_cols.first;
-  run.input = name;
-  run.format = format;
-  run.precision = sizeof(T) == 4 ? "f32" : "f64";
-  run.grid = grid_shape.str();
+  keep_pieces(run, std::move(solution.pieces), context, grid_shape, layout);
+  describe_input(run, name, format, shape.rows, shape.cols, options);
   // The masked iteration's paths are not in the time model: auto keeps the words-only rule here.
   if (context.grid == "auto") run.grid_choice = {"words", run.grid, {}};
-  run.m = shape.rows;
-  run.n = shape.cols;
   run.nnz = block.problem.observed;
-  run.options = options;
-  run.distribution = std::make_shared<detail::Distribution<T>>(detail::Distribution<T>{context, grid_shape, layout});
-
-  const int iterations = std::max(run.result.iterations, 1);
-  std::vector<double> bytes_per_rank(to_size(world.size()));
-  const double mine = solution.iteration_traffic.bytes_sent / iterations;
-  world.gather(&mine, bytes_per_rank.data(), std::vector<std::size_t>(bytes_per_rank.size(), 1), dist::Scalar::f64, 0);
-  run.communication.processes = world.size();
-  run.communication.model_bytes_per_iteration =
-      solvers::masked_words_per_rank(grid_shape, shape.rows, shape.cols, options.rank, options.algorithm,
-                                     !block.problem.h_half.direct_gram) *
-      sizeof(T);
-  if (world.rank() == 0) run.communication.bytes_per_iteration_per_rank = std::move(bytes_per_rank);
+  record_traffic(run, world, solution.iteration_traffic,
+                 solvers::masked_words_per_rank(grid_shape, shape.rows, shape.cols, options.rank, options.algorithm,
+                                                !block.problem.h_half.direct_gram) *
+                     sizeof(T));
   if (gather_mode == Gather::to_root) gather(run, context);
   return run;
 }

@@ -13,6 +13,7 @@
 
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
+#include "api/factorization_parts.hpp"
 #include "api/memory_plan.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -213,24 +214,9 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
   }
   run.memory = memory_figures(memory, tiles->stats(), tiles->tile_count());
   tiles.reset();
-  run.w_block = factors.wt;
-  run.h_block = factors.h;
-  if (gather == Gather::to_root) {
-    run.result.W = util::transposed(factors.wt);
-    run.result.H = std::move(factors.h);
-  }
-  run.input = name;
-  run.format = io::format_name(io::format_of(name));
-  run.precision = sizeof(T) == 4 ? "f32" : "f64";
-  run.m = shape.rows;
-  run.n = shape.cols;
+  describe_input(run, name, io::format_name(io::format_of(name)), shape.rows, shape.cols, options);
+  keep_one_process(run, std::move(factors), context, api::communicator(context), gather);
   run.nnz = problem.observed;
-  run.options = options;
-  run.communication.processes = 1;
-  run.communication.bytes_per_iteration_per_rank = {0.0};
-  const dist::Grid world_grid(api::communicator(context), {1, 1});
-  run.distribution = std::make_shared<detail::Distribution<T>>(
-      detail::Distribution<T>{context, {1, 1}, dist::make_layout(world_grid, shape.rows, shape.cols)});
   return run;
 }
 

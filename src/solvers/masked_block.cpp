@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
-#include "dnmf/io.hpp"
+#include "solvers/masked_checks.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -46,16 +46,10 @@ template <class T>
 struct Checker {
   dist::Range rows, cols;
   void weight(const std::string& name, index_t i, index_t j, T w) const {
-    if (w >= 0 && std::isfinite(w)) return;
-    throw DataError(name + ": weight at row " + std::to_string(rows.first + i) + ", column " +
-                    std::to_string(cols.first + j) + " (0-based) is " + std::to_string(w) +
-                    "; mask weights must be finite and >= 0 (0 = missing)");
+    check_weight(name, rows.first + i, cols.first + j, w);
   }
   void observed(const std::string& name, index_t i, index_t j, T a) const {
-    if (a >= 0 && std::isfinite(a)) return;
-    std::string message = name + ": " + io::describe_bad_entry(rows.first + i, cols.first + j, a);
-    if (std::isnan(a)) message += " (--missing nan takes NaN entries as missing)";
-    throw DataError(message);
+    check_observed_entry(name, rows.first + i, cols.first + j, a);
   }
 };
 
@@ -196,9 +190,31 @@ void dense_gram_lists(MaskedHalf<T>& h, bool direct) {
   }
 }
 
-/// 1 for each column of the half with an observed entry in this block.
+/// Marks the half's columns observed in no block of `along` (the ranks sharing them) and returns how many of
+/// the columns [owned.first, owned.last) (block-local) this rank owns are unobserved.
 template <class T>
-std::vector<unsigned char> seen_columns(const MaskedHalf<T>& h) {
+index_t mark_unobserved(MaskedHalf<T>& h, dist::Communicator& along, dist::Range owned) {
+  std::vector<unsigned char> seen = observed_columns(h);
+  along.allreduce_max(seen.data(), seen.size(), dist::Scalar::u8);
+  h.unobserved.resize(seen.size());
+  for (std::size_t j = 0; j < seen.size(); ++j) h.unobserved[j] = seen[j] != 0 ? 0 : 1;
+  return std::count(h.unobserved.begin() + owned.first, h.unobserved.begin() + owned.last, 1);
+}
+
+}  // namespace
+
+template <class T>
+void choose_gram_lists(MaskedBlock<T>& b) {
+  if (b.sparse) return;
+  MaskedProblem<T>& p = b.problem;
+  p.all_unit = b.non_unit == 0;
+  const bool direct = b.non_unit >= p.observed;
+  dense_gram_lists(p.h_half, direct);
+  dense_gram_lists(p.w_half, direct);
+}
+
+template <class T>
+std::vector<unsigned char> observed_columns(const MaskedHalf<T>& h) {
   std::vector<unsigned char> seen(to_size(h.cols), 0);
   for (index_t j = 0; j < h.cols; ++j) {
     if (h.dense) {
@@ -209,19 +225,6 @@ std::vector<unsigned char> seen_columns(const MaskedHalf<T>& h) {
   }
   return seen;
 }
-
-/// Marks the half's columns observed in no block of `along` (the ranks sharing them) and returns how many of
-/// the columns [owned.first, owned.last) (block-local) this rank owns are unobserved.
-template <class T>
-index_t mark_unobserved(MaskedHalf<T>& h, dist::Communicator& along, dist::Range owned) {
-  std::vector<unsigned char> seen = seen_columns(h);
-  along.allreduce_max(seen.data(), seen.size(), dist::Scalar::u8);
-  h.unobserved.resize(seen.size());
-  for (std::size_t j = 0; j < seen.size(); ++j) h.unobserved[j] = seen[j] != 0 ? 0 : 1;
-  return std::count(h.unobserved.begin() + owned.first, h.unobserved.begin() + owned.last, 1);
-}
-
-}  // namespace
 
 template <class T>
 MaskedBlock<T> build_masked_block(const StoredMatrix<T>& a, const StoredMatrix<T>& mask, const MissingValues& missing,
@@ -257,19 +260,12 @@ void agree_masked_block(MaskedBlock<T>& b, const dist::Grid& grid, const dist::L
   p.weighted_sum = sums[1];
   p.observed_sum = sums[2];
   // The same figures on every rank: the same refusal everywhere, reported once.
-  if (p.observed == 0)
-    throw CollectiveError(DataError(name + ": no entry is observed (every weight is 0 or every entry missing)"));
-  if (!(p.weighted_squared_norm > 0))
-    throw CollectiveError(DataError(name + ": every observed entry is zero: there is nothing to factorise"));
-  if (!std::isfinite(p.weighted_squared_norm))
-    throw CollectiveError(NumericalError(name + ": the weighted sum of the squared entries overflows double precision: "
-                                                "rescale the matrix, e.g. divide it by its largest entry"));
-  if (!b.sparse) {
-    p.all_unit = b.non_unit == 0;
-    const bool direct = b.non_unit >= p.observed;
-    dense_gram_lists(p.h_half, direct);
-    dense_gram_lists(p.w_half, direct);
+  try {
+    require_observed(p.observed, p.weighted_squared_norm, name);
+  } catch (const Error& e) {
+    throw CollectiveError(e);
   }
+  choose_gram_lists(b);
   const index_t cols = mark_unobserved(
       p.h_half, grid.col_comm(), {layout.h_cols.first - layout.a_cols.first, layout.h_cols.last - layout.a_cols.first});
   const index_t rows = mark_unobserved(
@@ -288,5 +284,9 @@ template void agree_masked_block<float>(MaskedBlock<float>&, const dist::Grid&, 
                                         const std::string&);
 template void agree_masked_block<double>(MaskedBlock<double>&, const dist::Grid&, const dist::Layout&,
                                          const std::string&);
+template void choose_gram_lists<float>(MaskedBlock<float>&);
+template void choose_gram_lists<double>(MaskedBlock<double>&);
+template std::vector<unsigned char> observed_columns<float>(const MaskedHalf<float>&);
+template std::vector<unsigned char> observed_columns<double>(const MaskedHalf<double>&);
 
 }  // namespace dnmf::solvers

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "dist/grid.hpp"
 #include "dnmf/missing.hpp"
@@ -39,5 +40,19 @@ MaskedBlock<T> build_masked_block(const StoredMatrix<T>& a, const StoredMatrix<T
 template <class T>
 void agree_masked_block(MaskedBlock<T>& block, const dist::Grid& grid, const dist::Layout& layout,
                         const std::string& name);
+
+// The parts of agree_masked_block() that need no communication, shared with build_masked_problem(): the whole
+// matrix is the one block of a 1 x 1 grid, so one process builds it with build_masked_block() and decides with
+// these what the grid agrees on.
+
+/// For a dense block, from A's counts in `block`: all_unit, the Gram form (summed over the observed entries when
+/// the non-unit ones are at least as many, else corrections of the full Gram matrix) and both halves' lists. A
+/// sparse block's lists are its entries already.
+template <class T>
+void choose_gram_lists(MaskedBlock<T>& block);
+
+/// 1 for each column of `half` with an observed entry in this block, else 0.
+template <class T>
+std::vector<unsigned char> observed_columns(const MaskedHalf<T>& half);
 
 }  // namespace dnmf::solvers

@@ -13,13 +13,10 @@
 
 #include "solvers/masked_grid.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -28,24 +25,14 @@
 #include "backend/kernels.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/masked_loop.hpp"
 #include "solvers/update_rule.hpp"
 
 namespace dnmf::solvers {
 namespace {
 
-/// This rank's share of one half-step's figures (masked_iterate.cpp's HalfSums, summed over the world later).
-struct Shares {
-  double cross = 0, quad = 0, kl_log = 0, kl_model = 0, kl_squared = 0, cap_hits = 0;
-  Shares& operator+=(const Shares& o) {
-    cross += o.cross;
-    quad += o.quad;
-    kl_log += o.kl_log;
-    kl_model += o.kl_model;
-    kl_squared += o.kl_squared;
-    cap_hits += o.cap_hits;
-    return *this;
-  }
-};
+/// This rank's share of one half-step's figures (as one process's, summed over the world later).
+using Shares = MaskedSums;
 
 template <class T>
 double dot_column(const T* y, const T* x, index_t k) {
@@ -111,21 +98,14 @@ class GridIteration {
   }
 
   FactorResult<T> run(dist::Traffic& traffic) {
-    FactorResult<T> result;
-    result.masked = true;
-    result.observed = p_.observed;
-    result.unobserved_rows = p_.unobserved_rows;
-    result.unobserved_cols = p_.unobserved_cols;
-    result.backend = "cpu";
-    result.threads = omp_get_max_threads();
+    FactorResult<T> result = masked_result<T>(p_.observed, p_.unobserved_rows, p_.unobserved_cols);
     for (Side<T>* s : {&h_, &w_}) {
-      zero_unobserved(*s);
+      zero_flagged_columns(*s->piece, s->half->unobserved, s->offset);
       publish(*s);
     }
     dist::Communicator& world = grid_.world();
     const dist::Traffic before = grid_.traffic();
-    const auto start = std::chrono::steady_clock::now();
-    double previous = std::numeric_limits<double>::quiet_NaN();
+    MaskedRecorder<T> recorder(options_, p_.weighted_squared_norm, result);
     for (int it = 1; it <= options_.max_iterations; ++it) {
       // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
       Side<T>& first = options_.w_first ? w_ : h_;
@@ -133,9 +113,10 @@ class GridIteration {
       const Shares a = update(first, second, false);
       const Shares b = update(second, first, true);
       const auto& pen = options_.penalties;
-      double v[10] = {b.cross, b.quad, b.kl_log, b.kl_model, b.kl_squared, a.cap_hits + b.cap_hits, 0, 0, 0, 0};
-      sums(*w_.piece, v[6], v[7]);
-      sums(*h_.piece, v[8], v[9]);
+      const PenaltySums pw = penalty_sums(*w_.piece), ph = penalty_sums(*h_.piece);
+      double v[10] = {
+          b.cross, b.quad,     b.kl_log, b.kl_model, b.kl_squared, static_cast<double>(a.cap_hits + b.cap_hits),
+          pw.sum,  pw.squares, ph.sum,   ph.squares};
       world.allreduce_sum(v, 10);
       result.nnls_cap_hits += static_cast<long long>(v[5]);
       double squared = 0, objective = 0;
@@ -150,38 +131,19 @@ class GridIteration {
         objective = 0.5 * std::max(squared, 0.0) + pen.l1_w * v[6] + 0.5 * pen.l2_w * v[7] + pen.l1_h * v[8] +
                     0.5 * pen.l2_h * v[9];
       }
-      const double rel = std::sqrt(std::max(squared, 0.0) / p_.weighted_squared_norm);
-      const bool broken = !std::isfinite(objective) || !std::isfinite(rel);
-      bool stop = it > 1 && options_.tol > 0 && std::abs(previous - objective) <= options_.tol * std::abs(previous);
-      bool cancel = false;
-      if (!broken) {
-        result.rel_error_history.push_back(rel);
-        result.objective_history.push_back(objective);
-        result.iterations = it;
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (options_.progress) options_.progress({it, options_.max_iterations, rel, objective, seconds});
-        cancel = world.rank() == 0 && options_.cancel && options_.cancel();
-      }
+      auto verdict = recorder.note(it, squared, objective, world.rank() == 0);
       // Rank 0's decisions are the job's: every rank leaves the loop, or fails, together.
-      auto flag = static_cast<unsigned char>((broken ? 4 : 0) | (stop ? 1 : 0) | (cancel ? 2 : 0));
+      auto flag =
+          static_cast<unsigned char>((verdict.broken ? 4 : 0) | (verdict.stop ? 1 : 0) | (verdict.cancel ? 2 : 0));
       world.broadcast(&flag, 1, dist::Scalar::u8, 0);
-      if ((flag & 4) != 0)
-        throw CollectiveError(NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
-                                             to_string(options_.algorithm) + ", masked): the objective is not finite"));
-      if ((flag & 2) != 0) throw Cancelled("cancelled at iteration " + std::to_string(it));
-      if ((flag & 1) != 0) {
-        result.converged = true;
-        break;
-      }
-      previous = objective;
+      verdict = {(flag & 4) != 0, (flag & 1) != 0, (flag & 2) != 0};
+      if (recorder.act(it, verdict, true)) break;
     }
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    recorder.finish();
     const dist::Traffic after = grid_.traffic();
     traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
     if (options_.normalize) normalise();
-    result.rel_error = final_error();
-    result.norm_a = std::sqrt(p_.weighted_squared_norm);
-    result.objective = result.objective_history.empty() ? 0.0 : result.objective_history.back();
+    set_final_figures(result, final_error(), p_.weighted_squared_norm);
     return result;
   }
 
@@ -413,12 +375,6 @@ class GridIteration {
     grid_.world().allreduce_sum(s.gram.data(), s.gram.storage().size());
   }
 
-  void zero_unobserved(Side<T>& s) const {
-    for (index_t t = 0; t < s.piece->cols(); ++t)
-      if (s.half->unobserved[to_size(s.offset + t)] != 0)
-        for (index_t l = 0; l < k_; ++l) (*s.piece)(l, t) = T(0);
-  }
-
   static double frobenius_dot(const DenseMatrix<T>& a, const DenseMatrix<T>& b) {
     double s = 0;
     for (std::size_t e = 0; e < a.storage().size(); ++e)
@@ -426,27 +382,11 @@ class GridIteration {
     return s;
   }
 
-  /// Σ x and Σ x² of a piece (the penalties).
-  static void sums(const DenseMatrix<T>& x, double& sum, double& squares) {
-    for (const T v : x.storage()) {
-      sum += static_cast<double>(v);
-      squares += static_cast<double>(v) * static_cast<double>(v);
-    }
-  }
-
   /// W's columns sum to 1 over all ranks' pieces; H's rows absorb the scale.
   void normalise() {
-    DenseMatrix<T>& wt = *w_.piece;
-    DenseMatrix<T>& h = *h_.piece;
-    std::vector<double> s(to_size(k_), 0.0);
-    for (index_t i = 0; i < wt.cols(); ++i)
-      for (index_t l = 0; l < k_; ++l) s[to_size(l)] += static_cast<double>(wt(l, i));
+    std::vector<double> s = factor_scales(*w_.piece);
     grid_.world().allreduce_sum(s.data(), s.size());
-    for (index_t l = 0; l < k_; ++l) {
-      if (!(s[to_size(l)] > 0)) continue;
-      for (index_t i = 0; i < wt.cols(); ++i) wt(l, i) = static_cast<T>(static_cast<double>(wt(l, i)) / s[to_size(l)]);
-      for (index_t j = 0; j < h.cols(); ++j) h(l, j) = static_cast<T>(static_cast<double>(h(l, j)) * s[to_size(l)]);
-    }
+    apply_scales(*w_.piece, *h_.piece, s);
   }
 
   /// sqrt(Σ w (a - (WH)_rc)² / Σ w a²) over the observed entries of all blocks, computed directly.

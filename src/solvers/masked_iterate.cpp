@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/serial_blas.hpp"
 #include "backend/cpu/skinny_products.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
@@ -28,14 +29,7 @@ namespace dnmf::solvers {
 namespace {
 
 /// What one half-step leaves for the figures.
-struct HalfSums {
-  double cross = 0;        ///< Σ_j x_jᵀ b_j with the new x (Frobenius)
-  double quad = 0;         ///< Σ_j x_jᵀ G_j x_j with the new x (Frobenius)
-  double kl_log = 0;       ///< KL: Σ w a log(a / q) at the old x
-  double kl_model = 0;     ///< KL: Σ w q at the old x
-  double kl_squared = 0;   ///< KL: Σ w (a - q)² at the old x
-  long long cap_hits = 0;  ///< bpp
-};
+using HalfSums = MaskedSums;
 
 /// y·x in double (listed_products.hpp's lanes): these dots, one per listed entry, are most of the correction work.
 template <class T, class U>
@@ -49,18 +43,7 @@ void add_scaled(double* out, double c, const T* y, index_t k) {
   for (index_t l = 0; l < k; ++l) out[l] += c * static_cast<double>(y[l]);
 }
 
-/// OpenBLAS threads a call made outside an active team by itself, and a threaded product may round differently
-/// from a serial one; within this scope the calling thread's BLAS calls run serial (as cpu_kernels.cpp does).
-class SerialBlas {
- public:
-  SerialBlas() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-  ~SerialBlas() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+using backend::cpu::SerialBlas;
 
 /// Columns per block of the dense numerator Yᵀ(W∘A): fixed, so its sums never depend on the thread count.
 constexpr index_t kNumerBlock = 128;
@@ -419,40 +402,8 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
     }
   }
   HalfSums total;
-  for (const HalfSums& c : per_column) {
-    total.cross += c.cross;
-    total.quad += c.quad;
-    total.kl_log += c.kl_log;
-    total.kl_model += c.kl_model;
-    total.kl_squared += c.kl_squared;
-    total.cap_hits += c.cap_hits;
-  }
+  for (const HalfSums& c : per_column) total += c;
   return total;
-}
-
-/// l1 Σx + 0.5 l2 ||x||².
-template <class T>
-double penalty(const DenseMatrix<T>& x, double l1, double l2) {
-  if (l1 == 0 && l2 == 0) return 0;
-  double s = 0, q = 0;
-  for (const T v : x.storage()) {
-    s += static_cast<double>(v);
-    q += static_cast<double>(v) * static_cast<double>(v);
-  }
-  return l1 * s + 0.5 * l2 * q;
-}
-
-/// Rows of Wt (columns of W) sum to 1; H's rows absorb the scale.
-template <class T>
-void normalise(Factors<T>& f) {
-  const index_t k = f.wt.rows();
-  for (index_t l = 0; l < k; ++l) {
-    double s = 0;
-    for (index_t i = 0; i < f.wt.cols(); ++i) s += static_cast<double>(f.wt(l, i));
-    if (!(s > 0)) continue;
-    for (index_t i = 0; i < f.wt.cols(); ++i) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / s);
-    for (index_t j = 0; j < f.h.cols(); ++j) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * s);
-  }
 }
 
 /// The work of one iteration for the thread governor, counted as the unmasked iteration counts it (products over
@@ -463,13 +414,6 @@ double iteration_flops(const MaskedProblem<T>& p, index_t k) {
   const double entries =
       p.h_half.dense ? static_cast<double>(p.m) * static_cast<double>(p.n) : static_cast<double>(p.observed);
   return 4.0 * entries * kd + 2.0 * static_cast<double>(p.m + p.n) * kd * kd;
-}
-
-template <class T>
-void zero_unobserved(const MaskedHalf<T>& h, DenseMatrix<T>& x) {
-  for (index_t j = 0; j < h.cols; ++j)
-    if (h.unobserved[to_size(j)] != 0)
-      for (index_t l = 0; l < x.rows(); ++l) x(l, j) = T(0);
 }
 
 }  // namespace
@@ -504,53 +448,15 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
 }
 
 template <class T>
-FactorResult<T> run_masked_loop(const MaskedProblem<T>& p, const FactorOptions& options,
-                                const std::function<MaskedStep(int)>& step) {
-  FactorResult<T> result;
-  result.masked = true;
-  result.observed = p.observed;
-  result.unobserved_rows = p.unobserved_rows;
-  result.unobserved_cols = p.unobserved_cols;
-  result.backend = "cpu";
-  result.threads = omp_get_max_threads();
-  const auto start = std::chrono::steady_clock::now();
-  double previous = std::numeric_limits<double>::quiet_NaN();
-  for (int it = 1; it <= options.max_iterations; ++it) {
-    const MaskedStep s = step(it);
-    result.nnls_cap_hits += s.cap_hits;
-    const double rel = std::sqrt(std::max(s.squared, 0.0) / p.weighted_squared_norm);
-    if (!std::isfinite(s.objective) || !std::isfinite(rel))
-      throw NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
-                           to_string(options.algorithm) + ", masked): the objective is not finite");
-    result.rel_error_history.push_back(rel);
-    result.objective_history.push_back(s.objective);
-    result.iterations = it;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.progress) options.progress({it, options.max_iterations, rel, s.objective, seconds});
-    const bool stop = it > 1 && options.tol > 0 && std::abs(previous - s.objective) <= options.tol * std::abs(previous);
-    if (options.cancel && options.cancel()) throw Cancelled("cancelled at iteration " + std::to_string(it));
-    if (stop) {
-      result.converged = true;
-      break;
-    }
-    previous = s.objective;
-  }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
-}
-
-template <class T>
 void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f, FactorResult<T>& result) {
   if (options.normalize) normalise(f);
-  result.rel_error = masked_relative_error(p, f.wt, f.h);
-  result.norm_a = std::sqrt(p.weighted_squared_norm);
-  result.objective = result.objective_history.empty() ? 0.0 : result.objective_history.back();
+  set_final_figures(result, masked_relative_error(p, f.wt, f.h), p.weighted_squared_norm);
 }
 
 template <class T>
 void zero_unobserved(const MaskedProblem<T>& p, Factors<T>& f) {
-  zero_unobserved(p.h_half, f.h);
-  zero_unobserved(p.w_half, f.wt);
+  zero_flagged_columns(f.h, p.h_half.unobserved);
+  zero_flagged_columns(f.wt, p.w_half.unobserved);
 }
 
 template <class T>
@@ -580,8 +486,7 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
       s.objective = last.kl_log - p.weighted_sum + last.kl_model;
     } else {
       s.squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
-      s.objective =
-          0.5 * std::max(s.squared, 0.0) + penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
+      s.objective = frobenius_objective(s.squared, f, pen);
     }
     return s;
   };
@@ -593,10 +498,6 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
 template FactorResult<float> iterate_masked<float>(const MaskedProblem<float>&, const FactorOptions&, Factors<float>&);
 template FactorResult<double> iterate_masked<double>(const MaskedProblem<double>&, const FactorOptions&,
                                                      Factors<double>&);
-template FactorResult<float> run_masked_loop<float>(const MaskedProblem<float>&, const FactorOptions&,
-                                                    const std::function<MaskedStep(int)>&);
-template FactorResult<double> run_masked_loop<double>(const MaskedProblem<double>&, const FactorOptions&,
-                                                      const std::function<MaskedStep(int)>&);
 template void finish_masked<float>(const MaskedProblem<float>&, const FactorOptions&, Factors<float>&,
                                    FactorResult<float>&);
 template void finish_masked<double>(const MaskedProblem<double>&, const FactorOptions&, Factors<double>&,

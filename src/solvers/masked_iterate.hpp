@@ -3,10 +3,9 @@
 // (solvers/<algorithm>.hpp), so the update rules are the unmasked ones with G and b replaced (docs/masked.md).
 #pragma once
 
-#include <functional>
-
 #include "dnmf/factorize.hpp"
 #include "solvers/init.hpp"
+#include "solvers/masked_loop.hpp"
 #include "solvers/masked_problem.hpp"
 
 namespace dnmf::solvers {
@@ -16,21 +15,6 @@ namespace dnmf::solvers {
 /// Rows and columns with no observed entry keep zero factors.
 template <class T>
 FactorResult<T> iterate_masked(const MaskedProblem<T>& problem, const FactorOptions& options, Factors<T>& factors);
-
-/// What one masked iteration hands the loop: the weighted squared error its figure is, the objective (penalties
-/// included) and the NNLS cap hits.
-struct MaskedStep {
-  double squared = 0;
-  double objective = 0;
-  long long cap_hits = 0;
-};
-
-/// The loop every masked iteration shares, whatever runs the half-steps (host here, a device in
-/// masked_device_iterate.cpp): calls step(it) for it = 1, 2, ... and keeps the histories, progress, stopping rule
-/// and cancellation. The result's rel_error, norm_a and objective are left to finish_masked.
-template <class T>
-FactorResult<T> run_masked_loop(const MaskedProblem<T>& problem, const FactorOptions& options,
-                                const std::function<MaskedStep(int)>& step);
 
 /// After the loop, with the final factors on the host: normalises them when options.normalize and sets the
 /// result's final figures.

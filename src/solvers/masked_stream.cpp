@@ -5,12 +5,9 @@
 
 #include "solvers/masked_stream.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -19,7 +16,8 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
-#include "dnmf/io.hpp"
+#include "solvers/masked_checks.hpp"
+#include "solvers/masked_loop.hpp"
 #include "solvers/solve.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -90,36 +88,9 @@ double dot(const T* y, const T* x, index_t k) {
   return s;
 }
 
-template <class T>
-[[noreturn]] void bad_weight(const std::string& name, index_t i, index_t j, T w) {
-  throw DataError(name + ": weight at row " + std::to_string(i) + ", column " + std::to_string(j) + " (0-based) is " +
-                  std::to_string(w) + "; mask weights must be finite and >= 0 (0 = missing)");
-}
-
-template <class T>
-void check_observed(const std::string& name, index_t i, index_t j, T a) {
-  if (a >= 0 && std::isfinite(a)) return;
-  std::string message = name + ": " + io::describe_bad_entry(i, j, a);
-  if (std::isnan(a)) message += " (--missing nan takes NaN entries as missing)";
-  throw DataError(message);
-}
-
-/// What one line's update (or a pass's sums) leaves for the figures.
-struct Sums {
-  double residual = 0;    ///< Σ w (a - yᵀx)² at the state the sum was taken
-  double kl_log = 0;      ///< KL: Σ w a log(a / q) at the old x
-  double kl_model = 0;    ///< KL: Σ w q at the old x
-  double kl_squared = 0;  ///< KL: Σ w (a - q)² at the old x
-  long long cap_hits = 0;
-  Sums& operator+=(const Sums& o) {
-    residual += o.residual;
-    kl_log += o.kl_log;
-    kl_model += o.kl_model;
-    kl_squared += o.kl_squared;
-    cap_hits += o.cap_hits;
-    return *this;
-  }
-};
+/// What one line's update (or a pass's sums) leaves for the figures: residual (Σ w (a - yᵀx)² at the state the
+/// sum was taken), KL's figures and the cap hits.
+using Sums = MaskedSums;
 
 /// Per-thread scratch for one line's rule.
 template <class T>
@@ -204,31 +175,6 @@ void add_entry(Algorithm algorithm, const T* y, const T* x, index_t k, double a,
         for (index_t l = 0; l < k; ++l) gq[l] += w * yq * static_cast<double>(y[l]);
       }
       return;
-  }
-}
-
-/// l1 Σx + 0.5 l2 ||x||².
-template <class T>
-double penalty(const DenseMatrix<T>& x, double l1, double l2) {
-  if (l1 == 0 && l2 == 0) return 0;
-  double s = 0, q = 0;
-  for (const T v : x.storage()) {
-    s += static_cast<double>(v);
-    q += static_cast<double>(v) * static_cast<double>(v);
-  }
-  return l1 * s + 0.5 * l2 * q;
-}
-
-/// Rows of Wt (columns of W) sum to 1; H's rows absorb the scale (as the in-memory masked iteration).
-template <class T>
-void normalise(Factors<T>& f) {
-  const index_t k = f.wt.rows();
-  for (index_t l = 0; l < k; ++l) {
-    double s = 0;
-    for (index_t i = 0; i < f.wt.cols(); ++i) s += static_cast<double>(f.wt(l, i));
-    if (!(s > 0)) continue;
-    for (index_t i = 0; i < f.wt.cols(); ++i) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / s);
-    for (index_t j = 0; j < f.h.cols(); ++j) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * s);
   }
 }
 
@@ -410,12 +356,12 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
       T w = T(1);
       if (tile.w != nullptr) {
         w = tile.w[at_offset];
-        if (!(w >= 0) || !std::isfinite(w)) bad_weight(p.mask_name, i, j, w);
+        check_weight(p.mask_name, i, j, w);
       }
       if (p.nan_missing && std::isnan(a)) w = T(0);
       non_unit += w != T(1) ? 1 : 0;
       if (!(w > 0)) return;
-      check_observed(p.a_name, i, j, a);
+      check_observed_entry(p.a_name, i, j, a);
       ++observed;
       ++per_row[to_size(i)];
       ++per_col[to_size(j)];
@@ -437,12 +383,7 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
   p.weighted_squared_norm = squared;
   p.weighted_sum = weighted;
   p.observed_sum = plain;
-  if (observed == 0) throw DataError(p.a_name + ": no entry is observed (every weight is 0 or every entry missing)");
-  if (!(squared > 0)) throw DataError(p.a_name + ": every observed entry is zero: there is nothing to factorise");
-  if (!std::isfinite(squared))
-    throw NumericalError(p.a_name +
-                         ": the weighted sum of the squared entries overflows double precision: rescale the "
-                         "matrix, e.g. divide it by its largest entry");
+  require_observed(observed, squared, p.a_name);
   p.all_unit = !sparse && non_unit == 0;
   p.unobserved_rows.assign(to_size(p.m), 0);
   p.unobserved_cols.assign(to_size(p.n), 0);
@@ -473,44 +414,15 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
 
   const auto& pen = options.penalties;
   const bool kl = options.algorithm == Algorithm::kl;
-  FactorResult<T> result;
-  result.masked = true;
-  result.observed = p.observed;
-  result.unobserved_rows = p.unobserved_row_count;
-  result.unobserved_cols = p.unobserved_col_count;
-  result.backend = "cpu";
-  result.threads = omp_get_max_threads();
+  FactorResult<T> result = masked_result<T>(p.observed, p.unobserved_row_count, p.unobserved_col_count);
   result.init_seconds = init_seconds;
-  for (index_t j = 0; j < p.n; ++j)
-    if (p.unobserved_cols[to_size(j)] != 0)
-      std::fill(f.h.data() + j * options.rank, f.h.data() + (j + 1) * options.rank, T(0));
-  for (index_t i = 0; i < p.m; ++i)
-    if (p.unobserved_rows[to_size(i)] != 0)
-      std::fill(f.wt.data() + i * options.rank, f.wt.data() + (i + 1) * options.rank, T(0));
+  zero_flagged_columns(f.h, p.unobserved_cols);
+  zero_flagged_columns(f.wt, p.unobserved_rows);
 
   Iteration<T> run(p, options, f);
-  const auto start = std::chrono::steady_clock::now();
-  double previous = std::numeric_limits<double>::quiet_NaN();
-  // Records iteration `it`'s figures as iterate_masked does; true when the stopping rule is met.
-  const auto record = [&](int it, double squared, double objective) {
-    const double rel = std::sqrt(std::max(squared, 0.0) / p.weighted_squared_norm);
-    if (!std::isfinite(objective) || !std::isfinite(rel))
-      throw NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
-                           to_string(options.algorithm) + ", masked): the objective is not finite");
-    result.rel_error_history.push_back(rel);
-    result.objective_history.push_back(objective);
-    result.iterations = it;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options.progress) options.progress({it, options.max_iterations, rel, objective, seconds});
-    const bool stop = it > 1 && options.tol > 0 && std::abs(previous - objective) <= options.tol * std::abs(previous);
-    if (options.cancel && options.cancel()) throw Cancelled("cancelled at iteration " + std::to_string(it));
-    previous = objective;
-    if (stop) result.converged = true;
-    return stop;
-  };
-  const auto frobenius = [&](double residual) {
-    return 0.5 * std::max(residual, 0.0) + penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
-  };
+  // Each iteration's figures are recorded as iterate_masked records them; record() is true on a stop.
+  MaskedRecorder<T> recorder(options, p.weighted_squared_norm, result);
+  const auto frobenius = [&](double residual) { return frobenius_objective(residual, f, pen); };
   const int iterations = options.max_iterations;
   // The order of the halves (FactorOptions::w_first) decides whether the stripes' own half comes first.
   const bool own_first = options.w_first != run.own_is_h();
@@ -530,7 +442,7 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
       }
       const auto s = run.pass(pending, true, false, true);
       result.nnls_cap_hits += s.own.cap_hits;
-      if (pending && record(it - 1, s.own.residual, pending_objective + 0.5 * std::max(s.own.residual, 0.0))) {
+      if (pending && recorder.record(it - 1, s.own.residual, pending_objective + 0.5 * std::max(s.own.residual, 0.0))) {
         run.own() = std::move(saved);
         stopped = true;
         break;
@@ -538,11 +450,11 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
       const Sums o = run.update_other();
       result.nnls_cap_hits += o.cap_hits;
       // KL's figures are the second half's at its old x, as iterate_masked reports them.
-      if (kl && record(it, s.other.kl_squared, s.other.kl_log - p.weighted_sum + o.kl_model)) stopped = true;
+      if (kl && recorder.record(it, s.other.kl_squared, s.other.kl_log - p.weighted_sum + o.kl_model)) stopped = true;
     }
     if (!stopped && !kl && iterations > 0) {
       const auto s = run.pass(true, false, false, false);
-      record(iterations, s.own.residual, frobenius(s.own.residual));
+      recorder.record(iterations, s.own.residual, frobenius(s.own.residual));
     }
   } else {
     // The other half comes first: a pass accumulates its sums from the start, then pass t updates the own
@@ -555,18 +467,16 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
       const bool more = it < iterations;
       const Sums s = run.pass(false, true, !kl, more).own;
       result.nnls_cap_hits += s.cap_hits;
-      const bool stop = kl ? record(it, s.kl_squared, s.kl_log - p.weighted_sum + s.kl_model)
-                           : record(it, s.residual, frobenius(s.residual));
+      const bool stop = kl ? recorder.record(it, s.kl_squared, s.kl_log - p.weighted_sum + s.kl_model)
+                           : recorder.record(it, s.residual, frobenius(s.residual));
       if (stop || !more) break;
       result.nnls_cap_hits += run.update_other().cap_hits;
     }
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  recorder.finish();
   if (options.normalize) normalise(f);
   const Sums final_pass = run.pass(true, false, false, false).own;
-  result.rel_error = std::sqrt(final_pass.residual / p.weighted_squared_norm);
-  result.norm_a = std::sqrt(p.weighted_squared_norm);
-  result.objective = result.objective_history.empty() ? 0.0 : result.objective_history.back();
+  set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm);
   return result;
 }
 

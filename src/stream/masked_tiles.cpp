@@ -4,29 +4,12 @@
 #include <utility>
 
 #include "dnmf/index.hpp"
+#include "stream/ring_pass.hpp"
 
 namespace dnmf::stream {
 namespace {
 
 std::string stripes(backend::Side side) { return side == backend::Side::H ? "column" : "row"; }
-
-/// Slot buffers for the largest of `extents`.
-template <class T>
-Tile<T> make_slot(const TileSource<T>& source, const std::vector<TileExtent>& extents) {
-  index_t entries = 0, lines = 0;
-  for (const TileExtent& e : extents) {
-    entries = std::max(entries, e.entries);
-    lines = std::max(lines, e.range.size());
-  }
-  Tile<T> tile;
-  const BufferAllocator& host = host_allocator();
-  if (source.fills_slots()) tile.values = Buffer<T>(host, to_size(std::max<index_t>(entries, 1)));
-  if (source.sparse()) {
-    tile.indptr = Buffer<index_t>(host, to_size(lines + 1));
-    tile.indices = Buffer<col_index_t>(host, to_size(std::max<index_t>(entries, 1)));
-  }
-  return tile;
-}
 
 }  // namespace
 
@@ -67,8 +50,8 @@ MaskedTiles<T>::MaskedTiles(std::unique_ptr<TileSource<T>> a, std::unique_ptr<Ti
   std::vector<TilePair<T>> slots;
   for (int d = 0; d < depth; ++d) {
     TilePair<T> pair;
-    pair.a = make_slot(*a_, extents_);
-    if (mask_) pair.w = make_slot(*mask_, mask_extents);
+    pair.a = make_tile_slot(*a_, extents_, host_allocator());
+    if (mask_) pair.w = make_tile_slot(*mask_, mask_extents, host_allocator());
     slots.push_back(std::move(pair));
   }
   // Entries are checked by the solver's first pass, which knows which ones are observed (a missing entry may
@@ -94,16 +77,7 @@ MaskedTiles<T>::~MaskedTiles() {
 
 template <class T>
 backend::OperandStats MaskedTiles<T>::stats() const {
-  backend::OperandStats s;
-  s.passes = passes_;
-  s.bytes_read = static_cast<double>(bytes_read_.load());
-  if (ring_) {
-    const RingStats r = ring_->stats();
-    s.tiles = r.tiles_delivered;
-    s.seconds_waiting = r.seconds_waiting;
-    s.seconds_reading = r.seconds_filling;
-  }
-  return s;
+  return ring_operand_stats(ring_.get(), passes_, bytes_read_.load());
 }
 
 template class MaskedTiles<float>;

@@ -13,6 +13,7 @@
 #include "backend/operand.hpp"
 #include "dnmf/error.hpp"
 #include "stream/ring.hpp"
+#include "stream/ring_pass.hpp"
 #include "stream/tile_source.hpp"
 
 namespace dnmf::stream {
@@ -47,25 +48,13 @@ class MaskedTiles {
   /// restarts the ring, so the next pass begins at tile 0 again.
   template <class Body>
   void pass(Body&& body) {
-    if (extents_.empty()) {
-      ++passes_;
-      return;
-    }
-    try {
-      for (std::size_t t = 0; t < extents_.size(); ++t) {
-        const TilePair<T>& pair = ring_->acquire();
-        if (pair.a.index != t)
-          throw Error("internal: tile " + std::to_string(pair.a.index) + " arrived as tile " + std::to_string(t));
-        body(pair.a, mask_ ? &pair.w : nullptr);
-        ring_->release();
-      }
-      a_->check_intact();
-      if (mask_) mask_->check_intact();
-    } catch (...) {
-      ring_->restart();
-      throw;
-    }
-    ++passes_;
+    ring_pass(
+        ring_.get(), extents_.size(), passes_, [](const TilePair<T>& pair) { return pair.a.index; },
+        [&](const TilePair<T>& pair) { body(pair.a, mask_ ? &pair.w : nullptr); },
+        [this] {
+          a_->check_intact();
+          if (mask_) mask_->check_intact();
+        });
   }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "stream/ring_pass.hpp"
 
 namespace dnmf::stream {
 
@@ -22,25 +23,12 @@ StreamedOperand<T>::StreamedOperand(backend::Kernels<T>& kernels, std::unique_pt
   extents_ = source_->partition(tile_bytes);
   validated_.assign(extents_.size(), 0);
   if (extents_.empty()) return;
-  index_t entries = 0, lines = 0;
-  for (const TileExtent& e : extents_) {
-    entries = std::max(entries, e.entries);
-    lines = std::max(lines, e.range.size());
-  }
-  const bool csr = source_->sparse();
   std::vector<Tile<T>> slots;
-  for (int d = 0; d < depth; ++d) {
-    Tile<T> tile;
-    if (source_->fills_slots()) tile.values = Buffer<T>(allocator, to_size(std::max<index_t>(entries, 1)));
-    if (csr) {
-      tile.indptr = Buffer<index_t>(allocator, to_size(lines + 1));
-      tile.indices = Buffer<col_index_t>(allocator, to_size(std::max<index_t>(entries, 1)));
-    }
-    // A lending source maps its tiles instead: they count like slots.
-    slot_bytes_ = source_->fills_slots() ? tile.values.bytes() + tile.indptr.bytes() + tile.indices.bytes()
-                                         : to_size(entries) * sizeof(T);
-    slots.push_back(std::move(tile));
-  }
+  for (int d = 0; d < depth; ++d) slots.push_back(make_tile_slot(*source_, extents_, allocator));
+  // A lending source maps its tiles instead: they count like slots.
+  const Tile<T>& slot = slots.front();
+  slot_bytes_ = source_->fills_slots() ? slot.values.bytes() + slot.indptr.bytes() + slot.indices.bytes()
+                                       : to_size(largest_tile(extents_).entries) * sizeof(T);
   ring_ = std::make_unique<Ring<Tile<T>>>(std::move(slots), extents_.size(), [this](std::size_t t, Tile<T>& tile) {
     const bool validate = validated_[t] == 0;
     source_->read(extents_[t], tile, validate);
@@ -58,24 +46,9 @@ StreamedOperand<T>::~StreamedOperand() {
 template <class T>
 template <class Body>
 void StreamedOperand<T>::pass(Body&& body) {
-  if (extents_.empty()) {
-    ++passes_;
-    return;
-  }
-  try {
-    for (std::size_t t = 0; t < extents_.size(); ++t) {
-      const Tile<T>& tile = ring_->acquire();
-      if (tile.index != t)
-        throw Error("internal: tile " + std::to_string(tile.index) + " arrived as tile " + std::to_string(t));
-      body(tile);
-      ring_->release();
-    }
-    source_->check_intact();  // before the pass's sums are used
-  } catch (...) {
-    ring_->restart();
-    throw;
-  }
-  ++passes_;
+  ring_pass(
+      ring_.get(), extents_.size(), passes_, [](const Tile<T>& tile) { return tile.index; }, body,
+      [this] { source_->check_intact(); });  // before the pass's sums are used
 }
 
 template <class T>
@@ -169,16 +142,7 @@ backend::FusedSums StreamedOperand<T>::fused_pass(Side side, const backend::Upda
 
 template <class T>
 backend::OperandStats StreamedOperand<T>::operand_stats() const {
-  backend::OperandStats s;
-  s.passes = passes_;
-  s.bytes_read = static_cast<double>(bytes_read_.load());
-  if (ring_) {
-    const RingStats r = ring_->stats();
-    s.tiles = r.tiles_delivered;
-    s.seconds_waiting = r.seconds_waiting;
-    s.seconds_reading = r.seconds_filling;
-  }
-  return s;
+  return ring_operand_stats(ring_.get(), passes_, bytes_read_.load());
 }
 
 template class StreamedOperand<float>;

@@ -64,15 +64,10 @@ DenseMatrix<double> make_mask(index_t m, index_t n) {
   return w;
 }
 
+/// The figures the comparisons read from a run, and its factors in double.
 template <class T>
-Outcome in_memory(const MatrixRef<T>& a, const MatrixRef<T>* mask, const MissingValues& missing,
-                  const FactorOptions& o) {
-  const solvers::StoredMatrix<T> sa{&a, false, "A"};
-  const solvers::StoredMatrix<T> sm{mask, false, "M"};
-  const auto problem = solvers::build_masked_problem<T>(sa, sm, missing);
-  solvers::Factors<T> f;
+Outcome outcome_of(const FactorResult<T>& r, const solvers::Factors<T>& f) {
   Outcome out;
-  const FactorResult<T> r = solvers::solve_masked<T>(problem, o, f);
   out.result.rel_error = r.rel_error;
   out.result.iterations = r.iterations;
   out.result.converged = r.converged;
@@ -85,6 +80,17 @@ Outcome in_memory(const MatrixRef<T>& a, const MatrixRef<T>* mask, const Missing
   for (std::size_t e = 0; e < f.wt.storage().size(); ++e) out.wt.storage()[e] = f.wt.storage()[e];
   for (std::size_t e = 0; e < f.h.storage().size(); ++e) out.h.storage()[e] = f.h.storage()[e];
   return out;
+}
+
+template <class T>
+Outcome in_memory(const MatrixRef<T>& a, const MatrixRef<T>* mask, const MissingValues& missing,
+                  const FactorOptions& o) {
+  const solvers::StoredMatrix<T> sa{&a, false, "A"};
+  const solvers::StoredMatrix<T> sm{mask, false, "M"};
+  const auto problem = solvers::build_masked_problem<T>(sa, sm, missing);
+  solvers::Factors<T> f;
+  const FactorResult<T> r = solvers::solve_masked<T>(problem, o, f);
+  return outcome_of(r, f);
 }
 
 template <class T>
@@ -105,18 +111,7 @@ Outcome streamed(const std::string& a_path, const std::string& mask_path, bool n
   solvers::scan_masked_tiles(p);
   solvers::Factors<T> f;
   const FactorResult<T> r = solvers::solve_masked_streamed<T>(p, o, f);
-  Outcome out;
-  out.result.rel_error = r.rel_error;
-  out.result.iterations = r.iterations;
-  out.result.converged = r.converged;
-  out.result.rel_error_history = r.rel_error_history;
-  out.result.objective_history = r.objective_history;
-  out.result.unobserved_rows = r.unobserved_rows;
-  out.result.unobserved_cols = r.unobserved_cols;
-  out.wt = DenseMatrix<double>(f.wt.rows(), f.wt.cols());
-  out.h = DenseMatrix<double>(f.h.rows(), f.h.cols());
-  for (std::size_t e = 0; e < f.wt.storage().size(); ++e) out.wt.storage()[e] = f.wt.storage()[e];
-  for (std::size_t e = 0; e < f.h.storage().size(); ++e) out.h.storage()[e] = f.h.storage()[e];
+  Outcome out = outcome_of(r, f);
   out.tiles = tiles.tile_count();
   out.passes = tiles.stats().passes;
   return out;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/serial_blas.hpp"
 #include "backend/cpu/skinny_products.hpp"
 #include "backend/tiles.hpp"
 #include "backend/update_rules.hpp"
@@ -16,6 +17,8 @@
 
 namespace dnmf::backend {
 namespace {
+
+using cpu::SerialBlas;
 
 int as_int(index_t v) { return static_cast<int>(v); }
 int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
@@ -222,19 +225,6 @@ void dense_xat(index_t k, index_t m, index_t n, CView<T> x, const T* a, index_t 
                ld_of(ldo));
   }
 }
-
-// OpenBLAS threads a call made outside an active team by itself, and a threaded product may round
-// differently from a serial one; within this scope the calling thread's BLAS calls run serial.
-class SerialBlas {
- public:
-  SerialBlas() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-  ~SerialBlas() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 // Rows of a CSR kernel's chunks: nnz-balanced, a fixed number of them (not one per thread), so that the
 // chunks, and with them the order of every sum, are the same for any thread count.

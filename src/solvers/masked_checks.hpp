@@ -1,0 +1,44 @@
+// The checks of a masked problem's input and their messages, the same whichever solver reads the entries
+// (whole matrix, grid block, streamed tiles): a bad weight, a bad observed entry, nothing to fit
+// (docs/masked.md, "What is checked"). Places are A's, 0-based.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
+
+namespace dnmf::solvers {
+
+/// Throws DataError naming `name` and (i, j) unless the weight w is finite and >= 0.
+template <class T>
+void check_weight(const std::string& name, index_t i, index_t j, T w) {
+  if (w >= 0 && std::isfinite(w)) return;
+  throw DataError(name + ": weight at row " + std::to_string(i) + ", column " + std::to_string(j) + " (0-based) is " +
+                  std::to_string(w) + "; mask weights must be finite and >= 0 (0 = missing)");
+}
+
+/// Throws DataError naming `name` and (i, j) unless the observed entry a is finite and >= 0 (a NaN's message
+/// points to --missing nan).
+template <class T>
+void check_observed_entry(const std::string& name, index_t i, index_t j, T a) {
+  if (a >= 0 && std::isfinite(a)) return;
+  std::string message = name + ": " + io::describe_bad_entry(i, j, a);
+  if (std::isnan(a)) message += " (--missing nan takes NaN entries as missing)";
+  throw DataError(message);
+}
+
+/// Throws DataError naming `name` when nothing is observed or every observed entry is zero, NumericalError when
+/// Σ w a² overflows.
+inline void require_observed(index_t observed, double weighted_squared_norm, const std::string& name) {
+  if (observed == 0) throw DataError(name + ": no entry is observed (every weight is 0 or every entry missing)");
+  if (!(weighted_squared_norm > 0))
+    throw DataError(name + ": every observed entry is zero: there is nothing to factorise");
+  if (!std::isfinite(weighted_squared_norm))
+    throw NumericalError(name +
+                         ": the weighted sum of the squared entries overflows double precision: rescale the "
+                         "matrix, e.g. divide it by its largest entry");
+}
+
+}  // namespace dnmf::solvers

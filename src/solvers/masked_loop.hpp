@@ -1,0 +1,126 @@
+// What every masked solver (one process, device, 2-D grid, streamed) does around its half-steps: the figures a
+// half-step or pass leaves, the result's bookkeeping per iteration (histories, progress, stopping rule,
+// cancellation, breakdown), the penalties, normalisation and the zeroed factors of unobserved rows and columns.
+// Only the half-steps differ between the solvers; the loop and the figures are these (docs/masked.md).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "dnmf/factorize.hpp"
+#include "solvers/init.hpp"
+#include "solvers/masked_problem.hpp"
+
+namespace dnmf::solvers {
+
+/// The figures one half-step (or pass, or process) leaves, summed in a fixed order so that the result does not
+/// depend on the thread count.
+struct MaskedSums {
+  double cross = 0;        ///< Σ_j x_jᵀ b_j with the new x (Frobenius)
+  double quad = 0;         ///< Σ_j x_jᵀ G_j x_j with the new x (Frobenius)
+  double residual = 0;     ///< Σ w (a - yᵀx)², summed directly (streamed)
+  double kl_log = 0;       ///< KL: Σ w a log(a / q) at the old x
+  double kl_model = 0;     ///< KL: Σ w q at the old x
+  double kl_squared = 0;   ///< KL: Σ w (a - q)² at the old x
+  long long cap_hits = 0;  ///< bpp
+  MaskedSums& operator+=(const MaskedSums& o);
+};
+
+/// What one masked iteration hands the loop: the weighted squared error its figure is, the objective (penalties
+/// included) and the NNLS cap hits.
+struct MaskedStep {
+  double squared = 0;
+  double objective = 0;
+  long long cap_hits = 0;
+};
+
+/// A masked run's result before its first iteration: masked, the observed and unobserved counts, host backend.
+template <class T>
+FactorResult<T> masked_result(index_t observed, index_t unobserved_rows, index_t unobserved_cols);
+
+/// Keeps a masked run's per-iteration figures in `result`, as every masked solver reports them. The clock
+/// starts at construction.
+template <class T>
+class MaskedRecorder {
+ public:
+  MaskedRecorder(const FactorOptions& options, double weighted_squared_norm, FactorResult<T>& result);
+
+  /// What iteration `it`'s figures call for.
+  struct Verdict {
+    bool broken = false;  ///< the objective or the error is not finite
+    bool stop = false;    ///< the stopping rule is met
+    bool cancel = false;  ///< FactorOptions::cancel said so
+  };
+
+  /// Records iteration `it` (the weighted squared error and the objective) unless it is broken, reports
+  /// progress and applies the stopping rule; asks FactorOptions::cancel when `ask_cancel` (on a grid, rank 0
+  /// alone asks, and its verdict is every rank's).
+  Verdict note(int it, double squared, double objective, bool ask_cancel = true);
+
+  /// Acts on a verdict: throws NumericalError for a breakdown (as a CollectiveError when `collective`), Cancelled
+  /// when cancelled; marks the run converged and returns true when it stops.
+  bool act(int it, const Verdict& verdict, bool collective = false) const;
+
+  /// note() then act() on one process; true when the run stops.
+  bool record(int it, double squared, double objective) { return act(it, note(it, squared, objective)); }
+
+  /// Sets the result's iteration seconds (since construction).
+  void finish() const;
+
+ private:
+  const FactorOptions& options_;
+  double norm_;
+  FactorResult<T>& result_;
+  std::chrono::steady_clock::time_point start_;
+  double previous_;
+};
+
+/// The loop of a run whose iterations are whole steps (host and device): calls step(it) for it = 1, 2, ... and
+/// records each with MaskedRecorder. The result's rel_error, norm_a and objective are left to finish_masked.
+template <class T>
+FactorResult<T> run_masked_loop(const MaskedProblem<T>& problem, const FactorOptions& options,
+                                const std::function<MaskedStep(int)>& step);
+
+/// The result's final figures: rel_error, norm_a = sqrt(Σ w a²) and the last objective.
+template <class T>
+void set_final_figures(FactorResult<T>& result, double rel_error, double weighted_squared_norm);
+
+/// Σ x and Σ x² over a factor (the penalties' terms).
+struct PenaltySums {
+  double sum = 0, squares = 0;
+};
+template <class T>
+PenaltySums penalty_sums(const DenseMatrix<T>& x);
+
+/// l1 Σx + 0.5 l2 ||x||² (0 without penalties).
+template <class T>
+double penalty(const DenseMatrix<T>& x, double l1, double l2);
+
+/// The Frobenius objective ½ max(squared, 0) + the penalties of both factors.
+template <class T>
+double frobenius_objective(double squared, const Factors<T>& factors, const Penalties& penalties);
+
+/// Σ_i Wt(l, i) per row l of Wt (k x m): W's column sums, the scales normalisation divides by.
+template <class T>
+std::vector<double> factor_scales(const DenseMatrix<T>& wt);
+
+/// Divides row l of Wt by scale[l] and multiplies row l of H by it, where scale[l] > 0: W's columns sum to 1
+/// and H absorbs the scale.
+template <class T>
+void apply_scales(DenseMatrix<T>& wt, DenseMatrix<T>& h, const std::vector<double>& scale);
+
+/// apply_scales() with the scales of one process's whole Wt.
+template <class T>
+void normalise(Factors<T>& factors);
+
+/// Zeroes column j of x (k x cols) where flags[offset + j] != 0: the factor columns of rows or columns of A
+/// with no observed entry, held at zero.
+template <class T, class Flag>
+void zero_flagged_columns(DenseMatrix<T>& x, const std::vector<Flag>& flags, index_t offset = 0) {
+  for (index_t j = 0; j < x.cols(); ++j)
+    if (flags[to_size(offset + j)] != 0)
+      for (index_t l = 0; l < x.rows(); ++l) x(l, j) = T(0);
+}
+
+}  // namespace dnmf::solvers
