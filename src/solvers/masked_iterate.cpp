@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/skinny_products.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/listed_products.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -35,17 +37,10 @@ struct HalfSums {
   long long cap_hits = 0;  ///< bpp
 };
 
-/// y·x in double with four partial sums, lane by lane, so the compiler can keep them in one vector register: a
-/// single running sum is one long dependency chain, and these dots (one per listed entry) are most of the
-/// correction work.
+/// y·x in double (listed_products.hpp's lanes): these dots, one per listed entry, are most of the correction work.
 template <class T, class U>
 [[gnu::always_inline]] inline double dot_column(const T* y, const U* x, index_t k) {
-  double acc[4] = {0, 0, 0, 0};
-  index_t l = 0;
-  for (; l + 4 <= k; l += 4)
-    for (int t = 0; t < 4; ++t) acc[t] += static_cast<double>(y[l + t]) * static_cast<double>(x[l + t]);
-  for (; l < k; ++l) acc[0] += static_cast<double>(y[l]) * static_cast<double>(x[l]);
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return lane_dot(y, x, k);
 }
 
 /// out += c · y (k entries).
@@ -85,20 +80,20 @@ struct HalfShared {
   bool corrected;            ///< G_j = F + Σ listed; else G_j = Σ listed
   std::vector<double> full;  ///< F (k x k), corrected only
   std::vector<double> sums;  ///< Σ_i y_i (KL)
-  DenseMatrix<T> numer;      ///< Yᵀ(W∘A), dense Frobenius halves
+  DenseMatrix<T>& numer;     ///< Yᵀ(W∘A), dense Frobenius halves (the caller's buffer, kept between iterations)
 };
 
 /// One thread's scratch, sized once per half-step.
 template <class T>
 struct ColumnScratch {
-  std::vector<double> b, gx, u, s, diag, r, z, cz, c, g;
+  std::vector<double> b, gx, u, s, z, g, gp;
   std::vector<T> bt, st, gt;
+  std::vector<const double*> rows;  ///< the listed rows as doubles (listed_gram)
   explicit ColumnScratch(index_t k)
       : b(to_size(k)),
         gx(to_size(k)),
         u(to_size(k)),
         s(to_size(k)),
-        diag(to_size(k)),
         g(to_size(k * k)),
         bt(to_size(k)),
         st(to_size(k)),
@@ -138,23 +133,12 @@ void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, H
   const index_t p0 = h.gram_ptr[to_size(j)], p1 = h.gram_ptr[to_size(j) + 1];
   if (h.dense) {
     numerator_column(sh, j, sc.b.data());
-    for (index_t p = p0; p < p1; ++p) {
-      const T* y = sh.yt.data() + h.gram_row[to_size(p)] * k;
-      add_scaled(sc.gx.data(), h.gram_coef[to_size(p)] * dot_column(y, x, k), y, k);
-    }
+    listed_products(sh.yt.data(), k, h.gram_row.data(), h.gram_coef.data(), p0, p1, x, sc.gx.data());
   } else {
     // A sparse half's lists are its entries (masked_problem.cpp): b_j and G_j x in one pass, each y_i read once.
     std::fill(sc.b.begin(), sc.b.end(), 0.0);
-    for (index_t p = p0; p < p1; ++p) {
-      const T* y = sh.yt.data() + h.row[to_size(p)] * k;
-      const double wa = static_cast<double>(h.weighted_value[to_size(p)]);
-      const double c = h.gram_coef[to_size(p)] * dot_column(y, x, k);
-      for (index_t l = 0; l < k; ++l) {
-        const double yl = static_cast<double>(y[l]);
-        sc.b[to_size(l)] += wa * yl;
-        sc.gx[to_size(l)] += c * yl;
-      }
-    }
+    listed_products(sh.yt.data(), k, h.row.data(), h.gram_coef.data(), p0, p1, x, sc.gx.data(), h.weighted_value.data(),
+                    sc.b.data());
   }
   for (index_t l = 0; l < k; ++l) {
     const double xl = static_cast<double>(x[l]);
@@ -164,126 +148,86 @@ void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, H
   if (!sh.figures) return;
   // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²: dots only.
   full_times(sh, x, sc.u.data());
-  double quad = dot_column(x, sc.u.data(), k);
-  for (index_t p = p0; p < p1; ++p) {
-    const double d = dot_column(sh.yt.data() + h.gram_row[to_size(p)] * k, x, k);
-    quad += h.gram_coef[to_size(p)] * d * d;
-  }
-  out.quad += quad;
+  out.quad += dot_column(x, sc.u.data(), k) +
+              listed_products(sh.yt.data(), k, h.gram_row.data(), h.gram_coef.data(), p0, p1, x, nullptr);
   out.cross += dot_column(x, sc.b.data(), k);
 }
 
-/// Gathers the listed rows of column j into z, with their coefficients in sc.c; `transposed`: z is s x k (column l
-/// contiguous, for the HALS sweep), else k x s (the rows as they are, for a BLAS product). Also b_j into sc.b: a
-/// dense numerator's column, or (sparse: the lists are the entries) summed in the same pass.
+/// G_j into sc.g (k x k, double) and b_j into sc.b: F (or zero) plus Σ c y_i y_iᵀ over the column's listed rows,
+/// by listed_gram. It takes rows of a multiple of 4 doubles: a double Y with such k is read where it is, other
+/// rows are first copied into double rows padded with zeros (their Gram then has k..kp zero rows and columns).
 template <class T>
-index_t gather_listed(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc, bool transposed) {
-  const index_t k = sh.k;
+void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
+  const index_t k = sh.k, kp = (k + 3) / 4 * 4;
   const MaskedHalf<T>& h = sh.h;
   const index_t p0 = h.gram_ptr[to_size(j)], s = h.gram_ptr[to_size(j) + 1] - p0;
-  sc.z.resize(to_size(s * k));
-  sc.c.resize(to_size(s));
-  if (h.dense) {
-    numerator_column(sh, j, sc.b.data());
-  } else {
-    std::fill(sc.b.begin(), sc.b.end(), 0.0);
-  }
-  const auto row = [&](index_t q) { return sh.yt.data() + h.gram_row[to_size(p0 + q)] * k; };
-  for (index_t q = 0; q < s; ++q) {
-    sc.c[to_size(q)] = h.gram_coef[to_size(p0 + q)];
-    if (!h.dense) add_scaled(sc.b.data(), static_cast<double>(h.weighted_value[to_size(p0 + q)]), row(q), k);
-    if (!transposed)
-      for (index_t l = 0; l < k; ++l) sc.z[to_size(q * k + l)] = static_cast<double>(row(q)[l]);
-  }
-  if (!transposed) return s;
-  // Four rows at a time, so that each store fills four neighbouring entries of a column of z.
-  index_t q = 0;
-  for (; q + 4 <= s; q += 4) {
-    const T *y0 = row(q), *y1 = row(q + 1), *y2 = row(q + 2), *y3 = row(q + 3);
-    for (index_t l = 0; l < k; ++l) {
-      double* zl = sc.z.data() + l * s + q;
-      zl[0] = static_cast<double>(y0[l]);
-      zl[1] = static_cast<double>(y1[l]);
-      zl[2] = static_cast<double>(y2[l]);
-      zl[3] = static_cast<double>(y3[l]);
-    }
-  }
-  for (; q < s; ++q)
-    for (index_t l = 0; l < k; ++l) sc.z[to_size(l * s + q)] = static_cast<double>(row(q)[l]);
-  return s;
-}
-
-/// Σ_q a_q b_q c_q with four partial sums (see dot_column).
-[[gnu::always_inline]] inline double dot3(const double* a, const double* b, const double* c, index_t n) {
-  double acc[4] = {0, 0, 0, 0};
-  index_t q = 0;
-  for (; q + 4 <= n; q += 4)
-    for (int t = 0; t < 4; ++t) acc[t] += a[q + t] * b[q + t] * c[q + t];
-  for (; q < n; ++q) acc[0] += a[q] * b[q] * c[q];
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
-}
-
-/// HALS with G_j = F + Zᵀ C Z kept factored: the sweep tracks u = F x and r = Z x, so coordinate l costs
-/// k + 3s flops instead of forming G_j (s k² flops). The rule is hals.hpp's, step for step.
-template <class T>
-void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
-  const index_t k = sh.k;
-  const backend::UpdateRule& rule = sh.rule;
-  const index_t s = gather_listed(sh, j, sc, true);
-  full_times(sh, x, sc.u.data());
-  sc.r.assign(to_size(s), 0.0);
-  for (index_t l = 0; l < k; ++l) {
-    const double xl = static_cast<double>(x[l]);
-    const double* zl = sc.z.data() + l * s;
-    for (index_t q = 0; q < s; ++q) sc.r[to_size(q)] += zl[q] * xl;
-    sc.diag[to_size(l)] = (sh.corrected ? sh.full[to_size(l * k + l)] : 0.0) + dot3(sc.c.data(), zl, zl, s);
-  }
-  for (index_t l = 0; l < k; ++l) {
-    const double diag = sc.diag[to_size(l)] + rule.l2;
-    if (!(diag > rule.eps)) continue;  // a dead component, as in hals.hpp
-    const double* zl = sc.z.data() + l * s;
-    const double gxl = sc.u[to_size(l)] + dot3(sc.c.data(), zl, sc.r.data(), s);
-    const double old = static_cast<double>(x[l]);
-    const double grad = sc.b[to_size(l)] - rule.l1 - rule.l2 * old - gxl;
-    x[l] = static_cast<T>(std::max(0.0, old + grad / diag));
-    const double delta = static_cast<double>(x[l]) - old;
-    if (delta == 0) continue;
-    if (sh.corrected) add_scaled(sc.u.data(), delta, sh.full.data() + l * k, k);
-    for (index_t q = 0; q < s; ++q) sc.r[to_size(q)] += zl[q] * delta;
-  }
-  if (!sh.figures) return;
-  out.quad += dot_column(x, sc.u.data(), k) + dot3(sc.c.data(), sc.r.data(), sc.r.data(), s);
-  out.cross += dot_column(x, sc.b.data(), k);
-}
-
-/// BPP needs G_j itself: F plus the gathered rows' Z C Zᵀ by BLAS, then the exact NNLS.
-template <class T>
-void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
-  const index_t k = sh.k;
-  const int ik = static_cast<int>(k);
-  const index_t s = gather_listed(sh, j, sc, false);
   if (sh.corrected) {
     std::copy(sh.full.begin(), sh.full.end(), sc.g.begin());
   } else {
     std::fill(sc.g.begin(), sc.g.end(), 0.0);
   }
-  if (s > 0) {
-    // Z C Zᵀ as two symmetric rank-s updates (half a general product's flops): the rows scaled by sqrt|c|, those
-    // with c > 0 added, those with c < 0 subtracted; then the upper triangle mirrored.
-    sc.cz.resize(sc.z.size());
-    index_t plus = 0, minus = s;
-    for (index_t q = 0; q < s; ++q) {
-      const double c = sc.c[to_size(q)];
-      const double root = std::sqrt(std::abs(c));
-      const index_t at = c > 0 ? plus++ : --minus;
-      for (index_t l = 0; l < k; ++l) sc.cz[to_size(at * k + l)] = root * sc.z[to_size(q * k + l)];
-    }
-    if (plus > 0) backend::blas::syrk(ik, static_cast<int>(plus), 1.0, sc.cz.data(), ik, 1.0, sc.g.data(), ik);
-    if (minus < s)
-      backend::blas::syrk(ik, static_cast<int>(s - minus), -1.0, sc.cz.data() + minus * k, ik, 1.0, sc.g.data(), ik);
-    for (index_t q = 0; q < k; ++q)
-      for (index_t l = q + 1; l < k; ++l) sc.g[to_size(l + q * k)] = sc.g[to_size(q + l * k)];
+  if (h.dense) {
+    numerator_column(sh, j, sc.b.data());
+  } else {
+    std::fill(sc.b.begin(), sc.b.end(), 0.0);
   }
+  const bool in_place = std::is_same_v<T, double> && kp == k;
+  sc.rows.resize(to_size(s));
+  if (!in_place) sc.z.assign(to_size(s * kp), 0.0);
+  for (index_t q = 0; q < s; ++q) {
+    const T* y = sh.yt.data() + h.gram_row[to_size(p0 + q)] * k;
+    // A sparse half's lists are its entries (masked_problem.cpp): b_j summed in the same pass.
+    if (!h.dense) add_scaled(sc.b.data(), static_cast<double>(h.weighted_value[to_size(p0 + q)]), y, k);
+    if constexpr (std::is_same_v<T, double>) {
+      if (in_place) {
+        sc.rows[to_size(q)] = y;
+        continue;
+      }
+    }
+    double* z = sc.z.data() + q * kp;
+    for (index_t l = 0; l < k; ++l) z[l] = static_cast<double>(y[l]);
+    sc.rows[to_size(q)] = z;
+  }
+  const double* coef = h.gram_coef.data() + p0;
+  if (in_place) {
+    listed_gram(sc.rows.data(), coef, s, k, sc.g.data());
+    return;
+  }
+  sc.gp.assign(to_size(kp * kp), 0.0);
+  listed_gram(sc.rows.data(), coef, s, kp, sc.gp.data());
+  for (index_t q = 0; q < k; ++q)
+    for (index_t l = 0; l < k; ++l) sc.g[to_size(l + q * k)] += sc.gp[to_size(l + q * kp)];
+}
+
+/// HALS: hals.hpp's sweep with G_j (column_gram), keeping u = G_j x up to date. Forming G_j costs about half of
+/// s·k² flops against about 7·s·k for a sweep that keeps G_j factored, but runs in full vector registers and was
+/// the faster of the two at k = 16 (docs/masked.md, "Cost").
+template <class T>
+void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+  const index_t k = sh.k;
+  const backend::UpdateRule& rule = sh.rule;
+  column_gram(sh, j, sc);
+  const double* g = sc.g.data();
+  for (index_t l = 0; l < k; ++l) sc.u[to_size(l)] = dot_column(g + l * k, x, k);
+  for (index_t l = 0; l < k; ++l) {
+    const double diag = g[l * k + l] + rule.l2;
+    if (!(diag > rule.eps)) continue;  // a dead component, as in hals.hpp
+    const double old = static_cast<double>(x[l]);
+    const double grad = sc.b[to_size(l)] - rule.l1 - rule.l2 * old - sc.u[to_size(l)];
+    x[l] = static_cast<T>(std::max(0.0, old + grad / diag));
+    const double delta = static_cast<double>(x[l]) - old;
+    if (delta != 0) add_scaled(sc.u.data(), delta, g + l * k, k);
+  }
+  if (!sh.figures) return;
+  out.quad += dot_column(x, sc.u.data(), k);
+  out.cross += dot_column(x, sc.b.data(), k);
+}
+
+/// BPP needs G_j itself (column_gram), then the exact NNLS.
+template <class T>
+void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+  const index_t k = sh.k;
+  column_gram(sh, j, sc);
   for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
   for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
   const backend::View<T> xv(x, k, 1, k);
@@ -394,12 +338,12 @@ void kl_dense_block(const HalfShared<T>& sh, index_t j0, index_t j1, DenseMatrix
 /// iteration's error and objective come from (only the second half's are read). Columns are independent and
 /// each column's sums are kept apart and added in column order, so the result does not depend on the threads.
 template <class T>
-HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x,
+HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& numer,
                      const backend::UpdateRule& rule, bool figures) {
   const index_t k = yt.rows();
   const int ik = static_cast<int>(k);
   const bool kl = rule.algorithm == Algorithm::kl;
-  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}, {}};
+  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}, numer};
   if (kl) {
     sh.sums.assign(to_size(k), 0.0);
     if (sh.corrected)
@@ -413,7 +357,7 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
       sh.full.assign(full.storage().begin(), full.storage().end());
     }
     if (h.dense) {
-      sh.numer = DenseMatrix<T>(k, h.cols);
+      if (numer.rows() != k || numer.cols() != h.cols) numer = DenseMatrix<T>(k, h.cols);
       const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
 #pragma omp parallel
       {
@@ -421,9 +365,13 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
 #pragma omp for schedule(dynamic, 1)
         for (index_t blk = 0; blk < blocks; ++blk) {
           const index_t first = blk * kNumerBlock, width = std::min(h.cols, first + kNumerBlock) - first;
-          backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), yt.data(), ik,
-                              h.weighted.data() + first * h.rows, static_cast<int>(h.rows), T(0),
-                              sh.numer.data() + first * k, ik);
+          const T* block = h.weighted.data() + first * h.rows;
+          if (backend::cpu::skinny_pays<T>(k))  // the unmasked iteration's kernel for this shape (issue 14)
+            backend::cpu::skinny_ya(k, h.rows, width, yt.data(), k, block, h.rows, T(0), sh.numer.data() + first * k,
+                                    k);
+          else
+            backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), yt.data(),
+                                ik, block, static_cast<int>(h.rows), T(0), sh.numer.data() + first * k, ik);
         }
       }
     }
@@ -614,13 +562,14 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   const bool kl = options.algorithm == Algorithm::kl;
   zero_unobserved(p, f);
   ThreadGovernor governor(omp_get_max_threads(), true, iteration_flops(p, f.h.rows()));
+  DenseMatrix<T> numer_h, numer_w;  // allocated once: a fresh one per half-step costs page faults every time
   const auto step = [&](int it) {
     governor.begin(it);
     // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
-    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, rule_w, false)
-                                           : update_half(p.h_half, f.wt, f.h, rule_h, false);
-    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, rule_h, true)
-                                          : update_half(p.w_half, f.h, f.wt, rule_w, true);
+    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false)
+                                           : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false);
+    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, numer_h, rule_h, true)
+                                          : update_half(p.w_half, f.h, f.wt, numer_w, rule_w, true);
     governor.end(it);
     MaskedStep s;
     s.cap_hits = first.cap_hits + last.cap_hits;

@@ -420,9 +420,11 @@ class Pivoting {
         z_(to_size(k_ * n), 0.0),
         passive_(to_size(words_ * n), 0),
         state_(to_size(n)) {
+    // One workspace per thread its regions can get: one when called inside an active region that cannot nest
+    // (the masked solver's per-column solves), where a team's worth would be allocated per column for nothing.
     int threads = 1;
 #ifdef _OPENMP
-    threads = omp_get_max_threads();
+    if (omp_get_active_level() < omp_get_max_active_levels()) threads = omp_get_max_threads();
 #endif
     workspaces_.reserve(to_size(threads));
     for (int t = 0; t < threads; ++t) workspaces_.emplace_back(k_);
