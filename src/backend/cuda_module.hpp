@@ -15,7 +15,7 @@
 namespace dnmf::backend {
 
 /// The table's layout version: bumped whenever CudaModuleApi changes, so a stale module is refused.
-inline constexpr int kCudaModuleVersion = 2;
+inline constexpr int kCudaModuleVersion = 3;
 
 /// The module's file name; looked for beside libdnmf_core.so first, then by the dynamic loader's search.
 inline constexpr const char* kCudaModuleFile = "libdnmf_cuda.so";
@@ -32,7 +32,8 @@ struct CudaModuleApi {
   /// New cuda kernels in float / double; throw dnmf::Error (e.g. no device) as CudaKernels' constructor does.
   Kernels<float>* (*make_float_kernels)() = nullptr;
   Kernels<double>* (*make_double_kernels)() = nullptr;
-  /// New devices for the masked MU/KL iteration (since version 2); throw dnmf::Error without a device.
+  /// New devices for the masked iteration (since version 2; version 3 added the HALS, BPP and stored-pattern
+  /// operations of MaskedDevice); throw dnmf::Error without a device.
   MaskedDevice<float>* (*make_float_masked)() = nullptr;
   MaskedDevice<double>* (*make_double_masked)() = nullptr;
 };

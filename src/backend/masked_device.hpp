@@ -1,8 +1,10 @@
-// The few operations the masked iteration needs from a device to run MU and KL there (issue 15, item 3): matrix
-// products, the mask's elementwise steps with their sums, the multiplicative update and two reductions, on
-// buffers the device owns. The driver (solvers/masked_device_iterate.cpp) is written against this interface
-// only, so its host implementation (masked_device_host.cpp) runs the driver's exact sequence in CPU tests, and
-// the CUDA module's implementation (cuda/masked_device_cuda.cpp) is the same sequence on a GPU.
+// The few operations the masked iteration needs from a device to run it there (issue 15, item 3): matrix
+// products, the mask's elementwise steps with their sums, the multiplicative and HALS updates, the pair products
+// BPP's per-column Gram matrices are made of, the sampled and sparse products of a stored pattern
+// (--unstored missing) and two reductions, on buffers the device owns. The driver (solvers/masked_device_iterate.cpp)
+// is written against this interface only, so its host implementation (masked_device_host.cpp) runs the driver's exact
+// sequence in CPU tests, and the CUDA module's implementation (cuda/masked_device_cuda.cpp) is the same sequence on a
+// GPU.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +22,7 @@ struct MaskedSums {
   double second = 0;
 };
 
-/// A device for the masked MU/KL iteration. Matrices are contiguous column-major buffers from allocate();
+/// A device for the masked iteration. Matrices are contiguous column-major buffers from allocate();
 /// every sum is formed in double in an order fixed by the sizes (no dependence on timing).
 template <class T>
 class MaskedDevice {
@@ -53,6 +55,37 @@ class MaskedDevice {
   virtual MaskedSums sum_squares(const T* x, std::size_t count) = 0;
   /// Σ x ∘ y.
   virtual double dot(const T* x, const T* y, std::size_t count) = 0;
+
+  // ---- HALS ----
+  /// out = x ∘ x.
+  virtual void square(const T* x, T* out, std::size_t count) = 0;
+  /// q = wa - w ∘ q: the model q becomes the weighted residual w ∘ (a - q).
+  virtual void weighted_residual(const T* wa, const T* w, T* q, std::size_t count) = 0;
+  /// HALS's exact step (solvers/hals.hpp) of one coordinate in `count` columns: x_c = x[c·ldx] becomes
+  /// max(0, x_c + (num_c - l1 - l2 x_c) / (den_c + l2)) where den_c + l2 > eps (else it stays), den_c =
+  /// den[c·ldden]; delta_c = new - old.
+  virtual void hals_coordinate(T* x, index_t ldx, const T* num, const T* den, index_t ldden, T* delta, index_t count,
+                               double l1, double l2, double eps) = 0;
+  /// e(i, j) -= w(i, j) u[i·su] v[j·sv] for the m x n matrices e and w (leading dimension m).
+  virtual void weighted_rank_one(T* e, const T* w, index_t m, index_t n, const T* u, index_t su, const T* v,
+                                 index_t sv) = 0;
+
+  // ---- BPP ----
+  /// Column i of out (k(k+1)/2 x count) holds y_p y_q of column i of y (k x count) for p <= q, in the order
+  /// (0,0), (0,1), (1,1), (0,2), ... (the upper triangle by columns), so that out · W is every column's Gram matrix.
+  virtual void pair_products(const T* y, index_t k, index_t count, T* out) = 0;
+
+  // ---- a stored pattern (--unstored missing): entries [ptr[j], ptr[j+1]) of column j, rows row[e] ----
+  [[nodiscard]] virtual index_t* allocate_indices(std::size_t count) = 0;
+  virtual void deallocate_indices(index_t* ptr) noexcept = 0;
+  virtual void upload_indices(const index_t* host, index_t* device, std::size_t count) = 0;
+  /// q_e = y_{row[e]}ᵀ x_j for the entries of every column j < cols (y: k x rows, x: k x cols): the model on
+  /// the pattern only.
+  virtual void sampled_product(index_t cols, const index_t* ptr, const index_t* row, const T* y, const T* x, index_t k,
+                               T* q) = 0;
+  /// out_j = Σ_e value_e y_{row[e]} (out: k x cols), each column's sum in entry order.
+  virtual void sparse_product(index_t cols, const index_t* ptr, const index_t* row, const T* value, const T* y,
+                              index_t k, T* out) = 0;
 };
 
 /// The host implementation: BLAS products and plain loops (tests; the driver's CPU stand-in).

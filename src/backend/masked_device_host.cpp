@@ -9,6 +9,7 @@
 
 #include "backend/cpu/blas.hpp"
 #include "backend/masked_device.hpp"
+#include "backend/masked_steps.hpp"
 #include "backend/update_rules.hpp"
 
 namespace dnmf::backend {
@@ -82,6 +83,66 @@ class HostMaskedDevice final : public MaskedDevice<T> {
     double s = 0;
     for (std::size_t e = 0; e < count; ++e) s += static_cast<double>(x[e]) * static_cast<double>(y[e]);
     return s;
+  }
+  void square(const T* x, T* out, std::size_t count) override {
+    for (std::size_t e = 0; e < count; ++e)
+      out[e] = static_cast<T>(static_cast<double>(x[e]) * static_cast<double>(x[e]));
+  }
+  void weighted_residual(const T* wa, const T* w, T* q, std::size_t count) override {
+    for (std::size_t e = 0; e < count; ++e)
+      q[e] = static_cast<T>(static_cast<double>(wa[e]) - static_cast<double>(w[e]) * static_cast<double>(q[e]));
+  }
+  void hals_coordinate(T* x, index_t ldx, const T* num, const T* den, index_t ldden, T* delta, index_t count, double l1,
+                       double l2, double eps) override {
+    for (index_t c = 0; c < count; ++c) delta[c] = hals_step(x[c * ldx], num[c], den[c * ldden], l1, l2, eps);
+  }
+  void weighted_rank_one(T* e, const T* w, index_t m, index_t n, const T* u, index_t su, const T* v,
+                         index_t sv) override {
+    for (index_t j = 0; j < n; ++j) {
+      const double vj = static_cast<double>(v[j * sv]);
+      if (vj == 0) continue;  // the usual case for HALS: most coordinates do not move
+      for (index_t i = 0; i < m; ++i) {
+        const index_t at = i + j * m;
+        e[at] = static_cast<T>(static_cast<double>(e[at]) -
+                               static_cast<double>(w[at]) * static_cast<double>(u[i * su]) * vj);
+      }
+    }
+  }
+  void pair_products(const T* y, index_t k, index_t count, T* out) override {
+    const index_t pairs = k * (k + 1) / 2;
+    for (index_t i = 0; i < count; ++i) {
+      const T* yi = y + i * k;
+      T* oi = out + i * pairs;
+      for (index_t q = 0, t = 0; q < k; ++q)
+        for (index_t p = 0; p <= q; ++p, ++t)
+          oi[t] = static_cast<T>(static_cast<double>(yi[p]) * static_cast<double>(yi[q]));
+    }
+  }
+  [[nodiscard]] index_t* allocate_indices(std::size_t count) override {
+    return new index_t[std::max<std::size_t>(count, 1)];
+  }
+  void deallocate_indices(index_t* ptr) noexcept override { delete[] ptr; }
+  void upload_indices(const index_t* host, index_t* device, std::size_t count) override {
+    std::copy(host, host + count, device);
+  }
+  void sampled_product(index_t cols, const index_t* ptr, const index_t* row, const T* y, const T* x, index_t k,
+                       T* q) override {
+    for (index_t j = 0; j < cols; ++j)
+      for (index_t e = ptr[j]; e < ptr[j + 1]; ++e) {
+        double s = 0;
+        for (index_t l = 0; l < k; ++l) s += static_cast<double>(y[row[e] * k + l]) * static_cast<double>(x[j * k + l]);
+        q[e] = static_cast<T>(s);
+      }
+  }
+  void sparse_product(index_t cols, const index_t* ptr, const index_t* row, const T* value, const T* y, index_t k,
+                      T* out) override {
+    for (index_t j = 0; j < cols; ++j)
+      for (index_t l = 0; l < k; ++l) {
+        double s = 0;
+        for (index_t e = ptr[j]; e < ptr[j + 1]; ++e)
+          s += static_cast<double>(value[e]) * static_cast<double>(y[row[e] * k + l]);
+        out[j * k + l] = static_cast<T>(s);
+      }
   }
 };
 

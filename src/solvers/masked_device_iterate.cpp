@@ -3,9 +3,13 @@
 #include "solvers/masked_device_iterate.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/update_rule.hpp"
@@ -31,30 +35,75 @@ class DeviceArray {
   std::size_t count_;
 };
 
+/// Device index arrays, released with their owner.
+class DeviceIndices {
+ public:
+  template <class T>
+  DeviceIndices(backend::MaskedDevice<T>& device, const std::vector<index_t>& host)
+      : release_([&device](index_t* p) { device.deallocate_indices(p); }), data_(device.allocate_indices(host.size())) {
+    device.upload_indices(host.data(), data_, host.size());
+  }
+  ~DeviceIndices() { release_(data_); }
+  DeviceIndices(const DeviceIndices&) = delete;
+  DeviceIndices& operator=(const DeviceIndices&) = delete;
+  [[nodiscard]] const index_t* get() const { return data_; }
+
+ private:
+  std::function<void(index_t*)> release_;
+  index_t* data_;
+};
+
+/// One half's stored pattern on the device (--unstored missing): its columns' entries, w·a and w.
+template <class T>
+struct DevicePattern {
+  DevicePattern(backend::MaskedDevice<T>& device, const MaskedHalf<T>& h)
+      : ptr(device, h.ptr), row(device, h.row), wa(device, h.weighted_value.size()), w(device, h.weight.size()) {
+    device.upload(h.weighted_value.data(), wa.get(), wa.size());
+    device.upload(h.weight.data(), w.get(), w.size());
+  }
+  DeviceIndices ptr, row;
+  DeviceArray<T> wa, w;
+};
+
 /// What a half-step leaves for the figures (only the second half's are read).
 struct DeviceHalfSums {
   double squared = 0;   ///< Frobenius: Σ w (a - q)² after the update; KL: at the model the ratios used
   double kl_log = 0;    ///< KL: Σ w a log(a / q)
   double kl_model = 0;  ///< KL: Σ_j s_jᵀ x_j at the old x
+  long long cap_hits = 0;
 };
+
+/// Entries a dense problem holds on the device per buffer (m·n), or a stored pattern's (its entries).
+template <class T>
+std::size_t entries_of(const MaskedProblem<T>& p) {
+  return p.h_half.dense ? to_size(p.m) * to_size(p.n) : p.h_half.weight.size();
+}
 
 template <class T>
 class DeviceIteration {
  public:
-  DeviceIteration(const MaskedProblem<T>& p, backend::MaskedDevice<T>& device, index_t k)
+  DeviceIteration(const MaskedProblem<T>& p, backend::MaskedDevice<T>& device, index_t k, Algorithm algo)
       : p_(p),
         dev_(device),
         k_(k),
-        mn_(to_size(p.m) * to_size(p.n)),
-        wa_(device, mn_),
-        w_(device, mn_),
-        q_(device, mn_),
+        entries_(entries_of(p)),
+        wa_(device, p.h_half.dense ? entries_ : 0),
+        w_(device, p.h_half.dense ? entries_ : 0),
+        q_(device, entries_),
         wt_(device, to_size(k * p.m)),
         h_(device, to_size(k * p.n)),
         numer_(device, to_size(k * std::max(p.m, p.n))),
-        denom_(device, to_size(k * std::max(p.m, p.n))) {
-    dev_.upload(p.h_half.weighted.data(), wa_.get(), mn_);
-    dev_.upload(p.h_half.weights.data(), w_.get(), mn_);
+        denom_(device, to_size(k * std::max(p.m, p.n))),
+        line_(device, algo == Algorithm::hals ? to_size(2 * std::max(p.m, p.n)) : 0),
+        pairs_(device, algo == Algorithm::bpp ? to_size(pair_count() * std::max(p.m, p.n)) : 0),
+        grams_(device, algo == Algorithm::bpp ? to_size(pair_count() * std::max(p.m, p.n)) : 0) {
+    if (p.h_half.dense) {
+      dev_.upload(p.h_half.weighted.data(), wa_.get(), entries_);
+      dev_.upload(p.h_half.weights.data(), w_.get(), entries_);
+    } else {
+      h_pattern_ = std::make_unique<DevicePattern<T>>(device, p.h_half);
+      w_pattern_ = std::make_unique<DevicePattern<T>>(device, p.w_half);
+    }
   }
 
   void upload(const Factors<T>& f) {
@@ -68,36 +117,37 @@ class DeviceIteration {
 
   /// One half-step: H (h_side) or Wᵀ, with the rule's penalties.
   DeviceHalfSums half(bool h_side, const backend::UpdateRule& rule, bool figures) {
-    const index_t m = p_.m, n = p_.n, k = k_;
-    T* x = h_side ? h_.get() : wt_.get();
-    const std::size_t count = to_size(k * (h_side ? n : m));
-    // out (k x cols) = Y·mat for H (Wt times an m x n matrix), H·matᵀ for Wᵀ.
-    const auto product = [&](const T* mat, T* out) {
-      if (h_side) {
-        dev_.gemm(false, false, k, n, m, wt_.get(), k, mat, m, out, k);
-      } else {
-        dev_.gemm(false, true, k, m, n, h_.get(), k, mat, m, out, k);
-      }
-    };
-    const auto model = [&] { dev_.gemm(true, false, m, n, k, wt_.get(), k, h_.get(), k, q_.get(), m); };
+    Half hs{h_side, *this};
     DeviceHalfSums sums;
-    model();
-    if (rule.algorithm == Algorithm::kl) {
-      product(w_.get(), denom_.get());
-      if (figures) sums.kl_model = dev_.dot(denom_.get(), x, count);
-      const backend::MaskedSums ratio = dev_.kl_ratio(wa_.get(), w_.get(), q_.get(), mn_);
-      sums.squared = ratio.first;
-      sums.kl_log = ratio.second;
-      product(q_.get(), numer_.get());
-    } else {
-      product(wa_.get(), numer_.get());
-      dev_.weight(w_.get(), q_.get(), mn_);
-      product(q_.get(), denom_.get());
+    switch (rule.algorithm) {
+      case Algorithm::mu:
+        hs.model();
+        hs.product(k_, hs.wa(), numer_.get());
+        dev_.weight(hs.w(), q_.get(), entries_);
+        hs.product(k_, q_.get(), denom_.get());
+        dev_.multiplicative(hs.x, numer_.get(), denom_.get(), hs.count(), rule.l1, rule.l2, rule.eps);
+        break;
+      case Algorithm::kl: {
+        hs.product(k_, hs.w(), denom_.get());
+        if (figures) sums.kl_model = dev_.dot(denom_.get(), hs.x, hs.count());
+        hs.model();
+        const backend::MaskedSums ratio = dev_.kl_ratio(hs.wa(), hs.w(), q_.get(), entries_);
+        sums.squared = ratio.first;
+        sums.kl_log = ratio.second;
+        hs.product(k_, q_.get(), numer_.get());
+        dev_.multiplicative(hs.x, numer_.get(), denom_.get(), hs.count(), rule.l1, rule.l2, rule.eps);
+        return sums;
+      }
+      case Algorithm::hals:
+        hals(hs, rule);
+        break;
+      case Algorithm::bpp:
+        sums.cap_hits = bpp(hs, rule);
+        break;
     }
-    dev_.multiplicative(x, numer_.get(), denom_.get(), count, rule.l1, rule.l2, rule.eps);
-    if (figures && rule.algorithm != Algorithm::kl) {
-      model();
-      sums.squared = dev_.residual(wa_.get(), w_.get(), q_.get(), mn_);
+    if (figures) {
+      hs.model();
+      sums.squared = dev_.residual(hs.wa(), hs.w(), q_.get(), entries_);
     }
     return sums;
   }
@@ -111,11 +161,125 @@ class DeviceIteration {
   }
 
  private:
+  [[nodiscard]] index_t pair_count() const { return k_ * (k_ + 1) / 2; }
+
+  /// One half-step's view: x (k x cols) is updated against y (k x rows); the half's matrix is A (H side) or Aᵀ.
+  struct Half {
+    Half(bool h, DeviceIteration& it)
+        : h_side(h),
+          run(it),
+          x(h ? it.h_.get() : it.wt_.get()),
+          y(h ? it.wt_.get() : it.h_.get()),
+          rows(h ? it.p_.m : it.p_.n),
+          cols(h ? it.p_.n : it.p_.m),
+          pattern(h ? it.h_pattern_.get() : it.w_pattern_.get()) {}
+    bool h_side;
+    DeviceIteration& run;
+    T* x;
+    T* y;
+    index_t rows, cols;
+    DevicePattern<T>* pattern;  ///< null for a dense problem
+
+    [[nodiscard]] std::size_t count() const { return to_size(run.k_ * cols); }
+    [[nodiscard]] const T* wa() const { return pattern ? pattern->wa.get() : run.wa_.get(); }
+    [[nodiscard]] const T* w() const { return pattern ? pattern->w.get() : run.w_.get(); }
+    /// q = the model WᵀH: m x n (dense), or on the half's stored pattern.
+    void model() const {
+      if (pattern) {
+        run.dev_.sampled_product(cols, pattern->ptr.get(), pattern->row.get(), y, x, run.k_, run.q_.get());
+      } else {
+        run.dev_.gemm(true, false, run.p_.m, run.p_.n, run.k_, run.wt_.get(), run.k_, run.h_.get(), run.k_,
+                      run.q_.get(), run.p_.m);
+      }
+    }
+    /// out (r x cols) = left (r x rows) times the half's matrix `mat` (dense: m x n, A's orientation; stored
+    /// pattern: its values, with left = y).
+    void product(index_t r, const T* left, const T* mat, T* out) const {
+      const index_t m = run.p_.m, n = run.p_.n;
+      if (pattern) {
+        run.dev_.sparse_product(cols, pattern->ptr.get(), pattern->row.get(), mat, left, r, out);
+      } else if (h_side) {
+        run.dev_.gemm(false, false, r, n, m, left, r, mat, m, out, r);
+      } else {
+        run.dev_.gemm(false, true, r, m, n, left, r, mat, m, out, r);
+      }
+    }
+    void product(index_t r, const T* mat, T* out) const { product(r, y, mat, out); }
+  };
+
+  /// HALS row by row: E = w ∘ (A - WᵀH) is kept on the device; for coordinate l of every column at once,
+  /// num = y_lᵀE is b_l - (G_j x_j)_l, den = Σ_i w_ij y_il² is G_j's diagonal ((Y∘Y) times W, once per half),
+  /// and after the step E loses w ∘ (y_l Δᵀ). Columns are independent and each column's coordinates run in the
+  /// order 0..k-1 using the ones already updated: the column sweep of hals.hpp, all columns in step.
+  void hals(const Half& hs, const backend::UpdateRule& rule) {
+    const index_t m = p_.m, n = p_.n, k = k_;
+    T* num = line_.get();
+    T* delta = line_.get() + std::max(m, n);
+    hs.model();
+    dev_.weighted_residual(wa_.get(), w_.get(), q_.get(), entries_);
+    dev_.square(hs.y, numer_.get(), to_size(k * hs.rows));
+    hs.product(k, numer_.get(), w_.get(), denom_.get());
+    for (index_t l = 0; l < k; ++l) {
+      if (hs.h_side) {
+        dev_.gemm(false, false, 1, n, m, wt_.get() + l, k, q_.get(), m, num, 1);
+      } else {
+        dev_.gemm(false, true, 1, m, n, h_.get() + l, k, q_.get(), m, num, 1);
+      }
+      dev_.hals_coordinate(hs.x + l, k, num, denom_.get() + l, k, delta, hs.cols, rule.l1, rule.l2, rule.eps);
+      if (l + 1 == k) break;  // E is formed afresh by the next half-step
+      if (hs.h_side) {
+        dev_.weighted_rank_one(q_.get(), w_.get(), m, n, wt_.get() + l, k, delta, 1);
+      } else {
+        dev_.weighted_rank_one(q_.get(), w_.get(), m, n, delta, 1, h_.get() + l, k);
+      }
+    }
+  }
+
+  /// BPP: every column's weighted Gram matrix G_j = Σ_i w_ij y_i y_iᵀ as one product, the pair products of
+  /// y_i (k(k+1)/2 x rows) times W, and b = Y(W∘A); both come to the host, where each column's exact NNLS is
+  /// solved by the rule the host iteration uses (bpp.hpp), and x goes back.
+  long long bpp(const Half& hs, const backend::UpdateRule& rule) {
+    const index_t k = k_, t = pair_count(), cols = hs.cols;
+    dev_.pair_products(hs.y, k, hs.rows, pairs_.get());
+    hs.product(t, pairs_.get(), w_.get(), grams_.get());
+    hs.product(k, wa_.get(), numer_.get());
+    packed_.resize(to_size(t * cols));
+    b_.resize(to_size(k * cols));
+    x_.resize(to_size(k * cols));
+    dev_.download(grams_.get(), packed_.data(), packed_.size());
+    dev_.download(numer_.get(), b_.data(), b_.size());
+    dev_.download(hs.x, x_.data(), x_.size());
+    const std::vector<char>& unobserved = hs.h_side ? p_.h_half.unobserved : p_.w_half.unobserved;
+    long long hits = 0;
+#pragma omp parallel reduction(+ : hits)
+    {
+      std::vector<T> g(to_size(k * k));
+#pragma omp for schedule(dynamic, 16)
+      for (index_t j = 0; j < cols; ++j) {
+        T* xj = x_.data() + j * k;
+        if (unobserved[to_size(j)] != 0) {
+          std::fill(xj, xj + k, T(0));
+          continue;
+        }
+        const T* pj = packed_.data() + j * t;
+        for (index_t q = 0, e = 0; q < k; ++q)
+          for (index_t r = 0; r <= q; ++r, ++e) g[to_size(r + q * k)] = g[to_size(q + r * k)] = pj[e];
+        hits += backend::update_columns<T>(rule, backend::View<T>(xj, k, 1, k),
+                                           backend::CView<T>(b_.data() + j * k, k, 1, k),
+                                           backend::CView<T>(g.data(), k, k, k), nullptr, 0, 1);
+      }
+    }
+    dev_.upload(x_.data(), hs.x, x_.size());
+    return hits;
+  }
+
   const MaskedProblem<T>& p_;
   backend::MaskedDevice<T>& dev_;
   index_t k_;
-  std::size_t mn_;
-  DeviceArray<T> wa_, w_, q_, wt_, h_, numer_, denom_;
+  std::size_t entries_;
+  DeviceArray<T> wa_, w_, q_, wt_, h_, numer_, denom_, line_, pairs_, grams_;
+  std::unique_ptr<DevicePattern<T>> h_pattern_, w_pattern_;
+  std::vector<T> packed_, b_, x_;  ///< BPP's host side
 };
 
 }  // namespace
@@ -123,26 +287,25 @@ class DeviceIteration {
 template <class T>
 FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f,
                                          backend::MaskedDevice<T>& device) {
-  if (options.algorithm != Algorithm::mu && options.algorithm != Algorithm::kl)
-    throw UsageError("--algo " + to_string(options.algorithm) + " with a mask is not supported with --backend " +
-                     device.name() + " yet (mu and kl are; use --backend cpu for hals and bpp)");
-  if (!p.h_half.dense)
-    throw UsageError("--unstored missing is not supported with --backend " + device.name() +
-                     " yet (use --backend cpu, or --mask with a dense matrix)");
+  const bool frobenius_gram = options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp;
+  if (frobenius_gram && !p.h_half.dense)
+    throw UsageError("--unstored missing with --backend " + device.name() + " runs mu and kl; --algo " +
+                     to_string(options.algorithm) + " is not supported there yet (use --backend cpu)");
   constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the host iteration
   const auto& pen = options.penalties;
   const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
   const backend::UpdateRule rule_w = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);
   const bool kl = options.algorithm == Algorithm::kl;
   zero_unobserved(p, f);
-  DeviceIteration<T> run(p, device, f.wt.rows());
+  DeviceIteration<T> run(p, device, f.wt.rows(), options.algorithm);
   run.upload(f);
   const auto step = [&](int) {
     // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
     const bool h_first = !options.w_first;
-    run.half(h_first, h_first ? rule_h : rule_w, false);
+    const DeviceHalfSums first = run.half(h_first, h_first ? rule_h : rule_w, false);
     const DeviceHalfSums last = run.half(!h_first, h_first ? rule_w : rule_h, true);
     MaskedStep s;
+    s.cap_hits = first.cap_hits + last.cap_hits;
     s.squared = last.squared;
     s.objective = kl ? last.kl_log - p.weighted_sum + last.kl_model
                      : 0.5 * std::max(last.squared, 0.0) + run.penalty(false, pen.l1_w, pen.l2_w) +

@@ -1,9 +1,12 @@
-// The masked MU and KL iterations in matrix form on a backend::MaskedDevice (the GPU path of issue 15, item 3).
+// The masked iteration in matrix form on a backend::MaskedDevice (the GPU path of issue 15, item 3).
 // Per half-step, with Q = WᵀH the model (m x n, A's orientation, so one layout serves both halves):
 //   MU:  x ← x ∘ Y(W∘A) / (Y(W∘Q) + l1 + l2 x + eps)      (Y(W∘Q) is G_j x_j for every column at once)
 //   KL:  x ← x ∘ Y(W∘A ⊘ Q) / (Y W + l1 + l2 x + eps)       (Y W: the weighted sums s_j)
-// with Y the other factor and the products taken in A's or Aᵀ's orientation. The same rules as the host
-// iteration (masked_iterate.cpp), which forms them column by column; the figures are the same sums.
+// with Y the other factor and the products taken in A's or Aᵀ's orientation; HALS keeps the weighted residual
+// w∘(A - WᵀH) and sweeps one coordinate of every column at a time; BPP forms every column's weighted Gram matrix
+// on the device and solves the per-column NNLS on the host. The same rules as the host iteration
+// (masked_iterate.cpp), which forms them column by column; the figures are the same sums. With --unstored
+// missing (mu and kl) the model and the products are taken on the stored pattern only.
 #pragma once
 
 #include "backend/masked_device.hpp"
@@ -14,8 +17,8 @@
 namespace dnmf::solvers {
 
 /// Runs the iteration from `factors` on `device` and leaves the final ones (on the host) there, as
-/// iterate_masked does. UsageError for an algorithm other than mu or kl, or a problem without dense storage
-/// (--unstored missing): both are named in the message.
+/// iterate_masked does. UsageError for hals or bpp on a problem without dense storage (--unstored missing),
+/// naming both.
 template <class T>
 FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& problem, const FactorOptions& options,
                                          Factors<T>& factors, backend::MaskedDevice<T>& device);

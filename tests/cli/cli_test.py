@@ -656,6 +656,48 @@ def masked_factor(ctx):
 
 
 @case
+def masked_cuda(ctx):
+    """--backend cuda with missing values: hals and bpp with --mask, mu and kl with --unstored missing are no
+    longer refused. With a GPU, W and H equal the cpu backend's (same seed, same start: the start is made on the
+    host); without one (or without CUDA in the build) the run fails only for that reason, saying so (the device
+    is checked first). hals and bpp with --unstored missing are refused by name where a device is visible."""
+    m, n = 14, 11
+    data = planted_rows_dense(m, n)
+    write_bytes(ctx.path("A.npy"), npy_bytes(data))
+    mask = [[0.0 if (i + 2 * j) % 7 == 0 else (2.0 if (i + j) % 5 == 0 else 1.0) for j in range(n)] for i in range(m)]
+    write_bytes(ctx.path("M.npy"), npy_bytes(mask))
+    stored = [(i, j, data[i][j]) for i in range(m) for j in range(n) if (i * j) % 4 != 1]
+    write_text(ctx.path("A.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (m, n, len(stored)) +
+               "".join("%d %d %r\n" % (i + 1, j + 1, v) for i, j, v in stored))
+    common = ["-k", 2, "--iters", 15, "--tol", 0, "--seed", 4]
+    runs = [("hals", ["A.npy", "--mask", "M.npy"]), ("bpp", ["A.npy", "--mask", "M.npy"]),
+            ("mu", ["A.mtx", "--unstored", "missing"]), ("kl", ["A.mtx", "--unstored", "missing"])]
+    no_device = False
+    for algo, source in runs:
+        ctx.ok("factor", *source, "--algo", algo, *common, "-o", "cpu_" + algo)
+        result = ctx.run("factor", *source, "--algo", algo, *common, "--backend", "cuda", "-o", "gpu_" + algo)
+        if result.rc != 0:
+            # No device here: the only acceptable failure is the device's absence, never a refusal.
+            absent = ("no CUDA device", "cannot load", "no CUDA backend")  # no GPU, no module, a CPU-only build
+            check("--backend cuda" in result.stderr and any(reason in result.stderr for reason in absent),
+                  "cuda run of %s failed for another reason:\n%s" % (algo, result.describe()))
+            no_device = True
+            continue
+        check(ctx.report("gpu_" + algo)["backend"] == "cuda", "backend: %s" % ctx.report("gpu_" + algo))
+        for name in ("W.npy", "H.npy"):
+            a, b = Npy(ctx.path("gpu_" + algo, name)), Npy(ctx.path("cpu_" + algo, name))
+            scale = max(abs(b(i, j)) for i in range(b.shape[0]) for j in range(b.shape[1]))
+            diff = max(abs(a(i, j) - b(i, j)) for i in range(b.shape[0]) for j in range(b.shape[1]))
+            check(diff <= 1e-9 * scale, "%s %s: cuda differs from cpu by %g (scale %g)" % (algo, name, diff, scale))
+    for algo in ("hals", "bpp"):
+        if no_device:
+            break
+        ctx.expect_error(["factor", "A.mtx", "-k", 2, "--unstored", "missing", "--algo", algo, "--backend", "cuda",
+                          "-o", "out"],
+                         ["--unstored missing", "--backend cuda", "--algo " + algo], code=2)
+
+
+@case
 def cv(ctx):
     """dnmf cv: the table on stdout, cv.json and cv.csv in the output set, the planted rank selected."""
     ctx.gen(40, 30, 3, "A.npy", "--noise", 0.01)

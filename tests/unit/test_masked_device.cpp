@@ -1,7 +1,8 @@
 // The masked MU/KL iteration in matrix form (solvers/masked_device_iterate.cpp), the sequence the GPU runs,
 // driven here through the host implementation of backend::MaskedDevice: against an independent float64
 // reference written below (plain loops over the observed entries) and against the host's column-wise
-// iteration (masked_iterate.cpp), whose figures it must reproduce; the refusals of what it does not run.
+// iteration (masked_iterate.cpp), whose figures it must reproduce. HALS, BPP and the stored pattern
+// (--unstored missing): test_masked_device_algorithms.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -225,35 +226,6 @@ TEST(MaskedDevice, UnobservedRowsAndColumnsStayZero) {
       EXPECT_EQ(f.h(l, 7), 0.0);
     }
     for (const double v : f.wt.storage()) EXPECT_TRUE(std::isfinite(v));
-  }
-}
-
-TEST(MaskedDevice, RefusesWhatItDoesNotRun) {
-  const Data<double> d = make_data<double>(12, 10, 2, 0.1, 3);
-  const auto p = problem_of(d);
-  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
-    solvers::Factors<double> f{d.wt0, d.h0};
-    try {
-      run_on_host_device(p, options_for(algo, 2, 3), f);
-      ADD_FAILURE() << "no error for " << to_string(algo);
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("--algo " + to_string(algo)), std::string::npos) << e.what();
-    }
-  }
-  // Sparse A with --unstored missing has no dense storage to put on the device.
-  std::vector<index_t> indptr{0, 1, 2};
-  std::vector<col_index_t> indices{0, 1};
-  std::vector<double> values{1.0, 2.0};
-  const MatrixRef<double> csr = CsrView<double>{2, 2, indptr.data(), indices.data(), values.data()};
-  MissingValues missing;
-  missing.unstored = Unstored::missing;
-  const auto sparse = solvers::build_masked_problem<double>({&csr, false, "S"}, {nullptr, false, ""}, missing);
-  solvers::Factors<double> f{DenseMatrix<double>(1, 2, 1.0), DenseMatrix<double>(1, 2, 1.0)};
-  try {
-    run_on_host_device(sparse, options_for(Algorithm::mu, 1, 3), f);
-    ADD_FAILURE() << "no error for --unstored missing";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--unstored missing"), std::string::npos) << e.what();
   }
 }
 

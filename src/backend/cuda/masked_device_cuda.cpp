@@ -74,6 +74,44 @@ class CudaMaskedDevice final : public MaskedDevice<T> {
                context_->partials(), context_->accumulator(), context_->stream());
     return fetch().first;
   }
+  void square(const T* x, T* out, std::size_t count) override {
+    launch_masked_square(x, out, static_cast<index_t>(count), context_->stream());
+  }
+  void weighted_residual(const T* wa, const T* w, T* q, std::size_t count) override {
+    launch_masked_weighted_residual(wa, w, q, static_cast<index_t>(count), context_->stream());
+  }
+  void hals_coordinate(T* x, index_t ldx, const T* num, const T* den, index_t ldden, T* delta, index_t count, double l1,
+                       double l2, double eps) override {
+    launch_masked_hals_coordinate(x, ldx, num, den, ldden, delta, count, l1, l2, eps, context_->stream());
+  }
+  void weighted_rank_one(T* e, const T* w, index_t m, index_t n, const T* u, index_t su, const T* v,
+                         index_t sv) override {
+    launch_masked_weighted_rank_one(e, w, m, n, u, su, v, sv, context_->stream());
+  }
+  void pair_products(const T* y, index_t k, index_t count, T* out) override {
+    launch_masked_pair_products(y, k, count, out, context_->stream());
+  }
+  [[nodiscard]] index_t* allocate_indices(std::size_t count) override {
+    void* p = nullptr;
+    DNMF_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(index_t)));
+    return static_cast<index_t*>(p);
+  }
+  void deallocate_indices(index_t* ptr) noexcept override {
+    if (ptr) (void)cudaFree(ptr);
+  }
+  void upload_indices(const index_t* host, index_t* device, std::size_t count) override {
+    if (count == 0) return;
+    DNMF_CUDA_CHECK(cudaMemcpyAsync(device, host, count * sizeof(index_t), cudaMemcpyHostToDevice, context_->stream()));
+    context_->synchronize();
+  }
+  void sampled_product(index_t cols, const index_t* ptr, const index_t* row, const T* y, const T* x, index_t k,
+                       T* q) override {
+    launch_masked_sampled_product(cols, ptr, row, y, x, k, q, context_->stream());
+  }
+  void sparse_product(index_t cols, const index_t* ptr, const index_t* row, const T* value, const T* y, index_t k,
+                      T* out) override {
+    launch_masked_sparse_product(cols, ptr, row, value, y, k, out, context_->stream());
+  }
 
  private:
   MaskedSums fetch() {
