@@ -15,6 +15,7 @@
 #include "backend/reference/reference_kernels.hpp"
 #include "backend/tiles.hpp"
 #include "cuda/device_matrix.hpp"
+#include "cuda_presence.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
 #include "solvers/update_rule.hpp"
@@ -59,16 +60,7 @@ std::string describe(const std::string& layout, const Shape& s, Side side) {
   return os.str();
 }
 
-// The reason the cuda backend cannot run here, or "" when it can.
-std::string why_no_cuda() {
-  std::string why;
-#if DNMF_WITH_CUDA
-  return backend::cuda::device_present(&why) ? std::string() : why;
-#else
-  backend::backend_available(BackendKind::cuda, &why);
-  return why;
-#endif
-}
+using test::why_no_cuda;
 
 template <class T>
 class CudaKernelsTest : public ::testing::Test {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/kernels.hpp"
+#include "cuda_presence.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/source.hpp"
@@ -23,16 +24,7 @@
 namespace dnmf {
 namespace {
 
-// The reason the cuda backend cannot run here, or "" when it can.
-std::string why_no_cuda() {
-  std::string why;
-#if DNMF_WITH_CUDA
-  return backend::cuda::device_present(&why) ? std::string() : why;
-#else
-  backend::backend_available(BackendKind::cuda, &why);
-  return why;
-#endif
-}
+using test::why_no_cuda;
 
 template <class T>
 struct Data {

@@ -16,22 +16,12 @@
 #include "backend/kernels.hpp"
 #include "backend/masked_device.hpp"
 #include "backend/update_rules.hpp"
-#if DNMF_WITH_CUDA
-#include "backend/cuda/device_query.hpp"
-#endif
+#include "cuda_presence.hpp"
 
 namespace dnmf {
 namespace {
 
-std::string why_no_cuda() {
-  std::string why;
-#if DNMF_WITH_CUDA
-  return backend::cuda::device_present(&why) ? std::string() : why;
-#else
-  backend::backend_available(BackendKind::cuda, &why);
-  return why;
-#endif
-}
+using test::why_no_cuda;
 
 template <class T>
 constexpr double bound() {

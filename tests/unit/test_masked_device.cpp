@@ -18,48 +18,10 @@
 #include "solvers/masked_device_iterate.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/masked_problem.hpp"
+#include "support/masked_data.hpp"
 
 namespace dnmf {
 namespace {
-
-template <class T>
-struct Data {
-  DenseMatrix<T> a, weight, wt0, h0;
-};
-
-// A random positive m x n with weights: `missing` of them 0, some 0.5 and 3, the rest 1; starts in (0.1, 1.1).
-template <class T>
-Data<T> make_data(index_t m, index_t n, index_t k, double missing, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  Data<T> d{DenseMatrix<T>(m, n), DenseMatrix<T>(m, n), DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
-  for (auto& v : d.a.storage()) v = static_cast<T>(0.1 + u(engine));
-  for (auto& v : d.weight.storage()) {
-    const double x = u(engine);
-    v = static_cast<T>(x < missing ? 0.0 : (x < missing + 0.05 ? 0.5 : (x < missing + 0.1 ? 3.0 : 1.0)));
-  }
-  for (auto& v : d.wt0.storage()) v = static_cast<T>(0.1 + u(engine));
-  for (auto& v : d.h0.storage()) v = static_cast<T>(0.1 + u(engine));
-  return d;
-}
-
-template <class T>
-solvers::MaskedProblem<T> problem_of(const Data<T>& d) {
-  const MatrixRef<T> a = DenseView<const T>(d.a.view());
-  const MatrixRef<T> w = DenseView<const T>(d.weight.view());
-  MissingValues missing;
-  return solvers::build_masked_problem<T>({&a, false, "A"}, {&w, false, "M"}, missing);
-}
-
-FactorOptions options_for(Algorithm algo, index_t k, int iters) {
-  FactorOptions o;
-  o.rank = k;
-  o.algorithm = algo;
-  o.max_iterations = iters;
-  o.tol = 0;
-  o.normalize = false;
-  return o;
-}
 
 // ---- the independent reference: one weighted MU or KL half-step, column by column, in float64 ----
 // x (k x cols) from y (k x rows); at(i, j) gives {a, w} of entry (i, j) in the half's orientation.
@@ -99,7 +61,7 @@ struct Reference {
 };
 
 template <class T>
-Reference reference_run(Algorithm algo, const Data<T>& d, int iters, double l1, double l2) {
+Reference reference_run(Algorithm algo, const test::MaskedData<T>& d, int iters, double l1, double l2) {
   const index_t m = d.a.rows(), n = d.a.cols(), k = d.wt0.rows();
   Reference r{std::vector<double>(d.wt0.storage().begin(), d.wt0.storage().end()),
               std::vector<double>(d.h0.storage().begin(), d.h0.storage().end()),
@@ -148,10 +110,10 @@ TEST(MaskedDevice, MatchesTheReference) {
   for (const double missing : {0.1, 0.6})
     for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
       SCOPED_TRACE(to_string(algo) + " missing " + std::to_string(missing));
-      const Data<double> d = make_data<double>(37, 29, 4, missing, 5);
-      const auto p = problem_of(d);
+      const test::MaskedData<double> d = test::make_masked_data<double>(37, 29, 4, missing, 5);
+      const auto p = test::dense_masked_problem(d);
       solvers::Factors<double> f{d.wt0, d.h0};
-      const FactorResult<double> r = run_on_host_device(p, options_for(algo, 4, 20), f);
+      const FactorResult<double> r = run_on_host_device(p, test::fixed_iterations(algo, 4, 20), f);
       const Reference ref = reference_run(algo, d, 20, 0, 0);
       EXPECT_LT(max_rel_diff(f.wt, ref.wt), 1e-10);
       EXPECT_LT(max_rel_diff(f.h, ref.h), 1e-10);
@@ -175,9 +137,9 @@ TEST(MaskedDevice, ReproducesTheHostIteration) {
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl})
     for (const bool w_first : {false, true}) {
       SCOPED_TRACE(to_string(algo) + (w_first ? " W first" : " H first"));
-      const Data<double> d = make_data<double>(41, 33, 5, 0.15, 9);
-      const auto p = problem_of(d);
-      FactorOptions o = options_for(algo, 5, 15);
+      const test::MaskedData<double> d = test::make_masked_data<double>(41, 33, 5, 0.15, 9);
+      const auto p = test::dense_masked_problem(d);
+      FactorOptions o = test::fixed_iterations(algo, 5, 15);
       o.w_first = w_first;
       o.penalties.l1_h = 0.01;
       o.penalties.l2_w = 0.02;
@@ -199,10 +161,10 @@ TEST(MaskedDevice, ReproducesTheHostIteration) {
 TEST(MaskedDevice, FloatFollowsTheReference) {
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
     SCOPED_TRACE(to_string(algo));
-    const Data<float> d = make_data<float>(30, 22, 3, 0.2, 13);
-    const auto p = problem_of(d);
+    const test::MaskedData<float> d = test::make_masked_data<float>(30, 22, 3, 0.2, 13);
+    const auto p = test::dense_masked_problem(d);
     solvers::Factors<float> f{d.wt0, d.h0};
-    run_on_host_device(p, options_for(algo, 3, 20), f);
+    run_on_host_device(p, test::fixed_iterations(algo, 3, 20), f);
     const Reference ref = reference_run(algo, d, 20, 0, 0);
     EXPECT_LT(max_rel_diff(f.wt, ref.wt), 2e-3);
     EXPECT_LT(max_rel_diff(f.h, ref.h), 2e-3);
@@ -211,15 +173,15 @@ TEST(MaskedDevice, FloatFollowsTheReference) {
 
 // A row and a column with no observed entry keep zero factors (never NaN), as on the host.
 TEST(MaskedDevice, UnobservedRowsAndColumnsStayZero) {
-  Data<double> d = make_data<double>(20, 16, 3, 0.1, 17);
+  test::MaskedData<double> d = test::make_masked_data<double>(20, 16, 3, 0.1, 17);
   for (index_t j = 0; j < 16; ++j) d.weight(4, j) = 0;
   for (index_t i = 0; i < 20; ++i) d.weight(i, 7) = 0;
-  const auto p = problem_of(d);
+  const auto p = test::dense_masked_problem(d);
   ASSERT_EQ(p.unobserved_rows, 1);
   ASSERT_EQ(p.unobserved_cols, 1);
   for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
     solvers::Factors<double> f{d.wt0, d.h0};
-    const FactorResult<double> r = run_on_host_device(p, options_for(algo, 3, 10), f);
+    const FactorResult<double> r = run_on_host_device(p, test::fixed_iterations(algo, 3, 10), f);
     EXPECT_TRUE(std::isfinite(r.rel_error));
     for (index_t l = 0; l < 3; ++l) {
       EXPECT_EQ(f.wt(l, 4), 0.0);

@@ -19,57 +19,10 @@
 #include "solvers/masked_device_iterate.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/masked_problem.hpp"
+#include "support/masked_data.hpp"
 
 namespace dnmf {
 namespace {
-
-template <class T>
-struct Data {
-  DenseMatrix<T> a, weight, wt0, h0;
-};
-
-// A random positive m x n with weights: `missing` of them 0, some 0.5 and 3, the rest 1; starts in (0.1, 1.1).
-template <class T>
-Data<T> make_data(index_t m, index_t n, index_t k, double missing, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  Data<T> d{DenseMatrix<T>(m, n), DenseMatrix<T>(m, n), DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
-  for (auto& v : d.a.storage()) v = static_cast<T>(0.1 + u(engine));
-  for (auto& v : d.weight.storage()) {
-    const double x = u(engine);
-    v = static_cast<T>(x < missing ? 0.0 : (x < missing + 0.05 ? 0.5 : (x < missing + 0.1 ? 3.0 : 1.0)));
-  }
-  for (auto& v : d.wt0.storage()) v = static_cast<T>(0.1 + u(engine));
-  for (auto& v : d.h0.storage()) v = static_cast<T>(0.1 + u(engine));
-  return d;
-}
-
-template <class T>
-solvers::MaskedProblem<T> dense_problem(const Data<T>& d) {
-  const MatrixRef<T> a = DenseView<const T>(d.a.view());
-  const MatrixRef<T> w = DenseView<const T>(d.weight.view());
-  return solvers::build_masked_problem<T>({&a, false, "A"}, {&w, false, "M"}, MissingValues{});
-}
-
-FactorOptions options_for(Algorithm algo, index_t k, int iters) {
-  FactorOptions o;
-  o.rank = k;
-  o.algorithm = algo;
-  o.max_iterations = iters;
-  o.tol = 0;
-  o.normalize = false;
-  return o;
-}
-
-template <class T>
-double max_rel_diff(const DenseMatrix<T>& x, const DenseMatrix<T>& y) {
-  double diff = 0, scale = 0;
-  for (std::size_t e = 0; e < y.storage().size(); ++e) {
-    diff = std::max(diff, std::abs(static_cast<double>(x.storage()[e]) - static_cast<double>(y.storage()[e])));
-    scale = std::max(scale, std::abs(static_cast<double>(y.storage()[e])));
-  }
-  return diff / scale;
-}
 
 template <class T>
 FactorResult<T> run_on_host_device(const solvers::MaskedProblem<T>& p, const FactorOptions& o, solvers::Factors<T>& f) {
@@ -79,12 +32,13 @@ FactorResult<T> run_on_host_device(const solvers::MaskedProblem<T>& p, const Fac
 
 // Runs both from the same start and compares factors and histories (relative `bound`).
 template <class T>
-void expect_same_as_host(const solvers::MaskedProblem<T>& p, const FactorOptions& o, const Data<T>& d, double bound) {
+void expect_same_as_host(const solvers::MaskedProblem<T>& p, const FactorOptions& o, const test::MaskedData<T>& d,
+                         double bound) {
   solvers::Factors<T> on_device{d.wt0, d.h0}, on_host{d.wt0, d.h0};
   const FactorResult<T> r = run_on_host_device(p, o, on_device);
   const FactorResult<T> h = solvers::iterate_masked(p, o, on_host);
-  EXPECT_LT(max_rel_diff(on_device.wt, on_host.wt), bound);
-  EXPECT_LT(max_rel_diff(on_device.h, on_host.h), bound);
+  EXPECT_LT(test::max_relative_difference(on_device.wt, on_host.wt), bound);
+  EXPECT_LT(test::max_relative_difference(on_device.h, on_host.h), bound);
   ASSERT_EQ(r.objective_history.size(), h.objective_history.size());
   for (std::size_t it = 0; it < h.objective_history.size(); ++it) {
     EXPECT_NEAR(r.objective_history[it], h.objective_history[it], bound * std::abs(h.objective_history[it]))
@@ -106,9 +60,9 @@ TEST(MaskedDeviceAlgorithms, HalsAndBppReproduceTheHostIteration) {
     for (const double missing : {0.1, 0.6})
       for (const bool w_first : {false, true}) {
         SCOPED_TRACE(to_string(algo) + " missing " + std::to_string(missing) + (w_first ? " W first" : " H first"));
-        const Data<double> d = make_data<double>(37, 29, 4, missing, 5);
-        const auto p = dense_problem(d);
-        FactorOptions o = options_for(algo, 4, 20);
+        const test::MaskedData<double> d = test::make_masked_data<double>(37, 29, 4, missing, 5);
+        const auto p = test::dense_masked_problem(d);
+        FactorOptions o = test::fixed_iterations(algo, 4, 20);
         o.w_first = w_first;
         if (missing < 0.5) {
           o.penalties.l1_h = 0.01;
@@ -124,29 +78,29 @@ TEST(MaskedDeviceAlgorithms, HalsAndBppReproduceTheHostIteration) {
 TEST(MaskedDeviceAlgorithms, HalsAndBppFloatFollowTheHost) {
   for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
     SCOPED_TRACE(to_string(algo));
-    const Data<float> d = make_data<float>(30, 22, 3, 0.2, 13);
-    const auto p = dense_problem(d);
+    const test::MaskedData<float> d = test::make_masked_data<float>(30, 22, 3, 0.2, 13);
+    const auto p = test::dense_masked_problem(d);
     solvers::Factors<float> on_device{d.wt0, d.h0}, on_host{d.wt0, d.h0};
-    run_on_host_device(p, options_for(algo, 3, 20), on_device);
-    solvers::iterate_masked(p, options_for(algo, 3, 20), on_host);
-    EXPECT_LT(max_rel_diff(on_device.wt, on_host.wt), 2e-3);
-    EXPECT_LT(max_rel_diff(on_device.h, on_host.h), 2e-3);
+    run_on_host_device(p, test::fixed_iterations(algo, 3, 20), on_device);
+    solvers::iterate_masked(p, test::fixed_iterations(algo, 3, 20), on_host);
+    EXPECT_LT(test::max_relative_difference(on_device.wt, on_host.wt), 2e-3);
+    EXPECT_LT(test::max_relative_difference(on_device.h, on_host.h), 2e-3);
   }
 }
 
 // A row and a column with no observed entry keep zero factors (never NaN), with and without an l2 penalty (which
 // makes the HALS denominator of the empty column positive).
 TEST(MaskedDeviceAlgorithms, UnobservedRowsAndColumnsStayZero) {
-  Data<double> d = make_data<double>(20, 16, 3, 0.1, 17);
+  test::MaskedData<double> d = test::make_masked_data<double>(20, 16, 3, 0.1, 17);
   for (index_t j = 0; j < 16; ++j) d.weight(4, j) = 0;
   for (index_t i = 0; i < 20; ++i) d.weight(i, 7) = 0;
-  const auto p = dense_problem(d);
+  const auto p = test::dense_masked_problem(d);
   ASSERT_EQ(p.unobserved_rows, 1);
   ASSERT_EQ(p.unobserved_cols, 1);
   for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp})
     for (const double l2 : {0.0, 0.05}) {
       SCOPED_TRACE(to_string(algo) + " l2 " + std::to_string(l2));
-      FactorOptions o = options_for(algo, 3, 10);
+      FactorOptions o = test::fixed_iterations(algo, 3, 10);
       o.penalties.l2_h = l2;
       o.penalties.l2_w = l2;
       solvers::Factors<double> f{d.wt0, d.h0};
@@ -214,11 +168,11 @@ TEST(MaskedDeviceAlgorithms, StoredPatternReproducesTheHostIteration) {
         ASSERT_FALSE(p.h_half.dense);
         ASSERT_EQ(p.unobserved_rows, 1);
         ASSERT_EQ(p.unobserved_cols, 1);
-        FactorOptions o = options_for(algo, 4, 20);
+        FactorOptions o = test::fixed_iterations(algo, 4, 20);
         o.w_first = w_first;
         o.penalties.l1_h = 0.01;
         o.penalties.l2_w = 0.02;
-        const Data<double> d{DenseMatrix<double>(), DenseMatrix<double>(), s.wt0, s.h0};
+        const test::MaskedData<double> d{DenseMatrix<double>(), DenseMatrix<double>(), s.wt0, s.h0};
         expect_same_as_host(p, o, d, 1e-10);
         solvers::Factors<double> f{s.wt0, s.h0};
         run_on_host_device(p, o, f);
@@ -236,7 +190,7 @@ TEST(MaskedDeviceAlgorithms, RefusesHalsAndBppOnAStoredPattern) {
   for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
     solvers::Factors<double> f{s.wt0, s.h0};
     try {
-      run_on_host_device(p, options_for(algo, 2, 3), f);
+      run_on_host_device(p, test::fixed_iterations(algo, 2, 3), f);
       ADD_FAILURE() << "no error for " << to_string(algo);
     } catch (const UsageError& e) {
       const std::string what = e.what();

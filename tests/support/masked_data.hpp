@@ -1,0 +1,66 @@
+// Test data for the masked device tests (tests/unit/test_masked_device*.cpp): a random positive matrix with a
+// mask of mostly-unit weights, its masked problem, plain options and a relative comparison.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "dnmf/factorize.hpp"
+#include "solvers/masked_problem.hpp"
+
+namespace dnmf::test {
+
+/// A, its weights and a start (Wᵀ, H).
+template <class T>
+struct MaskedData {
+  DenseMatrix<T> a, weight, wt0, h0;
+};
+
+/// A random positive m x n with weights: `missing` of them 0, some 0.5 and 3, the rest 1; starts in (0.1, 1.1).
+template <class T>
+MaskedData<T> make_masked_data(index_t m, index_t n, index_t k, double missing, unsigned seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  MaskedData<T> d{DenseMatrix<T>(m, n), DenseMatrix<T>(m, n), DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
+  for (auto& v : d.a.storage()) v = static_cast<T>(0.1 + u(engine));
+  for (auto& v : d.weight.storage()) {
+    const double x = u(engine);
+    v = static_cast<T>(x < missing ? 0.0 : (x < missing + 0.05 ? 0.5 : (x < missing + 0.1 ? 3.0 : 1.0)));
+  }
+  for (auto& v : d.wt0.storage()) v = static_cast<T>(0.1 + u(engine));
+  for (auto& v : d.h0.storage()) v = static_cast<T>(0.1 + u(engine));
+  return d;
+}
+
+/// The masked problem of a dense A and its weights.
+template <class T>
+solvers::MaskedProblem<T> dense_masked_problem(const MaskedData<T>& d) {
+  const MatrixRef<T> a = DenseView<const T>(d.a.view());
+  const MatrixRef<T> w = DenseView<const T>(d.weight.view());
+  return solvers::build_masked_problem<T>({&a, false, "A"}, {&w, false, "M"}, MissingValues{});
+}
+
+/// A fixed number of iterations from a given start, no normalisation.
+inline FactorOptions fixed_iterations(Algorithm algo, index_t k, int iters) {
+  FactorOptions o;
+  o.rank = k;
+  o.algorithm = algo;
+  o.max_iterations = iters;
+  o.tol = 0;
+  o.normalize = false;
+  return o;
+}
+
+/// max |x - y| / max |y|.
+template <class T>
+double max_relative_difference(const DenseMatrix<T>& x, const DenseMatrix<T>& y) {
+  double diff = 0, scale = 0;
+  for (std::size_t e = 0; e < y.storage().size(); ++e) {
+    diff = std::max(diff, std::abs(static_cast<double>(x.storage()[e]) - static_cast<double>(y.storage()[e])));
+    scale = std::max(scale, std::abs(static_cast<double>(y.storage()[e])));
+  }
+  return diff / scale;
+}
+
+}  // namespace dnmf::test
