@@ -260,7 +260,7 @@ def gen_truth_files(ctx):
     check(a.shape == (30, 20) and w.shape == (30, 3) and h.shape == (3, 20),
           "shapes %s %s %s" % (a.shape, w.shape, h.shape))
     # Without noise the truth must reproduce A.
-    worst = max(abs(a(i, j) - sum(w(i, l) * h(l, j) for l in range(3))) for i in range(30) for j in range(20))
+    worst = max(abs(a(i, j) - sum(w(i, c) * h(c, j) for c in range(3))) for i in range(30) for j in range(20))
     scale = max(abs(v) for v in a.values)
     check(worst <= 1e-12 * scale + 1e-300, "A != W H: max difference %g (scale %g)" % (worst, scale))
     check(min(a.values) >= 0, "planted A must be non-negative")
@@ -609,7 +609,7 @@ def matrix_with(value, at, rows=5, cols=4):
 
 def planted_rows_dense(m, n, k=2):
     """A small positive m x n matrix of rank k as row lists (no randomness needed)."""
-    return [[sum((1 + (i * (l + 1)) % 5) * (1 + (j + 2 * l) % 3) for l in range(k)) * 0.1 for j in range(n)]
+    return [[sum((1 + (i * (c + 1)) % 5) * (1 + (j + 2 * c) % 3) for c in range(k)) * 0.1 for j in range(n)]
             for i in range(m)]
 
 
@@ -631,7 +631,7 @@ def masked_factor(ctx):
     check(report["missing"]["mask"] == "M.npy", "missing section: %s" % report["missing"])
     check(report["missing"]["unobserved_rows"] == 1, "unobserved rows: %s" % report["missing"])
     w = Npy(ctx.path("out", "W.npy"))
-    check(all(w(5, l) == 0.0 for l in range(2)), "the unobserved row of W is not zero")
+    check(all(w(5, c) == 0.0 for c in range(2)), "the unobserved row of W is not zero")
     check(report["rel_error"] < 0.05, "rel_error %s" % report["rel_error"])
     # The same mask as Matrix Market (unstored = weight 0): the same observed entries.
     entries = [(i, j, v) for i, row in enumerate(mask) for j, v in enumerate(row) if v > 0]
@@ -889,7 +889,8 @@ def err_unknown_extension(ctx):
 @case
 def err_grid(ctx):
     small_dense(ctx)
-    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"], ["--grid 2x2", "4 processes", "mpirun -np 4"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "2x2", "-o", "out"],
+                     ["--grid 2x2", "4 processes", "mpirun -np 4"], code=2)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--grid", "two", "-o", "out"], ["--grid", "two"], code=2)
 
 
