@@ -33,7 +33,8 @@ for r in range(args.rounds):
                 key = (m.group(1), m.group(2).strip())
                 best[key][who] = min(best[key].get(who, float("inf")), float(m.group(3)))
 
-print(f"| workload | what | before s/iter | after s/iter | after/before |  (best of {args.rounds} rounds x {args.reps})")
+print(f"| workload | what | before s/iter | after s/iter | after/before |  "
+      f"(best of {args.rounds} rounds x {args.reps})")
 print("|---|---|---|---|---|")
 for (workload, what), v in best.items():
     if "before" in v and "after" in v:

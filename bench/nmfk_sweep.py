@@ -84,7 +84,8 @@ def main():
                     path = matrix + suffix if suffix else matrix
                     if os.path.exists(path):
                         os.remove(path)
-            wilcoxon = sum(1 for r in runs if r["kind"] == kind and r["noise"] == noise and r["wilcoxon_k"] == r["k_true"])
+            wilcoxon = sum(1 for r in runs
+                           if r["kind"] == kind and r["noise"] == noise and r["wilcoxon_k"] == r["k_true"])
             rows.append((kind, noise, correct, wilcoxon, args.seeds, "; ".join(wrong) or "-", seconds))
             print("%s noise %g: %d/%d" % (kind, noise, correct, args.seeds), file=sys.stderr, flush=True)
 
@@ -95,7 +96,8 @@ def main():
         print("| %s %dx%d%s | %g%% | %d/%d | %d/%d | %s | %.0f |" % (
             kind, args.rows, args.cols, (" density %g" % args.density) if kind == "sparse" else "", noise * 100,
             correct, seeds, wilcoxon, seeds, wrong, seconds))
-    print("\ntotal %.0f s, %d runs, P=%d, options: %s" % (total, len(runs), args.perturbations, args.extra or "defaults"))
+    print("\ntotal %.0f s, %d runs, P=%d, options: %s"
+          % (total, len(runs), args.perturbations, args.extra or "defaults"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs, "seconds": total, "args": vars(args)}, f, indent=1)

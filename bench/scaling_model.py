@@ -97,7 +97,8 @@ class Rates:
 
     def compute(self, pr, pc, m, n, k, nnz_local, speedup=1.0):
         p = pr * pc
-        return (self.c_nnz * k * nnz_local + self.c_blk * k * (m / pr + n / pc) + self.c_piece * k * (m + n) / p) / speedup
+        work = self.c_nnz * k * nnz_local + self.c_blk * k * (m / pr + n / pc) + self.c_piece * k * (m + n) / p
+        return work / speedup
 
 
 def load(paths):
@@ -199,8 +200,10 @@ def print_markdown(weak, speedups):
             cells = []
             for s in speedups:
                 x = weak[str(s)][i]
-                cells.append(f"{x['seconds_per_iteration']:.4g} ({100 * x['comm_s'] / x['seconds_per_iteration']:.0f}%)")
-            print(f"| {r['nodes']} | {r['grid']} | {r['m']:.3g} | {r['bytes_per_rank'] / 1e9:.3g} | {r['comm_s']:.3g} | "
+                share = 100 * x['comm_s'] / x['seconds_per_iteration']
+                cells.append(f"{x['seconds_per_iteration']:.4g} ({share:.0f}%)")
+            print(f"| {r['nodes']} | {r['grid']} | {r['m']:.3g} | {r['bytes_per_rank'] / 1e9:.3g} | "
+                  f"{r['comm_s']:.3g} | "
                   + " | ".join(cells) + " |")
 
 
@@ -230,7 +233,7 @@ def main():
     if not rates:
         sys.exit("scaling_model: no 1-process run among --runs")
     print("Cost constants per rank (from the 1-process runs; ns per k-scaled unit):")
-    for key, r in rates.items():
+    for _key, r in rates.items():
         print(f"  {r.name:<26} c_nnz {r.c_nnz * 1e9:8.3f}  c_blk {r.c_blk * 1e9:8.3f}  c_piece {r.c_piece * 1e9:8.3f}")
 
     check = local_check(runs, rates, args.cores, args.stat)
@@ -239,7 +242,8 @@ def main():
           f"{'pred comm':>10} {'replay':>10} {'pred comp':>10} {'meas comp':>10} {'error':>7} {'bytes/model':>11}")
     for c in check:
         ratio = c["bytes_measured"] / c["bytes_model"] if c["bytes_model"] else 1.0
-        print(f"{c['workload']:<26} {c['processes']:>2} {c['grid']:>5} {c['predicted_s']:>10.5f} {c['measured_s']:>10.5f} "
+        print(f"{c['workload']:<26} {c['processes']:>2} {c['grid']:>5} {c['predicted_s']:>10.5f} "
+              f"{c['measured_s']:>10.5f} "
               f"{100 * c['error']:>6.0f}% {c['predicted_comm_s']:>10.5f} {c['measured_comm_replay_s']:>10.5f} "
               f"{c['predicted_compute_s']:>10.5f} {c['measured_compute_s']:>10.5f} {100 * c['compute_error']:>6.0f}% "
               f"{ratio:>11.3f}")
@@ -253,7 +257,8 @@ def main():
         print(f"{'class':<7} {'nodes':>5} {'m = n':>11} {'grid':>7} {'compute s':>10} {'comm s':>10} {'s/iter':>10} "
               f"{'comm %':>7} {'GB/rank':>8} {'weak eff':>8} {'S*':>8}")
         for r in weak:
-            print(f"{r['class']:<7} {r['nodes']:>5} {r['m']:>11} {r['grid']:>7} {r['compute_s']:>10.4f} {r['comm_s']:>10.4f} "
+            print(f"{r['class']:<7} {r['nodes']:>5} {r['m']:>11} {r['grid']:>7} {r['compute_s']:>10.4f} "
+                  f"{r['comm_s']:>10.4f} "
                   f"{r['seconds_per_iteration']:>10.4f} {100 * r['comm_s'] / r['seconds_per_iteration']:>6.1f}% "
                   f"{r['bytes_per_rank'] / 1e9:>8.3f} {100 * r.get('weak_efficiency', 1):>7.0f}% "
                   f"{'-' if r['break_even_speedup'] is None else format(r['break_even_speedup'], '.0f'):>8}")

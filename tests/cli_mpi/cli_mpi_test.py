@@ -11,7 +11,6 @@ code (standard library only).
 import argparse
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -151,7 +150,7 @@ def grid_mismatch_reported_once(ctx):
     gen(ctx, "A.npy", 30, 20, 3)
     completed = ctx.run(["factor", "A.npy", "-k", 3, "--grid", "2x2", "-o", "out"], 2, timeout=60)
     check(completed.returncode != 0, "a 2x2 grid on 2 processes must fail")
-    lines = [l for l in completed.stderr.splitlines() if l.startswith("dnmf: error:")]
+    lines = [e for e in completed.stderr.splitlines() if e.startswith("dnmf: error:")]
     check(len(lines) == 1, "the error must be printed once, got:\n" + completed.stderr)
     check("--grid 2x2 needs 4 processes" in lines[0] and "has 2" in lines[0], "unclear message: " + lines[0])
     check(not os.path.exists(ctx.path("out")), "no output may be left behind")
@@ -168,8 +167,8 @@ def corrupt_block_ends_job(ctx):
     completed = ctx.run(["factor", "A.npy", "-k", 2, "--grid", "2x1", "-o", "out"], 2, timeout=60)
     check(completed.returncode != 0, "a NaN in rank 1's block must fail the job")
     check(time.time() - start < 45, "the job took too long to end")
-    errors = [l for l in completed.stderr.splitlines() if l.startswith("dnmf: error:")]
-    check(any("rank 1" in l and "A.npy" in l and "row 9" in l and "column 4" in l for l in errors),
+    errors = [e for e in completed.stderr.splitlines() if e.startswith("dnmf: error:")]
+    check(any("rank 1" in e and "A.npy" in e and "row 9" in e and "column 4" in e for e in errors),
           "rank 1's error naming the file and global position missing:\n" + completed.stderr)
     check(not os.path.exists(ctx.path("out", "W.npy")), "no factors may be written")
 

@@ -296,7 +296,8 @@ def permuted_input_and_damaged_checkpoints(ctx):
 @case
 def bad_options(ctx):
     a = ctx.gen("A.npy", rank=3, seed=9)
-    for args, text in ((["--k", "5:2"], "empty"), (["--k", "0:3"], "k must be >= 1"), (["--k", "2:200"], "does not fit"),
+    for args, text in ((["--k", "5:2"], "empty"), (["--k", "0:3"], "k must be >= 1"),
+                       (["--k", "2:200"], "does not fit"),
                        (["--k", "2:4", "--groups", "2"], "--groups 2"),
                        (["--k", "2:4", "--memory-budget", "1G"], "--memory-budget"),
                        (["--k", "2:4", "--perturbation", "gauss"], "--perturbation"),
