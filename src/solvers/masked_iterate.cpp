@@ -31,12 +31,6 @@ namespace {
 /// What one half-step leaves for the figures.
 using HalfSums = MaskedSums;
 
-/// y·x in double (listed_products.hpp's lanes): these dots, one per listed entry, are most of the correction work.
-template <class T, class U>
-[[gnu::always_inline]] inline double dot_column(const T* y, const U* x, index_t k) {
-  return lane_dot(y, x, k);
-}
-
 /// out += c · y (k entries).
 template <class T>
 void add_scaled(double* out, double c, const T* y, index_t k) {
@@ -92,18 +86,10 @@ void full_times(const HalfShared<T>& sh, const T* x, double* u) {
   for (index_t q = 0; q < k; ++q) add_scaled(u, static_cast<double>(x[q]), sh.full.data() + q * k, k);
 }
 
-/// b_j: a column of the dense numerator, or Σ w a y_i over a sparse column's entries.
+/// b_j of a dense half: a column of the numerator Yᵀ(W∘A) (a sparse half's b_j is summed with its lists).
 template <class T>
 void numerator_column(const HalfShared<T>& sh, index_t j, double* b) {
-  const index_t k = sh.k;
-  const MaskedHalf<T>& h = sh.h;
-  if (h.dense) {
-    for (index_t l = 0; l < k; ++l) b[l] = static_cast<double>(sh.numer(l, j));
-    return;
-  }
-  std::fill(b, b + k, 0.0);
-  for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p)
-    add_scaled(b, static_cast<double>(h.weighted_value[to_size(p)]), sh.yt.data() + h.row[to_size(p)] * k, k);
+  for (index_t l = 0; l < sh.k; ++l) b[l] = static_cast<double>(sh.numer(l, j));
 }
 
 /// MU: G_j x by the lists (2k flops per listed entry, never forming G_j), then the rule of mu_frobenius.hpp.
@@ -131,9 +117,9 @@ void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, H
   if (!sh.figures) return;
   // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²: dots only.
   full_times(sh, x, sc.u.data());
-  out.quad += dot_column(x, sc.u.data(), k) +
+  out.quad += lane_dot(x, sc.u.data(), k) +
               listed_products(sh.yt.data(), k, h.gram_row.data(), h.gram_coef.data(), p0, p1, x, nullptr);
-  out.cross += dot_column(x, sc.b.data(), k);
+  out.cross += lane_dot(x, sc.b.data(), k);
 }
 
 /// G_j into sc.g (k x k, double) and b_j into sc.b: F (or zero) plus Σ c y_i y_iᵀ over the column's listed rows,
@@ -191,7 +177,7 @@ void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc,
   const backend::UpdateRule& rule = sh.rule;
   column_gram(sh, j, sc);
   const double* g = sc.g.data();
-  for (index_t l = 0; l < k; ++l) sc.u[to_size(l)] = dot_column(g + l * k, x, k);
+  for (index_t l = 0; l < k; ++l) sc.u[to_size(l)] = lane_dot(g + l * k, x, k);
   for (index_t l = 0; l < k; ++l) {
     const double diag = g[l * k + l] + rule.l2;
     if (!(diag > rule.eps)) continue;  // a dead component, as in hals.hpp
@@ -202,8 +188,8 @@ void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc,
     if (delta != 0) add_scaled(sc.u.data(), delta, g + l * k, k);
   }
   if (!sh.figures) return;
-  out.quad += dot_column(x, sc.u.data(), k);
-  out.cross += dot_column(x, sc.b.data(), k);
+  out.quad += lane_dot(x, sc.u.data(), k);
+  out.cross += lane_dot(x, sc.b.data(), k);
 }
 
 /// BPP needs G_j itself (column_gram), then the exact NNLS.
@@ -221,7 +207,7 @@ void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, 
   for (index_t q = 0; q < k; ++q) {
     const double xq = static_cast<double>(x[q]);
     out.cross += xq * sc.b[to_size(q)];
-    out.quad += xq * dot_column(sc.g.data() + q * k, x, k);
+    out.quad += xq * lane_dot(sc.g.data() + q * k, x, k);
   }
 }
 
@@ -277,8 +263,7 @@ void kl_sparse_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>
   for (index_t p = h.ptr[to_size(j)]; p < h.ptr[to_size(j) + 1]; ++p) {
     const T* y = sh.yt.data() + h.row[to_size(p)] * k;
     const double w = static_cast<double>(h.weight[to_size(p)]);
-    const double r =
-        kl_entry(static_cast<double>(h.weighted_value[to_size(p)]), w, dot_column(y, x, k), sh.figures, out);
+    const double r = kl_entry(static_cast<double>(h.weighted_value[to_size(p)]), w, lane_dot(y, x, k), sh.figures, out);
     for (index_t l = 0; l < k; ++l) {
       const double yl = static_cast<double>(y[l]);
       sc.b[to_size(l)] += r * yl;
@@ -428,7 +413,7 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
     const T* hj = h.data() + j * k;
     double& num = per_column[to_size(j)];
     const auto add = [&](index_t i, double wa, double w) {
-      const double r = wa / w - dot_column(wt.data() + i * k, hj, k);
+      const double r = wa / w - lane_dot(wt.data() + i * k, hj, k);
       num += w * r * r;
     };
     if (half.dense) {
