@@ -33,6 +33,15 @@ MaskedData<T> make_masked_data(index_t m, index_t n, index_t k, double missing, 
   return d;
 }
 
+/// m x n data whose row `row` and column `col` have no observed entry (their factors must stay zero).
+template <class T>
+MaskedData<T> make_with_unobserved(index_t m, index_t n, index_t k, index_t row, index_t col, unsigned seed) {
+  MaskedData<T> d = make_masked_data<T>(m, n, k, 0.1, seed);
+  for (index_t j = 0; j < n; ++j) d.weight(row, j) = 0;
+  for (index_t i = 0; i < m; ++i) d.weight(i, col) = 0;
+  return d;
+}
+
 /// The masked problem of a dense A and its weights.
 template <class T>
 solvers::MaskedProblem<T> dense_masked_problem(const MaskedData<T>& d) {

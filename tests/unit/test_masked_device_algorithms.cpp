@@ -91,9 +91,7 @@ TEST(MaskedDeviceAlgorithms, HalsAndBppFloatFollowTheHost) {
 // A row and a column with no observed entry keep zero factors (never NaN), with and without an l2 penalty (which
 // makes the HALS denominator of the empty column positive).
 TEST(MaskedDeviceAlgorithms, UnobservedRowsAndColumnsStayZero) {
-  test::MaskedData<double> d = test::make_masked_data<double>(20, 16, 3, 0.1, 17);
-  for (index_t j = 0; j < 16; ++j) d.weight(4, j) = 0;
-  for (index_t i = 0; i < 20; ++i) d.weight(i, 7) = 0;
+  const test::MaskedData<double> d = test::make_with_unobserved<double>(20, 16, 3, 4, 7, 17);
   const auto p = test::dense_masked_problem(d);
   ASSERT_EQ(p.unobserved_rows, 1);
   ASSERT_EQ(p.unobserved_cols, 1);
