@@ -108,6 +108,36 @@ double listed_products(const T* yt, index_t k, const index_t* row, const double*
   return quad;
 }
 
+/// b (k values) += Σ w_p y_p over the listed entries [p0, p1) (rows `row` of yt, k x rows, weights `w`): a sparse
+/// column's numerator. Four columns of b at a time, held in registers over the whole list (four accumulators by
+/// p mod 4, then lane_sum's order) instead of b being loaded and stored once per entry.
+template <class T>
+void listed_sum(const T* yt, index_t k, const index_t* row, const T* w, index_t p0, index_t p1, double* b) {
+  const index_t body = k / 4 * 4;
+  for (index_t l = 0; l < body; l += 4) {
+    Lanes a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+    index_t p = p0;
+    const auto term = [&](index_t e) {
+      const auto we = static_cast<double>(w[e]);
+      return Lanes{we, we, we, we} * load_lanes(yt + row[e] * k + l);
+    };
+    for (; p + 4 <= p1; p += 4) {
+      a0 += term(p);
+      a1 += term(p + 1);
+      a2 += term(p + 2);
+      a3 += term(p + 3);
+    }
+    for (; p < p1; ++p) a0 += term(p);
+    const Lanes sum = (a0 + a1) + (a2 + a3);
+    for (index_t u = 0; u < 4; ++u) b[l + u] += sum[u];
+  }
+  for (index_t l = body; l < k; ++l) {
+    double sum = 0;
+    for (index_t p = p0; p < p1; ++p) sum += static_cast<double>(w[p]) * static_cast<double>(yt[row[p] * k + l]);
+    b[l] += sum;
+  }
+}
+
 namespace detail {
 
 /// One block of listed_gram: rows [4·r0, 4·(r0 + RV)) x columns [4·cb, 4·cb + 4) of G, summed over the list in

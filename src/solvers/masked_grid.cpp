@@ -25,6 +25,7 @@
 #include "backend/kernels.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/listed_products.hpp"
 #include "solvers/masked_loop.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -228,11 +229,10 @@ class GridIteration {
           continue;
         }
         if (!h.dense) {
+          // In masked_iterate.cpp's order (listed_sum), so that a 1 x 1 grid repeats the one-process run.
           std::fill(bd.begin(), bd.end(), 0.0);
-          for_each_observed(h, j, [&](index_t r, double wa, double) {
-            const T* yr = yt.data() + r * k;
-            for (index_t l = 0; l < k; ++l) bd[to_size(l)] += wa * static_cast<double>(yr[l]);
-          });
+          listed_sum(yt.data(), k, h.row.data(), h.weighted_value.data(), h.ptr[to_size(j)], h.ptr[to_size(j) + 1],
+                     bd.data());
           for (index_t l = 0; l < k; ++l) rec[l] = static_cast<T>(bd[to_size(l)]);
         }
         std::fill(gd.begin(), gd.end(), 0.0);

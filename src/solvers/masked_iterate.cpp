@@ -22,6 +22,8 @@
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
 #include "solvers/listed_products.hpp"
+#include "solvers/listed_sweep.hpp"
+#include "solvers/nnls_buffers.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -66,6 +68,8 @@ struct ColumnScratch {
   std::vector<double> b, gx, u, s, z, g, gp;
   std::vector<T> bt, st, gt;
   std::vector<const double*> rows;  ///< the listed rows as doubles (listed_gram)
+  ListedColumns listed;             ///< hals's transposed lists
+  NnlsBuffers nnls;                 ///< bpp's solver arrays
   explicit ColumnScratch(index_t k)
       : b(to_size(k)),
         gx(to_size(k)),
@@ -138,15 +142,15 @@ void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
   if (h.dense) {
     numerator_column(sh, j, sc.b.data());
   } else {
+    // A sparse half's lists are its entries (masked_problem.cpp): b_j is summed over them.
     std::fill(sc.b.begin(), sc.b.end(), 0.0);
+    listed_sum(sh.yt.data(), k, h.gram_row.data(), h.weighted_value.data(), p0, p0 + s, sc.b.data());
   }
   const bool in_place = std::is_same_v<T, double> && kp == k;
   sc.rows.resize(to_size(s));
   if (!in_place) sc.z.assign(to_size(s * kp), 0.0);
   for (index_t q = 0; q < s; ++q) {
     const T* y = sh.yt.data() + h.gram_row[to_size(p0 + q)] * k;
-    // A sparse half's lists are its entries (masked_problem.cpp): b_j summed in the same pass.
-    if (!h.dense) add_scaled(sc.b.data(), static_cast<double>(h.weighted_value[to_size(p0 + q)]), y, k);
     if constexpr (std::is_same_v<T, double>) {
       if (in_place) {
         sc.rows[to_size(q)] = y;
@@ -168,41 +172,43 @@ void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
     for (index_t l = 0; l < k; ++l) sc.g[to_size(l + q * k)] += sc.gp[to_size(l + q * kp)];
 }
 
-/// HALS: hals.hpp's sweep with G_j (column_gram), keeping u = G_j x up to date. Forming G_j costs about half of
-/// s·k² flops against about 7·s·k for a sweep that keeps G_j factored, but runs in full vector registers and was
-/// the faster of the two at k = 16 (docs/masked.md, "Cost").
+/// HALS: hals.hpp's sweep by listed_hals_sweep, which never forms G_j: 4 flops per listed row and component
+/// against about 1.25·k for forming G_j (docs/masked.md, "Cost").
 template <class T>
 void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
-  const backend::UpdateRule& rule = sh.rule;
-  column_gram(sh, j, sc);
-  const double* g = sc.g.data();
-  for (index_t l = 0; l < k; ++l) sc.u[to_size(l)] = lane_dot(g + l * k, x, k);
-  for (index_t l = 0; l < k; ++l) {
-    const double diag = g[l * k + l] + rule.l2;
-    if (!(diag > rule.eps)) continue;  // a dead component, as in hals.hpp
-    const double old = static_cast<double>(x[l]);
-    const double grad = sc.b[to_size(l)] - rule.l1 - rule.l2 * old - sc.u[to_size(l)];
-    x[l] = static_cast<T>(std::max(0.0, old + grad / diag));
-    const double delta = static_cast<double>(x[l]) - old;
-    if (delta != 0) add_scaled(sc.u.data(), delta, g + l * k, k);
+  const MaskedHalf<T>& h = sh.h;
+  const index_t p0 = h.gram_ptr[to_size(j)], count = h.gram_ptr[to_size(j) + 1] - p0;
+  if (h.dense) {
+    numerator_column(sh, j, sc.b.data());
+  } else {
+    std::fill(sc.b.begin(), sc.b.end(), 0.0);
   }
+  // A sparse half's lists are its entries (masked_problem.cpp): b_j is summed with them.
+  const T* weighted = h.dense ? nullptr : h.weighted_value.data() + p0;
+  const SweepRule rule{sh.rule.l1, sh.rule.l2, sh.rule.eps};
+  const double listed_quad = listed_hals_sweep(sh.yt.data(), k, h.gram_row.data() + p0, h.gram_coef.data() + p0, count,
+                                               sh.corrected ? sh.full.data() : nullptr, weighted, rule, sc.b.data(),
+                                               sc.u.data(), x, sc.listed, sh.figures);
   if (!sh.figures) return;
-  out.quad += lane_dot(x, sc.u.data(), k);
+  out.quad += lane_dot(x, sc.u.data(), k) + listed_quad;  // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²
   out.cross += lane_dot(x, sc.b.data(), k);
 }
 
-/// BPP needs G_j itself (column_gram), then the exact NNLS.
+/// BPP needs G_j itself (column_gram), then the exact NNLS of bpp.hpp (penalties folded into G_j and b_j),
+/// in the thread's reused NNLS buffers.
 template <class T>
 void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
   column_gram(sh, j, sc);
-  for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
-  for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
-  const backend::View<T> xv(x, k, 1, k);
-  const backend::CView<T> bv(sc.bt.data(), k, 1, k);
-  const backend::CView<T> gv(sc.gt.data(), k, k, k);
-  out.cap_hits += backend::update_columns<T>(sh.rule, xv, bv, gv, nullptr, 0, 1);
+  for (index_t q = 0; q < k; ++q)
+    for (index_t l = 0; l < k; ++l)
+      sc.gt[to_size(l + q * k)] = static_cast<T>(sc.g[to_size(l + q * k)] + (l == q ? sh.rule.l2 : 0.0));
+  for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)] - sh.rule.l1);
+  const DenseView<T> xv(x, k, 1, k);
+  const DenseView<const T> bv(sc.bt.data(), k, 1, k);
+  const DenseView<const T> gv(sc.gt.data(), k, k, k);
+  out.cap_hits += static_cast<int>(nnls_bpp<T>(gv, bv, xv, NnlsOptions{}, sc.nnls).rounds_cap_hits);
   if (!sh.figures) return;
   for (index_t q = 0; q < k; ++q) {
     const double xq = static_cast<double>(x[q]);

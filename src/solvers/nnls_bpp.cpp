@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
+#include "solvers/nnls_buffers.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -143,8 +145,7 @@ struct Scaled {
 };
 
 template <class T>
-Scaled equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats) {
-  Scaled s;
+void equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats, Scaled& s) {
   const index_t k = g.rows;
   s.k = k;
   s.gs.assign(to_size(k * k), 0.0);
@@ -158,13 +159,11 @@ Scaled equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats) {
   // variable is unconstrained noise; the same test catches exact zeros and negative diagonals.
   const double eps = std::numeric_limits<T>::epsilon();
   const double dead_below = eps * eps * max_diag;
-  std::vector<double> d(to_size(k), 0.0);
   for (index_t i = 0; i < k; ++i) {
     const double gii = g(i, i);
     if (max_diag > 0 && gii > dead_below && gii >= std::numeric_limits<double>::min()) {
       s.live[i] = 1;
-      d[i] = std::sqrt(gii);
-      s.inv_d[i] = 1.0 / d[i];
+      s.inv_d[i] = 1.0 / std::sqrt(gii);
       s.shift[i] = std::max(kAutoShift, tikhonov / gii);
       s.abs_shift[i] = s.shift[i] * gii;
     } else {
@@ -179,7 +178,6 @@ Scaled equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats) {
       s.gs[i + j * k] = (i == j) ? 1.0 : (sym * s.inv_d[i]) * s.inv_d[j];
     }
   }
-  return s;
 }
 
 // Per-thread buffers, sized once before the parallel region so that nothing inside it allocates (an
@@ -196,7 +194,12 @@ struct Workspace {
         t(to_size(std::max<index_t>(k, 1))),
         idx(to_size(std::max<index_t>(k, 1))),
         in_p(to_size(std::max<index_t>(k, 1))),
-        blocked(to_size(std::max<index_t>(k, 1))) {}
+        blocked(to_size(std::max<index_t>(k, 1))),
+        k_(k) {}
+  index_t size() const { return k_; }
+
+ private:
+  index_t k_;
 };
 
 // Per-column pivoting state.
@@ -204,6 +207,15 @@ struct ColumnState {
   int ninf = 0;  // smallest infeasible-set size seen so far
   int p = kAlpha;
   bool done = false;
+};
+
+// Pivoting's per-call arrays, kept by NnlsBuffers between calls.
+struct PivotingStore {
+  std::vector<double> bs, z;
+  std::vector<Word> passive;
+  std::vector<ColumnState> state;
+  std::vector<Workspace> workspaces;
+  std::vector<index_t> active, group_start;
 };
 
 // Factorises Gs restricted to idx[0..m) plus its shift times growth, raising growth on breakdown. Returns the
@@ -409,25 +421,35 @@ bool worth_threads(double flops) { return flops >= kParallelFlops; }
 // and exchanges, then Lawson-Hanson for the columns that reached the cap.
 class Pivoting {
  public:
-  Pivoting(const Scaled& s, index_t n, index_t max_rounds, NnlsStats& stats)
+  Pivoting(const Scaled& s, index_t n, index_t max_rounds, NnlsStats& stats, PivotingStore& store)
       : s_(s),
         k_(s.k),
         n_(n),
         words_((s.k + kWordBits - 1) / kWordBits),
         max_rounds_(max_rounds),
         stats_(stats),
-        bs_(to_size(k_ * n)),
-        z_(to_size(k_ * n), 0.0),
-        passive_(to_size(words_ * n), 0),
-        state_(to_size(n)) {
+        bs_(store.bs),
+        z_(store.z),
+        passive_(store.passive),
+        state_(store.state),
+        workspaces_(store.workspaces),
+        active_(store.active),
+        group_start_(store.group_start) {
+    bs_.assign(to_size(k_ * n), 0.0);
+    z_.assign(to_size(k_ * n), 0.0);
+    passive_.assign(to_size(words_ * n), 0);
+    state_.assign(to_size(n), ColumnState{});
     // One workspace per thread its regions can get: one when called inside an active region that cannot nest
     // (the masked solver's per-column solves), where a team's worth would be allocated per column for nothing.
     int threads = 1;
 #ifdef _OPENMP
     if (omp_get_active_level() < omp_get_max_active_levels()) threads = omp_get_max_threads();
 #endif
-    workspaces_.reserve(to_size(threads));
-    for (int t = 0; t < threads; ++t) workspaces_.emplace_back(k_);
+    if (workspaces_.size() != to_size(threads) || workspaces_.front().size() != k_) {
+      workspaces_.clear();
+      workspaces_.reserve(to_size(threads));
+      for (int t = 0; t < threads; ++t) workspaces_.emplace_back(k_);
+    }
   }
 
   // Scales B's columns and starts each passive set at X's positive live entries.
@@ -671,18 +693,32 @@ class Pivoting {
   const Scaled& s_;
   const index_t k_, n_, words_, max_rounds_;
   NnlsStats& stats_;
-  std::vector<double> bs_, z_;
-  std::vector<Word> passive_;
-  std::vector<ColumnState> state_;
-  std::vector<Workspace> workspaces_;
-  std::vector<index_t> active_, group_start_;
+  std::vector<double>& bs_;
+  std::vector<double>& z_;
+  std::vector<Word>& passive_;
+  std::vector<ColumnState>& state_;
+  std::vector<Workspace>& workspaces_;
+  std::vector<index_t>& active_;
+  std::vector<index_t>& group_start_;
   double base_growth_ = 1;
 };
 
 }  // namespace
 
+/// What NnlsBuffers keeps: the equilibrated problem and the pivoting arrays.
+struct NnlsBuffers::Parts {
+  Scaled scaled;
+  PivotingStore store;
+};
+
+NnlsBuffers::NnlsBuffers() : parts_(std::make_unique<Parts>()) {}
+NnlsBuffers::~NnlsBuffers() = default;
+NnlsBuffers::NnlsBuffers(NnlsBuffers&&) noexcept = default;
+NnlsBuffers& NnlsBuffers::operator=(NnlsBuffers&&) noexcept = default;
+
 template <class T>
-NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, const NnlsOptions& options) {
+NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, const NnlsOptions& options,
+                   NnlsBuffers& buffers) {
   check_shapes_and_values(G, B, X);
   check_nnls_options(options);
   NnlsStats stats;
@@ -691,17 +727,28 @@ NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, c
   stats.columns = n;
   if (n == 0 || k == 0) return stats;
 
-  const Scaled s = equilibrate(G, options.tikhonov, stats);
-  Pivoting pivoting(s, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20, stats);
+  NnlsBuffers::Parts& parts = *buffers.parts_;
+  equilibrate(G, options.tikhonov, stats, parts.scaled);
+  Pivoting pivoting(parts.scaled, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20, stats, parts.store);
   pivoting.load(B, X);
   pivoting.solve();
   pivoting.store(X);
   return stats;
 }
 
+template <class T>
+NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, const NnlsOptions& options) {
+  NnlsBuffers buffers;
+  return nnls_bpp(G, B, X, options, buffers);
+}
+
 template NnlsStats nnls_bpp<float>(DenseView<const float>, DenseView<const float>, DenseView<float>,
                                    const NnlsOptions&);
 template NnlsStats nnls_bpp<double>(DenseView<const double>, DenseView<const double>, DenseView<double>,
                                     const NnlsOptions&);
+template NnlsStats nnls_bpp<float>(DenseView<const float>, DenseView<const float>, DenseView<float>, const NnlsOptions&,
+                                   NnlsBuffers&);
+template NnlsStats nnls_bpp<double>(DenseView<const double>, DenseView<const double>, DenseView<double>,
+                                    const NnlsOptions&, NnlsBuffers&);
 
 }  // namespace dnmf

@@ -1,5 +1,6 @@
 // The masked iteration's per-column kernels (src/solvers/listed_products.hpp) against plain float64 loops written
-// here: MU's correction G_j x, the quadratic term, the sparse numerator and the weighted Gram matrix, on ranks
+// here: MU's correction G_j x, the quadratic term, the sparse numerator, the weighted Gram matrix and HALS's sweep
+// without G_j (listed_sweep.hpp), on ranks
 // that fill the 4-wide lanes and ranks that leave a tail, list lengths that do and do not fill the blocks of four,
 // coefficients of both signs, float and double rows.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "solvers/listed_products.hpp"
+#include "solvers/listed_sweep.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -101,6 +103,112 @@ TEST(ListedGram, MatchesPlainLoopsAndIsSymmetric) {
           EXPECT_EQ(g[a + c * k], g[c + a * k]) << a << "," << c;
         }
     }
+}
+
+TEST(ListedSum, MatchesPlainLoops) {
+  for (const index_t k : {1, 3, 4, 7, 16, 33})
+    for (const index_t count : {0, 1, 3, 4, 5, 9, 23}) {
+      SCOPED_TRACE("k " + std::to_string(k) + " count " + std::to_string(count));
+      const Lists<double> l = make_lists<double>(k, 13, 2, count, static_cast<unsigned>(k * 31 + count));
+      std::vector<double> b(static_cast<std::size_t>(k), 0.5), want = b;
+      listed_sum(l.yt.data(), k, l.row.data(), l.weighted.data(), 2, 2 + count, b.data());
+      for (index_t p = 2; p < 2 + count; ++p)
+        for (index_t i = 0; i < k; ++i) want[i] += l.weighted[p] * l.yt[l.row[p] * k + i];
+      for (index_t i = 0; i < k; ++i) EXPECT_LT(rel(b[i], want[i]), 1e-13) << i;
+    }
+}
+
+// HALS's column rule done the plain way: G = F + Σ c y yᵀ and b + Σ w a y formed first, then hals.hpp's sweep.
+template <class T>
+void reference_sweep(const Lists<T>& l, index_t k, index_t count, const std::vector<double>* full, bool weighted,
+                     const SweepRule& rule, std::vector<double>& b, std::vector<T>& x, double& quad) {
+  std::vector<double> g(static_cast<std::size_t>(k * k), 0.0);
+  if (full != nullptr) g = *full;
+  for (index_t p = 0; p < count; ++p) {
+    const T* y = l.yt.data() + l.row[p] * k;
+    for (index_t a = 0; a < k; ++a) {
+      if (weighted) b[a] += static_cast<double>(l.weighted[p]) * static_cast<double>(y[a]);
+      for (index_t c = 0; c < k; ++c) g[a + c * k] += l.coef[p] * static_cast<double>(y[a]) * static_cast<double>(y[c]);
+    }
+  }
+  for (index_t a = 0; a < k; ++a) {
+    const double diag = g[a + a * k] + rule.l2;
+    if (!(diag > rule.eps)) continue;
+    double ga = 0;
+    for (index_t c = 0; c < k; ++c) ga += g[a + c * k] * static_cast<double>(x[c]);
+    const auto old = static_cast<double>(x[a]);
+    x[a] = static_cast<T>(std::max(0.0, old + (b[a] - rule.l1 - rule.l2 * old - ga) / diag));
+  }
+  quad = 0;
+  for (index_t a = 0; a < k; ++a)
+    for (index_t c = 0; c < k; ++c) quad += static_cast<double>(x[a]) * g[a + c * k] * static_cast<double>(x[c]);
+}
+
+template <class T>
+void check_sweep(index_t k, index_t count, bool with_full, bool weighted, bool dead, double tol) {
+  SCOPED_TRACE("k " + std::to_string(k) + " count " + std::to_string(count) + " full " + std::to_string(with_full) +
+               " weighted " + std::to_string(weighted) + " dead " + std::to_string(dead));
+  const index_t rows = 17;
+  Lists<T> l = make_lists<T>(k, rows, 0, count, static_cast<unsigned>(k * 1000 + count * 10 + with_full));
+  if (dead) {  // component k/2 is zero in every row, and without F nothing else gives it a diagonal
+    for (index_t i = 0; i < rows; ++i) l.yt[i * k + k / 2] = T(0);
+  }
+  std::vector<double> full;
+  if (with_full) {  // a positive definite F, large enough that F + Σ c y yᵀ stays so with c ≥ -1
+    full.assign(static_cast<std::size_t>(k * k), 0.0);
+    for (index_t a = 0; a < k; ++a)
+      for (index_t c = 0; c < k; ++c) full[a + c * k] = (a == c ? 3.0 * count + 1.0 : 0.0) + 0.1 / (1.0 + a + c);
+  } else {
+    for (double& c : l.coef) c = std::abs(c) + 0.1;  // a Gram matrix summed from zero has positive weights
+  }
+  std::vector<double> b(static_cast<std::size_t>(k));
+  for (index_t a = 0; a < k; ++a) b[a] = 2.0 + std::sin(static_cast<double>(a));
+  const SweepRule rule{0.05, dead ? 0.0 : 0.01, 1e-12};  // l2 > 0 would give the dead component a diagonal
+  std::vector<double> want_b = b, fx(static_cast<std::size_t>(k));
+  std::vector<T> want_x = l.x;
+  double want_quad = 0;
+  reference_sweep(l, k, count, with_full ? &full : nullptr, weighted, rule, want_b, want_x, want_quad);
+  ListedColumns buf;
+  std::vector<T> x = l.x;
+  const double listed =
+      listed_hals_sweep(l.yt.data(), k, l.row.data(), l.coef.data(), count, with_full ? full.data() : nullptr,
+                        weighted ? l.weighted.data() : nullptr, rule, b.data(), fx.data(), x.data(), buf, true);
+  double quad = listed;
+  for (index_t a = 0; a < k; ++a) quad += static_cast<double>(x[a]) * fx[a];
+  for (index_t a = 0; a < k; ++a) {
+    EXPECT_LT(rel(b[a], want_b[a]), 1e-13) << "b " << a;
+    EXPECT_LT(rel(static_cast<double>(x[a]), static_cast<double>(want_x[a])), tol) << "x " << a;
+  }
+  if (dead) {
+    EXPECT_EQ(x[k / 2], l.x[k / 2]) << "a dead component is held";
+  }
+  EXPECT_LT(rel(quad, want_quad), 100 * tol);
+  // The buffers are reused: a second column through the same ones gives the same answer as a fresh start.
+  std::vector<T> again = l.x;
+  std::vector<double> b2 = want_b;
+  ListedColumns fresh;
+  std::vector<T> again_fresh = l.x;
+  std::vector<double> b3 = want_b;
+  listed_hals_sweep(l.yt.data(), k, l.row.data(), l.coef.data(), count, with_full ? full.data() : nullptr,
+                    static_cast<const T*>(nullptr), rule, b2.data(), fx.data(), again.data(), buf, false);
+  listed_hals_sweep(l.yt.data(), k, l.row.data(), l.coef.data(), count, with_full ? full.data() : nullptr,
+                    static_cast<const T*>(nullptr), rule, b3.data(), fx.data(), again_fresh.data(), fresh, false);
+  EXPECT_EQ(again, again_fresh);
+}
+
+TEST(ListedHalsSweep, MatchesTheSweepOverAFormedGram) {
+  for (const index_t k : {1, 3, 4, 7, 16, 33})
+    for (const index_t count : {0, 1, 3, 4, 5, 9, 23})
+      for (const bool with_full : {false, true}) {
+        check_sweep<double>(k, count, with_full, !with_full, false, 1e-12);
+        check_sweep<double>(k, count, with_full, with_full, false, 1e-12);
+        check_sweep<float>(k, count, with_full, !with_full, false, 1e-5);
+      }
+}
+
+TEST(ListedHalsSweep, HoldsDeadComponents) {
+  for (const index_t k : {3, 16})
+    for (const index_t count : {1, 6}) check_sweep<double>(k, count, false, false, true, 1e-12);
 }
 
 }  // namespace
