@@ -46,10 +46,6 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   const std::string flag = flag_of(requested.missing);
   if (world.size() > 1) return factor_masked_grid<T>(source, requested, context, gather, initial);
   FactorOptions options = api::resolve(requested, context);
-  if (options.backend == BackendKind::cuda && options.missing.unstored == Unstored::missing &&
-      (options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp))
-    throw UsageError("--unstored missing with --backend cuda runs mu and kl; --algo " + to_string(options.algorithm) +
-                     " is not supported there yet (use --backend cpu)");
   if (options.backend == BackendKind::cuda && context.memory_budget > 0)
     throw UsageError(flag +
                      " with --backend cuda is not supported with --memory-budget yet (a masked GPU run holds "

@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backend/update_rules.hpp"
-#include "dnmf/error.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -96,7 +96,11 @@ class DeviceIteration {
         denom_(device, to_size(k * std::max(p.m, p.n))),
         line_(device, algo == Algorithm::hals ? to_size(2 * std::max(p.m, p.n)) : 0),
         pairs_(device, algo == Algorithm::bpp ? to_size(pair_count() * std::max(p.m, p.n)) : 0),
-        grams_(device, algo == Algorithm::bpp ? to_size(pair_count() * std::max(p.m, p.n)) : 0) {
+        grams_(device, algo == Algorithm::bpp ? to_size(pair_count() * std::max(p.m, p.n)) : 0),
+        spare_(device, algo == Algorithm::hals && !p.h_half.dense ? entries_ : 0),
+        one_(device, 1) {
+    const T one = T(1);
+    device.upload(&one, one_.get(), 1);
     if (p.h_half.dense) {
       dev_.upload(p.h_half.weighted.data(), wa_.get(), entries_);
       dev_.upload(p.h_half.weights.data(), w_.get(), entries_);
@@ -210,39 +214,56 @@ class DeviceIteration {
   /// HALS row by row: E = w ∘ (A - WᵀH) is kept on the device; for coordinate l of every column at once,
   /// num = y_lᵀE is b_l - (G_j x_j)_l, den = Σ_i w_ij y_il² is G_j's diagonal ((Y∘Y) times W, once per half),
   /// and after the step E loses w ∘ (y_l Δᵀ). Columns are independent and each column's coordinates run in the
-  /// order 0..k-1 using the ones already updated: the column sweep of hals.hpp, all columns in step.
+  /// order 0..k-1 using the ones already updated: the column sweep of hals.hpp, all columns in step. On a stored
+  /// pattern E lives on the stored entries only, and so do both of its products.
   void hals(const Half& hs, const backend::UpdateRule& rule) {
     const index_t m = p_.m, n = p_.n, k = k_;
     T* num = line_.get();
     T* delta = line_.get() + std::max(m, n);
     hs.model();
-    dev_.weighted_residual(wa_.get(), w_.get(), q_.get(), entries_);
+    dev_.weighted_residual(hs.wa(), hs.w(), q_.get(), entries_);
     dev_.square(hs.y, numer_.get(), to_size(k * hs.rows));
-    hs.product(k, numer_.get(), w_.get(), denom_.get());
+    hs.product(k, numer_.get(), hs.w(), denom_.get());
+    T* e = q_.get();
+    T* spare = spare_.get();
     for (index_t l = 0; l < k; ++l) {
+      if (hs.pattern) {
+        // y_l as a contiguous row (a 1 x 1 times 1 x rows product) for the pattern's products; Y∘Y is done with.
+        T* yl = numer_.get();
+        dev_.gemm(false, false, 1, hs.rows, 1, one_.get(), 1, hs.y + l, k, yl, 1);
+        hs.product(1, yl, e, num);
+        dev_.hals_coordinate(hs.x + l, k, num, denom_.get() + l, k, delta, hs.cols, rule.l1, rule.l2, rule.eps);
+        if (l + 1 == k) break;
+        // E - w ∘ (y_l Δᵀ) on the pattern: the rank-one model there, then E minus its weighted copy.
+        const DevicePattern<T>& pat = *hs.pattern;
+        dev_.sampled_product(hs.cols, pat.ptr.get(), pat.row.get(), yl, delta, 1, spare);
+        dev_.weighted_residual(e, hs.w(), spare, entries_);
+        std::swap(e, spare);
+        continue;
+      }
       if (hs.h_side) {
-        dev_.gemm(false, false, 1, n, m, wt_.get() + l, k, q_.get(), m, num, 1);
+        dev_.gemm(false, false, 1, n, m, wt_.get() + l, k, e, m, num, 1);
       } else {
-        dev_.gemm(false, true, 1, m, n, h_.get() + l, k, q_.get(), m, num, 1);
+        dev_.gemm(false, true, 1, m, n, h_.get() + l, k, e, m, num, 1);
       }
       dev_.hals_coordinate(hs.x + l, k, num, denom_.get() + l, k, delta, hs.cols, rule.l1, rule.l2, rule.eps);
       if (l + 1 == k) break;  // E is formed afresh by the next half-step
       if (hs.h_side) {
-        dev_.weighted_rank_one(q_.get(), w_.get(), m, n, wt_.get() + l, k, delta, 1);
+        dev_.weighted_rank_one(e, hs.w(), m, n, wt_.get() + l, k, delta, 1);
       } else {
-        dev_.weighted_rank_one(q_.get(), w_.get(), m, n, delta, 1, h_.get() + l, k);
+        dev_.weighted_rank_one(e, hs.w(), m, n, delta, 1, h_.get() + l, k);
       }
     }
   }
 
   /// BPP: every column's weighted Gram matrix G_j = Σ_i w_ij y_i y_iᵀ as one product, the pair products of
-  /// y_i (k(k+1)/2 x rows) times W, and b = Y(W∘A); both come to the host, where each column's exact NNLS is
-  /// solved by the rule the host iteration uses (bpp.hpp), and x goes back.
+  /// y_i (k(k+1)/2 x rows) times W (or the stored pattern's weights), and b = Y(W∘A); both come to the host, where each
+  /// column's exact NNLS is solved by the rule the host iteration uses (bpp.hpp), and x goes back.
   long long bpp(const Half& hs, const backend::UpdateRule& rule) {
     const index_t k = k_, t = pair_count(), cols = hs.cols;
     dev_.pair_products(hs.y, k, hs.rows, pairs_.get());
-    hs.product(t, pairs_.get(), w_.get(), grams_.get());
-    hs.product(k, wa_.get(), numer_.get());
+    hs.product(t, pairs_.get(), hs.w(), grams_.get());
+    hs.product(k, hs.wa(), numer_.get());
     packed_.resize(to_size(t * cols));
     b_.resize(to_size(k * cols));
     x_.resize(to_size(k * cols));
@@ -278,6 +299,8 @@ class DeviceIteration {
   index_t k_;
   std::size_t entries_;
   DeviceArray<T> wa_, w_, q_, wt_, h_, numer_, denom_, line_, pairs_, grams_;
+  DeviceArray<T> spare_;  ///< HALS on a stored pattern: E's next value
+  DeviceArray<T> one_;    ///< the scalar 1, for copying a strided row with gemm
   std::unique_ptr<DevicePattern<T>> h_pattern_, w_pattern_;
   std::vector<T> packed_, b_, x_;  ///< BPP's host side
 };
@@ -287,10 +310,6 @@ class DeviceIteration {
 template <class T>
 FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f,
                                          backend::MaskedDevice<T>& device) {
-  const bool frobenius_gram = options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp;
-  if (frobenius_gram && !p.h_half.dense)
-    throw UsageError("--unstored missing with --backend " + device.name() + " runs mu and kl; --algo " +
-                     to_string(options.algorithm) + " is not supported there yet (use --backend cpu)");
   constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the host iteration
   const auto& pen = options.penalties;
   const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);

@@ -14,7 +14,6 @@
 
 #include "backend/kernels.hpp"
 #include "cuda_presence.hpp"
-#include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/source.hpp"
 #if DNMF_WITH_CUDA
@@ -119,7 +118,7 @@ TEST(CudaMasked, UnstoredMissingMatchesCpu) {
   const std::string why = why_no_cuda();
   if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
   const Stored s = make_stored();
-  for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
+  for (const Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {
     SCOPED_TRACE(to_string(algo));
     FactorOptions o;
     o.rank = 5;
@@ -139,26 +138,6 @@ TEST(CudaMasked, UnstoredMissingMatchesCpu) {
     ASSERT_EQ(gpu.rel_error_history.size(), cpu.rel_error_history.size());
     for (std::size_t it = 0; it < cpu.rel_error_history.size(); ++it)
       EXPECT_NEAR(gpu.rel_error_history[it], cpu.rel_error_history[it], 1e-10) << "iteration " << it + 1;
-  }
-}
-
-TEST(CudaMasked, HalsAndBppWithUnstoredMissingAreRefusedByName) {
-  const std::string why = why_no_cuda();
-  if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
-  const Stored s = make_stored();
-  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
-    FactorOptions o;
-    o.rank = 3;
-    o.algorithm = algo;
-    o.max_iterations = 2;
-    o.backend = BackendKind::cuda;
-    o.missing.unstored = Unstored::missing;
-    try {
-      factorize<double>(s.view(), o);
-      ADD_FAILURE() << "no error for " << to_string(algo);
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("--algo " + to_string(algo)), std::string::npos) << e.what();
-    }
   }
 }
 
