@@ -8,8 +8,11 @@
 #pragma once
 
 #include <algorithm>
+#include <vector>
 
 #include "backend/kernels.hpp"
+#include "dnmf/index.hpp"
+#include "solvers/lanes.hpp"
 
 namespace dnmf::solvers {
 
@@ -18,17 +21,31 @@ template <class T>
 void hals_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
                  index_t first, index_t last) {
   const index_t k = x.rows;
-  for (index_t c = first; c < last; ++c)
+  // u_c = G x_c is kept up to date (a change δ of x_l adds δ G[:, l]) instead of a fresh k-term dot per
+  // coordinate, and kGroup columns are swept side by side: a column's coordinates form one dependent chain
+  // (dot or u_l, divide, clamp), and independent chains interleaved keep the core busy.
+  constexpr index_t kGroup = 4;
+  std::vector<double> u(to_size(kGroup * k));
+  for (index_t c0 = first; c0 < last; c0 += kGroup) {
+    const index_t nc = std::min(kGroup, last - c0);
+    std::fill(u.begin(), u.end(), 0.0);
+    for (index_t c = 0; c < nc; ++c) gram_times(g.data, g.ld, x.data + (c0 + c) * x.ld, k, u.data() + c * k);
     for (index_t l = 0; l < k; ++l) {
       const double diag = static_cast<double>(g(l, l)) + rule.l2;
       if (!(diag > rule.eps)) continue;  // a dead component: its numerator is zero as well
-      double grad = static_cast<double>(numer(l, c)) - rule.l1 - rule.l2 * static_cast<double>(x(l, c));
-      // G is symmetric: row l is column l, which is contiguous.
-      const T* gl = g.data + l * g.ld;
-      const T* xc = x.data + c * x.ld;
-      for (index_t p = 0; p < k; ++p) grad -= static_cast<double>(gl[p]) * static_cast<double>(xc[p]);
-      x(l, c) = static_cast<T>(std::max(0.0, static_cast<double>(x(l, c)) + grad / diag));
+      const T* gl = g.data + l * g.ld;   // G is symmetric: row l is column l, which is contiguous
+      for (index_t c = 0; c < nc; ++c) {
+        double* uc = u.data() + c * k;
+        T& xl = x(l, c0 + c);
+        const auto old = static_cast<double>(xl);
+        const double grad = static_cast<double>(numer(l, c0 + c)) - rule.l1 - rule.l2 * old - uc[l];
+        xl = static_cast<T>(std::max(0.0, old + grad / diag));
+        const double delta = static_cast<double>(xl) - old;
+        if (delta != 0)
+          for (index_t p = 0; p < k; ++p) uc[p] += delta * static_cast<double>(gl[p]);
+      }
     }
+  }
 }
 
 }  // namespace dnmf::solvers

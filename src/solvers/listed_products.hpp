@@ -10,39 +10,9 @@
 #include <type_traits>
 
 #include "dnmf/index.hpp"
+#include "solvers/lanes.hpp"
 
 namespace dnmf::solvers {
-
-/// Four doubles in one vector register.
-using Lanes = double __attribute__((vector_size(32)));
-
-/// y[0..3] as doubles (an unaligned load; floats are widened).
-template <class T>
-[[gnu::always_inline]] inline Lanes load_lanes(const T* y) {
-  if constexpr (std::is_same_v<T, double>) {
-    Lanes v;
-    std::memcpy(&v, y, sizeof v);
-    return v;
-  } else {
-    using Floats = float __attribute__((vector_size(16)));
-    Floats f;
-    std::memcpy(&f, y, sizeof f);
-    return __builtin_convertvector(f, Lanes);
-  }
-}
-
-/// (v0 + v1) + (v2 + v3): the lanes' fixed summation order.
-[[gnu::always_inline]] inline double lane_sum(Lanes v) { return (v[0] + v[1]) + (v[2] + v[3]); }
-
-/// yᵀx in double: lane t sums the entries l ≡ t (mod 4), the tail goes to lane 0.
-template <class T, class U>
-[[gnu::always_inline]] inline double lane_dot(const T* y, const U* x, index_t k) {
-  Lanes acc = {0, 0, 0, 0};
-  index_t l = 0;
-  for (; l + 4 <= k; l += 4) acc += load_lanes(y + l) * load_lanes(x + l);
-  for (; l < k; ++l) acc[0] += static_cast<double>(y[l]) * static_cast<double>(x[l]);
-  return lane_sum(acc);
-}
 
 /// Over a column's listed entries [p0, p1) (rows `row` of yt, k x rows, with coefficients `coef`):
 /// gx += Σ c (y_iᵀx) y_i when gx is given (MU's G_j x without forming G_j), and returns Σ c (y_iᵀx)² (the quadratic

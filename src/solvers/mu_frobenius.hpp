@@ -10,6 +10,7 @@
 
 #include "backend/kernels.hpp"
 #include "dnmf/index.hpp"
+#include "solvers/lanes.hpp"
 
 namespace dnmf::solvers {
 
@@ -20,14 +21,10 @@ void mu_frobenius_update(const backend::UpdateRule& rule, backend::View<T> x, ba
   const index_t k = x.rows;
   std::vector<double> denom(to_size(k));
   for (index_t c = first; c < last; ++c) {
-    // Denominators from the old column first: MU is a simultaneous (Jacobi) update. Accumulated as
-    // axpys over G's columns so the inner loop runs over contiguous memory and vectorises.
-    for (index_t l = 0; l < k; ++l) denom[to_size(l)] = rule.l1 + rule.l2 * static_cast<double>(x(l, c)) + rule.eps;
-    for (index_t p = 0; p < k; ++p) {
-      const double xp = static_cast<double>(x(p, c));
-      const T* gp = g.data + p * g.ld;
-      for (index_t l = 0; l < k; ++l) denom[to_size(l)] += static_cast<double>(gp[l]) * xp;
-    }
+    // Denominators from the old column first: MU is a simultaneous (Jacobi) update.
+    const T* xc = x.data + c * x.ld;
+    for (index_t l = 0; l < k; ++l) denom[to_size(l)] = rule.l1 + rule.l2 * static_cast<double>(xc[l]) + rule.eps;
+    gram_times(g.data, g.ld, xc, k, denom.data());
     for (index_t l = 0; l < k; ++l)
       x(l, c) = static_cast<T>(static_cast<double>(x(l, c)) * static_cast<double>(numer(l, c)) / denom[to_size(l)]);
   }

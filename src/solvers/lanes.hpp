@@ -1,0 +1,90 @@
+// Explicit 4-wide double lanes for the solvers' small per-column kernels (GCC/Clang vector types: AVX2 registers
+// on the library's x86-64-v3 baseline, plain code elsewhere), and the sums they form in a fixed order: a result
+// depends on k and its inputs, never on the thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "dnmf/index.hpp"
+
+namespace dnmf::solvers {
+
+/// Four doubles in one vector register.
+using Lanes = double __attribute__((vector_size(32)));
+
+/// y[0..3] as doubles (an unaligned load; floats are widened).
+template <class T>
+[[gnu::always_inline]] inline Lanes load_lanes(const T* y) {
+  if constexpr (std::is_same_v<T, double>) {
+    Lanes v;
+    std::memcpy(&v, y, sizeof v);
+    return v;
+  } else {
+    using Floats = float __attribute__((vector_size(16)));
+    Floats f;
+    std::memcpy(&f, y, sizeof f);
+    return __builtin_convertvector(f, Lanes);
+  }
+}
+
+/// (v0 + v1) + (v2 + v3): the lanes' fixed summation order.
+[[gnu::always_inline]] inline double lane_sum(Lanes v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+
+/// yᵀx in double: lane t sums the entries l ≡ t (mod 4), the tail goes to lane 0.
+template <class T, class U>
+[[gnu::always_inline]] inline double lane_dot(const T* y, const U* x, index_t k) {
+  Lanes acc = {0, 0, 0, 0};
+  index_t l = 0;
+  for (; l + 4 <= k; l += 4) acc += load_lanes(y + l) * load_lanes(x + l);
+  for (; l < k; ++l) acc[0] += static_cast<double>(y[l]) * static_cast<double>(x[l]);
+  return lane_sum(acc);
+}
+
+namespace detail {
+
+/// Rows [l0, l0 + 4·NV) of gram_times, held in NV registers over the whole sum.
+template <int NV, class T, class U>
+[[gnu::always_inline]] inline void gram_times_rows(const T* g, index_t ldg, const U* x, index_t k, index_t l0,
+                                                   double* out) {
+  Lanes acc[NV];
+  for (int r = 0; r < NV; ++r) std::memcpy(&acc[r], out + l0 + 4 * r, sizeof(Lanes));
+  for (index_t p = 0; p < k; ++p) {
+    const auto xp = static_cast<double>(x[p]);
+    const Lanes xv = {xp, xp, xp, xp};
+    for (int r = 0; r < NV; ++r) acc[r] += load_lanes(g + p * ldg + l0 + 4 * r) * xv;
+  }
+  for (int r = 0; r < NV; ++r) std::memcpy(out + l0 + 4 * r, &acc[r], sizeof(Lanes));
+}
+
+}  // namespace detail
+
+/// out[l] += Σ_p g[l + p·ldg] x[p] for l < k (a k x k matrix, column-major, times a vector): each out[l] summed
+/// over p in order, as the plain loop `for p: for l: out[l] += g(l, p) x[p]` sums it, but with up to 16 rows held
+/// in registers (summed through memory, every p waits on the previous p's stores of the same k values).
+template <class T, class U>
+void gram_times(const T* g, index_t ldg, const U* x, index_t k, double* out) {
+  const index_t body = k / 4 * 4;
+  index_t l0 = 0;
+  for (; l0 + 16 <= body; l0 += 16) detail::gram_times_rows<4>(g, ldg, x, k, l0, out);
+  switch ((body - l0) / 4) {
+    case 3:
+      detail::gram_times_rows<3>(g, ldg, x, k, l0, out);
+      break;
+    case 2:
+      detail::gram_times_rows<2>(g, ldg, x, k, l0, out);
+      break;
+    case 1:
+      detail::gram_times_rows<1>(g, ldg, x, k, l0, out);
+      break;
+    default:
+      break;
+  }
+  for (index_t p = 0; p < k; ++p) {
+    const auto xp = static_cast<double>(x[p]);
+    for (index_t l = body; l < k; ++l) out[l] += static_cast<double>(g[p * ldg + l]) * xp;
+  }
+}
+
+}  // namespace dnmf::solvers
