@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
@@ -69,6 +70,26 @@ template <class T>
   std::memcpy(p, &v, sizeof v);
 }
 
+// Calls f(std::integral_constant<int, NV>{}) with NV = min(kHeld, vectors): the kernels' run length as a
+// compile-time constant, so that their accumulators are registers.
+template <class F>
+void with_held(index_t vectors, F&& f) {
+  switch (std::min<index_t>(kHeld, vectors)) {
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<int, 3>{});
+      break;
+    default:
+      f(std::integral_constant<int, kHeld>{});
+      break;
+  }
+}
+
 // Row i's gather for the NV vectors of y's columns from l0: each lane summed over the row's entries in order,
 // as the plain loop sums them.
 template <class T, int NV>
@@ -93,20 +114,7 @@ void csr_gather(const CsrView<T>& s, CView<T> y, View<T> out, T beta, index_t fi
     T* oc = out.data + i * out.ld;
     for (index_t v = 0; v < full; v += kHeld) {
       const index_t l0 = v * kLanes<T>;
-      switch (std::min<index_t>(kHeld, full - v)) {
-        case 1:
-          gather_run<T, 1>(s, y, i, l0, beta, oc);
-          break;
-        case 2:
-          gather_run<T, 2>(s, y, i, l0, beta, oc);
-          break;
-        case 3:
-          gather_run<T, 3>(s, y, i, l0, beta, oc);
-          break;
-        default:
-          gather_run<T, kHeld>(s, y, i, l0, beta, oc);
-          break;
-      }
+      with_held(full - v, [&](auto held) { gather_run<T, decltype(held)::value>(s, y, i, l0, beta, oc); });
     }
     for (index_t l = full * kLanes<T>; l < k; ++l) {  // the columns past the last full vector
       T acc = T(0);
@@ -137,20 +145,7 @@ void csr_scatter(const CsrView<T>& s, CView<T> y, T* out, index_t ldo, index_t f
     const T* yc = y.data + i * y.ld;
     for (index_t v = 0; v < full; v += kHeld) {
       const index_t l0 = v * kLanes<T>;
-      switch (std::min<index_t>(kHeld, full - v)) {
-        case 1:
-          scatter_run<T, 1>(s, yc, i, l0, out, ldo);
-          break;
-        case 2:
-          scatter_run<T, 2>(s, yc, i, l0, out, ldo);
-          break;
-        case 3:
-          scatter_run<T, 3>(s, yc, i, l0, out, ldo);
-          break;
-        default:
-          scatter_run<T, kHeld>(s, yc, i, l0, out, ldo);
-          break;
-      }
+      with_held(full - v, [&](auto held) { scatter_run<T, decltype(held)::value>(s, yc, i, l0, out, ldo); });
     }
     for (index_t p = s.indptr[i]; p < s.indptr[i + 1]; ++p) {
       const T v = s.values[p];
