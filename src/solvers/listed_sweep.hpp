@@ -1,7 +1,7 @@
 // Masked HALS's column sweep without forming the column's Gram matrix (docs/masked.md, "Cost"). With
 // G = F + Σ_q c_q y_q y_qᵀ over a column's listed rows, the sweep needs (G x)_l at each component l. It keeps
-// t_q = c_q y_qᵀx for every listed row: (G x)_l = (F x)_l + Σ_q y_ql t_q, and a change δ of x_l adds δ c_q y_ql to
-// each t_q. That is 4 flops per listed row and component (4·s·k) against the ≈1.25·s·k² of forming G, and with the
+// r_q = y_qᵀx for every listed row: (G x)_l = (F x)_l + Σ_q c_q y_ql r_q, and a change δ of x_l adds δ y_ql to
+// each r_q. That is 4 flops per listed row and component (4·s·k) against the ≈1.25·s·k² of forming G, and with the
 // rows stored transposed (component l's values of all listed rows contiguous) both loops run in 4-wide lanes.
 // Every sum is formed in an order fixed by k and the list, never by the thread count.
 #pragma once
@@ -61,8 +61,7 @@ inline double column_pass(double* r, double d, const double* z_prev, const doubl
 
 /// Stores four listed rows y[0..3] (k values each) transposed into z at list position q (a multiple of 4), in
 /// 4 x 4 blocks turned in registers. Returns their products y_rᵀx as lanes (each summed by l mod 4, then the
-/// tail); with
-/// wa (the rows' w·a) also adds Σ_r wa_r y_r to b.
+/// tail); with wa (the rows' w·a) also adds Σ_r wa_r y_r to b.
 template <class T>
 Lanes store_transposed(const T* const* y, const T* x, index_t k, index_t sp, index_t q, double* z, const double* wa,
                        double* b) {
@@ -140,11 +139,7 @@ double listed_hals_sweep(const T* yt, index_t k, const index_t* row, const doubl
     detail::store_lanes(r + q, dots);
   }
   std::fill(fx, fx + k, 0.0);
-  if (full != nullptr)
-    for (index_t l = 0; l < k; ++l) {
-      const auto xl = static_cast<double>(x[l]);
-      for (index_t a = 0; a < k; ++a) fx[a] += xl * full[l * k + a];
-    }
+  if (full != nullptr) gram_times(full, k, x, k, fx);
   double pending = 0;  // the last change of x, not yet added to r
   index_t pending_l = 0;
   for (index_t l = 0; l < k; ++l) {

@@ -25,6 +25,7 @@
 #include "backend/kernels.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/lanes.hpp"
 #include "solvers/listed_products.hpp"
 #include "solvers/masked_loop.hpp"
 #include "solvers/update_rule.hpp"
@@ -285,7 +286,7 @@ class GridIteration {
         if (rule.algorithm == Algorithm::mu) {
           // masked_iterate.cpp's MU step with G_c x_c = YᵀY x_c (corrected lists) + the summed list share.
           for (index_t l = 0; l < k; ++l) gd[to_size(l)] = static_cast<double>(rec[k + l]);
-          if (full_gram_) add_gram_times(full, xj, gd);
+          if (full_gram_) gram_times(full, k, xj, k, gd.data());
           for (index_t l = 0; l < k; ++l) {
             const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
             nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(rec[l]) / denom);
@@ -313,15 +314,6 @@ class GridIteration {
           out.quad += xq * gx;
         }
       }
-    }
-  }
-
-  /// out += YᵀY v (k x k, column-major).
-  void add_gram_times(const T* gram, const T* v, std::vector<double>& out) const {
-    for (index_t q = 0; q < k_; ++q) {
-      const double vq = static_cast<double>(v[q]);
-      const T* gq = gram + q * k_;
-      for (index_t l = 0; l < k_; ++l) out[to_size(l)] += static_cast<double>(gq[l]) * vq;
     }
   }
 

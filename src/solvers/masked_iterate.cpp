@@ -21,6 +21,7 @@
 #include "backend/cpu/skinny_products.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
+#include "solvers/bpp.hpp"
 #include "solvers/listed_products.hpp"
 #include "solvers/listed_sweep.hpp"
 #include "solvers/nnls_buffers.hpp"
@@ -86,8 +87,7 @@ template <class T>
 void full_times(const HalfShared<T>& sh, const T* x, double* u) {
   const index_t k = sh.k;
   std::fill(u, u + k, 0.0);
-  if (!sh.corrected) return;
-  for (index_t q = 0; q < k; ++q) add_scaled(u, static_cast<double>(x[q]), sh.full.data() + q * k, k);
+  if (sh.corrected) gram_times(sh.full.data(), k, x, k, u);
 }
 
 /// b_j of a dense half: a column of the numerator Yᵀ(W∘A) (a sparse half's b_j is summed with its lists).
@@ -195,20 +195,17 @@ void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc,
   out.cross += lane_dot(x, sc.b.data(), k);
 }
 
-/// BPP needs G_j itself (column_gram), then the exact NNLS of bpp.hpp (penalties folded into G_j and b_j),
-/// in the thread's reused NNLS buffers.
+/// BPP needs G_j itself (column_gram), then bpp.hpp's exact NNLS in the thread's reused NNLS buffers.
 template <class T>
 void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
   column_gram(sh, j, sc);
-  for (index_t q = 0; q < k; ++q)
-    for (index_t l = 0; l < k; ++l)
-      sc.gt[to_size(l + q * k)] = static_cast<T>(sc.g[to_size(l + q * k)] + (l == q ? sh.rule.l2 : 0.0));
-  for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)] - sh.rule.l1);
-  const DenseView<T> xv(x, k, 1, k);
-  const DenseView<const T> bv(sc.bt.data(), k, 1, k);
-  const DenseView<const T> gv(sc.gt.data(), k, k, k);
-  out.cap_hits += static_cast<int>(nnls_bpp<T>(gv, bv, xv, NnlsOptions{}, sc.nnls).rounds_cap_hits);
+  for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
+  for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
+  const backend::View<T> xv(x, k, 1, k);
+  const backend::CView<T> bv(sc.bt.data(), k, 1, k);
+  const backend::CView<T> gv(sc.gt.data(), k, k, k);
+  out.cap_hits += bpp_update<T>(sh.rule, xv, bv, gv, 0, 1, &sc.nnls);
   if (!sh.figures) return;
   for (index_t q = 0; q < k; ++q) {
     const double xq = static_cast<double>(x[q]);
