@@ -16,6 +16,7 @@
 #include "cuda_presence.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/source.hpp"
+#include "support/random_matrices.hpp"
 #if DNMF_WITH_CUDA
 #include "backend/cuda/device_query.hpp"
 #endif
@@ -47,16 +48,6 @@ Data<T> make_data() {
 }
 
 template <class T>
-double max_rel_diff(const DenseMatrix<T>& x, const DenseMatrix<T>& y) {
-  double diff = 0, scale = 0;
-  for (std::size_t e = 0; e < x.storage().size(); ++e) {
-    diff = std::max(diff, std::abs(static_cast<double>(x.storage()[e]) - static_cast<double>(y.storage()[e])));
-    scale = std::max(scale, std::abs(static_cast<double>(y.storage()[e])));
-  }
-  return diff / scale;
-}
-
-template <class T>
 void expect_gpu_matches_cpu(double bound) {
   const std::string why = why_no_cuda();
   if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
@@ -76,8 +67,8 @@ void expect_gpu_matches_cpu(double bound) {
     const FactorResult<T> gpu = factorize<T>(d.a.view(), o, &d.w0, &d.h0);
     EXPECT_EQ(gpu.backend, "cuda");
     EXPECT_TRUE(gpu.masked);
-    EXPECT_LT(max_rel_diff(gpu.W, cpu.W), bound);
-    EXPECT_LT(max_rel_diff(gpu.H, cpu.H), bound);
+    EXPECT_LT(test::max_relative_difference(gpu.W, cpu.W), bound);
+    EXPECT_LT(test::max_relative_difference(gpu.H, cpu.H), bound);
     ASSERT_EQ(gpu.rel_error_history.size(), cpu.rel_error_history.size());
     for (std::size_t it = 0; it < cpu.rel_error_history.size(); ++it)
       EXPECT_NEAR(gpu.rel_error_history[it], cpu.rel_error_history[it], bound) << "iteration " << it + 1;
@@ -133,8 +124,8 @@ TEST(CudaMasked, UnstoredMissingMatchesCpu) {
     const FactorResult<double> gpu = factorize<double>(s.view(), o, &s.w0, &s.h0);
     EXPECT_EQ(gpu.backend, "cuda");
     EXPECT_EQ(gpu.observed, static_cast<index_t>(s.values.size()));
-    EXPECT_LT(max_rel_diff(gpu.W, cpu.W), 1e-10);
-    EXPECT_LT(max_rel_diff(gpu.H, cpu.H), 1e-10);
+    EXPECT_LT(test::max_relative_difference(gpu.W, cpu.W), 1e-10);
+    EXPECT_LT(test::max_relative_difference(gpu.H, cpu.H), 1e-10);
     ASSERT_EQ(gpu.rel_error_history.size(), cpu.rel_error_history.size());
     for (std::size_t it = 0; it < cpu.rel_error_history.size(); ++it)
       EXPECT_NEAR(gpu.rel_error_history[it], cpu.rel_error_history[it], 1e-10) << "iteration " << it + 1;

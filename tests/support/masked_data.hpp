@@ -1,5 +1,5 @@
 // Test data for the masked device tests (tests/unit/test_masked_device*.cpp): a random positive matrix with a
-// mask of mostly-unit weights, its masked problem, plain options and a relative comparison.
+// mask of mostly-unit weights, its masked problem and plain options.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include "dnmf/factorize.hpp"
 #include "solvers/masked_problem.hpp"
+#include "support/random_matrices.hpp"  // max_relative_difference
 
 namespace dnmf::test {
 
@@ -59,17 +60,6 @@ inline FactorOptions fixed_iterations(Algorithm algo, index_t k, int iters) {
   o.tol = 0;
   o.normalize = false;
   return o;
-}
-
-/// max |x - y| / max |y|.
-template <class T>
-double max_relative_difference(const DenseMatrix<T>& x, const DenseMatrix<T>& y) {
-  double diff = 0, scale = 0;
-  for (std::size_t e = 0; e < y.storage().size(); ++e) {
-    diff = std::max(diff, std::abs(static_cast<double>(x.storage()[e]) - static_cast<double>(y.storage()[e])));
-    scale = std::max(scale, std::abs(static_cast<double>(y.storage()[e])));
-  }
-  return diff / scale;
 }
 
 }  // namespace dnmf::test
