@@ -3,7 +3,7 @@
 // ratio printed is measured on the same machine in the same run. Dense rows come three ways: the skinny
 // kernels (default), the same iteration with every product sent to BLAS, and the matrix in C order (row-major,
 // numpy's default) through the public API.
-//   bench_iteration [--quick] [--threads N] [--reps R] [--json out.json]
+//   bench_iteration [--quick] [--threads N] [--reps R] [--only dense64|dense32|sparse] [--json out.json]
 #include <omp.h>
 
 #include <algorithm>
@@ -140,7 +140,7 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
 int run(int argc, char** argv) {
   bool quick = false;
   int threads = 2, reps = 5;
-  std::string json_path;
+  std::string json_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick")
@@ -151,8 +151,14 @@ int run(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     else if (arg == "--json" && i + 1 < argc)
       json_path = argv[++i];
+    else if (arg == "--only" && i + 1 < argc &&
+             (std::strcmp(argv[i + 1], "dense64") == 0 || std::strcmp(argv[i + 1], "dense32") == 0 ||
+              std::strcmp(argv[i + 1], "sparse") == 0))
+      only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_iteration [--quick] [--threads N] [--reps R] [--json FILE]\n");
+      std::fprintf(stderr,
+                   "usage: bench_iteration [--quick] [--threads N] [--reps R] [--only dense64|dense32|sparse] "
+                   "[--json FILE]\n");
       return 2;
     }
   }
@@ -166,15 +172,19 @@ int run(int argc, char** argv) {
       .rows = 4000 / scale, .cols = 3000 / scale, .rank = 10, .density = 1.0, .noise = 0.01, .seed = 1};
   const dnmf::PlantedOptions sparse{
       .rows = 20000 / scale, .cols = 10000 / scale, .rank = 10, .density = 0.005, .noise = 0.01, .seed = 1};
-  for (auto& r : run_workload<double>("dense f64 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
-                                      dense, 16, iters, reps, copy_bw, rate64))
-    rows.push_back(r);
-  for (auto& r : run_workload<float>("dense f32 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
-                                     dense, 16, iters, reps, copy_bw, rate32))
-    rows.push_back(r);
-  for (auto& r : run_workload<double>("sparse f64 " + std::to_string(sparse.rows) + "x" + std::to_string(sparse.cols),
-                                      sparse, 16, iters, reps, copy_bw, rate64))
-    rows.push_back(r);
+  const auto wanted = [&](const char* name) { return only.empty() || only == name; };
+  if (wanted("dense64"))
+    for (auto& r : run_workload<double>("dense f64 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
+                                        dense, 16, iters, reps, copy_bw, rate64))
+      rows.push_back(r);
+  if (wanted("dense32"))
+    for (auto& r : run_workload<float>("dense f32 " + std::to_string(dense.rows) + "x" + std::to_string(dense.cols),
+                                       dense, 16, iters, reps, copy_bw, rate32))
+      rows.push_back(r);
+  if (wanted("sparse"))
+    for (auto& r : run_workload<double>("sparse f64 " + std::to_string(sparse.rows) + "x" + std::to_string(sparse.cols),
+                                        sparse, 16, iters, reps, copy_bw, rate64))
+      rows.push_back(r);
 
   std::printf("\nthreads=%d  k=16  copy bandwidth (read+write) %.2f GB/s  square GEMM %.1f (f64) %.1f (f32) GFLOP/s\n",
               threads, copy_bw / 1e9, rate64, rate32);

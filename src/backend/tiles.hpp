@@ -27,16 +27,18 @@ index_t extent_of(const MatrixRef<T>& a, Side side) {
 }
 
 /// Splits [0, extent) into tiles of about `target_work` units of work each, never narrower than one.
-/// Dense: work is proportional to width. CSR rows: work is nnz plus one per row, so tiles are nnz-balanced.
+/// Dense: work is proportional to width. CSR rows: work is nnz plus `row_work` per row (a pass that also updates
+/// each row's factor column weighs that update in stored entries' worth, so that rows of very different lengths,
+/// as in text data, still give tiles of even cost).
 template <class T>
-std::vector<index_t> tile_bounds(const MatrixRef<T>& a, Side side, double target_work) {
+std::vector<index_t> tile_bounds(const MatrixRef<T>& a, Side side, double target_work, double row_work = 1.0) {
   const index_t extent = extent_of(a, side);
   std::vector<index_t> bounds{0};
   if (extent == 0) return bounds;
   if (const auto* s = std::get_if<CsrView<T>>(&a)) {
     double acc = 0;
     for (index_t i = 0; i < extent; ++i) {
-      acc += static_cast<double>(s->indptr[i + 1] - s->indptr[i]) + 1.0;
+      acc += static_cast<double>(s->indptr[i + 1] - s->indptr[i]) + row_work;
       if (acc >= target_work) {
         bounds.push_back(i + 1);
         acc = 0;

@@ -58,6 +58,33 @@ template <int NV, class T, class U>
   for (int r = 0; r < NV; ++r) std::memcpy(out + l0 + 4 * r, &acc[r], sizeof(Lanes));
 }
 
+/// Rows [l0, l0 + 4·NV) of gram_times for two vectors at once: each g load serves both, and the 2·NV chains
+/// hide the FMA latency one vector's NV chains leave exposed. Every sum is the one gram_times_rows forms.
+template <int NV, class T, class U>
+[[gnu::always_inline]] inline void gram_times_rows_pair(const T* g, index_t ldg, const U* x0, const U* x1, index_t k,
+                                                        index_t l0, double* out0, double* out1) {
+  Lanes acc0[NV], acc1[NV];
+  for (int r = 0; r < NV; ++r) {
+    std::memcpy(&acc0[r], out0 + l0 + 4 * r, sizeof(Lanes));
+    std::memcpy(&acc1[r], out1 + l0 + 4 * r, sizeof(Lanes));
+  }
+  for (index_t p = 0; p < k; ++p) {
+    const auto a = static_cast<double>(x0[p]);
+    const auto b = static_cast<double>(x1[p]);
+    const Lanes av = {a, a, a, a};
+    const Lanes bv = {b, b, b, b};
+    for (int r = 0; r < NV; ++r) {
+      const Lanes gv = load_lanes(g + p * ldg + l0 + 4 * r);
+      acc0[r] += gv * av;
+      acc1[r] += gv * bv;
+    }
+  }
+  for (int r = 0; r < NV; ++r) {
+    std::memcpy(out0 + l0 + 4 * r, &acc0[r], sizeof(Lanes));
+    std::memcpy(out1 + l0 + 4 * r, &acc1[r], sizeof(Lanes));
+  }
+}
+
 }  // namespace detail
 
 /// out[l] += Σ_p g[l + p·ldg] x[p] for l < k (a k x k matrix, column-major, times a vector): each out[l] summed
@@ -84,6 +111,35 @@ void gram_times(const T* g, index_t ldg, const U* x, index_t k, double* out) {
   for (index_t p = 0; p < k; ++p) {
     const auto xp = static_cast<double>(x[p]);
     for (index_t l = body; l < k; ++l) out[l] += static_cast<double>(g[p * ldg + l]) * xp;
+  }
+}
+
+/// gram_times for two vectors, x0 into out0 and x1 into out1, with the same sums to the bit as two calls.
+template <class T, class U>
+void gram_times_pair(const T* g, index_t ldg, const U* x0, const U* x1, index_t k, double* out0, double* out1) {
+  const index_t body = k / 4 * 4;
+  index_t l0 = 0;
+  for (; l0 + 16 <= body; l0 += 16) detail::gram_times_rows_pair<4>(g, ldg, x0, x1, k, l0, out0, out1);
+  switch ((body - l0) / 4) {
+    case 3:
+      detail::gram_times_rows_pair<3>(g, ldg, x0, x1, k, l0, out0, out1);
+      break;
+    case 2:
+      detail::gram_times_rows_pair<2>(g, ldg, x0, x1, k, l0, out0, out1);
+      break;
+    case 1:
+      detail::gram_times_rows_pair<1>(g, ldg, x0, x1, k, l0, out0, out1);
+      break;
+    default:
+      break;
+  }
+  for (index_t p = 0; p < k; ++p) {
+    const auto a = static_cast<double>(x0[p]);
+    const auto b = static_cast<double>(x1[p]);
+    for (index_t l = body; l < k; ++l) {
+      out0[l] += static_cast<double>(g[p * ldg + l]) * a;
+      out1[l] += static_cast<double>(g[p * ldg + l]) * b;
+    }
   }
 }
 

@@ -2,7 +2,9 @@
 // here: MU's correction G_j x, the quadratic term, the sparse numerator, the weighted Gram matrix and HALS's sweep
 // without G_j (listed_sweep.hpp), on ranks
 // that fill the 4-wide lanes and ranks that leave a tail, list lengths that do and do not fill the blocks of four,
-// coefficients of both signs, float and double rows.
+// coefficients of both signs, float and double rows. Also lanes.hpp's k x k times vector (gram_times) and its
+// two-vector form, and the unmasked MU and HALS column rules that use them (mu_frobenius.hpp, hals.hpp) against
+// plain loops, on column counts that fill their groups and counts that leave a partial group.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "solvers/hals.hpp"
+#include "solvers/lanes.hpp"
 #include "solvers/listed_products.hpp"
 #include "solvers/listed_sweep.hpp"
+#include "solvers/mu_frobenius.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -209,6 +214,115 @@ TEST(ListedHalsSweep, MatchesTheSweepOverAFormedGram) {
 TEST(ListedHalsSweep, HoldsDeadComponents) {
   for (const index_t k : {3, 16})
     for (const index_t count : {1, 6}) check_sweep<double>(k, count, false, false, true, 1e-12);
+}
+
+// gram_times against a plain float64 loop (g with a leading dimension past k), and the two-vector form against
+// two single calls to the bit: MU's denominators take columns in pairs and a lone last column singly, so results
+// must not depend on the pairing.
+template <class T>
+void check_gram_times(index_t k) {
+  SCOPED_TRACE("k " + std::to_string(k));
+  const index_t ldg = k + 3;
+  std::mt19937_64 engine(static_cast<unsigned>(k));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<T> g(static_cast<std::size_t>(ldg * k)), x0(static_cast<std::size_t>(k)), x1(x0);
+  for (T& v : g) v = static_cast<T>(u(engine));
+  for (T& v : x0) v = static_cast<T>(u(engine));
+  for (T& v : x1) v = static_cast<T>(u(engine));
+  std::vector<double> plain(static_cast<std::size_t>(k), 0.5), one(plain), two(plain), pair0(plain), pair1(plain);
+  for (index_t p = 0; p < k; ++p)
+    for (index_t l = 0; l < k; ++l) plain[l] += static_cast<double>(g[l + p * ldg]) * static_cast<double>(x0[p]);
+  gram_times(g.data(), ldg, x0.data(), k, one.data());
+  gram_times(g.data(), ldg, x1.data(), k, two.data());
+  gram_times_pair(g.data(), ldg, x0.data(), x1.data(), k, pair0.data(), pair1.data());
+  for (index_t l = 0; l < k; ++l) {
+    EXPECT_LE(rel(one[l], plain[l]), 1e-13) << "l " << l;
+    EXPECT_EQ(pair0[l], one[l]) << "l " << l;
+    EXPECT_EQ(pair1[l], two[l]) << "l " << l;
+  }
+}
+
+TEST(Lanes, GramTimesMatchesPlainLoopAndPairMatchesSingleCallsToTheBit) {
+  for (index_t k = 1; k <= 37; ++k) {
+    check_gram_times<double>(k);
+    check_gram_times<float>(k);
+  }
+}
+
+// Plain float64 HALS sweep of one column: a fresh dot G[l, :] x per coordinate, in order, no maintained G x.
+void plain_hals_column(const std::vector<double>& g, index_t k, double l1, double l2, double eps, const double* b,
+                       double* x) {
+  for (index_t l = 0; l < k; ++l) {
+    const double diag = g[l + l * k] + l2;
+    if (!(diag > eps)) continue;
+    double gx = 0;
+    for (index_t p = 0; p < k; ++p) gx += g[l + p * k] * x[p];
+    x[l] = std::max(0.0, x[l] + (b[l] - l1 - l2 * x[l] - gx) / diag);
+  }
+}
+
+template <class T>
+void check_column_rules(index_t k, index_t cols) {
+  SCOPED_TRACE("k " + std::to_string(k) + " cols " + std::to_string(cols));
+  std::mt19937_64 engine(static_cast<unsigned>(k * 1000 + cols));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const index_t rows = k + 5;
+  std::vector<double> y(static_cast<std::size_t>(k * rows));
+  for (double& v : y) v = u(engine);
+  if (k > 2) {
+    for (index_t r = 0; r < rows; ++r) y[1 + r * k] = 0;  // component 1: G_11 = 0, dead where l2 = 0
+  }
+  std::vector<double> g(static_cast<std::size_t>(k * k), 0.0);
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t q = 0; q < k; ++q)
+      for (index_t p = 0; p < k; ++p) g[p + q * k] += y[p + r * k] * y[q + r * k];
+  std::vector<T> g_t(g.begin(), g.end()), x0(static_cast<std::size_t>(k * cols)), numer(x0);
+  for (T& v : x0) v = static_cast<T>(u(engine));
+  for (T& v : numer) v = static_cast<T>(u(engine) < 0.3 ? 0.0 : 3.0 * u(engine));  // some coordinates clamp
+  const double eps = 1e-16, l1 = 0.05, l2 = k % 2 == 0 ? 0.1 : 0.0;
+  const double tol = std::is_same_v<T, double> ? 1e-12 : 1e-5;
+  // Rounding G, x and b to T is part of the input, so the plain loops start from the rounded values.
+  const std::vector<double> g_in(g_t.begin(), g_t.end());
+  for (Algorithm algo : {Algorithm::hals, Algorithm::mu}) {
+    std::vector<T> x = x0;
+    const backend::UpdateRule rule{algo, eps, l1, l2};
+    const backend::View<T> xv{x.data(), k, cols, k};
+    const backend::CView<T> nv{numer.data(), k, cols, k}, gv{g_t.data(), k, k, k};
+    if (algo == Algorithm::hals) {
+      hals_update(rule, xv, nv, gv, 0, cols);
+    } else {
+      mu_frobenius_update(rule, xv, nv, gv, 0, cols);
+    }
+    for (index_t c = 0; c < cols; ++c) {
+      std::vector<double> want(x0.begin() + c * k, x0.begin() + (c + 1) * k),
+          b(numer.begin() + c * k, numer.begin() + (c + 1) * k);
+      if (algo == Algorithm::hals) {
+        plain_hals_column(g_in, k, l1, l2, eps, b.data(), want.data());
+      } else {
+        const std::vector<double> old = want;
+        for (index_t l = 0; l < k; ++l) {
+          double gx = 0;
+          for (index_t p = 0; p < k; ++p) gx += g_in[l + p * k] * old[p];
+          want[l] = old[l] * b[l] / (gx + l1 + l2 * old[l] + eps);
+        }
+      }
+      for (index_t l = 0; l < k; ++l) {
+        const double got = static_cast<double>(x[c * k + l]);
+        EXPECT_GE(got, 0.0);
+        EXPECT_LE(std::abs(got - want[l]), tol * std::max(1.0, std::abs(want[l])))
+            << to_string(algo) << " column " << c << " l " << l;
+      }
+    }
+  }
+}
+
+TEST(ColumnRules, HalsAndMuMatchPlainLoopsOnFullAndPartialGroups) {
+  for (index_t k : {1, 2, 3, 7, 16, 33}) {
+    for (index_t cols : {1, 3, 4, 5, 8, 11, 17}) {
+      check_column_rules<double>(k, cols);
+      check_column_rules<float>(k, cols);
+    }
+  }
 }
 
 }  // namespace

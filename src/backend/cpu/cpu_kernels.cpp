@@ -326,12 +326,16 @@ constexpr index_t kSlots = 16;
 // per accumulator entry and slot) stays under a tenth of the pass's own work. A sparse scatter into a wide
 // accumulator (20000x10000 with 1e6 non-zeros, k = 16: ~100 operations per entry) so gets 2 slots instead of
 // 16, whose 15 buffers of k x n cost more than the scatter itself (measured: sparse iteration +57%). A power of
-// two, so that 2, 4 or 8 threads share the slots evenly.
+// two, so that 2, 4 or 8 threads share the slots evenly. Two slots need less: their one extra buffer costs 3
+// sequential operations per entry against a pass whose operations are mostly scattered (a k-vector gathered or
+// scattered per stored entry costs several sequential ones per element), so 2 slots come at 8 operations per
+// accumulator entry. Without that, a text-like 10000x5000 (1.6e5 non-zeros, k = 16: 2 slots at 32) ran its whole
+// fused pass on one thread: 2 threads no faster than 1 (measured 3.3 against 4.1 ms/iteration once it had 2).
 index_t slot_count(index_t tiles, double acc_bytes, double work, std::size_t element_bytes) {
   const double cap = 256.0 * 1024 * 1024 / std::max(acc_bytes, 1.0) + 1.0;
   const double acc_elements = std::max(acc_bytes / static_cast<double>(element_bytes), 1.0);
   const double worth = work / (32.0 * acc_elements);
-  index_t by_work = 1;
+  index_t by_work = parallel_worth(static_cast<index_t>(std::min(work, 1e18))) && work >= 8.0 * acc_elements ? 2 : 1;
   while (by_work * 2 <= kSlots && static_cast<double>(by_work * 2) <= worth) by_work *= 2;
   return std::max<index_t>(1, std::min<index_t>({tiles, kSlots, by_work, static_cast<index_t>(std::min(cap, 1e9))}));
 }
@@ -540,7 +544,10 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
   const double tile_work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
-  const auto bounds = tile_bounds(a, side, tile_work);
+  // A sparse row costs ~4k flops per stored entry (gather and scatter) and ~k² or more for its factor column's
+  // update: k entries' worth. Counting rows as one entry left the slot with the many short rows of a power-law
+  // matrix twice the work of the other (text-like 10000x5000: 2 threads slower than 1).
+  const auto bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(x.rows, 1)));
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
