@@ -23,6 +23,7 @@
 #include "dnmf/source.hpp"
 #include "dnmf/version.hpp"
 #include "hooks.hpp"
+#include "memory_policy.hpp"
 #include "sources.hpp"
 
 namespace nb = nanobind;
@@ -253,6 +254,7 @@ nb::tuple transform_masked_entry(const Source& data, const AnyMatrix& basis, std
 NB_MODULE(_core, m) {
   using namespace dnmf::python;
   m.doc() = "dnmf's C++ library (use the dnmf package, not this module)";
+  m.attr("malloc_tuned") = keep_freed_memory();
   // The library's messages are what users see: dnmf.Error is a ValueError, as scikit-learn raises for bad data.
   static PyObject* const error = PyErr_NewException("dnmf.Error", PyExc_ValueError, nullptr);
   // One Python class per ErrorKind, so that callers can tell "fix your data" from "fix your file system"; an
