@@ -16,23 +16,34 @@
 
 namespace dnmf::solvers {
 
+/// What a caller that solves one small problem after another (the masked BPP, one G per column) keeps between
+/// bpp_update calls, so that a call allocates nothing once these have grown: the NNLS arrays and the penalised
+/// G and B.
+template <class T>
+struct BppScratch {
+  NnlsBuffers nnls;
+  std::vector<T> g, b;
+};
+
 /// Solves columns [first, last) of x in place (x's old values pick the first passive sets). Returns the
-/// columns that reached the pivoting round cap. `buffers`: NNLS arrays kept by a caller that solves one small
-/// problem after another (the masked BPP, one G per column); the answer is the same without them.
+/// columns that reached the pivoting round cap. With `scratch` the answer is the same; only the arrays differ.
 template <class T>
 int bpp_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
-               index_t first, index_t last, NnlsBuffers* buffers = nullptr) {
+               index_t first, index_t last, BppScratch<T>* scratch = nullptr) {
   const auto solve = [&](backend::CView<T> gv, backend::CView<T> bv, backend::View<T> xv) {
     return static_cast<int>(
-        (buffers != nullptr ? nnls_bpp<T>(gv, bv, xv, NnlsOptions{}, *buffers) : nnls_bpp<T>(gv, bv, xv))
+        (scratch != nullptr ? nnls_bpp<T>(gv, bv, xv, NnlsOptions{}, scratch->nnls) : nnls_bpp<T>(gv, bv, xv))
             .rounds_cap_hits);
   };
   const index_t k = x.rows;
   backend::View<T> xs = x.columns(first, last);
   backend::CView<T> bs = numer.columns(first, last);
   if (rule.l1 == 0 && rule.l2 == 0) return solve(g, bs, xs);
-  std::vector<T> gp(to_size(k * k));
-  std::vector<T> bp(to_size(k * std::max<index_t>(bs.cols, 0)));
+  std::vector<T> own_g, own_b;
+  std::vector<T>& gp = scratch != nullptr ? scratch->g : own_g;
+  std::vector<T>& bp = scratch != nullptr ? scratch->b : own_b;
+  gp.resize(to_size(k * k));
+  bp.resize(to_size(k * std::max<index_t>(bs.cols, 0)));
   for (index_t q = 0; q < k; ++q)
     for (index_t p = 0; p < k; ++p)
       gp[to_size(p + q * k)] = static_cast<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));

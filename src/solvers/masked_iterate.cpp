@@ -24,7 +24,6 @@
 #include "solvers/bpp.hpp"
 #include "solvers/listed_products.hpp"
 #include "solvers/listed_sweep.hpp"
-#include "solvers/nnls_buffers.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -70,7 +69,7 @@ struct ColumnScratch {
   std::vector<T> bt, st, gt;
   std::vector<const double*> rows;  ///< the listed rows as doubles (listed_gram)
   ListedColumns listed;             ///< hals's transposed lists
-  NnlsBuffers nnls;                 ///< bpp's solver arrays
+  BppScratch<T> bpp;                ///< bpp's solver arrays and penalised G_j, b_j
   explicit ColumnScratch(index_t k)
       : b(to_size(k)),
         gx(to_size(k)),
@@ -205,7 +204,7 @@ void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, 
   const backend::View<T> xv(x, k, 1, k);
   const backend::CView<T> bv(sc.bt.data(), k, 1, k);
   const backend::CView<T> gv(sc.gt.data(), k, k, k);
-  out.cap_hits += bpp_update<T>(sh.rule, xv, bv, gv, 0, 1, &sc.nnls);
+  out.cap_hits += bpp_update<T>(sh.rule, xv, bv, gv, 0, 1, &sc.bpp);
   if (!sh.figures) return;
   for (index_t q = 0; q < k; ++q) {
     const double xq = static_cast<double>(x[q]);

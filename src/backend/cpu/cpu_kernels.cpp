@@ -547,7 +547,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   // A sparse row costs ~4k flops per stored entry (gather and scatter) and ~k² or more for its factor column's
   // update: k entries' worth. Counting rows as one entry left the slot with the many short rows of a power-law
   // matrix twice the work of the other (text-like 10000x5000: 2 threads slower than 1).
-  const auto bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(x.rows, 1)));
+  const auto bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(k, 1)));
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
