@@ -426,10 +426,11 @@ LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::R
   index_t row_span[2] = {0, 0};
   file.read_exact(header.indptr_offset + static_cast<std::uint64_t>(rows.first) * 8, &row_span[0], 8);
   file.read_exact(header.indptr_offset + static_cast<std::uint64_t>(rows.last) * 8, &row_span[1], 8);
-  const index_t bound = row_span[1] - row_span[0];
-  if (bound < 0 || row_span[0] < 0 || row_span[1] > header.nnz)
+  // Both values come from the file: check their order before subtracting, so a corrupt pair cannot overflow.
+  if (row_span[0] < 0 || row_span[1] < row_span[0] || row_span[1] > header.nnz)
     throw DataError(path + ": row pointers of rows [" + std::to_string(rows.first) + ", " + std::to_string(rows.last) +
                     ") are not increasing inside [0, nnz] (corrupt file)");
+  const index_t bound = row_span[1] - row_span[0];
   std::vector<index_t> indptr(to_size(rows.size() + 1));
   std::vector<col_index_t> indices(to_size(bound));
   std::vector<T> values(to_size(bound));

@@ -99,6 +99,9 @@ def dcsr_seeds():
     write("dcsr", "empty.dcsr", dcsr(0, 5, [0], [], []))
     write("dcsr", "v1.dcsr", dcsr(2, 3, [0, 1, 3], [2, 0, 1], [1.0, 2.0, 3.0], version=1))
     write("dcsr", "negative.dcsr", dcsr(1, 2, [0, 2], [0, 1], [1.0, -1.0]))
+    # Inner row pointers whose difference overflows int64 (found by fuzz.dcsr): a block read of row 1 must
+    # reject them before subtracting.
+    write("dcsr", "overflow_span.dcsr", dcsr(3, 2, [0, -(2**62) - 5, 2**62 + 5, 2], [0, 1], [1.0, 2.0], version=1))
 
 
 def job(k, p, m, n, rel_error=0.25, w=None, h=None):

@@ -213,6 +213,21 @@ TEST_F(Integrity, DcsrVersionOneIsCheckedAgainstItsArrays) {
   EXPECT_THAT(read_error(path("c.dcsr")), HasSubstr("corrupt header"));
 }
 
+TEST_F(Integrity, DcsrBlockReadRefusesRowPointersWhoseSpanOverflows) {
+  // Found by fuzz.dcsr: a version-1 file whose inner row pointers are -2^62 - 5 and 2^62 + 5. Their difference
+  // does not fit in int64, so the block read must compare before it subtracts (UBSan caught the subtraction).
+  const auto a = small_matrix();
+  io::write_dcsr<double>(path("a.dcsr"), a.view());
+  const io::DcsrHeader h = io::read_dcsr_header(path("a.dcsr"));
+  std::filesystem::resize_file(path("a.dcsr"), h.values_offset + 8 * static_cast<std::uint64_t>(h.nnz));
+  poke<std::uint32_t>(path("a.dcsr"), 8, 1);
+  const std::int64_t huge = (std::int64_t{1} << 62) + 5;
+  poke<std::int64_t>(path("a.dcsr"), h.indptr_offset + 8, -huge);
+  poke<std::int64_t>(path("a.dcsr"), h.indptr_offset + 16, huge);
+  const std::string message = error_message([&] { (void)io::read_dcsr_block<double>(path("a.dcsr"), {1, 2}, {0, 1}); });
+  EXPECT_THAT(message, HasSubstr("a.dcsr: row pointers of rows [1, 2) are not increasing inside [0, nnz]"));
+}
+
 // --- NMFk job files ---
 
 rank_search::JobRecord job_record(index_t m, index_t n, index_t k) {
