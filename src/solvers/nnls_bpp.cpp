@@ -70,17 +70,18 @@ bool cholesky(double* a, index_t m, const double* min_pivot) {
   return true;
 }
 
-// Solves L L' x = r in place for the factor left by cholesky().
-void cholesky_solve(const double* l, index_t m, double* x) {
+// Solves L L' x = r in place for the m x m factor left by cholesky(), stored with leading dimension ld (the
+// leading block of a larger factor is the factor of the leading submatrix).
+void cholesky_solve(const double* l, index_t m, index_t ld, double* x) {
   for (index_t j = 0; j < m; ++j) {
-    const double* cj = l + j * m;
+    const double* cj = l + j * ld;
     const double xj = x[j] / cj[j];
     x[j] = xj;
     if (xj == 0) continue;
     for (index_t i = j + 1; i < m; ++i) x[i] -= cj[i] * xj;
   }
   for (index_t j = m - 1; j >= 0; --j) {
-    const double* cj = l + j * m;
+    const double* cj = l + j * ld;
     double s = x[j];
     for (index_t i = j + 1; i < m; ++i) s -= cj[i] * x[i];
     x[j] = s / cj[j];
@@ -186,6 +187,7 @@ struct Workspace {
   std::vector<double> chol, min_pivot, rhs, gz, t;
   std::vector<index_t> idx;
   std::vector<char> in_p, blocked;
+  index_t chol_ld = 0;  // leading dimension of the factor in chol
   explicit Workspace(index_t k)
       : chol(to_size(std::max<index_t>(k * k, 1))),
         min_pivot(to_size(std::max<index_t>(k, 1))),
@@ -233,6 +235,7 @@ double factorise(const Scaled& s, index_t m, double growth, Workspace& ws, index
       acol[c] += add;
       ws.min_pivot[c] = kPivotFraction * add;
     }
+    ws.chol_ld = m;
     if (cholesky(ws.chol.data(), m, ws.min_pivot.data())) return growth;
   }
   return 0;
@@ -346,7 +349,7 @@ class LawsonHanson {
   bool solve_passive(index_t m, bool& all_positive) {
     if (factorise(s_, m, growth_, ws_, retries_) == 0) return false;
     for (index_t r = 0; r < m; ++r) ws_.rhs[r] = bs_[ws_.idx[r]];
-    cholesky_solve(ws_.chol.data(), m, ws_.rhs.data());
+    cholesky_solve(ws_.chol.data(), m, ws_.chol_ld, ws_.rhs.data());
     for (index_t r = 0; r < m; ++r) {
       t_[ws_.idx[r]] = ws_.rhs[r];
       if (!std::isfinite(ws_.rhs[r])) return false;
@@ -507,13 +510,46 @@ class Pivoting {
   // One factorisation of the whole live Gs picks the shift level every group starts from. Without it, when
   // rounding leaves G indefinite (float data, k above the rank) each group would settle on its own shift, the
   // problem being solved would change from round to round, and the pivoting could wander until the cap.
+  //
+  // The factor is kept in thread 0's workspace for the first group that thread solves, whose passive set is
+  // often the base's leading set: the leading m x m block of a Cholesky factor is the factor of the leading
+  // m x m submatrix, formed by the same operations. A single column (the masked solver's calls) orders its
+  // passive variables first, so its first round needs no factorisation of its own; several columns keep
+  // increasing order, which leads with the passive set "all live" of warm-started dense problems.
   void choose_base_growth() {
     Workspace& ws = workspaces_.front();
-    index_t m = 0;
-    for (index_t i = 0; i < k_; ++i) {
-      if (s_.live[i]) ws.idx[m++] = i;
+    index_t m = 0, lead = 0;
+    if (n_ == 1) {
+      const Word* p0 = passive_.data();
+      for (index_t i = 0; i < k_; ++i) {
+        if (s_.live[i] && bit(p0, i)) ws.idx[m++] = i;
+      }
+      lead = m;
+      for (index_t i = 0; i < k_; ++i) {
+        if (s_.live[i] && !bit(p0, i)) ws.idx[m++] = i;
+      }
+    } else {
+      for (index_t i = 0; i < k_; ++i) {
+        if (s_.live[i]) ws.idx[m++] = i;
+      }
+      lead = m;
     }
-    if (m > 0) base_growth_ = std::max(1.0, factorise(s_, m, 1.0, ws, stats_.shift_retries));
+    if (m == 0) return;
+    const double growth = factorise(s_, m, 1.0, ws, stats_.shift_retries);
+    base_growth_ = std::max(1.0, growth);
+    base_lead_ = growth > 0 ? lead : -1;
+    base_size_ = m;
+  }
+
+  // Whether thread 0's workspace holds the factor of a group whose passive indices (in ws.idx, increasing) are
+  // the base factor's leading ones; if so, the workspace is pointed at that block. Only thread 0 reads or
+  // clears the mark, and its first group decides: any group it factorises overwrites the base factor.
+  bool take_base_factor(Workspace& ws, index_t m) {
+    if (&ws != &workspaces_.front() || base_lead_ < 0) return false;
+    const bool same = m == base_lead_;
+    base_lead_ = -1;
+    if (same) ws.chol_ld = base_size_;
+    return same;
   }
 
   // Sorting by passive set makes columns with equal sets adjacent; the order among equal sets is kept by
@@ -551,12 +587,14 @@ class Pivoting {
       double growth = base_growth_;
       if (m > 0) {
         ++factorised;
-        growth = factorise(s_, m, base_growth_, ws, retries);
+        // The base factor was made at base_growth_ on its last try, so it is what factorise would return here.
+        growth = take_base_factor(ws, m) ? base_growth_ : factorise(s_, m, base_growth_, ws, retries);
         round_growth = std::max(round_growth, growth);
         for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * growth);
       }
       for (index_t c = first; c < group_start_[gi + 1]; ++c) pivot_column(active_[c], m, growth, ws, backups, zeroed);
     }
+    base_lead_ = -1;  // base_growth_ may rise below, and the factor was made at the old level
     stats_.groups += factorised;
     stats_.shift_retries += retries;
     stats_.backup_rule_uses += backups;
@@ -614,7 +652,7 @@ class Pivoting {
     std::fill(zj, zj + k_, 0.0);
     double* rhs = ws.rhs.data();
     for (index_t r = 0; r < m; ++r) rhs[r] = bj[ws.idx[r]];
-    if (m > 0) cholesky_solve(ws.chol.data(), m, rhs);
+    if (m > 0) cholesky_solve(ws.chol.data(), m, ws.chol_ld, rhs);
     bool finite = true;
     for (index_t r = 0; r < m; ++r) {
       zj[ws.idx[r]] = rhs[r];
@@ -701,6 +739,8 @@ class Pivoting {
   std::vector<index_t>& active_;
   std::vector<index_t>& group_start_;
   double base_growth_ = 1;
+  index_t base_lead_ = -1;  // passive count whose factor leads the one choose_base_growth left in thread 0's ws
+  index_t base_size_ = 0;   // that factor's order (its leading dimension)
 };
 
 }  // namespace
