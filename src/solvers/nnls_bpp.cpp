@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -119,6 +120,15 @@ void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseVi
   layout("B", b.data, b.rows, b.cols, b.ld);
   layout("X", x.data, x.rows, x.cols, x.ld);
   auto finite = [](const char* name, DenseView<const T> m) {
+    // Counted in parallel first (B has k x n entries, and a serial scan idled the other threads); only a bad
+    // matrix is scanned again, in order, for the first offending entry.
+    index_t bad = 0;
+    const bool large = static_cast<double>(m.rows) * static_cast<double>(m.cols) >= 65536.0;
+#pragma omp parallel for schedule(static) reduction(+ : bad) if (large)
+    for (index_t j = 0; j < m.cols; ++j) {
+      for (index_t i = 0; i < m.rows; ++i) bad += std::isfinite(m(i, j)) ? 0 : 1;
+    }
+    if (bad == 0) return;
     for (index_t j = 0; j < m.cols; ++j) {
       for (index_t i = 0; i < m.rows; ++i) {
         const T v = m(i, j);
@@ -215,6 +225,7 @@ struct ColumnState {
 struct PivotingStore {
   std::vector<double> bs, z;
   std::vector<Word> passive;
+  std::vector<std::uint64_t> keys;  // passive set and column of each active column in one word (k <= 32)
   std::vector<ColumnState> state;
   std::vector<Workspace> workspaces;
   std::vector<index_t> active, group_start;
@@ -437,7 +448,8 @@ class Pivoting {
         state_(store.state),
         workspaces_(store.workspaces),
         active_(store.active),
-        group_start_(store.group_start) {
+        group_start_(store.group_start),
+        keys_(store.keys) {
     bs_.assign(to_size(k_ * n), 0.0);
     z_.assign(to_size(k_ * n), 0.0);
     passive_.assign(to_size(words_ * n), 0);
@@ -458,12 +470,17 @@ class Pivoting {
   // Scales B's columns and starts each passive set at X's positive live entries.
   template <class T>
   void load(DenseView<const T> B, DenseView<T> X) {
+#pragma omp parallel for schedule(static) if (worth_threads(4.0 * static_cast <double>(k_) * n_))
     for (index_t j = 0; j < n_; ++j) {
       double* bj = bs_.data() + j * k_;
       Word* pj = passive_.data() + j * words_;
-      for (index_t i = 0; i < k_; ++i) {
-        bj[i] = s_.live[i] ? static_cast<double>(B(i, j)) * s_.inv_d[i] : 0.0;
-        if (s_.live[i] && X(i, j) > T(0)) flip(pj, i);
+      for (index_t i = 0; i < k_; ++i) bj[i] = s_.live[i] ? static_cast<double>(B(i, j)) * s_.inv_d[i] : 0.0;
+      // Each word built in a register: flipping bits in memory made every bit wait for the one before.
+      for (index_t w = 0; w < words_; ++w) {
+        Word word = 0;
+        for (index_t i = w * kWordBits; i < std::min(k_, (w + 1) * kWordBits); ++i)
+          word |= Word{s_.live[i] != 0 && X(i, j) > T(0)} << (i % kWordBits);
+        pj[w] = word;
       }
       state_[j].ninf = static_cast<int>(k_) + 1;  // beta = k + 1
     }
@@ -489,6 +506,8 @@ class Pivoting {
   template <class T>
   void store(DenseView<T> X) const {
     const double t_max = static_cast<double>(std::numeric_limits<T>::max());
+    index_t zeroed = 0;
+#pragma omp parallel for schedule(static) reduction(+ : zeroed) if (worth_threads(4.0 * static_cast <double>(k_) * n_))
     for (index_t j = 0; j < n_; ++j) {
       const double* zj = z_.data() + j * k_;
       bool finite = true;
@@ -501,9 +520,10 @@ class Pivoting {
       }
       if (!finite) {
         for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
-        ++stats_.nonfinite_zeroed;
+        ++zeroed;
       }
     }
+    stats_.nonfinite_zeroed += zeroed;
   }
 
  private:
@@ -555,6 +575,10 @@ class Pivoting {
   // Sorting by passive set makes columns with equal sets adjacent; the order among equal sets is kept by
   // index so that results do not depend on the sort's tie handling.
   void group_by_passive_set() {
+    if (k_ <= 32 && n_ <= (index_t{1} << 32)) {
+      group_by_packed_key();
+      return;
+    }
     std::sort(active_.begin(), active_.end(), [&](index_t a, index_t b) {
       const Word* pa = passive_.data() + a * words_;
       const Word* pb = passive_.data() + b * words_;
@@ -569,6 +593,23 @@ class Pivoting {
                                 passive_.begin() + active_[c - 1] * words_)) {
         group_start_.push_back(static_cast<index_t>(c));
       }
+    }
+    group_start_.push_back(static_cast<index_t>(active_.size()));
+  }
+
+  // The same order for k <= 32: a passive set then fits the high half of a word and the column the low half, so
+  // one sort of contiguous integers replaces an indirect comparison of two passive rows (5% of a sparse BPP
+  // iteration before).
+  void group_by_packed_key() {
+    keys_.resize(active_.size());
+    for (std::size_t c = 0; c < active_.size(); ++c)
+      keys_[c] = (passive_[to_size(active_[c])] << 32) | static_cast<std::uint64_t>(active_[c]);
+    std::sort(keys_.begin(), keys_.end());
+    group_start_.clear();
+    constexpr std::uint64_t kColumnBits = 0xFFFFFFFFu;
+    for (std::size_t c = 0; c < keys_.size(); ++c) {
+      active_[c] = static_cast<index_t>(keys_[c] & kColumnBits);
+      if (c == 0 || (keys_[c] >> 32) != (keys_[c - 1] >> 32)) group_start_.push_back(static_cast<index_t>(c));
     }
     group_start_.push_back(static_cast<index_t>(active_.size()));
   }
@@ -738,6 +779,7 @@ class Pivoting {
   std::vector<Workspace>& workspaces_;
   std::vector<index_t>& active_;
   std::vector<index_t>& group_start_;
+  std::vector<std::uint64_t>& keys_;
   double base_growth_ = 1;
   index_t base_lead_ = -1;  // passive count whose factor leads the one choose_base_growth left in thread 0's ws
   index_t base_size_ = 0;   // that factor's order (its leading dimension)

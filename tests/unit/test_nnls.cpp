@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <random>
 #include <string>
@@ -359,12 +360,13 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
     if (what == 0) start[e] = 0;     // drops a variable from the passive set
     if (what == 1) start[e] += 0.5;  // adds one (or keeps it)
   }
-  std::fill(start.begin(), start.begin() + p.k, 0.0);            // column 0: empty passive set
-  std::fill(start.begin() + p.k, start.begin() + 2 * p.k, 1.0);  // column 1: every variable passive
+  const std::ptrdiff_t k = p.k;
+  std::fill(start.begin(), start.begin() + k, 0.0);          // column 0: empty passive set
+  std::fill(start.begin() + k, start.begin() + 2 * k, 1.0);  // column 1: every variable passive
   // Columns 2..9 start at their solutions: their first passive set is the answer's, so one round must do, and
   // only a correct reused factor gets there (a wrong one would need more rounds to reach the same bits).
   const int exact = 10;
-  std::copy(solved.begin() + 2 * p.k, solved.begin() + exact * p.k, start.begin() + 2 * p.k);
+  std::copy(solved.begin() + 2 * k, solved.begin() + exact * k, start.begin() + 2 * k);
   std::vector<double> batch = start;
   const NnlsStats batch_stats = run(p, batch);
   ASSERT_EQ(batch_stats.shift_retries, 0);
@@ -785,6 +787,11 @@ TEST(NnlsInput, NonFiniteInputThrows) {
   bad = p;
   bad.b[0] = -std::numeric_limits<double>::infinity();
   expect_error([&] { run(bad, x); }, {"B", "infinite", "row 0, column 0"});
+  // A B large enough to be counted in parallel first: the message still names the first bad entry in order.
+  Problem wide = random_problem(4, 20000, 52);
+  wide.b[2 + dnmf::to_size(19000) * 4] = std::numeric_limits<double>::infinity();
+  wide.b[1 + dnmf::to_size(19500) * 4] = std::numeric_limits<double>::quiet_NaN();
+  expect_error([&] { run(wide, x); }, {"B", "infinite", "row 2, column 19000"});
 }
 
 TEST(NnlsInput, BadOptionsThrow) {
