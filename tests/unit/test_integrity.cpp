@@ -89,6 +89,15 @@ class Integrity : public test::TempDirTest {
   std::string read_error(const std::string& file) {
     return error_message([&] { (void)io::read_dcsr<double>(file); });
   }
+  // Writes `a` as a version-1 file (no checksums): the current format with the table cut off and the version
+  // word changed. Returns the header as written, whose offsets the old format shares.
+  io::DcsrHeader write_version_one(const std::string& file, const CsrMatrix<double>& a) {
+    io::write_dcsr<double>(file, a.view());
+    const io::DcsrHeader h = io::read_dcsr_header(file);
+    std::filesystem::resize_file(file, h.values_offset + 8 * static_cast<std::uint64_t>(h.nnz));
+    poke<std::uint32_t>(file, 8, 1);
+    return h;
+  }
 };
 
 CsrMatrix<double> small_matrix() { return test::to_csr(test::random_dense<double>(30, 12, 3, 0.6)); }
@@ -195,11 +204,7 @@ TEST_F(Integrity, DcsrVerifiesEachChunkAsItIsRead) {
 // Version 1 (no checksums) is still read, with the header checked against the arrays.
 TEST_F(Integrity, DcsrVersionOneIsCheckedAgainstItsArrays) {
   const auto a = small_matrix();
-  io::write_dcsr<double>(path("a.dcsr"), a.view());
-  const io::DcsrHeader h = io::read_dcsr_header(path("a.dcsr"));
-  // Made version 1 by cutting off the table and changing the version word.
-  std::filesystem::resize_file(path("a.dcsr"), h.values_offset + 8 * static_cast<std::uint64_t>(h.nnz));
-  poke<std::uint32_t>(path("a.dcsr"), 8, 1);
+  (void)write_version_one(path("a.dcsr"), a);
   const io::DcsrHeader old = io::read_dcsr_header(path("a.dcsr"));
   EXPECT_EQ(old.version, 1u);
   EXPECT_TRUE(old.chunks.empty());
@@ -216,11 +221,7 @@ TEST_F(Integrity, DcsrVersionOneIsCheckedAgainstItsArrays) {
 TEST_F(Integrity, DcsrBlockReadRefusesRowPointersWhoseSpanOverflows) {
   // Found by fuzz.dcsr: a version-1 file whose inner row pointers are -2^62 - 5 and 2^62 + 5. Their difference
   // does not fit in int64, so the block read must compare before it subtracts (UBSan caught the subtraction).
-  const auto a = small_matrix();
-  io::write_dcsr<double>(path("a.dcsr"), a.view());
-  const io::DcsrHeader h = io::read_dcsr_header(path("a.dcsr"));
-  std::filesystem::resize_file(path("a.dcsr"), h.values_offset + 8 * static_cast<std::uint64_t>(h.nnz));
-  poke<std::uint32_t>(path("a.dcsr"), 8, 1);
+  const io::DcsrHeader h = write_version_one(path("a.dcsr"), small_matrix());
   const std::int64_t huge = (std::int64_t{1} << 62) + 5;
   poke<std::int64_t>(path("a.dcsr"), h.indptr_offset + 8, -huge);
   poke<std::int64_t>(path("a.dcsr"), h.indptr_offset + 16, huge);
