@@ -89,6 +89,25 @@ void cholesky_solve(const double* l, index_t m, index_t ld, double* x) {
   }
 }
 
+constexpr double kParallelFlops = 2e5;
+
+int thread_id() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+// Below this many flops a loop runs on one thread: starting a team costs more than the work, and on a loaded
+// machine a thread waiting at the join can cost a scheduler time slice (issue 14: a 96x21 BPP iteration
+// took 100x longer with 2 threads). The threshold is measured by bench_threads (docs/benchmarks.md).
+bool worth_threads(double flops) { return flops >= kParallelFlops; }
+
+// The same rule for the passes that touch each of `entries` matrix entries a few times (load, store and the
+// finiteness check of B): about four operations per entry.
+bool worth_threads_per_entry(double entries) { return worth_threads(4.0 * entries); }
+
 template <class T>
 void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseView<T> x) {
   auto shape = [](const char* name, index_t r, index_t c) {
@@ -123,8 +142,8 @@ void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseVi
     // Counted in parallel first (B has k x n entries, and a serial scan idled the other threads); only a bad
     // matrix is scanned again, in order, for the first offending entry.
     index_t bad = 0;
-    const bool large = static_cast<double>(m.rows) * static_cast<double>(m.cols) >= 65536.0;
-#pragma omp parallel for schedule(static) reduction(+ : bad) if (large)
+#pragma omp parallel for schedule(static) reduction(+ : bad) \
+    if (worth_threads_per_entry(static_cast<double>(m.rows) * static_cast<double>(m.cols)))
     for (index_t j = 0; j < m.cols; ++j) {
       for (index_t i = 0; i < m.rows; ++i) bad += std::isfinite(m(i, j)) ? 0 : 1;
     }
@@ -416,21 +435,6 @@ void check_nnls_options(const NnlsOptions& options) {
   }
 }
 
-constexpr double kParallelFlops = 2e5;
-
-int thread_id() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-
-// Below this many flops a loop runs on one thread: starting a team costs more than the work, and on a loaded
-// machine a thread waiting at the join can cost a scheduler time slice (issue 14: a 96x21 BPP iteration
-// took 100x longer with 2 threads). The threshold is measured by bench_threads (docs/benchmarks.md).
-bool worth_threads(double flops) { return flops >= kParallelFlops; }
-
 // Block principal pivoting over all columns of the equilibrated problem: rounds of grouped passive-set solves
 // and exchanges, then Lawson-Hanson for the columns that reached the cap.
 class Pivoting {
@@ -470,7 +474,7 @@ class Pivoting {
   // Scales B's columns and starts each passive set at X's positive live entries.
   template <class T>
   void load(DenseView<const T> B, DenseView<T> X) {
-#pragma omp parallel for schedule(static) if (worth_threads(4.0 * static_cast <double>(k_) * n_))
+#pragma omp parallel for schedule(static) if (worth_threads_per_entry(static_cast <double>(k_) * n_))
     for (index_t j = 0; j < n_; ++j) {
       double* bj = bs_.data() + j * k_;
       Word* pj = passive_.data() + j * words_;
@@ -507,7 +511,8 @@ class Pivoting {
   void store(DenseView<T> X) const {
     const double t_max = static_cast<double>(std::numeric_limits<T>::max());
     index_t zeroed = 0;
-#pragma omp parallel for schedule(static) reduction(+ : zeroed) if (worth_threads(4.0 * static_cast <double>(k_) * n_))
+#pragma omp parallel for schedule(static) reduction(+ : zeroed) \
+    if (worth_threads_per_entry(static_cast<double>(k_) * n_))
     for (index_t j = 0; j < n_; ++j) {
       const double* zj = z_.data() + j * k_;
       bool finite = true;
@@ -538,21 +543,15 @@ class Pivoting {
   // increasing order, which leads with the passive set "all live" of warm-started dense problems.
   void choose_base_growth() {
     Workspace& ws = workspaces_.front();
-    index_t m = 0, lead = 0;
-    if (n_ == 1) {
-      const Word* p0 = passive_.data();
-      for (index_t i = 0; i < k_; ++i) {
-        if (s_.live[i] && bit(p0, i)) ws.idx[m++] = i;
-      }
-      lead = m;
-      for (index_t i = 0; i < k_; ++i) {
-        if (s_.live[i] && !bit(p0, i)) ws.idx[m++] = i;
-      }
-    } else {
-      for (index_t i = 0; i < k_; ++i) {
-        if (s_.live[i]) ws.idx[m++] = i;
-      }
-      lead = m;
+    const Word* first_set = n_ == 1 ? passive_.data() : nullptr;  // the leading variables; all live without it
+    const auto leads = [&](index_t i) { return first_set == nullptr || bit(first_set, i); };
+    index_t m = 0;
+    for (index_t i = 0; i < k_; ++i) {
+      if (s_.live[i] && leads(i)) ws.idx[m++] = i;
+    }
+    const index_t lead = m;
+    for (index_t i = 0; i < k_; ++i) {
+      if (s_.live[i] && !leads(i)) ws.idx[m++] = i;
     }
     if (m == 0) return;
     const double growth = factorise(s_, m, 1.0, ws, stats_.shift_retries);
