@@ -108,6 +108,22 @@ bool worth_threads(double flops) { return flops >= kParallelFlops; }
 // finiteness check of B): about four operations per entry.
 bool worth_threads_per_entry(double entries) { return worth_threads(4.0 * entries); }
 
+// Σ count(j) over j < n, on the team when `parallel`, else in a plain loop. The plain loop enters no OpenMP
+// construct at all: a region whose if clause is false still costs libgomp a team's setup and teardown, about a
+// microsecond, and the masked solver calls nnls_bpp once per column (six such regions per call were most of a
+// masked BPP iteration's time).
+template <class Count>
+index_t count_columns(index_t n, bool parallel, Count&& count) {
+  index_t total = 0;
+  if (!parallel) {
+    for (index_t j = 0; j < n; ++j) total += count(j);
+    return total;
+  }
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (index_t j = 0; j < n; ++j) total += count(j);
+  return total;
+}
+
 template <class T>
 void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseView<T> x) {
   auto shape = [](const char* name, index_t r, index_t c) {
@@ -141,12 +157,12 @@ void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseVi
   auto finite = [](const char* name, DenseView<const T> m) {
     // Counted in parallel first (B has k x n entries, and a serial scan idled the other threads); only a bad
     // matrix is scanned again, in order, for the first offending entry.
-    index_t bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bad) \
-    if (worth_threads_per_entry(static_cast<double>(m.rows) * static_cast<double>(m.cols)))
-    for (index_t j = 0; j < m.cols; ++j) {
-      for (index_t i = 0; i < m.rows; ++i) bad += std::isfinite(m(i, j)) ? 0 : 1;
-    }
+    const bool parallel = worth_threads_per_entry(static_cast<double>(m.rows) * static_cast<double>(m.cols));
+    const index_t bad = count_columns(m.cols, parallel, [&](index_t j) {
+      index_t column_bad = 0;
+      for (index_t i = 0; i < m.rows; ++i) column_bad += std::isfinite(m(i, j)) ? 0 : 1;
+      return column_bad;
+    });
     if (bad == 0) return;
     for (index_t j = 0; j < m.cols; ++j) {
       for (index_t i = 0; i < m.rows; ++i) {
@@ -474,8 +490,7 @@ class Pivoting {
   // Scales B's columns and starts each passive set at X's positive live entries.
   template <class T>
   void load(DenseView<const T> B, DenseView<T> X) {
-#pragma omp parallel for schedule(static) if (worth_threads_per_entry(static_cast <double>(k_) * n_))
-    for (index_t j = 0; j < n_; ++j) {
+    count_columns(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
       double* bj = bs_.data() + j * k_;
       Word* pj = passive_.data() + j * words_;
       for (index_t i = 0; i < k_; ++i) bj[i] = s_.live[i] ? static_cast<double>(B(i, j)) * s_.inv_d[i] : 0.0;
@@ -487,7 +502,8 @@ class Pivoting {
         pj[w] = word;
       }
       state_[j].ninf = static_cast<int>(k_) + 1;  // beta = k + 1
-    }
+      return index_t{0};
+    });
   }
 
   void solve() {
@@ -510,10 +526,7 @@ class Pivoting {
   template <class T>
   void store(DenseView<T> X) const {
     const double t_max = static_cast<double>(std::numeric_limits<T>::max());
-    index_t zeroed = 0;
-#pragma omp parallel for schedule(static) reduction(+ : zeroed) \
-    if (worth_threads_per_entry(static_cast<double>(k_) * n_))
-    for (index_t j = 0; j < n_; ++j) {
+    stats_.nonfinite_zeroed += count_columns(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
       const double* zj = z_.data() + j * k_;
       bool finite = true;
       for (index_t i = 0; i < k_; ++i) {
@@ -523,12 +536,10 @@ class Pivoting {
         finite = finite && ok;
         X(i, j) = ok ? static_cast<T>(v) : T(0);
       }
-      if (!finite) {
-        for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
-        ++zeroed;
-      }
-    }
-    stats_.nonfinite_zeroed += zeroed;
+      if (finite) return index_t{0};
+      for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
+      return index_t{1};
+    });
   }
 
  private:
@@ -618,10 +629,9 @@ class Pivoting {
     index_t factorised = 0, retries = 0, backups = 0, zeroed = 0;
     double round_shift = 0, round_growth = base_growth_;
     const double flops = static_cast<double>(k_) * k_ * (static_cast<double>(ngroups) * k_ / 3.0 + active_.size());
-#pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
-    reduction(max : round_shift, round_growth) if (worth_threads(flops))
-    for (index_t gi = 0; gi < ngroups; ++gi) {
-      Workspace& ws = workspaces_[to_size(thread_id())];
+    // The counts and maxima are the loop's reductions; the group's work is the same on either path.
+    const auto solve_group = [&](index_t gi, Workspace& ws, index_t& factorised, index_t& retries, index_t& backups,
+                                 index_t& zeroed, double& round_shift, double& round_growth) {
       const index_t first = group_start_[gi];
       const index_t m = passive_indices(active_[first], ws);
       double growth = base_growth_;
@@ -633,6 +643,16 @@ class Pivoting {
         for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * growth);
       }
       for (index_t c = first; c < group_start_[gi + 1]; ++c) pivot_column(active_[c], m, growth, ws, backups, zeroed);
+    };
+    if (worth_threads(flops)) {
+#pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
+    reduction(max : round_shift, round_growth)
+      for (index_t gi = 0; gi < ngroups; ++gi)
+        solve_group(gi, workspaces_[to_size(thread_id())], factorised, retries, backups, zeroed, round_shift,
+                    round_growth);
+    } else {  // no OpenMP construct (count_columns says why); a serial call has one workspace for certain
+      for (index_t gi = 0; gi < ngroups; ++gi)
+        solve_group(gi, workspaces_.front(), factorised, retries, backups, zeroed, round_shift, round_growth);
     }
     base_lead_ = -1;  // base_growth_ may rise below, and the factor was made at the old level
     stats_.groups += factorised;
@@ -757,12 +777,15 @@ class Pivoting {
     const index_t left = static_cast<index_t>(active_.size());
     index_t retries = 0;
     const double flops = static_cast<double>(k_) * k_ * k_ * static_cast<double>(left);
-#pragma omp parallel for schedule(dynamic) reduction(+ : retries) if (worth_threads(flops))
-    for (index_t c = 0; c < left; ++c) {
+    const auto finish = [&](index_t c, Workspace& ws, index_t& retries) {
       const index_t j = active_[c];
-      LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, workspaces_[to_size(thread_id())],
-                   retries)
-          .solve();
+      LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, ws, retries).solve();
+    };
+    if (worth_threads(flops)) {
+#pragma omp parallel for schedule(dynamic) reduction(+ : retries)
+      for (index_t c = 0; c < left; ++c) finish(c, workspaces_[to_size(thread_id())], retries);
+    } else {
+      for (index_t c = 0; c < left; ++c) finish(c, workspaces_.front(), retries);
     }
     stats_.shift_retries += retries;
     for (index_t i = 0; i < k_; ++i) stats_.shift = std::max(stats_.shift, s_.abs_shift[i] * base_growth_);
