@@ -14,6 +14,28 @@
 
 namespace dnmf::solvers {
 
+namespace detail {
+
+/// out (k values) += (s0 y0 + s1 y1) + (s2 y2 + s3 y3), in 4-wide lanes with the tail in the same order.
+template <class T>
+[[gnu::always_inline]] inline void add_four_rows(double* out, const double (&s)[4], const T* y0, const T* y1,
+                                                 const T* y2, const T* y3, index_t k) {
+  const index_t body = k / 4 * 4;
+  const Lanes v0 = {s[0], s[0], s[0], s[0]}, v1 = {s[1], s[1], s[1], s[1]};
+  const Lanes v2 = {s[2], s[2], s[2], s[2]}, v3 = {s[3], s[3], s[3], s[3]};
+  for (index_t l = 0; l < body; l += 4) {
+    Lanes o;
+    std::memcpy(&o, out + l, sizeof o);
+    o += (v0 * load_lanes(y0 + l) + v1 * load_lanes(y1 + l)) + (v2 * load_lanes(y2 + l) + v3 * load_lanes(y3 + l));
+    std::memcpy(out + l, &o, sizeof o);
+  }
+  for (index_t l = body; l < k; ++l)
+    out[l] += (s[0] * static_cast<double>(y0[l]) + s[1] * static_cast<double>(y1[l])) +
+              (s[2] * static_cast<double>(y2[l]) + s[3] * static_cast<double>(y3[l]));
+}
+
+}  // namespace detail
+
 /// Over a column's listed entries [p0, p1) (rows `row` of yt, k x rows, with coefficients `coef`):
 /// gx += Σ c (y_iᵀx) y_i when gx is given (MU's G_j x without forming G_j), and returns Σ c (y_iᵀx)² (the quadratic
 /// term of the column's error). With `weighted` (w·a per entry, a sparse column's entries) also b += Σ w a y_i, in
@@ -48,23 +70,13 @@ double listed_products(const T* yt, index_t k, const index_t* row, const double*
     const double c0 = coef[p] * d0, c1 = coef[p + 1] * d1, c2 = coef[p + 2] * d2, c3 = coef[p + 3] * d3;
     quad += (c0 * d0 + c1 * d1) + (c2 * d2 + c3 * d3);
     if (weighted != nullptr) {
-      const double w0 = static_cast<double>(weighted[p]), w1 = static_cast<double>(weighted[p + 1]);
-      const double w2 = static_cast<double>(weighted[p + 2]), w3 = static_cast<double>(weighted[p + 3]);
-      for (index_t l = 0; l < k; ++l)
-        b[l] += (w0 * static_cast<double>(y0[l]) + w1 * static_cast<double>(y1[l])) +
-                (w2 * static_cast<double>(y2[l]) + w3 * static_cast<double>(y3[l]));
+      const double w[4] = {static_cast<double>(weighted[p]), static_cast<double>(weighted[p + 1]),
+                           static_cast<double>(weighted[p + 2]), static_cast<double>(weighted[p + 3])};
+      detail::add_four_rows(b, w, y0, y1, y2, y3, k);
     }
     if (gx == nullptr) continue;
-    const Lanes v0 = {c0, c0, c0, c0}, v1 = {c1, c1, c1, c1}, v2 = {c2, c2, c2, c2}, v3 = {c3, c3, c3, c3};
-    for (index_t l = 0; l < body; l += 4) {
-      Lanes g;
-      std::memcpy(&g, gx + l, sizeof g);
-      g += (v0 * load_lanes(y0 + l) + v1 * load_lanes(y1 + l)) + (v2 * load_lanes(y2 + l) + v3 * load_lanes(y3 + l));
-      std::memcpy(gx + l, &g, sizeof g);
-    }
-    for (index_t l = body; l < k; ++l)
-      gx[l] += (c0 * static_cast<double>(y0[l]) + c1 * static_cast<double>(y1[l])) +
-               (c2 * static_cast<double>(y2[l]) + c3 * static_cast<double>(y3[l]));
+    const double c[4] = {c0, c1, c2, c3};
+    detail::add_four_rows(gx, c, y0, y1, y2, y3, k);
   }
   for (; p < p1; ++p) {
     const T* y = yt + row[p] * k;
@@ -108,61 +120,23 @@ void listed_sum(const T* yt, index_t k, const index_t* row, const T* w, index_t 
   }
 }
 
-namespace detail {
+namespace avx512 {
+/// listed_gram's blocks on and above the diagonal in 8-wide lanes, for k a multiple of 8 (listed_gram_avx512.cpp,
+/// built with -mavx512f: call only where listed_gram_wide() says so).
+void listed_gram_upper(const double* const* rows, const double* coef, index_t count, index_t k, double* g);
+}  // namespace avx512
 
-/// One block of listed_gram: rows [4·r0, 4·(r0 + RV)) x columns [4·cb, 4·cb + 4) of G, summed over the list in
-/// registers (RV·4 accumulators), then added to G.
-template <int RV>
-void listed_gram_block(const double* const* rows, const double* coef, index_t count, index_t k, index_t r0, index_t cb,
-                       double* g) {
-  Lanes acc[RV][4] = {};
-  const index_t c0 = 4 * cb;
-  for (index_t q = 0; q < count; ++q) {
-    const double* z = rows[q];
-    const double c = coef[q];
-    const Lanes cv = {c, c, c, c};
-    Lanes zr[RV];
-    for (int r = 0; r < RV; ++r) zr[r] = cv * load_lanes(z + 4 * (r0 + r));
-    for (int t = 0; t < 4; ++t) {
-      const double zt = z[c0 + t];
-      const Lanes bt = {zt, zt, zt, zt};
-      for (int r = 0; r < RV; ++r) acc[r][t] += zr[r] * bt;
-    }
-  }
-  for (int t = 0; t < 4; ++t)
-    for (int r = 0; r < RV; ++r) {
-      double* col = g + (c0 + t) * k + 4 * (r0 + r);
-      Lanes v;
-      std::memcpy(&v, col, sizeof v);
-      v += acc[r][t];
-      std::memcpy(col, &v, sizeof v);
-    }
-}
-
-}  // namespace detail
+/// True when listed_gram runs its AVX-512 blocks: the CPU has AVX-512F and DNMF_SKINNY does not keep AVX2.
+bool listed_gram_wide();
 
 /// G (k x k, column-major) += Σ_q coef_q z_q z_qᵀ over `count` rows z_q of k doubles, for k a multiple of 4 (the
-/// per-column weighted Gram matrix of masked HALS and BPP). Only the blocks on and above the diagonal are summed
-/// (about half the flops of a general product), in register blocks of up to 12 x 4, then mirrored below; each
-/// entry is summed over q in list order.
-inline void listed_gram(const double* const* rows, const double* coef, index_t count, index_t k, double* g) {
-  const index_t blocks = k / 4;
-  for (index_t cb = 0; cb < blocks; ++cb)
-    for (index_t r0 = 0; r0 <= cb; r0 += 3) {
-      switch (std::min<index_t>(3, cb + 1 - r0)) {
-        case 1:
-          detail::listed_gram_block<1>(rows, coef, count, k, r0, cb, g);
-          break;
-        case 2:
-          detail::listed_gram_block<2>(rows, coef, count, k, r0, cb, g);
-          break;
-        default:
-          detail::listed_gram_block<3>(rows, coef, count, k, r0, cb, g);
-          break;
-      }
-    }
-  for (index_t q = 0; q < k; ++q)
-    for (index_t l = q + 1; l < k; ++l) g[l + q * k] = g[q + l * k];
-}
+/// per-column weighted Gram matrix of masked BPP). Only the blocks on and above the diagonal are summed (about
+/// half the flops of a general product), in register blocks of up to 12 x 4 (24 x 8 with AVX-512 and k a
+/// multiple of 8), then mirrored below; each entry is summed over q in list order, the same bits either way
+/// (listed_gram.cpp).
+void listed_gram(const double* const* rows, const double* coef, index_t count, index_t k, double* g);
+
+/// listed_gram with the 4-wide blocks whatever the CPU (for tests comparing the two kernels).
+void listed_gram_four_wide(const double* const* rows, const double* coef, index_t count, index_t k, double* g);
 
 }  // namespace dnmf::solvers

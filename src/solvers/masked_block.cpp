@@ -109,6 +109,15 @@ void build_dense(MaskedBlock<T>& b, const StoredMatrix<T>& a, const StoredMatrix
   }
 }
 
+/// Records in h.common_coef whether all of the half's list coefficients are one value.
+template <class T>
+void note_common_coef(MaskedHalf<T>& h) {
+  const std::vector<double>& c = h.gram_coef;
+  h.common_coef.reset();
+  if (std::all_of(c.begin(), c.end(), [&](double v) { return v == c.front(); }))
+    h.common_coef = c.empty() ? 0.0 : c.front();
+}
+
 /// One half of the sparse form from the observed entries; `by_row`: Aᵀ's half (its columns are A's rows).
 template <class T>
 void sparse_half(MaskedHalf<T>& h, index_t rows, index_t cols, const std::vector<Entry<T>>& entries, bool by_row) {
@@ -132,6 +141,7 @@ void sparse_half(MaskedHalf<T>& h, index_t rows, index_t cols, const std::vector
   h.gram_ptr = h.ptr;
   h.gram_row = h.row;
   h.gram_coef.assign(h.weight.begin(), h.weight.end());
+  note_common_coef(h);
 }
 
 /// Sparse A whose unstored entries are missing: the stored entries with a positive weight are observed.
@@ -188,6 +198,7 @@ void dense_gram_lists(MaskedHalf<T>& h, bool direct) {
     }
     h.gram_ptr[to_size(j) + 1] = static_cast<index_t>(h.gram_row.size());
   }
+  note_common_coef(h);
 }
 
 /// Marks the half's columns observed in no block of `along` (the ranks sharing them) and returns how many of

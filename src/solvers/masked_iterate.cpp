@@ -171,7 +171,7 @@ void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
     for (index_t l = 0; l < k; ++l) sc.g[to_size(l + q * k)] += sc.gp[to_size(l + q * kp)];
 }
 
-/// HALS: hals.hpp's sweep by listed_hals_sweep, which never forms G_j: 4 flops per listed row and component
+/// HALS: hals.hpp's sweep by listed_hals_sweep, which never forms G_j: 3 to 4 flops per listed row and component
 /// against about 1.25·k for forming G_j (docs/masked.md, "Cost").
 template <class T>
 void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
@@ -186,9 +186,10 @@ void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc,
   // A sparse half's lists are its entries (masked_problem.cpp): b_j is summed with them.
   const T* weighted = h.dense ? nullptr : h.weighted_value.data() + p0;
   const SweepRule rule{sh.rule.l1, sh.rule.l2, sh.rule.eps};
-  const double listed_quad = listed_hals_sweep(sh.yt.data(), k, h.gram_row.data() + p0, h.gram_coef.data() + p0, count,
-                                               sh.corrected ? sh.full.data() : nullptr, weighted, rule, sc.b.data(),
-                                               sc.u.data(), x, sc.listed, sh.figures);
+  const ListedRows list{h.gram_row.data() + p0, h.common_coef ? nullptr : h.gram_coef.data() + p0,
+                        h.common_coef.value_or(0.0), count};
+  const double listed_quad = listed_hals_sweep(sh.yt.data(), k, list, sh.corrected ? sh.full.data() : nullptr, weighted,
+                                               rule, sc.b.data(), sc.u.data(), x, sc.listed, sh.figures);
   if (!sh.figures) return;
   out.quad += lane_dot(x, sc.u.data(), k) + listed_quad;  // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²
   out.cross += lane_dot(x, sc.b.data(), k);

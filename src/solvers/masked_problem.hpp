@@ -3,6 +3,7 @@
 // each column's weighted one. Built once from A, the mask and the missing-value flags (docs/masked.md).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct MaskedHalf {
   bool direct_gram = false;
   std::vector<index_t> gram_ptr, gram_row;
   std::vector<double> gram_coef;
+  /// Set when every gram_coef is this one value (a 0/1 mask's corrections: -1; stored entries of unit weight: 1),
+  /// so that per-column kernels need not read gram_coef.
+  std::optional<double> common_coef;
   /// Columns with no observed entry: their x_j is held at zero.
   std::vector<char> unobserved;
 };

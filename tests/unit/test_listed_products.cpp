@@ -110,6 +110,24 @@ TEST(ListedGram, MatchesPlainLoopsAndIsSymmetric) {
     }
 }
 
+// The AVX-512 blocks (listed_gram_avx512.cpp) form every entry by the same operations in the same order as the
+// 4-wide ones, so a machine's choice of kernel never changes a result: the two must agree to the bit.
+TEST(ListedGram, WideAndFourWideBlocksGiveTheSameBits) {
+  if (!listed_gram_wide()) GTEST_SKIP() << "this CPU has no AVX-512F (or DNMF_SKINNY keeps AVX2): one kernel only";
+  for (const index_t k : {8, 16, 24, 32, 64})
+    for (const index_t count : {0, 1, 7, 40}) {
+      SCOPED_TRACE("k " + std::to_string(k) + " count " + std::to_string(count));
+      const Lists<double> l = make_lists<double>(k, 11, 0, count, static_cast<unsigned>(k * 13 + count));
+      std::vector<const double*> rows;
+      for (index_t q = 0; q < count; ++q) rows.push_back(l.yt.data() + l.row[q] * k);
+      std::vector<double> wide(static_cast<std::size_t>(k * k), 0.25), lanes = wide;
+      listed_gram(rows.data(), l.coef.data(), count, k, wide.data());
+      listed_gram_four_wide(rows.data(), l.coef.data(), count, k, lanes.data());
+      for (index_t c = 0; c < k; ++c)
+        for (index_t a = 0; a < k; ++a) EXPECT_EQ(wide[a + c * k], lanes[a + c * k]) << a << "," << c;
+    }
+}
+
 TEST(ListedSum, MatchesPlainLoops) {
   for (const index_t k : {1, 3, 4, 7, 16, 33})
     for (const index_t count : {0, 1, 3, 4, 5, 9, 23}) {
@@ -150,9 +168,10 @@ void reference_sweep(const Lists<T>& l, index_t k, index_t count, const std::vec
 }
 
 template <class T>
-void check_sweep(index_t k, index_t count, bool with_full, bool weighted, bool dead, double tol) {
+void check_sweep(index_t k, index_t count, bool with_full, bool weighted, bool dead, double tol, bool common = false) {
   SCOPED_TRACE("k " + std::to_string(k) + " count " + std::to_string(count) + " full " + std::to_string(with_full) +
-               " weighted " + std::to_string(weighted) + " dead " + std::to_string(dead));
+               " weighted " + std::to_string(weighted) + " dead " + std::to_string(dead) + " common " +
+               std::to_string(common));
   const index_t rows = 17;
   Lists<T> l = make_lists<T>(k, rows, 0, count, static_cast<unsigned>(k * 1000 + count * 10 + with_full));
   if (dead) {  // component k/2 is zero in every row, and without F nothing else gives it a diagonal
@@ -166,6 +185,11 @@ void check_sweep(index_t k, index_t count, bool with_full, bool weighted, bool d
   } else {
     for (double& c : l.coef) c = std::abs(c) + 0.1;  // a Gram matrix summed from zero has positive weights
   }
+  // One coefficient for the whole list (a 0/1 mask's -1 against F; unit weights from zero), passed as `common`
+  // with no coefficient array: the sweep's other path.
+  const double common_value = with_full ? -1.0 : 1.0;
+  if (common) std::fill(l.coef.begin(), l.coef.end(), common_value);
+  const ListedRows list{l.row.data(), common ? nullptr : l.coef.data(), common ? common_value : 0.0, count};
   std::vector<double> b(static_cast<std::size_t>(k));
   for (index_t a = 0; a < k; ++a) b[a] = 2.0 + std::sin(static_cast<double>(a));
   const SweepRule rule{0.05, dead ? 0.0 : 0.01, 1e-12};  // l2 > 0 would give the dead component a diagonal
@@ -176,8 +200,8 @@ void check_sweep(index_t k, index_t count, bool with_full, bool weighted, bool d
   ListedColumns buf;
   std::vector<T> x = l.x;
   const double listed =
-      listed_hals_sweep(l.yt.data(), k, l.row.data(), l.coef.data(), count, with_full ? full.data() : nullptr,
-                        weighted ? l.weighted.data() : nullptr, rule, b.data(), fx.data(), x.data(), buf, true);
+      listed_hals_sweep(l.yt.data(), k, list, with_full ? full.data() : nullptr, weighted ? l.weighted.data() : nullptr,
+                        rule, b.data(), fx.data(), x.data(), buf, true);
   double quad = listed;
   for (index_t a = 0; a < k; ++a) quad += static_cast<double>(x[a]) * fx[a];
   for (index_t a = 0; a < k; ++a) {
@@ -194,21 +218,23 @@ void check_sweep(index_t k, index_t count, bool with_full, bool weighted, bool d
   ListedColumns fresh;
   std::vector<T> again_fresh = l.x;
   std::vector<double> b3 = want_b;
-  listed_hals_sweep(l.yt.data(), k, l.row.data(), l.coef.data(), count, with_full ? full.data() : nullptr,
-                    static_cast<const T*>(nullptr), rule, b2.data(), fx.data(), again.data(), buf, false);
-  listed_hals_sweep(l.yt.data(), k, l.row.data(), l.coef.data(), count, with_full ? full.data() : nullptr,
-                    static_cast<const T*>(nullptr), rule, b3.data(), fx.data(), again_fresh.data(), fresh, false);
+  listed_hals_sweep(l.yt.data(), k, list, with_full ? full.data() : nullptr, static_cast<const T*>(nullptr), rule,
+                    b2.data(), fx.data(), again.data(), buf, false);
+  listed_hals_sweep(l.yt.data(), k, list, with_full ? full.data() : nullptr, static_cast<const T*>(nullptr), rule,
+                    b3.data(), fx.data(), again_fresh.data(), fresh, false);
   EXPECT_EQ(again, again_fresh);
 }
 
 TEST(ListedHalsSweep, MatchesTheSweepOverAFormedGram) {
+  // Counts past 16 fill the passes' four sets of lanes (and leave a tail of groups of four, or none at 32).
   for (const index_t k : {1, 3, 4, 7, 16, 33})
-    for (const index_t count : {0, 1, 3, 4, 5, 9, 23})
-      for (const bool with_full : {false, true}) {
-        check_sweep<double>(k, count, with_full, !with_full, false, 1e-12);
-        check_sweep<double>(k, count, with_full, with_full, false, 1e-12);
-        check_sweep<float>(k, count, with_full, !with_full, false, 1e-5);
-      }
+    for (const index_t count : {0, 1, 3, 4, 5, 9, 23, 32, 37})
+      for (const bool with_full : {false, true})
+        for (const bool common : {false, true}) {
+          check_sweep<double>(k, count, with_full, !with_full, false, 1e-12, common);
+          check_sweep<double>(k, count, with_full, with_full, false, 1e-12, common);
+          check_sweep<float>(k, count, with_full, !with_full, false, 1e-5, common);
+        }
 }
 
 TEST(ListedHalsSweep, HoldsDeadComponents) {

@@ -1,0 +1,63 @@
+// listed_gram's register blocks, written once for any lane width: listed_gram.cpp instantiates them with 4-wide
+// lanes (the library's AVX2 baseline) and listed_gram_avx512.cpp with 8-wide ones (built with -mavx512f). Each
+// entry of G is (c_q z_qa) · z_qb added in q order by either width, so both give the same bits.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "dnmf/index.hpp"
+
+namespace dnmf::solvers::gram_impl {
+
+/// Rows [W·r0, W·(r0 + RV)) x columns [W·cb, W·cb + W) of G, summed over the list in RV·W registers of W doubles
+/// (V), then added to G.
+template <class V, int W, int RV>
+void block(const double* const* rows, const double* coef, index_t count, index_t k, index_t r0, index_t cb, double* g) {
+  V acc[RV][W] = {};
+  const index_t c0 = W * cb;
+  for (index_t q = 0; q < count; ++q) {
+    const double* z = rows[q];
+    const double c = coef[q];
+    V zr[RV];
+    for (int r = 0; r < RV; ++r) {
+      V v;
+      std::memcpy(&v, z + W * (r0 + r), sizeof v);
+      zr[r] = c * v;
+    }
+    for (int t = 0; t < W; ++t) {
+      const double zt = z[c0 + t];
+      for (int r = 0; r < RV; ++r) acc[r][t] += zr[r] * zt;
+    }
+  }
+  for (int t = 0; t < W; ++t)
+    for (int r = 0; r < RV; ++r) {
+      double* col = g + (c0 + t) * k + W * (r0 + r);
+      V v;
+      std::memcpy(&v, col, sizeof v);
+      v += acc[r][t];
+      std::memcpy(col, &v, sizeof v);
+    }
+}
+
+/// The blocks on and above the diagonal (k a multiple of W), up to three register rows of blocks at a time.
+template <class V, int W>
+void upper(const double* const* rows, const double* coef, index_t count, index_t k, double* g) {
+  const index_t blocks = k / W;
+  for (index_t cb = 0; cb < blocks; ++cb)
+    for (index_t r0 = 0; r0 <= cb; r0 += 3) {
+      switch (std::min<index_t>(3, cb + 1 - r0)) {
+        case 1:
+          block<V, W, 1>(rows, coef, count, k, r0, cb, g);
+          break;
+        case 2:
+          block<V, W, 2>(rows, coef, count, k, r0, cb, g);
+          break;
+        default:
+          block<V, W, 3>(rows, coef, count, k, r0, cb, g);
+          break;
+      }
+    }
+}
+
+}  // namespace dnmf::solvers::gram_impl
