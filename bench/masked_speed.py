@@ -3,7 +3,9 @@ missing (--mask) and sparse with --unstored missing, per algorithm. Prints a tab
 
     python bench/masked_speed.py --dnmf build/release/bin/dnmf [--rows 2000 --cols 1500 --k 16 --iters 20]
 
-Each configuration runs --repeats times; the best seconds per iteration (report.json) is kept.
+Each configuration runs --repeats times; the best seconds per iteration (report.json) is kept. The four runs of
+one algorithm take turns (plain, masked, sparse, unstored; then again), so that a slow spell of a noisy machine
+falls on all of them rather than on one side of a ratio.
 """
 import os
 import subprocess
@@ -12,8 +14,13 @@ import tempfile
 import masked_bench
 
 
-def best(dnmf, work, args, repeats):
-    return min(masked_bench.report(dnmf, work, args, "out")["seconds_per_iteration"] for _ in range(repeats))
+def best_in_turns(dnmf, work, configs, repeats):
+    """The best seconds per iteration of each configuration, the configurations run in turn `repeats` times."""
+    best = [float("inf")] * len(configs)
+    for _ in range(repeats):
+        for c, args in enumerate(configs):
+            best[c] = min(best[c], masked_bench.report(dnmf, work, args, "out")["seconds_per_iteration"])
+    return best
 
 
 def main():
@@ -28,16 +35,17 @@ def main():
                        cwd=work, check=True, capture_output=True)
         common = ["-k", str(args.k), "--iters", str(args.iters), "--tol", "0"]
         print(f"{args.rows}x{args.cols}, k={args.k}, {args.iters} iterations, best of {args.repeats}; "
-              f"seconds per iteration")
+              f"milliseconds per iteration")
         print(f"{'algo':6} {'dense':>10} {'dense 10% masked':>18} {'ratio':>7} {'sparse':>10} "
               f"{'sparse unstored missing':>24} {'ratio':>7}")
         for algo in ("mu", "kl", "hals", "bpp"):
-            plain = best(dnmf, work, ["A.npy", "--algo", algo, *common], args.repeats)
-            masked = best(dnmf, work, ["A.npy", "--algo", algo, "--mask", "M.npy", *common], args.repeats)
-            sparse = best(dnmf, work, ["S.mtx", "--algo", algo, *common], args.repeats)
-            unstored = best(dnmf, work, ["S.mtx", "--algo", algo, "--unstored", "missing", *common], args.repeats)
-            print(f"{algo:6} {plain:10.4f} {masked:18.4f} {masked / plain:7.2f} {sparse:10.4f} {unstored:24.4f} "
-                  f"{unstored / sparse:7.2f}")
+            plain, masked, sparse, unstored = best_in_turns(
+                dnmf, work,
+                [["A.npy", "--algo", algo, *common], ["A.npy", "--algo", algo, "--mask", "M.npy", *common],
+                 ["S.mtx", "--algo", algo, *common], ["S.mtx", "--algo", algo, "--unstored", "missing", *common]],
+                args.repeats)
+            print(f"{algo:6} {1e3 * plain:10.3f} {1e3 * masked:18.3f} {masked / plain:7.2f} {1e3 * sparse:10.3f} "
+                  f"{1e3 * unstored:24.3f} {unstored / sparse:7.2f}")
 
 
 if __name__ == "__main__":
