@@ -29,6 +29,12 @@ template <class T>
   }
 }
 
+/// Stores v at to[0..3] (an unaligned store).
+[[gnu::always_inline]] inline void store_lanes(double* to, Lanes v) { std::memcpy(to, &v, sizeof v); }
+
+/// v in all four lanes.
+[[gnu::always_inline]] inline Lanes splat(double v) { return Lanes{v, v, v, v}; }
+
 /// (v0 + v1) + (v2 + v3): the lanes' fixed summation order.
 [[gnu::always_inline]] inline double lane_sum(Lanes v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 

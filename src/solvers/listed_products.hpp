@@ -21,14 +21,10 @@ template <class T>
 [[gnu::always_inline]] inline void add_four_rows(double* out, const double (&s)[4], const T* y0, const T* y1,
                                                  const T* y2, const T* y3, index_t k) {
   const index_t body = k / 4 * 4;
-  const Lanes v0 = {s[0], s[0], s[0], s[0]}, v1 = {s[1], s[1], s[1], s[1]};
-  const Lanes v2 = {s[2], s[2], s[2], s[2]}, v3 = {s[3], s[3], s[3], s[3]};
-  for (index_t l = 0; l < body; l += 4) {
-    Lanes o;
-    std::memcpy(&o, out + l, sizeof o);
-    o += (v0 * load_lanes(y0 + l) + v1 * load_lanes(y1 + l)) + (v2 * load_lanes(y2 + l) + v3 * load_lanes(y3 + l));
-    std::memcpy(out + l, &o, sizeof o);
-  }
+  const Lanes v0 = splat(s[0]), v1 = splat(s[1]), v2 = splat(s[2]), v3 = splat(s[3]);
+  for (index_t l = 0; l < body; l += 4)
+    store_lanes(out + l, load_lanes(out + l) + ((v0 * load_lanes(y0 + l) + v1 * load_lanes(y1 + l)) +
+                                                (v2 * load_lanes(y2 + l) + v3 * load_lanes(y3 + l))));
   for (index_t l = body; l < k; ++l)
     out[l] += (s[0] * static_cast<double>(y0[l]) + s[1] * static_cast<double>(y1[l])) +
               (s[2] * static_cast<double>(y2[l]) + s[3] * static_cast<double>(y3[l]));

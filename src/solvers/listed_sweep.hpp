@@ -44,9 +44,6 @@ struct ListedRows {
 
 namespace detail {
 
-[[gnu::always_inline]] inline void store_lanes(double* to, Lanes v) { std::memcpy(to, &v, sizeof v); }
-[[gnu::always_inline]] inline Lanes splat(double v) { return Lanes{v, v, v, v}; }
-
 /// One pass over component l's listed values z (sp of them, a multiple of 4): with kUpdate, first r += d · z_prev
 /// (the previous component's change); then returns Σ c_q z_q r_q and, in diag, Σ c_q z_q² (c = 1 with
 /// kCommon: the caller scales). Sixteen entries per step in four sets of lanes (q mod 16; a short tail's groups
@@ -194,14 +191,13 @@ double listed_hals_sweep(const T* yt, index_t k, const ListedRows& list, const d
   double* r = buf.r.data();
   double* xd = buf.xd.data();
   for (index_t l = 0; l < k; ++l) xd[l] = static_cast<double>(x[l]);
-  double* wb = weighted != nullptr ? b : nullptr;
   for (index_t q = 0; q < body; q += 4) {
     const index_t* i = list.row + q;
     double wa[4] = {0, 0, 0, 0};
     if (weighted != nullptr)
       for (index_t u = 0; u < 4; ++u) wa[u] = static_cast<double>(weighted[q + u]);
-    detail::store_lanes(r + q, detail::store_transposed(yt + i[0] * k, yt + i[1] * k, yt + i[2] * k, yt + i[3] * k, xd,
-                                                        k, sp, z + q, weighted != nullptr ? wa : nullptr, wb));
+    store_lanes(r + q, detail::store_transposed(yt + i[0] * k, yt + i[1] * k, yt + i[2] * k, yt + i[3] * k, xd, k, sp,
+                                                z + q, weighted != nullptr ? wa : nullptr, b));
   }
   if (body < count) {  // the last group's missing rows are zeros (with w·a 0): they add nothing anywhere
     buf.tail.assign(4 * sk, 0.0);
@@ -212,8 +208,8 @@ double listed_hals_sweep(const T* yt, index_t k, const ListedRows& list, const d
       if (weighted != nullptr) wa[u] = static_cast<double>(weighted[body + u]);
     }
     const double* t = buf.tail.data();
-    detail::store_lanes(r + body, detail::store_transposed(t, t + k, t + 2 * k, t + 3 * k, xd, k, sp, z + body,
-                                                           weighted != nullptr ? wa : nullptr, wb));
+    store_lanes(r + body, detail::store_transposed(t, t + k, t + 2 * k, t + 3 * k, xd, k, sp, z + body,
+                                                   weighted != nullptr ? wa : nullptr, b));
   }
   std::fill(fx, fx + k, 0.0);
   if (full != nullptr) gram_times(full, k, x, k, fx);
