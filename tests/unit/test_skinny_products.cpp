@@ -4,6 +4,7 @@
 // reference backend. Which instruction set ran is printed (AVX-512 where the CPU has it, else AVX2).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -59,8 +60,9 @@ double relative_difference(const std::vector<T>& got, const std::vector<double>&
 struct Case {
   index_t k, m, n;
 };
-const Case kCases[] = {{1, 13, 5},   {7, 257, 11}, {16, 300, 37}, {16, 1, 3},   {33, 129, 14},
-                       {64, 77, 25}, {64, 513, 2}, {5, 1000, 1},  {12, 7, 200}, {24, 40, 197}};
+// m above the row block (1024) with k in several panels exercises the YA product's row blocks.
+const Case kCases[] = {{1, 13, 5},   {7, 257, 11}, {16, 300, 37}, {16, 1, 3},    {33, 129, 14}, {64, 77, 25},
+                       {64, 513, 2}, {5, 1000, 1}, {12, 7, 200},  {24, 40, 197}, {40, 2100, 3}, {16, 2500, 4}};
 
 template <class T>
 class SkinnyTest : public ::testing::Test {};
@@ -155,9 +157,31 @@ TYPED_TEST(SkinnyTest, WideVectorKernelsMatchFloat64Loops) {
         want_t[l + i * c.k] = s;
       }
     backend::cpu::wide_emulated::ya(c.k, c.m, c.n, y.data(), padded, a.data(), lda, T(0), out.data(), ldc);
-    backend::cpu::wide_emulated::xat(c.k, c.m, c.n, x.data(), padded, a.data(), lda, T(0), out_t.data(), ldc);
+    backend::cpu::wide_emulated::xat(c.k, c.m, c.n, x.data(), padded, a.data(), lda, T(0), out_t.data(), ldc, {});
     EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>()) << "ya k=" << c.k << " m=" << c.m;
     EXPECT_LE(relative_difference(out_t, want_t, c.k, c.m, ldc), tolerance<T>()) << "xat k=" << c.k << " m=" << c.m;
+  }
+}
+
+// Fetching the caller's next bytes ahead (the fused pass's next tile) changes nothing in the product, whatever the
+// size of that range against the product's rows.
+TYPED_TEST(SkinnyTest, FetchingAheadGivesTheSameBits) {
+  using T = TypeParam;
+  unsigned seed = 3000;
+  const std::vector<char> next(100000, 1);
+  for (const Case& c : kCases) {
+    const index_t ldx = c.k, lda = c.m;
+    const auto x = random_values<T>(static_cast<std::size_t>(ldx * c.n), seed++);
+    const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+    const auto start = random_values<T>(static_cast<std::size_t>(c.k * c.m), seed++);
+    auto plain = start;
+    backend::cpu::skinny_xat<T>(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, T(1), plain.data(), c.k);
+    for (const index_t bytes : {index_t{1}, index_t{64}, index_t{4097}, index_t{100000}}) {
+      auto ahead = start;
+      backend::cpu::skinny_xat<T>(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, T(1), ahead.data(), c.k,
+                                  backend::cpu::Ahead{next.data(), bytes});
+      EXPECT_EQ(ahead, plain) << "k=" << c.k << " m=" << c.m << " n=" << c.n << " ahead " << bytes << " bytes";
+    }
   }
 }
 
@@ -188,6 +212,8 @@ TYPED_TEST(SkinnyTest, FusedPassMatchesReference) {
       ref.row_sums(wt.view(), ysum.data());
       const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.0, 0.0);
       DenseMatrix<T> h_ref = h0, h_cpu = h0, other_ref(k, m), other_cpu(k, m), gx_ref(k, k), gx_cpu(k, k);
+      // Without `accumulate` the pass overwrites other_numer (the dense products' first tile writes it).
+      std::fill(other_cpu.data(), other_cpu.data() + k * m, std::numeric_limits<T>::quiet_NaN());
       const MatrixRef<T> ar{a.view()};
       ASSERT_EQ(cpu.fused_side(ar), backend::Side::H);
       const auto s_ref = ref.fused_pass(ar, backend::Side::H, rule, h_ref.view(), wt.view(), gy.view(), ysum.data(),
@@ -200,6 +226,13 @@ TYPED_TEST(SkinnyTest, FusedPassMatchesReference) {
       EXPECT_LE(test::max_relative_difference(other_cpu, other_ref), tol) << what;
       EXPECT_LE(test::max_relative_difference(gx_cpu, gx_ref), tol) << what;
       EXPECT_NEAR(s_cpu.cross, s_ref.cross, tol * std::abs(s_ref.cross)) << what;
+      // A second pass with `accumulate` adds its products to what other_numer holds.
+      static_cast<void>(ref.fused_pass(ar, backend::Side::H, rule, h_ref.view(), wt.view(), gy.view(), ysum.data(),
+                                       other_ref.view(), gx_ref.view(), true));
+      static_cast<void>(cpu.fused_pass(ar, backend::Side::H, rule, h_cpu.view(), wt.view(), gy.view(), ysum.data(),
+                                       other_cpu.view(), gx_cpu.view(), true));
+      EXPECT_LE(test::max_relative_difference(other_cpu, other_ref), tol) << what << " accumulated";
+      EXPECT_LE(test::max_relative_difference(gx_cpu, gx_ref), tol) << what << " accumulated";
     }
   }
 }

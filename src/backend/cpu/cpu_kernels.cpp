@@ -307,9 +307,10 @@ void dense_ya(index_t k, index_t m, index_t n, CView<T> y, const T* a, index_t l
 
 // out (k x m) = beta·out + X·Aᵀ for a dense A (m x n, lda). Serial.
 template <class T>
-void dense_xat(index_t k, index_t m, index_t n, CView<T> x, const T* a, index_t lda, T beta, T* out, index_t ldo) {
+void dense_xat(index_t k, index_t m, index_t n, CView<T> x, const T* a, index_t lda, T beta, T* out, index_t ldo,
+               cpu::Ahead ahead = {}) {
   if (cpu::skinny_pays<T>(k)) {
-    cpu::skinny_xat(k, m, n, x.data, x.ld, a, lda, beta, out, ldo);
+    cpu::skinny_xat(k, m, n, x.data, x.ld, a, lda, beta, out, ldo, ahead);
   } else {
     blas::gemm(false, true, as_int(k), as_int(m), as_int(n), T(1), x.data, ld_of(x.ld), a, ld_of(lda), beta, out,
                ld_of(ldo));
@@ -601,7 +602,14 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
           if (kl) {
             mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
           } else if (m_rows > 0) {
-            dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld);
+            // The slot's next tile, fetched while this product works on the tile in cache.
+            cpu::Ahead ahead;
+            if (tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {
+              const T* next = d.data + last * d.ld;
+              ahead = {reinterpret_cast<const char*>(next),
+                       static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};
+            }
+            dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld, ahead);
           }
         } else {
           const auto& s = std::get<CsrView<T>>(a);

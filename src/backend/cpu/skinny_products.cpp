@@ -99,7 +99,7 @@ void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T
 
 template <class T>
 void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
-                index_t ldd) {
+                index_t ldd, Ahead ahead) {
   if (!skinny_takes(k)) throw UsageError("skinny_xat: rank " + std::to_string(k) + " is not taken");
   if (m == 0) return;
   if (n == 0) {
@@ -111,9 +111,9 @@ void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const 
   std::vector<T> buffer;
   const T* p = packed(k, n, x, ldx, padded, buffer);
   if (isa() == Isa::avx512)
-    avx512::xat(k, m, n, p, padded, a, lda, beta, d, ldd);
+    avx512::xat(k, m, n, p, padded, a, lda, beta, d, ldd, ahead);
   else
-    avx2::xat(k, m, n, p, padded, a, lda, beta, d, ldd);
+    avx2::xat(k, m, n, p, padded, a, lda, beta, d, ldd, ahead);
 }
 
 template void skinny_ya<float>(index_t, index_t, index_t, const float*, index_t, const float*, index_t, float, float*,
@@ -121,8 +121,8 @@ template void skinny_ya<float>(index_t, index_t, index_t, const float*, index_t,
 template void skinny_ya<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t, double,
                                 double*, index_t);
 template void skinny_xat<float>(index_t, index_t, index_t, const float*, index_t, const float*, index_t, float, float*,
-                                index_t);
+                                index_t, Ahead);
 template void skinny_xat<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t, double,
-                                 double*, index_t);
+                                 double*, index_t, Ahead);
 
 }  // namespace dnmf::backend::cpu

@@ -33,10 +33,21 @@ template <class T>
 void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T* a, index_t lda, T beta, T* c,
                index_t ldc);
 
+/// Bytes the caller reads next (the fused pass's next tile of A). skinny_xat, whose A is already in cache there,
+/// requests them a share at a time while it computes, so that their fetch from memory overlaps its arithmetic
+/// instead of stalling the next product. Nothing by default.
+struct Ahead {
+  const char* data = nullptr;
+  index_t bytes = 0;
+};
+
+/// Bytes per cache line, the unit in which Ahead is requested.
+constexpr index_t kLineBytes = 64;
+
 /// D (k x m, ldd) = beta·D + X (k x n, ldx) · Aᵀ, A (m x n, column-major, lda). beta == 0 overwrites D.
 template <class T>
 void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
-                index_t ldd);
+                index_t ldd, Ahead ahead = {});
 
 // One set of entry points per instruction set (skinny_avx2.cpp, skinny_avx512.cpp). The k-wide operand comes
 // packed: column stride a multiple of the set's lanes, rows k..stride zero.
@@ -47,9 +58,9 @@ void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const 
   void ya(index_t k, index_t m, index_t n, const float* p, index_t ldp, const float* a, index_t lda, float beta,     \
           float* c, index_t ldc);                                                                                    \
   void xat(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda, double beta, \
-           double* d, index_t ldd);                                                                                  \
+           double* d, index_t ldd, Ahead ahead);                                                                     \
   void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,    \
-           float* d, index_t ldd);                                                                                   \
+           float* d, index_t ldd, Ahead ahead);                                                                      \
   }
 DNMF_SKINNY_DECLARE(avx2)
 DNMF_SKINNY_DECLARE(avx512)
