@@ -571,6 +571,7 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   std::vector<std::vector<T>> gram_slots(to_size(slots), std::vector<T>(to_size(k * k), T(0)));
   std::vector<FusedSums> partial(to_size(slots));
   if (!accumulate) fill(other_numer, T(0));
+  const bool fetch_ahead = sizeof(T) == 8 && k >= 16;
 
 #pragma omp parallel if (slots > 1 && parallel_worth(work))
   {
@@ -602,9 +603,12 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
           if (kl) {
             mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
           } else if (m_rows > 0) {
-            // The slot's next tile, fetched while this product works on the tile in cache.
+            // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
+            // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62
+            // GFLOP/s against 101 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
+            // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
             cpu::Ahead ahead;
-            if (tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {
+            if (fetch_ahead && tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {
               const T* next = d.data + last * d.ld;
               ahead = {reinterpret_cast<const char*>(next),
                        static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};

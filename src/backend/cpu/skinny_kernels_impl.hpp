@@ -172,18 +172,23 @@ void xat_panel(const T* x, index_t ldx, const T* a, index_t lda, index_t m, inde
                index_t rows_left, bool first, T beta, Ahead ahead) {
   constexpr int NC = 12 / RV;
   const index_t lines = (ahead.bytes + kLineBytes - 1) / kLineBytes;
+  // A share of the next operand after each block, so that its fetch from memory overlaps this product's arithmetic.
+  const index_t share = (lines * NC + m - 1) / m;
+  index_t fetched = 0;
   index_t i = 0;
   for (; i + NC <= m; i += NC) {
     xat_block<T, VL, RV, NC>(x, ldx, a + i, lda, j0, j1, d + i * ldd, ldd, rows_left, first, beta);
-    // A share of the next operand after each block, so that its fetch from memory overlaps this product's
-    // arithmetic.
-    if (lines > 0) fetch_lines(ahead.data, lines * i / m, lines * (i + NC) / m);
+    if (fetched < lines) {
+      const index_t upto = fetched + share < lines ? fetched + share : lines;
+      fetch_lines(ahead.data, fetched, upto);
+      fetched = upto;
+    }
   }
   if (i < m)
     with_count<NC>(static_cast<int>(m - i), [&](auto rows) {
       xat_block<T, VL, RV, decltype(rows)::value>(x, ldx, a + i, lda, j0, j1, d + i * ldd, ldd, rows_left, first, beta);
     });
-  if (lines > 0) fetch_lines(ahead.data, lines * (m - m % NC) / m, lines);
+  fetch_lines(ahead.data, fetched, lines);
 }
 
 // Rows of A per block of the YA product when k takes several panels: the block of A is read once per panel, and
