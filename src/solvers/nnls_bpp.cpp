@@ -19,6 +19,7 @@
 #include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
 #include "solvers/nnls_buffers.hpp"
+#include "util/parallel_loops.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -108,22 +109,6 @@ bool worth_threads(double flops) { return flops >= kParallelFlops; }
 // finiteness check of B): about four operations per entry.
 bool worth_threads_per_entry(double entries) { return worth_threads(4.0 * entries); }
 
-// Σ count(j) over j < n, on the team when `parallel`, else in a plain loop. The plain loop enters no OpenMP
-// construct at all: a region whose if clause is false still costs libgomp a team's setup and teardown, about a
-// microsecond, and the masked solver calls nnls_bpp once per column (six such regions per call were most of a
-// masked BPP iteration's time).
-template <class Count>
-index_t count_columns(index_t n, bool parallel, Count&& count) {
-  index_t total = 0;
-  if (!parallel) {
-    for (index_t j = 0; j < n; ++j) total += count(j);
-    return total;
-  }
-#pragma omp parallel for schedule(static) reduction(+ : total)
-  for (index_t j = 0; j < n; ++j) total += count(j);
-  return total;
-}
-
 template <class T>
 void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseView<T> x) {
   auto shape = [](const char* name, index_t r, index_t c) {
@@ -158,7 +143,7 @@ void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseVi
     // Counted in parallel first (B has k x n entries, and a serial scan idled the other threads); only a bad
     // matrix is scanned again, in order, for the first offending entry.
     const bool parallel = worth_threads_per_entry(static_cast<double>(m.rows) * static_cast<double>(m.cols));
-    const index_t bad = count_columns(m.cols, parallel, [&](index_t j) {
+    const index_t bad = util::count_over(m.cols, parallel, [&](index_t j) {
       index_t column_bad = 0;
       for (index_t i = 0; i < m.rows; ++i) column_bad += std::isfinite(m(i, j)) ? 0 : 1;
       return column_bad;
@@ -490,7 +475,7 @@ class Pivoting {
   // Scales B's columns and starts each passive set at X's positive live entries.
   template <class T>
   void load(DenseView<const T> B, DenseView<T> X) {
-    count_columns(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
+    util::for_each_index(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
       double* bj = bs_.data() + j * k_;
       Word* pj = passive_.data() + j * words_;
       for (index_t i = 0; i < k_; ++i) bj[i] = s_.live[i] ? static_cast<double>(B(i, j)) * s_.inv_d[i] : 0.0;
@@ -502,7 +487,6 @@ class Pivoting {
         pj[w] = word;
       }
       state_[j].ninf = static_cast<int>(k_) + 1;  // beta = k + 1
-      return index_t{0};
     });
   }
 
@@ -526,20 +510,21 @@ class Pivoting {
   template <class T>
   void store(DenseView<T> X) const {
     const double t_max = static_cast<double>(std::numeric_limits<T>::max());
-    stats_.nonfinite_zeroed += count_columns(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
-      const double* zj = z_.data() + j * k_;
-      bool finite = true;
-      for (index_t i = 0; i < k_; ++i) {
-        // Accepted infeasibilities are below kFeasTol and clamp to zero.
-        const double v = s_.live[i] ? std::max(zj[i], 0.0) * s_.inv_d[i] : 0.0;
-        const bool ok = v <= t_max;  // false for NaN too
-        finite = finite && ok;
-        X(i, j) = ok ? static_cast<T>(v) : T(0);
-      }
-      if (finite) return index_t{0};
-      for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
-      return index_t{1};
-    });
+    stats_.nonfinite_zeroed +=
+        util::count_over(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
+          const double* zj = z_.data() + j * k_;
+          bool finite = true;
+          for (index_t i = 0; i < k_; ++i) {
+            // Accepted infeasibilities are below kFeasTol and clamp to zero.
+            const double v = s_.live[i] ? std::max(zj[i], 0.0) * s_.inv_d[i] : 0.0;
+            const bool ok = v <= t_max;  // false for NaN too
+            finite = finite && ok;
+            X(i, j) = ok ? static_cast<T>(v) : T(0);
+          }
+          if (finite) return index_t{0};
+          for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
+          return index_t{1};
+        });
   }
 
  private:
@@ -650,7 +635,7 @@ class Pivoting {
       for (index_t gi = 0; gi < ngroups; ++gi)
         solve_group(gi, workspaces_[to_size(thread_id())], factorised, retries, backups, zeroed, round_shift,
                     round_growth);
-    } else {  // no OpenMP construct (count_columns says why); a serial call has one workspace for certain
+    } else {  // no OpenMP construct (util/parallel_loops.hpp says why); a serial call has one workspace for certain
       for (index_t gi = 0; gi < ngroups; ++gi)
         solve_group(gi, workspaces_.front(), factorised, retries, backups, zeroed, round_shift, round_growth);
     }

@@ -15,6 +15,7 @@
 #include "backend/tiles.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/index.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::backend {
 namespace {
@@ -241,13 +242,13 @@ KlSums dense_kl(const DenseView<const T>& d, Side side, CView<T> wt, CView<T> h,
 template <class T>
 void reduce_into(View<T> dst, const std::vector<std::vector<T>>& privates) {
   if (privates.empty()) return;
-#pragma omp parallel for schedule(static) if (parallel_worth(dst.size() * static_cast <index_t>(privates.size())))
-  for (index_t c = 0; c < dst.cols; ++c)
+  util::for_each_index(dst.cols, parallel_worth(dst.size() * static_cast<index_t>(privates.size())), [&](index_t c) {
     for (const auto& priv : privates) {
       const T* src = priv.data() + c * dst.rows;
       T* out = dst.data + c * dst.ld;
       for (index_t l = 0; l < dst.rows; ++l) out[l] += src[l];
     }
+  });
 }
 
 // The slots' private accumulators, kept per calling thread between calls: freed and allocated again every
@@ -279,9 +280,9 @@ std::array<double, N> ordered_sums(index_t count, index_t work, Add add) {
   const index_t per_block = std::max<index_t>((count + kBlocks - 1) / kBlocks, 1);
   const index_t blocks = (count + per_block - 1) / per_block;
   std::vector<std::array<double, N>> partial(to_size(blocks), std::array<double, N>{});
-#pragma omp parallel for schedule(static) if (parallel_worth(work))
-  for (index_t b = 0; b < blocks; ++b)
+  util::for_each_index(blocks, parallel_worth(work), [&](index_t b) {
     for (index_t i = b * per_block; i < std::min(count, (b + 1) * per_block); ++i) add(i, partial[to_size(b)]);
+  });
   std::array<double, N> total{};
   for (const auto& p : partial)
     for (std::size_t q = 0; q < N; ++q) total[q] += p[q];
@@ -414,20 +415,19 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
   const auto chunks = csr_chunks(s);
   const auto n_chunks = static_cast<index_t>(chunks.size()) - 1;
   if (side == Side::W) {
-#pragma omp parallel for schedule(dynamic, 1) if (parallel_worth(k * s.nnz()))
-    for (index_t c = 0; c < n_chunks; ++c) csr_gather(s, y, out, beta, chunks[c], chunks[c + 1]);
+    util::for_each_index_dynamic(n_chunks, parallel_worth(k * s.nnz()),
+                                 [&](index_t c) { csr_gather(s, y, out, beta, chunks[c], chunks[c + 1]); });
     return;
   }
   scale_columns(out, beta, 0, out.cols);
   const index_t slots = slot_count(n_chunks, static_cast<double>(k * out.cols) * sizeof(T),
                                    static_cast<double>(k) * static_cast<double>(s.nnz()), sizeof(T));
   std::vector<std::vector<T>>& privates = slot_buffers<T>(slots - 1);
-#pragma omp parallel for schedule(dynamic, 1) if (slots > 1 && parallel_worth(k * s.nnz()))
-  for (index_t slot = 0; slot < slots; ++slot) {
+  util::for_each_index_dynamic(slots, slots > 1 && parallel_worth(k * s.nnz()), [&](index_t slot) {
     const View<T> acc = slot_accumulator(out, privates, slot);
     for (index_t c = slot_begin(slot, slots, n_chunks); c < slot_begin(slot + 1, slots, n_chunks); ++c)
       csr_scatter(s, y, acc.data, acc.ld, chunks[c], chunks[c + 1]);
-  }
+  });
   reduce_into(out, privates);
 }
 
@@ -514,8 +514,8 @@ void CpuKernels<T>::gram(CView<T> x, View<T> g, T beta) {
 
 template <class T>
 void CpuKernels<T>::fill(View<T> x, T value) {
-#pragma omp parallel for schedule(static) if (parallel_worth(x.size()))
-  for (index_t c = 0; c < x.cols; ++c) std::fill(x.data + c * x.ld, x.data + c * x.ld + x.rows, value);
+  util::for_each_index(x.cols, parallel_worth(x.size()),
+                       [&](index_t c) { std::fill(x.data + c * x.ld, x.data + c * x.ld + x.rows, value); });
 }
 
 template <class T>
@@ -539,9 +539,9 @@ int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CVi
   if (rule.algorithm == Algorithm::bpp) return update_columns(rule, x, numer, g, y_row_sums, 0, x.cols);
   constexpr index_t chunk = 64;
   const index_t n_chunks = (x.cols + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (parallel_worth(x.size() * x.rows))
-  for (index_t c = 0; c < n_chunks; ++c)
+  util::for_each_index(n_chunks, parallel_worth(x.size() * x.rows), [&](index_t c) {
     update_columns(rule, x, numer, g, y_row_sums, c * chunk, std::min(x.cols, (c + 1) * chunk));
+  });
   return 0;
 }
 
