@@ -20,6 +20,7 @@
 #include "dnmf/nnls.hpp"
 #include "solvers/nnls_buffers.hpp"
 #include "util/parallel_loops.hpp"
+#include "util/radix_sort.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -245,7 +246,8 @@ struct ColumnState {
 struct PivotingStore {
   std::vector<double> bs, z;
   std::vector<Word> passive;
-  std::vector<std::uint64_t> keys;  // passive set and column of each active column in one word (k <= 32)
+  std::vector<std::uint64_t> keys;         // passive set and column of each active column in one word (k <= 32)
+  std::vector<std::uint64_t> key_scratch;  // the radix sort's second buffer
   std::vector<ColumnState> state;
   std::vector<Workspace> workspaces;
   std::vector<index_t> active, group_start;
@@ -454,7 +456,8 @@ class Pivoting {
         workspaces_(store.workspaces),
         active_(store.active),
         group_start_(store.group_start),
-        keys_(store.keys) {
+        keys_(store.keys),
+        key_scratch_(store.key_scratch) {
     bs_.assign(to_size(k_ * n), 0.0);
     z_.assign(to_size(k_ * n), 0.0);
     passive_.assign(to_size(words_ * n), 0);
@@ -594,12 +597,12 @@ class Pivoting {
 
   // The same order for k <= 32: a passive set then fits the high half of a word and the column the low half, so
   // one sort of contiguous integers replaces an indirect comparison of two passive rows (5% of a sparse BPP
-  // iteration before).
+  // iteration before), and it is a radix sort (std::sort's comparisons were then 6% of the iteration).
   void group_by_packed_key() {
     keys_.resize(active_.size());
     for (std::size_t c = 0; c < active_.size(); ++c)
       keys_[c] = (passive_[to_size(active_[c])] << 32) | static_cast<std::uint64_t>(active_[c]);
-    std::sort(keys_.begin(), keys_.end());
+    util::radix_sort(keys_, key_scratch_);
     group_start_.clear();
     constexpr std::uint64_t kColumnBits = 0xFFFFFFFFu;
     for (std::size_t c = 0; c < keys_.size(); ++c) {
@@ -787,6 +790,7 @@ class Pivoting {
   std::vector<index_t>& active_;
   std::vector<index_t>& group_start_;
   std::vector<std::uint64_t>& keys_;
+  std::vector<std::uint64_t>& key_scratch_;
   double base_growth_ = 1;
   index_t base_lead_ = -1;  // passive count whose factor leads the one choose_base_growth left in thread 0's ws
   index_t base_size_ = 0;   // that factor's order (its leading dimension)
