@@ -185,6 +185,22 @@ TYPED_TEST(SkinnyTest, FetchingAheadGivesTheSameBits) {
   }
 }
 
+// The block width callers cut their tiles by: a whole number of blocks fills the kernel's accumulator registers.
+TYPED_TEST(SkinnyTest, BlockColumnsFillTheAccumulators) {
+  using T = TypeParam;
+  for (index_t k = 1; k <= backend::cpu::kSkinnyMaxRank; ++k) {
+    const index_t block = backend::cpu::skinny_block_columns<T>(k);
+    if (!backend::cpu::skinny_pays<T>(k)) {
+      EXPECT_EQ(block, 1) << "k=" << k;
+      continue;
+    }
+    EXPECT_GE(block, backend::cpu::kAccumulators / 4) << "k=" << k;
+    EXPECT_EQ(backend::cpu::kAccumulators % block, 0) << "k=" << k;
+  }
+  EXPECT_EQ(backend::cpu::skinny_block_columns<T>(0), 1);
+  EXPECT_EQ(backend::cpu::skinny_block_columns<T>(backend::cpu::kSkinnyMaxRank + 1), 1);
+}
+
 TYPED_TEST(SkinnyTest, RanksAboveTheLimitAreRefused) {
   using T = TypeParam;
   EXPECT_FALSE(backend::cpu::skinny_takes(backend::cpu::kSkinnyMaxRank + 1));

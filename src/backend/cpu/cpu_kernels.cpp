@@ -555,7 +555,15 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   }
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
-  const double tile_work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
+  double tile_work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
+  if (dense) {
+    // Whole kernel blocks per tile: a 1 MiB tile of 4000 rows has 32 columns, and its last 2 went through a
+    // 2-column block at half the rate (k = 16, f64, AVX-512: blocks of 6).
+    const index_t rows = std::max<index_t>(std::get<DenseView<const T>>(a).rows, 1);
+    const index_t block = cpu::skinny_block_columns<T>(k);
+    const auto width = static_cast<index_t>(tile_work / static_cast<double>(rows));
+    if (width > block) tile_work = (static_cast<double>(width / block * block) + 0.5) * static_cast<double>(rows);
+  }
   // A sparse row costs ~4k flops per stored entry (gather and scatter) and ~k² or more for its factor column's
   // update: k entries' worth. Counting rows as one entry left the slot with the many short rows of a power-law
   // matrix twice the work of the other (text-like 10000x5000: 2 threads slower than 1).
@@ -604,8 +612,8 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
             mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
           } else if (m_rows > 0) {
             // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
-            // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62
-            // GFLOP/s against 101 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
+            // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62-75
+            // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
             // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
             cpu::Ahead ahead;
             if (fetch_ahead && tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {

@@ -144,14 +144,14 @@ inline void with_count(int count, F&& f) {
   f(Count<N>{});
 }
 
-// The accumulator shapes: RV vectors of k by NC columns, RV·NC = 12, and one block as wide as the columns left
-// over. Those ran one column at a time before: with RV chains of dependent FMAs only, the last 8 of a 32-column
-// tile took as long as the 24 before them (f32, AVX-512, k = 16). Each entry's sum runs in the same order at
+// The accumulator shapes: RV vectors of k by NC columns, RV·NC = kAccumulators, and one block as wide as the columns
+// left over. Those ran one column at a time before: with RV chains of dependent FMAs only, the last 8 of a 32-column
+// tile took twice as long as the 24 before them (f32, AVX-512, k = 16). Each entry's sum runs in the same order at
 // any block width.
 template <class T, int VL, int RV>
 void ya_panel(const T* p, index_t ldp, const T* a, index_t lda, index_t n, index_t i0, index_t i1, T* c, index_t ldc,
               index_t rows_left, bool first, T beta) {
-  constexpr int NC = 12 / RV;
+  constexpr int NC = kAccumulators / RV;
   index_t j = 0;
   for (; j + NC <= n; j += NC)
     ya_block<T, VL, RV, NC>(p, ldp, a + j * lda, lda, i0, i1, c + j * ldc, ldc, rows_left, first, beta);
@@ -170,7 +170,7 @@ inline void fetch_lines(const char* ahead, index_t line0, index_t line1) {
 template <class T, int VL, int RV>
 void xat_panel(const T* x, index_t ldx, const T* a, index_t lda, index_t m, index_t j0, index_t j1, T* d, index_t ldd,
                index_t rows_left, bool first, T beta, Ahead ahead) {
-  constexpr int NC = 12 / RV;
+  constexpr int NC = kAccumulators / RV;
   const index_t lines = (ahead.bytes + kLineBytes - 1) / kLineBytes;
   // A share of the next operand after each block, so that its fetch from memory overlaps this product's arithmetic.
   const index_t share = (lines * NC + m - 1) / m;

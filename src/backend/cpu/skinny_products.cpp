@@ -76,6 +76,14 @@ bool skinny_pays(index_t k) {
 template bool skinny_pays<float>(index_t);
 template bool skinny_pays<double>(index_t);
 
+template <class T>
+index_t skinny_block_columns(index_t k) {
+  if (!skinny_pays<T>(k)) return 1;
+  return kAccumulators / ((k + lanes<T>() - 1) / lanes<T>());
+}
+template index_t skinny_block_columns<float>(index_t);
+template index_t skinny_block_columns<double>(index_t);
+
 void skinny_use_blas(bool use_blas) { blas_forced.store(use_blas, std::memory_order_relaxed); }
 
 template <class T>

@@ -25,6 +25,15 @@ bool skinny_takes(index_t k);
 template <class T>
 bool skinny_pays(index_t k);
 
+/// Accumulator registers of the kernels' blocks: RV vectors of k by NC columns (or rows of A), RV·NC of them.
+constexpr int kAccumulators = 12;
+
+/// Columns of A in one full block of the WᵀA kernel at rank k (1 where the kernels do not pay): callers that cut
+/// A into tiles make the widths a multiple of it, so that no tile ends in a narrower block, which runs fewer
+/// independent chains of multiply-adds at a time.
+template <class T>
+index_t skinny_block_columns(index_t k);
+
 /// For benchmarks comparing both in one run: true sends every product to BLAS until called with false.
 void skinny_use_blas(bool use_blas);
 
