@@ -562,7 +562,8 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
     const index_t rows = std::max<index_t>(std::get<DenseView<const T>>(a).rows, 1);
     const index_t block = cpu::skinny_block_columns<T>(k);
     const auto width = static_cast<index_t>(tile_work / static_cast<double>(rows));
-    if (width > block) tile_work = (static_cast<double>(width / block * block) + 0.5) * static_cast<double>(rows);
+    const index_t whole_blocks = width / block * block;
+    if (width > block) tile_work = (static_cast<double>(whole_blocks) + 0.5) * static_cast<double>(rows);
   }
   // A sparse row costs ~4k flops per stored entry (gather and scatter) and ~k² or more for its factor column's
   // update: k entries' worth. Counting rows as one entry left the slot with the many short rows of a power-law
