@@ -555,11 +555,12 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   }
   const bool kl = rule.algorithm == Algorithm::kl;
   const index_t k = x.rows;
+  const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
   double tile_work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
   if (dense) {
     // Whole kernel blocks per tile: a 1 MiB tile of 4000 rows has 32 columns, and its last 2 went through a
     // 2-column block at half the rate (k = 16, f64, AVX-512: blocks of 6).
-    const index_t rows = std::max<index_t>(std::get<DenseView<const T>>(a).rows, 1);
+    const index_t rows = std::max<index_t>(m_rows, 1);
     const index_t block = cpu::skinny_block_columns<T>(k);
     const auto width = static_cast<index_t>(tile_work / static_cast<double>(rows));
     const index_t whole_blocks = width / block * block;
@@ -572,7 +573,6 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-  const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
   const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
   const index_t slots =
       slot_count(n_tiles, static_cast<double>(k * other_numer.cols) * sizeof(T), static_cast<double>(work), sizeof(T));
