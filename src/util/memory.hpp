@@ -5,7 +5,7 @@
 
 namespace dnmf::util {
 
-/// Peak resident set size of this process in bytes (getrusage), 0 where unknown.
+/// Peak resident set size of this program since its exec, in bytes (VmHWM, else getrusage), 0 where unknown.
 std::int64_t peak_rss_bytes();
 
 }  // namespace dnmf::util
