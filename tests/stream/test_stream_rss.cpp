@@ -209,11 +209,20 @@ TEST_F(RssPromise, MappedTilesSmallerThanAFolioOfAColdFileStayWithinTheBudget) {
   const std::string marker = "needs at least ";
   const std::size_t at = refused.output.find(marker);
   ASSERT_NE(at, std::string::npos) << refused.output;
-  const long long minimum = std::stoll(refused.output.substr(at + marker.size()));
-  const long long budget = minimum + (64LL << 10);
-  ASSERT_GE(m * n * 8, 8 * budget);
-  evict_from_page_cache(path("cold.npy"));
-  const Child child = run_child({DNMF_RSS_PROBE, path("cold.npy"), std::to_string(budget), "4", "2"}, path("c.txt"));
+  long long minimum = std::stoll(refused.output.substr(at + marker.size()));
+  // The minimum includes the RSS the process measures at planning time, which can differ between two runs by
+  // more than 64 KiB (CI saw 1.1 MiB in a CLI run); a run refused for that is retried at its own minimum.
+  long long budget = 0;
+  Child child;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    budget = minimum + (64LL << 10);
+    ASSERT_GE(m * n * 8, 8 * budget);
+    evict_from_page_cache(path("cold.npy"));
+    child = run_child({DNMF_RSS_PROBE, path("cold.npy"), std::to_string(budget), "4", "2"}, path("c.txt"), true);
+    const std::size_t again = child.output.find(marker);
+    if ((WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) || again == std::string::npos) break;
+    minimum = std::stoll(child.output.substr(again + marker.size()));
+  }
   ASSERT_TRUE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) << child.output;
   EXPECT_NE(child.output.find("streamed=1"), std::string::npos) << child.output;
   EXPECT_LE(static_cast<double>(child.peak_rss), 1.05 * static_cast<double>(budget))
