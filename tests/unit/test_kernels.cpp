@@ -1,7 +1,9 @@
 // Every cpu kernel against the reference backend, on random shapes including empty and one-wide ones.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <tuple>
+#include <type_traits>
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/reference/reference_kernels.hpp"
@@ -182,6 +184,30 @@ TYPED_TEST(KernelsTest, StatsMatchReference) {
       EXPECT_NEAR(c.sum, r.sum, 1e-9 * (1 + r.sum)) << layout;
       EXPECT_NEAR(c.squared_norm, r.squared_norm, 1e-9 * (1 + r.squared_norm)) << layout;
     });
+}
+
+// Larger than one piece of the CSR sums (4096 stored values) and with columns not a multiple of the eight running
+// sums: the pieces, their tails and the blocks above them against the reference, and the same bits on 1 and 2
+// threads.
+TYPED_TEST(KernelsTest, StatsOverManyPiecesMatchReferenceOnAnyThreadCount) {
+  using T = TypeParam;
+  const DenseMatrix<T> dense = test::random_dense<T>(151, 173, 7, 0.4);
+  const CsrMatrix<T> csr = test::to_csr(dense);
+  ASSERT_GT(csr.view().nnz(), 2 * 4096);
+  for (const MatrixRef<T>& a : {MatrixRef<T>{dense.view()}, MatrixRef<T>{csr.view()}}) {
+    const auto r = this->ref.stats(a);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const auto one = this->cpu.stats(a);
+    omp_set_num_threads(2);
+    const auto two = this->cpu.stats(a);
+    omp_set_num_threads(threads);
+    const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-12;
+    EXPECT_NEAR(one.sum, r.sum, tol * r.sum);
+    EXPECT_NEAR(one.squared_norm, r.squared_norm, tol * r.squared_norm);
+    EXPECT_EQ(one.sum, two.sum);
+    EXPECT_EQ(one.squared_norm, two.squared_norm);
+  }
 }
 
 }  // namespace

@@ -281,12 +281,41 @@ std::array<double, N> ordered_sums(index_t count, index_t work, Add add) {
   const index_t blocks = (count + per_block - 1) / per_block;
   std::vector<std::array<double, N>> partial(to_size(blocks), std::array<double, N>{});
   util::for_each_index(blocks, parallel_worth(work), [&](index_t b) {
-    for (index_t i = b * per_block; i < std::min(count, (b + 1) * per_block); ++i) add(i, partial[to_size(b)]);
+    // A local sum, stored once: added into partial[b] directly, every addition was a load and a store (the
+    // compiler cannot tell that the items' values never alias it), a chain through memory per item.
+    std::array<double, N> acc{};
+    for (index_t i = b * per_block; i < std::min(count, (b + 1) * per_block); ++i) add(i, acc);
+    partial[to_size(b)] = acc;
   });
   std::array<double, N> total{};
   for (const auto& p : partial)
     for (std::size_t q = 0; q < N; ++q) total[q] += p[q];
   return total;
+}
+
+// Σ v and Σ v² over x[0, n), in double: eight running sums each (entry i goes to sum i mod 8, the tail to the
+// first), added pairwise. One running sum waits on the previous addition for every entry (4 cycles), which made
+// the statistics of a dense 4000x3000 cost more than an iteration.
+template <class T>
+std::array<double, 2> column_sums(const T* x, index_t n) {
+  constexpr index_t kWays = 8;  // the pairwise sum below adds eight
+  double s[kWays] = {}, q[kWays] = {};
+  index_t i = 0;
+  for (; i + kWays <= n; i += kWays)
+    for (index_t t = 0; t < kWays; ++t) {
+      const auto v = static_cast<double>(x[i + t]);
+      s[t] += v;
+      q[t] += v * v;
+    }
+  for (; i < n; ++i) {
+    const auto v = static_cast<double>(x[i]);
+    s[0] += v;
+    q[0] += v * v;
+  }
+  const auto pairwise = [](const double* p) {
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  };
+  return {pairwise(s), pairwise(q)};
 }
 
 template <class T>
@@ -480,20 +509,20 @@ MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
   std::array<double, 2> sums{};
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
     sums = ordered_sums<2>(d->cols, d->rows * d->cols, [&](index_t j, std::array<double, 2>& acc) {
-      for (index_t i = 0; i < d->rows; ++i) {
-        const double v = static_cast<double>((*d)(i, j));
-        acc[0] += v;
-        acc[1] += v * v;
-      }
+      const auto column = column_sums(d->data + j * d->ld, d->rows);
+      acc[0] += column[0];
+      acc[1] += column[1];
     });
   } else {
     const auto& s = std::get<CsrView<T>>(a);
     const index_t first = s.rows > 0 ? s.indptr[0] : 0;
     const index_t nnz = s.nnz();
-    sums = ordered_sums<2>(nnz, nnz, [&](index_t p, std::array<double, 2>& acc) {
-      const double v = static_cast<double>(s.values[first + p]);
-      acc[0] += v;
-      acc[1] += v * v;
+    constexpr index_t kPiece = 4096;  // stored values per call of column_sums: a fixed cut, the same for any threads
+    sums = ordered_sums<2>((nnz + kPiece - 1) / kPiece, nnz, [&](index_t p, std::array<double, 2>& acc) {
+      const index_t begin = p * kPiece;
+      const auto piece = column_sums(s.values + first + begin, std::min(kPiece, nnz - begin));
+      acc[0] += piece[0];
+      acc[1] += piece[1];
     });
   }
   return {sums[0], sums[1]};
