@@ -18,6 +18,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
+#include "solvers/lanes.hpp"
 #include "solvers/nnls_buffers.hpp"
 #include "util/parallel_loops.hpp"
 #include "util/radix_sort.hpp"
@@ -74,20 +75,58 @@ bool cholesky(double* a, index_t m, const double* min_pivot) {
 }
 
 // Solves L L' x = r in place for the m x m factor left by cholesky(), stored with leading dimension ld (the
-// leading block of a larger factor is the factor of the leading submatrix).
+// leading block of a larger factor is the factor of the leading submatrix). Every update is one fused
+// multiply-add, written out: left to the compiler, which ones fuse depended on how it vectorised each loop, and
+// cholesky_solve4 must round as this does.
 void cholesky_solve(const double* l, index_t m, index_t ld, double* x) {
   for (index_t j = 0; j < m; ++j) {
     const double* cj = l + j * ld;
     const double xj = x[j] / cj[j];
     x[j] = xj;
     if (xj == 0) continue;
-    for (index_t i = j + 1; i < m; ++i) x[i] -= cj[i] * xj;
+    for (index_t i = j + 1; i < m; ++i) x[i] = std::fma(-cj[i], xj, x[i]);
   }
   for (index_t j = m - 1; j >= 0; --j) {
     const double* cj = l + j * ld;
     double s = x[j];
-    for (index_t i = j + 1; i < m; ++i) s -= cj[i] * x[i];
+    for (index_t i = j + 1; i < m; ++i) s = std::fma(-cj[i], x[i], s);
     x[j] = s / cj[j];
+  }
+}
+
+// -c·x + y in each of four lanes, rounded once (a fused multiply-add per lane, as cholesky_solve rounds).
+inline solvers::Lanes fnma(double c, solvers::Lanes x, solvers::Lanes y) {
+  solvers::Lanes out;
+  for (int u = 0; u < 4; ++u) out[u] = std::fma(-c, x[u], y[u]);
+  return out;
+}
+
+// cholesky_solve for four right-hand sides at once (x4[4·r + u]: entry r of side u; sides u >= used are padding
+// whose results are not read): on each used side the operations of cholesky_solve in the same order, so the same
+// bits, with the four sides' chains side by side instead of one waiting on each of its own additions. A used
+// side whose x_j is zero skips the updates cholesky_solve skips (x - c·0 could turn a -0 into +0).
+void cholesky_solve4(const double* l, index_t m, index_t ld, double* x4, int used) {
+  using solvers::Lanes, solvers::load_lanes, solvers::splat, solvers::store_lanes;
+  for (index_t j = 0; j < m; ++j) {
+    const double* cj = l + j * ld;
+    const Lanes xj = load_lanes(x4 + 4 * j) / splat(cj[j]);
+    store_lanes(x4 + 4 * j, xj);
+    bool any_zero = false;
+    for (int u = 0; u < used; ++u) any_zero = any_zero || xj[u] == 0;
+    if (!any_zero) {
+      for (index_t i = j + 1; i < m; ++i) store_lanes(x4 + 4 * i, fnma(cj[i], xj, load_lanes(x4 + 4 * i)));
+      continue;
+    }
+    for (int u = 0; u < used; ++u) {
+      if (xj[u] == 0) continue;
+      for (index_t i = j + 1; i < m; ++i) x4[4 * i + u] = std::fma(-cj[i], xj[u], x4[4 * i + u]);
+    }
+  }
+  for (index_t j = m - 1; j >= 0; --j) {
+    const double* cj = l + j * ld;
+    Lanes s = load_lanes(x4 + 4 * j);
+    for (index_t i = j + 1; i < m; ++i) s = fnma(cj[i], load_lanes(x4 + 4 * i), s);
+    store_lanes(x4 + 4 * j, s / splat(cj[j]));
   }
 }
 
@@ -216,6 +255,7 @@ void equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats, Scaled
 // exception escaping an OpenMP region terminates the program).
 struct Workspace {
   std::vector<double> chol, min_pivot, rhs, gz, t;
+  std::vector<double> rhs4;  // four right-hand sides interleaved (cholesky_solve4)
   std::vector<index_t> idx;
   std::vector<char> in_p, blocked;
   index_t chol_ld = 0;  // leading dimension of the factor in chol
@@ -225,6 +265,7 @@ struct Workspace {
         rhs(to_size(std::max<index_t>(k, 1))),
         gz(to_size(std::max<index_t>(k, 1))),
         t(to_size(std::max<index_t>(k, 1))),
+        rhs4(to_size(4 * std::max<index_t>(k, 1))),
         idx(to_size(std::max<index_t>(k, 1))),
         in_p(to_size(std::max<index_t>(k, 1))),
         blocked(to_size(std::max<index_t>(k, 1))),
@@ -630,7 +671,23 @@ class Pivoting {
         round_growth = std::max(round_growth, growth);
         for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * growth);
       }
-      for (index_t c = first; c < group_start_[gi + 1]; ++c) pivot_column(active_[c], m, growth, ws, backups, zeroed);
+      const index_t last = group_start_[gi + 1];
+      index_t c = first;
+      // Columns in fours (a group of two or three padded) share the factor's triangular solves.
+      if (growth != 0 && m > 0 && last - first >= 2) {
+        for (; c < last; c += 4) {
+          const int used = static_cast<int>(std::min<index_t>(4, last - c));
+          double zscale[4] = {0, 0, 0, 0};
+          bool finite[4] = {true, true, true, true};
+          solve_passive4(active_.data() + c, used, m, ws, finite, zscale);
+          for (int u = 0; u < used; ++u) pivot_column(active_[c + u], m, finite[u], zscale[u], ws, backups, zeroed);
+        }
+      }
+      for (; c < last; ++c) {
+        double zscale = 0;
+        const bool solved = growth != 0 && solve_passive(active_[c], m, ws, zscale);
+        pivot_column(active_[c], m, solved, zscale, ws, backups, zeroed);
+      }
     };
     if (worth_threads(flops)) {
 #pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
@@ -661,13 +718,13 @@ class Pivoting {
     return m;
   }
 
-  // Solves column j on its passive set (factorised in ws with `growth`, 0 when that failed) and exchanges
-  // the infeasible indices, or marks the column done.
-  void pivot_column(index_t j, index_t m, double growth, Workspace& ws, index_t& backups, index_t& zeroed) {
+  // Column j solved on its passive set (`solved`: the factor existed and the solution is finite, its largest
+  // magnitude zscale): exchanges the infeasible indices, or marks the column done.
+  void pivot_column(index_t j, index_t m, bool solved, double zscale, Workspace& ws, index_t& backups,
+                    index_t& zeroed) {
     double* zj = z_.data() + j * k_;
     ColumnState& st = state_[j];
-    double zscale = 0;
-    if (growth == 0 || !solve_passive(j, m, ws, zscale)) {
+    if (!solved) {
       std::fill(zj, zj + k_, 0.0);
       st.done = true;
       ++zeroed;
@@ -691,6 +748,24 @@ class Pivoting {
       return;
     }
     exchange(j, st, ninf, last_bad, bad, backups);
+  }
+
+  // solve_passive for the `used` (2..4) columns cols[0..used) at once, through cholesky_solve4.
+  void solve_passive4(const index_t* cols, int used, index_t m, Workspace& ws, bool* finite, double* zscale) {
+    double* x4 = ws.rhs4.data();
+    for (index_t r = 0; r < m; ++r)
+      for (int u = 0; u < 4; ++u) x4[4 * r + u] = u < used ? bs_[to_size(cols[u] * k_ + ws.idx[r])] : 0.0;
+    cholesky_solve4(ws.chol.data(), m, ws.chol_ld, x4, used);
+    for (int u = 0; u < used; ++u) {
+      double* zj = z_.data() + cols[u] * k_;
+      std::fill(zj, zj + k_, 0.0);
+      for (index_t r = 0; r < m; ++r) {
+        const double v = x4[4 * r + u];
+        zj[ws.idx[r]] = v;
+        finite[u] = finite[u] && std::isfinite(v);
+        zscale[u] = std::max(zscale[u], std::abs(v));
+      }
+    }
   }
 
   // z_j = the passive-set solution (zero elsewhere); false when it is not finite.

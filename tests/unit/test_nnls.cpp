@@ -384,6 +384,53 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
   EXPECT_EQ(single, batch);
 }
 
+TEST(Nnls, ColumnsSolvedInFoursEqualSingleColumnSolvesToTheBit) {
+  // Columns with one support share their passive set, so a batch solves their triangular systems four at a time
+  // (a group of two or three padded), where each column alone takes the one-column path. Every column has its
+  // own values, so lanes mixed up or padding leaking in would show; the groups of 9, 2, 3 and 1 columns cover
+  // full fours, a tail of one, padded groups and the one-column path inside a batch.
+  Problem p = random_problem(12, 1, 3);
+  const int k = p.k;
+  const std::vector<std::vector<int>> supports = {
+      {0, 2, 3, 5, 7, 8, 11}, {1, 4, 6}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {9}};
+  const std::vector<int> counts = {9, 2, 3, 1};
+  p.n = 15;
+  p.b.assign(dnmf::to_size(k) * p.n, 0.0);
+  std::vector<double> truth(p.b.size(), 0.0);
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> value(0.5, 2.0), slack(0.1, 1.0);
+  int j = 0;
+  for (std::size_t s = 0; s < supports.size(); ++s)
+    for (int c = 0; c < counts[s]; ++c, ++j) {
+      double* xj = truth.data() + dnmf::to_size(j) * k;
+      double* bj = p.b.data() + dnmf::to_size(j) * k;
+      std::vector<char> in(dnmf::to_size(k), 0);
+      for (const int i : supports[s]) {
+        xj[i] = value(rng);
+        in[dnmf::to_size(i)] = 1;
+      }
+      for (int i = 0; i < k; ++i) {
+        for (int l = 0; l < k; ++l) bj[i] += p.g[dnmf::to_size(i + l * k)] * xj[l];
+        if (!in[dnmf::to_size(i)]) bj[i] -= slack(rng);  // a positive gradient keeps x_i at zero
+      }
+    }
+  std::vector<double> batch = truth;  // warm started at the answer: the first round's groups are the supports
+  const NnlsStats batch_stats = run(p, batch);
+  EXPECT_EQ(batch_stats.groups, static_cast<dnmf::index_t>(supports.size()));
+  for (std::size_t e = 0; e < truth.size(); ++e) {
+    EXPECT_NEAR(batch[e], truth[e], 1e-9 * (1 + truth[e])) << e;
+  }
+  dnmf::NnlsBuffers buffers;
+  std::vector<double> single = truth;
+  for (int c = 0; c < p.n; ++c) {
+    const std::size_t at = dnmf::to_size(c) * k;
+    (void)dnmf::nnls_bpp<double>(DenseView<const double>(p.g.data(), k, k),
+                                 DenseView<const double>(p.b.data() + at, k, 1),
+                                 DenseView<double>(single.data() + at, k, 1), NnlsOptions{}, buffers);
+  }
+  EXPECT_EQ(single, batch);
+}
+
 // ---- Adversarial G ------------------------------------------------------------------------------------------
 
 // G and B from an explicit m x k C and random c, so that B lies in the range of G as it does in NMF.
