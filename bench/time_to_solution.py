@@ -1,10 +1,12 @@
 """Time to solution (issue 14, item 6): the seconds each solver needs to reach a common error, in one run.
 
 For each workload every solver starts from the same W0, H0 (random, scaled as scikit-learn's 'random' init) and
-runs --iters iterations (default 2000, tol 0): dnmf.NMF mu, hals, bpp and, when scikit-learn is installed,
+runs --iters iterations (default 2000, tol 0): dnmf.NMF mu, hals, bpp, hals+x, bpp+x and, when scikit-learn is installed,
 sklearn.decomposition.NMF mu and cd. The target is 1.01x the lowest relative error any of them reached; each
 solver's time to solution is the first moment its error is <= the target:
-  - dnmf: from its per-iteration callback's timestamps (one uninterrupted fit, the callback's cost included);
+  - dnmf: its per-iteration callback gives the error curve and so the iteration count; its time is that of one
+    uninterrupted fit of exactly that many iterations without the callback (best of 3), as for scikit-learn;
+    "+x" marks dnmf's extrapolated iteration (extrapolate=True, hals and bpp);
   - scikit-learn: it has no callback, so its error curve comes from warm-started chunks of --chunk iterations
     (init='custom' with the previous W, H: mu and cd keep no other state, so the iterates are those of one
     fit); the chunk in which it first reaches the target is then rerun one iteration at a time, so the count
@@ -72,18 +74,37 @@ def relative_error(x, w, h, x_norm2):
     return math.sqrt(max(x_norm2 - 2.0 * cross + gram, 0.0) / x_norm2)
 
 
-def run_dnmf(x, solver, iters, threads, w0, h0):
+# dnmf's solvers, and the extrapolated variants of those it applies to (FactorOptions::extrapolate; "+x").
+DNMF_VARIANTS = (("mu", False), ("hals", False), ("bpp", False), ("hals", True), ("bpp", True))
+
+
+def run_dnmf(x, solver, iters, threads, w0, h0, extrapolate=False):
     stamps = []
     start = [0.0]
 
     def callback(iteration, rel_error):
         stamps.append((time.perf_counter() - start[0], rel_error))
 
-    model = dnmf.NMF(K, solver=solver, init="custom", max_iter=iters, tol=0, n_threads=threads, callback=callback)
+    model = dnmf.NMF(K, solver=solver, init="custom", max_iter=iters, tol=0, n_threads=threads, callback=callback,
+                     extrapolate=extrapolate)
     w, h = w0.copy(), h0.copy()
     start[0] = time.perf_counter()
     model.fit(x, W=w, H=h)
     return stamps
+
+
+def dnmf_fit_seconds(x, solver, extrapolate, iterations, threads, w0, h0, repeats=3):
+    """Wall seconds of one uninterrupted fit of `iterations` iterations (no callback), best of `repeats`: timed
+    as scikit-learn's fits are."""
+    best = math.inf
+    for _ in range(repeats):
+        model = dnmf.NMF(K, solver=solver, init="custom", max_iter=iterations, tol=0, n_threads=threads,
+                         extrapolate=extrapolate)
+        w, h = w0.copy(), h0.copy()
+        start = time.perf_counter()
+        model.fit(x, W=w, H=h)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def run_sklearn(x, solver, iters, chunk, w0, h0, x_norm2):
@@ -165,8 +186,9 @@ def main():
         w0 = scale * rng.random((m, K))
         h0 = scale * rng.random((K, n))
         curves = {}
-        for solver in ("mu", "hals", "bpp"):
-            curves["dnmf " + solver] = run_dnmf(x, solver, args.iters, args.threads, w0, h0)
+        for solver, extrapolate in DNMF_VARIANTS:
+            label = "dnmf " + solver + ("+x" if extrapolate else "")
+            curves[label] = run_dnmf(x, solver, args.iters, args.threads, w0, h0, extrapolate)
         sklearn_runs = {}
         if SkNMF is not None:
             for solver in ("mu", "cd"):
@@ -178,6 +200,10 @@ def main():
         times = {label: first_time(c, target) for label, c in curves.items()}
         iterations = {label: next((i + 1 for i, (_, rel) in enumerate(c) if rel <= target), None)
                       for label, c in curves.items() if label.startswith("dnmf")}
+        for solver, extrapolate in DNMF_VARIANTS:
+            label = "dnmf " + solver + ("+x" if extrapolate else "")
+            if iterations[label] is not None:
+                times[label] = dnmf_fit_seconds(x, solver, extrapolate, iterations[label], args.threads, w0, h0)
         for solver, (curve, _) in sklearn_runs.items():
             exact = sklearn_exact_iterations(x, solver, args.chunk, w0, h0, x_norm2, curve, target)
             iterations["sklearn " + solver] = exact

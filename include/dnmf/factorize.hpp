@@ -24,8 +24,9 @@ struct FactorResult {
   double init_seconds = 0;
   std::string backend;  ///< backend name as run
   int threads = 1;
-  bool fused = false;           ///< whether the single-pass iteration ran
-  long long nnls_cap_hits = 0;  ///< bpp: columns whose pivoting hit its round cap (a warning)
+  bool fused = false;              ///< whether the single-pass iteration ran
+  long long nnls_cap_hits = 0;     ///< bpp: columns whose pivoting hit its round cap (a warning)
+  int extrapolation_restarts = 0;  ///< FactorOptions::extrapolate: steps that raised the objective (β shrank)
   /// ||A||_F from the pass that checks A (absolute errors need no other pass); for a masked run the weighted
   /// norm of the observed entries, sqrt(Σ w·a²), the scale of its rel_error.
   double norm_a = 0;

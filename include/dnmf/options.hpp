@@ -64,6 +64,10 @@ struct FactorOptions {
   /// Each iteration updates W before H (scikit-learn's order) instead of H before W (DESIGN §3). From the same
   /// start the two orders give different iterates; both converge alike.
   bool w_first = false;
+  /// Extrapolation with restarts (Ang & Gillis 2019; docs/algorithms.md, "Extrapolation"): the first half of each
+  /// iteration works from the second factor pushed along its last step, W + β(W − W_prev), β adapted to the
+  /// objective. Fewer iterations to a given error for hals and bpp; not for mu or kl, nor with missing values.
+  bool extrapolate = false;
   std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
   /// Polled on rank 0 after every iteration (and by nmfk() between jobs): returning true stops every process
   /// together and the entry point throws dnmf::Cancelled; nothing is written.

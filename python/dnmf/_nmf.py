@@ -126,13 +126,15 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     ``comm`` (an mpi4py communicator: fit on its processes' 2-D grid, each slicing its block of X; every process
     ends with the fitted model), ``grid`` ('auto' or 'PRxPC') and ``callback`` (called as
     ``callback(iteration, rel_error)`` after every iteration; returning True stops the fit with
-    ``dnmf.Cancelled``).
+    ``dnmf.Cancelled``), ``extrapolate`` (True: each iteration starts its first half from the other factor pushed
+    along its last step, with a step size adapted to the objective; fewer iterations to a given error for
+    'cd'/'hals' and 'bpp', other iterates than scikit-learn's; not for 'mu', nor with missing values; docs/algorithms.md, "Extrapolation").
     """
 
     def __init__(self, n_components="auto", *, init=None, solver="cd", beta_loss="frobenius", tol=1e-4,
                  max_iter=200, random_state=None, alpha_W=0.0, alpha_H="same", l1_ratio=0.0, verbose=0,
                  shuffle=False, precision=None, backend="cpu", n_threads=None, memory_budget=None, comm=None,
-                 grid="auto", callback=None):
+                 grid="auto", callback=None, extrapolate=False):
         self.n_components = n_components
         self.init = init
         self.solver = solver
@@ -152,6 +154,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.comm = comm
         self.grid = grid
         self.callback = callback
+        self.extrapolate = extrapolate
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -250,6 +253,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             init = "nndsvda" if k <= min(n_samples, n_features) else "random"
         options = {"k": k, "algorithm": algorithm, "max_iter": self.max_iter, "tol": self.tol,
                    "seed": _seed(self.random_state), "normalize": False, "w_first": True,
+                   "extrapolate": bool(self.extrapolate),
                    **self._penalties(n_samples, n_features),
                    **self._context()}
         W0 = H0 = None

@@ -71,6 +71,7 @@ FactorOptions factor_options(const nb::dict& kwargs) {
   get(kwargs, "normalize", o.normalize);
   get(kwargs, "fused", o.fused);
   get(kwargs, "w_first", o.w_first);
+  get(kwargs, "extrapolate", o.extrapolate);
   get(kwargs, "tf32", o.tf32);
   // Missing values (docs/masked.md): a mask source, NaN as missing, unstored entries as missing.
   Source mask = Source::file("");

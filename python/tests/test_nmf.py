@@ -51,6 +51,18 @@ def test_every_solver_recovers_a_planted_factorisation(solver):
     assert (W >= 0).all() and (model.components_ >= 0).all()
 
 
+@pytest.mark.parametrize("solver", ["cd", "bpp"])
+def test_extrapolation_recovers_a_planted_factorisation_and_is_refused_for_mu(solver):
+    X = planted(90, 70, 5, seed=3)
+    model = dnmf.NMF(5, solver=solver, max_iter=3000, tol=1e-12, random_state=0, init="nndsvda", extrapolate=True)
+    W = model.fit_transform(X)
+    assert np.linalg.norm(X - W @ model.components_) / np.linalg.norm(X) < 1e-4
+    assert (W >= 0).all() and (model.components_ >= 0).all()
+    assert model.get_params()["extrapolate"] is True
+    with pytest.raises(dnmf.UsageError, match="extrapolation applies to hals and bpp, not to mu"):
+        dnmf.NMF(5, solver="mu", extrapolate=True, max_iter=5).fit(X)
+
+
 def test_penalties_follow_scikit_learns_scaling():
     X = planted(60, 40, 4, seed=4, noise=0.1)
     rng = np.random.default_rng(5)
@@ -73,8 +85,9 @@ def test_penalties_follow_scikit_learns_scaling():
 
 @pytest.mark.parametrize(
     "solver_kwargs",
-    [dict(solver="hals"), dict(solver="mu"), dict(solver="mu", beta_loss="kullback-leibler"), dict(solver="bpp")],
-    ids=["hals", "mu", "kl", "bpp"],
+    [dict(solver="hals"), dict(solver="mu"), dict(solver="mu", beta_loss="kullback-leibler"), dict(solver="bpp"),
+     dict(solver="hals", extrapolate=True), dict(solver="bpp", extrapolate=True)],
+    ids=["hals", "mu", "kl", "bpp", "hals-extrapolated", "bpp-extrapolated"],
 )
 def test_storage_orders_give_the_same_factors(solver_kwargs):
     X = planted(50, 30, 3, seed=6)

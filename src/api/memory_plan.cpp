@@ -49,6 +49,7 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
   in.scalar_bytes = sizeof(T);
   in.rank = options.rank;
   in.algorithm = options.algorithm;
+  in.extrapolate = options.extrapolate;
   in.threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   in.gathers_factors = world.rank() == 0;
   in.budget = budget;

@@ -109,6 +109,8 @@ std::string report_json(const Factorization<T>& run) {
   j["threads"] = result.threads;
   j["fused"] = result.fused;
   j["update_order"] = o.w_first ? "w_first" : "h_first";
+  j["extrapolate"] = o.extrapolate;
+  if (o.extrapolate) j["extrapolation_restarts"] = result.extrapolation_restarts;
   j["penalties"] = {
       {"l1_w", o.penalties.l1_w}, {"l2_w", o.penalties.l2_w}, {"l1_h", o.penalties.l1_h}, {"l2_h", o.penalties.l2_h}};
   j["tf32"] = o.tf32;

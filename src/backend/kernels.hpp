@@ -111,6 +111,10 @@ class Kernels {
   [[nodiscard]] virtual double dot(CView<T> x, CView<T> y) = 0;
   /// out_i = Σ_j x_ij (k entries, backend memory).
   virtual void row_sums(CView<T> x, T* out) = 0;
+  /// x_hat = x + beta·(x − x_prev), then x_prev = x: one step of the extrapolation that accelerates the
+  /// alternating iteration (docs/algorithms.md, "Extrapolation"). All three are k x d; x_hat aliases neither.
+  /// The default works through host memory on any backend (the step is O(k·d), beside O(k·d·other) products).
+  virtual void extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T beta);
   /// Applies `rule` to every column of X. numer: Y·A-type numerator; g: Gram of Y; y_row_sums: Σ_j Y_ij
   /// (needed by KL only). Returns the number of columns whose NNLS hit its round cap (bpp only).
   virtual int update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) = 0;

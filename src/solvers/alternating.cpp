@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "solvers/exchange.hpp"
+#include "solvers/extrapolation.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -135,6 +137,7 @@ class Iteration {
         stats_(stats),
         k_(options.rank),
         kl_(options.algorithm == Algorithm::kl),
+        extrapolate_(options.extrapolate),
         rule_h_(update_rule(options.algorithm, kEps, options.penalties.l1_h, options.penalties.l2_h)),
         rule_w_(update_rule(options.algorithm, kEps, options.penalties.l1_w, options.penalties.l2_w)),
         world_(world),
@@ -163,10 +166,11 @@ class Iteration {
   FactorResult<T> run(Factors<T>& factors) {
     upload(factors);
     choose_pass();
+    if (extrapolate_) allocate_extrapolation();
     // The W-side pass leaves P = Wt·A for the next H half; the first one comes from a plain product. KL's H
     // half reads the gathered H from the start.
     if ((fused_ && pass_side_ == Side::W) || kl_) gather_h();
-    if (fused_ && pass_side_ == Side::W) form_p();
+    if (fused_ && pass_side_ == Side::W) form_p(wt_full_.cview());
     const auto start = std::chrono::steady_clock::now();
     double previous_objective = std::numeric_limits<double>::quiet_NaN();
     ThreadGovernor governor(kernels_.concurrency(), kernels_.name() == "cpu", iteration_flops());
@@ -175,6 +179,7 @@ class Iteration {
       const StepSums sums = (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h();
       const Figures f = measure(sums);
       if (kl_) refresh_w_sums();
+      if (extrapolate_) next_step_size(f.objective);
       governor.end(it);
       record(it, f, start);
       if (should_stop(it, f.objective, previous_objective)) {
@@ -184,6 +189,7 @@ class Iteration {
       previous_objective = f.objective;
     }
     result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result_.extrapolation_restarts = schedule_.restarts();
     wt_.download(factors.wt.data());
     h_.download(factors.h.data());
     return std::move(result_);
@@ -235,12 +241,20 @@ class Iteration {
   // Unfused, or fused on the H side: H half, then W half.
   StepSums h_then_w() {
     StepSums sums;
-    gather_w();
-    if (fused_) {
-      sums.kl_sums = fused_h_pass();
+    // The H half reads W, or Ŵ when extrapolating (gathered like W).
+    const bool hat = extrapolate_w();
+    if (hat) {
+      exchange_.allgather(row_comm_, w_hat_->data(), w_hat_full_->data(), w_counts_);
     } else {
-      form_p();
-      update_h();
+      gather_w();
+    }
+    const CView<T> w_read = hat ? w_hat_full_->cview() : wt_full_.cview();
+    const CView<T> gw_read = hat ? g_hat_->cview() : gw_.cview();
+    if (fused_) {
+      sums.kl_sums = fused_h_pass(w_read, gw_read);
+    } else {
+      form_p(w_read);
+      update_h(p_.cview(), gw_read);
       gather_h();
       sums.kl_sums = form_qt();
     }
@@ -260,7 +274,11 @@ class Iteration {
   // Fused on the W side: H half from the P the previous pass left, then one pass that updates W and forms
   // the next P.
   StepSums w_pass_then_h() {
-    update_h();
+    if (extrapolate_w()) {
+      update_h(p_hat_->cview(), g_hat_->cview());
+    } else {
+      update_h(p_.cview(), gw_.cview());
+    }
     if (kl_) sum_h_rows();
     gather_h();
     swap(gw_, gw_prev_);
@@ -276,20 +294,20 @@ class Iteration {
     return sums;
   }
 
-  backend::KlSums fused_h_pass() {
-    auto pass = a_.fused_pass(Side::H, rule_h_, h_.view(), wt_full_.cview(), gw_.cview(), w_sums_.data(),
-                              qt_full_.view(), gh_.view());
+  backend::KlSums fused_h_pass(CView<T> w_read, CView<T> gw_read) {
+    auto pass =
+        a_.fused_pass(Side::H, rule_h_, h_.view(), w_read, gw_read, w_sums_.data(), qt_full_.view(), gh_.view());
     count_cap_hits(pass.nnls_cap_hits);
     exchange_.allreduce(world_, gh_.data(), kk());
     return pass.kl_accum;
   }
 
   // P = Wt·A (KL: the ratio product), summed over the grid column onto this rank's columns.
-  void form_p() {
+  void form_p(CView<T> w_read) {
     if (kl_) {
-      (void)a_.kl_multiply(Side::H, wt_full_.cview(), h_full_.cview(), p_full_.view(), T(0));
+      (void)a_.kl_multiply(Side::H, w_read, h_full_.cview(), p_full_.view(), T(0));
     } else {
-      a_.multiply(Side::H, wt_full_.cview(), p_full_.view(), T(0));
+      a_.multiply(Side::H, w_read, p_full_.view(), T(0));
     }
     exchange_.reduce_scatter(col_comm_, p_full_.data(), p_.data(), h_counts_);
   }
@@ -301,8 +319,8 @@ class Iteration {
     return {};
   }
 
-  void update_h() {
-    count_cap_hits(kernels_.update(rule_h_, h_.view(), p_.cview(), gw_.cview(), w_sums_.data()));
+  void update_h(CView<T> numer, CView<T> gw_read) {
+    count_cap_hits(kernels_.update(rule_h_, h_.view(), numer, gw_read, w_sums_.data()));
     kernels_.gram(h_.cview(), gh_.view(), T(0));
     exchange_.allreduce(world_, gh_.data(), kk());
   }
@@ -317,6 +335,48 @@ class Iteration {
     swap(w_sums_, w_sums_prev_);
     kernels_.row_sums(wt_.cview(), w_sums_.data());
     exchange_.allreduce(world_, w_sums_.data(), ku());
+  }
+
+  // Extrapolation's buffers: Ŵ and W_prev beside W's piece, Ĝ = ŴᵀŴ, and, where a W-side pass forms P, P̂ and
+  // P_prev (P is linear in W, so P̂ = P + β(P − P_prev) costs no product); else Ŵ's gathered block.
+  void allocate_extrapolation() {
+    const index_t w_cols = wt_.view().cols;
+    w_hat_ = std::make_unique<Block<T>>(kernels_, k_, w_cols);
+    w_prev_ = std::make_unique<Block<T>>(kernels_, k_, w_cols);
+    g_hat_ = std::make_unique<Block<T>>(kernels_, k_, k_);
+    kernels_.fill(w_prev_->view(), T(0));
+    if (fused_ && pass_side_ == Side::W) {
+      p_hat_ = std::make_unique<Block<T>>(kernels_, k_, p_.view().cols);
+      p_prev_ = std::make_unique<Block<T>>(kernels_, k_, p_.view().cols);
+      kernels_.fill(p_prev_->view(), T(0));
+    } else {
+      w_hat_full_ = std::make_unique<Block<T>>(kernels_, k_, a_.rows(), *w_hat_, w_whole_);
+    }
+  }
+
+  // Ŵ = W + β(W − W_prev) (and P̂ likewise) for this iteration's H half; W_prev (P_prev) = W (P). The first
+  // iteration only records W: it returns false, and the H half reads W itself.
+  bool extrapolate_w() {
+    if (!extrapolate_) return false;
+    const bool step = stepped_;
+    const T beta = step ? static_cast<T>(schedule_.beta()) : T(0);
+    kernels_.extrapolate(w_hat_->view(), wt_.cview(), w_prev_->view(), beta);
+    if (p_hat_) kernels_.extrapolate(p_hat_->view(), p_.cview(), p_prev_->view(), beta);
+    stepped_ = true;
+    if (!step) return false;
+    kernels_.gram(w_hat_->cview(), g_hat_->view(), T(0));
+    exchange_.allreduce(world_, g_hat_->data(), kk());
+    return true;
+  }
+
+  // β follows the objective; rank 0's β is every rank's, so that all take the same steps.
+  void next_step_size(double objective) {
+    schedule_.record(objective);
+    if (world_.size() > 1) {
+      double beta = schedule_.beta();
+      world_.broadcast(&beta, 1, dist::Scalar::f64, 0);
+      schedule_.set_beta(beta);
+    }
   }
 
   // ||A - WH||² from k x k products (DESIGN §3); KL reports it at the state its ratio was formed.
@@ -374,6 +434,7 @@ class Iteration {
   const backend::MatrixStats& stats_;
   const index_t k_;
   const bool kl_;
+  const bool extrapolate_;
   const backend::UpdateRule rule_h_, rule_w_;
   dist::Communicator& world_;
   dist::Communicator& row_comm_;  // along which W's block row is split
@@ -385,6 +446,11 @@ class Iteration {
   Block<T> wt_, h_, wt_full_, h_full_, p_full_, qt_full_, p_, qt_, gw_, gh_, gw_prev_, w_sums_, w_sums_prev_, h_sums_;
   bool fused_ = false;
   Side pass_side_ = Side::H;
+  // Extrapolation (FactorOptions::extrapolate): null unless on; p_hat_ / p_prev_ on the W-pass path only,
+  // w_hat_full_ on the others.
+  std::unique_ptr<Block<T>> w_hat_, w_prev_, w_hat_full_, g_hat_, p_hat_, p_prev_;
+  ExtrapolationSchedule schedule_;
+  bool stepped_ = false;  // W_prev holds an earlier W
   FactorResult<T> result_;
 };
 

@@ -63,9 +63,12 @@ void normalise(dist::Communicator& world, Factors<T>& f) {
   }
 }
 
-// ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity. Near a perfect fit the
-// identity cancels to rounding noise (it can even report 0), so small values are recomputed directly where
-// the whole matrix is at hand and that costs no more than a few products.
+// Below this relative error the Gram identity cancels to rounding noise (it can even report 0).
+template <class T>
+constexpr double kIdentityNoiseFloor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
+
+// ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity; small values are recomputed
+// directly where the whole matrix is at hand and that costs no more than a few products.
 template <class T>
 double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                             const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
@@ -88,8 +91,7 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   grid.world().allreduce_sum(gh.data(), gh.storage().size());
   const double sq = squared_norm_a - 2 * cross + host.dot(gw.view(), gh.view());
   const double identity = std::sqrt(std::max(sq, 0.0) / squared_norm_a);
-  const double noise_floor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
-  if (identity >= noise_floor || host_whole == nullptr || grid.shape().size() != 1) return identity;
+  if (identity >= kIdentityNoiseFloor<T> || host_whole == nullptr || grid.shape().size() != 1) return identity;
   const index_t m = rows_of(*host_whole), n = cols_of(*host_whole);
   if (is_sparse(*host_whole) && static_cast<double>(m) * static_cast<double>(n) > 5e7) return identity;
   const DenseMatrix<T> w = util::transposed(f.wt);
@@ -110,6 +112,13 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
   for (double v : {p.l1_w, p.l2_w, p.l1_h, p.l2_h})
     if (!(v >= 0) || !std::isfinite(v)) throw UsageError("penalties must be finite and >= 0");
   if (o.threads < 0) throw UsageError("threads must be >= 0");
+  // MU would divide by sums of an extrapolated factor that may be negative; HALS and BPP clamp or solve exactly.
+  if (o.extrapolate && o.algorithm != Algorithm::hals && o.algorithm != Algorithm::bpp)
+    throw UsageError("extrapolation applies to hals and bpp, not to " + to_string(o.algorithm));
+  if (o.extrapolate && o.missing.any())
+    throw UsageError(
+        "extrapolation is not available with missing values (a mask, NaN as missing or --unstored "
+        "missing)");
 }
 
 template <class T>
@@ -143,8 +152,15 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   out.result.init_seconds = init_seconds;
   out.result.norm_a = std::sqrt(out.stats.squared_norm);
   if (options.normalize) normalise(world, out.pieces);
-  out.result.rel_error =
-      final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats.squared_norm);
+  // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
+  // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.
+  const std::vector<double>& history = out.result.rel_error_history;
+  if (options.algorithm != Algorithm::kl && !history.empty() && history.back() >= kIdentityNoiseFloor<T>) {
+    out.result.rel_error = history.back();
+  } else {
+    out.result.rel_error =
+        final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats.squared_norm);
+  }
   out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
   return out;
 }

@@ -25,6 +25,16 @@ std::int64_t matrix_bytes(const PlanInput& in) {
          (in.layout.a_rows.size() + 1) * static_cast<std::int64_t>(sizeof(index_t));
 }
 
+// Extrapolation (solvers/alternating.cpp): Ŵ and W_prev beside the extrapolated piece, then P̂ and P_prev beside
+// the other one or Ŵ's gathered block, and Ĝ. The iteration may run on Aᵀ, so either piece may be the one.
+std::int64_t extrapolation_elements(const PlanInput& in) {
+  const dist::Layout& l = in.layout;
+  const std::int64_t k = in.rank;
+  const std::int64_t piece = std::max(l.w_rows.size(), l.h_cols.size());
+  const std::int64_t block = std::max(l.a_rows.size(), l.a_cols.size());
+  return k * (2 * piece + std::max(2 * piece, block)) + k * k;
+}
+
 }  // namespace
 
 std::int64_t factor_bytes(const PlanInput& in) {
@@ -37,7 +47,8 @@ std::int64_t factor_bytes(const PlanInput& in) {
   // iterate(): pieces on the backend, gathered blocks where a grid direction splits them, the numerators
   // P (k x nb) and Qt (k x mb) with their owned parts, three Gram matrices and the row sums.
   const std::int64_t iteration = pieces + k * (wr + hc) + (row_split ? k * (mb + wr) : 0) +
-                                 (col_split ? k * (nb + hc) : 0) + k * (mb + nb) + 3 * k * k + 4 * k;
+                                 (col_split ? k * (nb + hc) : 0) + k * (mb + nb) + 3 * k * k + 4 * k +
+                                 (in.extrapolate ? extrapolation_elements(in) : 0);
   // The final error: the gathered blocks on the host and on the backend, and one product k x nb.
   const std::int64_t final_check = pieces + 2 * k * (mb + nb) + k * nb + 2 * k * k;
   // gather_factors() on the receiving rank: W (m x k) with its transposed staging, H with its ranked copy.

@@ -19,6 +19,7 @@ struct PlanInput {
   std::size_t scalar_bytes = 8;  ///< sizeof(T)
   index_t rank = 1;              ///< k
   Algorithm algorithm = Algorithm::mu;
+  bool extrapolate = false;      ///< FactorOptions::extrapolate: its copies of the factors and numerators
   int threads = 1;               ///< compute threads (each but one holds a private accumulator)
   bool gathers_factors = true;   ///< this rank ends up holding the whole W and H (rank 0 of the CLI)
   std::int64_t budget = 0;       ///< bytes this process may hold at its peak

@@ -250,6 +250,26 @@ def must_show(ctx):
 
 
 @case
+def extrapolate(ctx):
+    """--extrapolate: the same planted fit to the same error, the choice and its restarts in report.json, and a
+    clear refusal where it does not apply."""
+    ctx.gen(300, 200, 6, "A.npy", "--noise", 0.01)
+    for algo in ("hals", "bpp"):
+        ctx.ok("factor", "A.npy", "-k", 6, "--algo", algo, "--iters", 200, "--tol", 0, "-o", "plain/")
+        ctx.ok("factor", "A.npy", "-k", 6, "--algo", algo, "--iters", 200, "--tol", 0, "--extrapolate", "-o", "x/")
+        plain, fast = ctx.report("plain"), ctx.report("x")
+        check(plain["extrapolate"] is False and "extrapolation_restarts" not in plain,
+              "plain run's report: extrapolate %r" % plain.get("extrapolate"))
+        check(fast["extrapolate"] is True and isinstance(fast["extrapolation_restarts"], int),
+              "extrapolated run's report: %r %r" % (fast.get("extrapolate"), fast.get("extrapolation_restarts")))
+        # Both end at the noise floor (1%); extrapolation must not end above the plain iteration's error.
+        check(fast["rel_error"] <= 1.001 * plain["rel_error"],
+              "%s: extrapolated rel_error %g above the plain %g" % (algo, fast["rel_error"], plain["rel_error"]))
+    ctx.expect_error(("factor", "A.npy", "-k", 6, "--algo", "mu", "--extrapolate", "-o", "mu/"),
+                     ["extrapolation applies to hals and bpp", "mu"], out_dir="mu")
+
+
+@case
 def gen_truth_files(ctx):
     os.makedirs(ctx.path("data"))
     result = ctx.gen(30, 20, 3, "data/A.npy", "--noise", 0)

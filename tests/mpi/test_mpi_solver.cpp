@@ -103,12 +103,12 @@ bool expect_fused(bool sparse, GridShape shape, bool requested) {
   return sparse ? shape.cols == 1 : shape.rows == 1 || shape.cols == 1;
 }
 
-using EqualityParam = std::tuple<Algorithm, bool /*sparse*/, bool /*fused*/>;
+using EqualityParam = std::tuple<Algorithm, bool /*sparse*/, bool /*fused*/, bool /*extrapolate*/>;
 
 class GridEquality : public testing::TestWithParam<EqualityParam> {};
 
 TEST_P(GridEquality, FactorsEqualTheOneProcessResult) {
-  const auto [algorithm, sparse, fused] = GetParam();
+  const auto [algorithm, sparse, fused, extrapolate] = GetParam();
   const index_t m = 37, n = 29;  // primes: no grid of 2 to 6 ranks divides them
   FactorOptions o;
   o.rank = 4;
@@ -117,6 +117,7 @@ TEST_P(GridEquality, FactorsEqualTheOneProcessResult) {
   o.tol = 1e-4;  // some runs (hals) stop early: the stop decision must be the same on every grid
   o.seed = 11;
   o.fused = fused;
+  o.extrapolate = extrapolate;  // β is rank 0's on every rank, so the steps are the one process's
   for (const GridShape shape : test::grid_shapes(dist::world().size())) {
     SCOPED_TRACE("grid " + shape.str());
     const DenseMatrix<double> a = test_matrix(m, n, shape, sparse, 2024);
@@ -148,14 +149,19 @@ TEST_P(GridEquality, FactorsEqualTheOneProcessResult) {
 }
 
 std::string equality_name(const testing::TestParamInfo<EqualityParam>& info) {
-  const auto [algorithm, sparse, fused] = info.param;
-  return to_string(algorithm) + (sparse ? "_csr" : "_dense") + (fused ? "_fused" : "_nofuse");
+  const auto [algorithm, sparse, fused, extrapolate] = info.param;
+  return to_string(algorithm) + (sparse ? "_csr" : "_dense") + (fused ? "_fused" : "_nofuse") +
+         (extrapolate ? "_extrapolated" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSolvers, GridEquality,
                          testing::Combine(testing::Values(Algorithm::mu, Algorithm::kl, Algorithm::hals,
                                                           Algorithm::bpp),
-                                          testing::Bool(), testing::Bool()),
+                                          testing::Bool(), testing::Bool(), testing::Values(false)),
+                         equality_name);
+INSTANTIATE_TEST_SUITE_P(Extrapolated, GridEquality,
+                         testing::Combine(testing::Values(Algorithm::hals, Algorithm::bpp), testing::Bool(),
+                                          testing::Bool(), testing::Values(true)),
                          equality_name);
 
 // More ranks along a grid direction than the matrix has rows (columns): some blocks have no rows (columns)

@@ -40,7 +40,7 @@ struct Shape {
 const Shape kShapes[] = {{"dense", 700, 520, 1.0}, {"sparse", 3000, 2000, 0.04}, {"sparse thin", 3000, 2000, 0.004}};
 
 template <class T>
-void expect_same_for_any_thread_count(Algorithm algo, bool fused, double bound) {
+void expect_same_for_any_thread_count(Algorithm algo, bool fused, double bound, bool extrapolate = false) {
   for (const Shape& shape : kShapes) {
     const auto planted = make_planted<T>(
         {.rows = shape.rows, .cols = shape.cols, .rank = 6, .density = shape.density, .noise = 0.05, .seed = 3});
@@ -51,13 +51,15 @@ void expect_same_for_any_thread_count(Algorithm algo, bool fused, double bound) 
     o.tol = 0;
     o.seed = 11;
     o.fused = fused;
+    o.extrapolate = extrapolate;
     o.threads = 1;
     const auto one = factorize<T>(planted.matrix(), o);
     for (int threads : {2, 3}) {
       o.threads = threads;
       const auto many = factorize<T>(planted.matrix(), o);
-      const std::string what = to_string(algo) + (fused ? " fused " : " two-pass ") + shape.name + ", " +
-                               std::to_string(threads) + " threads";
+      const std::string what = to_string(algo) + (extrapolate ? " extrapolated" : "") +
+                               (fused ? " fused " : " two-pass ") + shape.name + ", " + std::to_string(threads) +
+                               " threads";
       const double dw = relative_difference(one.W, many.W);
       const double dh = relative_difference(one.H, many.H);
       EXPECT_LE(dw, bound) << what;
@@ -78,6 +80,10 @@ TEST(ThreadIndependence, MuF64) {
 }
 TEST(ThreadIndependence, HalsF64) { expect_same_for_any_thread_count<double>(Algorithm::hals, true, 0.0); }
 TEST(ThreadIndependence, BppF64) { expect_same_for_any_thread_count<double>(Algorithm::bpp, true, 0.0); }
+TEST(ThreadIndependence, ExtrapolatedHalsAndBppF64) {
+  expect_same_for_any_thread_count<double>(Algorithm::hals, true, 0.0, true);
+  expect_same_for_any_thread_count<double>(Algorithm::bpp, false, 0.0, true);
+}
 TEST(ThreadIndependence, KlF64) {
   expect_same_for_any_thread_count<double>(Algorithm::kl, true, 0.0);
   expect_same_for_any_thread_count<double>(Algorithm::kl, false, 0.0);

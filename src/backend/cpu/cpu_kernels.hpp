@@ -20,6 +20,7 @@ class CpuKernels final : public Kernels<T> {
   [[nodiscard]] MatrixStats stats(const MatrixRef<T>& a) override;
   void gram(CView<T> x, View<T> g, T beta) override;
   void fill(View<T> x, T value) override;
+  void extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T beta) override;
   [[nodiscard]] double dot(CView<T> x, CView<T> y) override;
   void row_sums(CView<T> x, T* out) override;
   int update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) override;
