@@ -1,8 +1,8 @@
 """Time to solution (issue 14, item 6): the seconds each solver needs to reach a common error, in one run.
 
 For each workload every solver starts from the same W0, H0 (random, scaled as scikit-learn's 'random' init) and
-runs --iters iterations (default 2000, tol 0): dnmf.NMF mu, hals, bpp, hals+x, bpp+x and, when scikit-learn is installed,
-sklearn.decomposition.NMF mu and cd. The target is 1.01x the lowest relative error any of them reached; each
+runs --iters iterations (default 2000, tol 0): dnmf.NMF mu, hals, bpp, hals+x, bpp+x and, when scikit-learn is
+installed, sklearn.decomposition.NMF mu and cd. The target is 1.01x the lowest relative error any of them reached; each
 solver's time to solution is the first moment its error is <= the target:
   - dnmf: its per-iteration callback gives the error curve and so the iteration count; its time is that of one
     uninterrupted fit of exactly that many iterations without the callback (best of 3), as for scikit-learn;

@@ -126,9 +126,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     ``comm`` (an mpi4py communicator: fit on its processes' 2-D grid, each slicing its block of X; every process
     ends with the fitted model), ``grid`` ('auto' or 'PRxPC') and ``callback`` (called as
     ``callback(iteration, rel_error)`` after every iteration; returning True stops the fit with
-    ``dnmf.Cancelled``), ``extrapolate`` (True: each iteration starts its first half from the other factor pushed
-    along its last step, with a step size adapted to the objective; fewer iterations to a given error for
-    'cd'/'hals' and 'bpp', other iterates than scikit-learn's; not for 'mu', nor with missing values; docs/algorithms.md, "Extrapolation").
+    ``dnmf.Cancelled``), ``extrapolate`` (True: the first half of each iteration reads the other factor pushed
+    along its last step, with a step size adapted to the objective: fewer iterations to a given error for 'bpp'
+    and, on some problems, 'cd'/'hals'; other iterates than scikit-learn's; not for 'mu', nor with missing
+    values; docs/algorithms.md, "Extrapolation").
     """
 
     def __init__(self, n_components="auto", *, init=None, solver="cd", beta_loss="frobenius", tol=1e-4,
