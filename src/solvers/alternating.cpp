@@ -244,9 +244,9 @@ class Iteration {
     // The H half reads W, or Ŵ when extrapolating (gathered like W).
     const bool hat = extrapolate_w();
     if (hat) {
-      exchange_.allgather(row_comm_, w_hat_->data(), w_hat_full_->data(), w_counts_);
+      gather_w(*w_hat_, *w_hat_full_);
     } else {
-      gather_w();
+      gather_w(wt_, wt_full_);
     }
     const CView<T> w_read = hat ? w_hat_full_->cview() : wt_full_.cview();
     const CView<T> gw_read = hat ? g_hat_->cview() : gw_.cview();
@@ -422,7 +422,9 @@ class Iteration {
     return stop;
   }
 
-  void gather_w() { exchange_.allgather(row_comm_, wt_.data(), wt_full_.data(), w_counts_); }
+  void gather_w(const Block<T>& piece, const Block<T>& full) {
+    exchange_.allgather(row_comm_, piece.data(), full.data(), w_counts_);
+  }
   void gather_h() { exchange_.allgather(col_comm_, h_.data(), h_full_.data(), h_counts_); }
   void count_cap_hits(std::int64_t local) { result_.nnls_cap_hits += world_.sum<std::int64_t>(local); }
   [[nodiscard]] std::size_t kk() const { return to_size(k_ * k_); }
