@@ -45,6 +45,10 @@ constexpr double kMaxGrowth = 1e12;
 constexpr double kFeasTol = 1e-12;
 // Block pivoting parameters of Kim & Park: full exchanges allowed without progress before the backup rule.
 constexpr int kAlpha = 3;
+// Largest 1-norm condition number of the shifted Gs for which passive-set systems are solved through its inverse
+// (Pivoting::build_inverse): the inverse's rounding error in z is about cond · eps · |z| against cond(Gs_PP) · eps
+// for a factorisation of the passive block, so this bound keeps it below about 1e-11 · |z|.
+constexpr double kInverseCond = 1e5;
 
 using Word = std::uint64_t;
 constexpr index_t kWordBits = 64;
@@ -127,6 +131,47 @@ void cholesky_solve4(const double* l, index_t m, index_t ld, double* x4, int use
     Lanes s = load_lanes(x4 + 4 * j);
     for (index_t i = j + 1; i < m; ++i) s = fnma(cj[i], load_lanes(x4 + 4 * i), s);
     store_lanes(x4 + 4 * j, s / splat(cj[j]));
+  }
+}
+
+// In place S = L D Lᵀ of the a x a column-major SPD matrix s (lower triangle): the unit L below the diagonal
+// and 1/D on it, so that ldl_solve needs no division and no square root, whose latencies dominate systems of a
+// few unknowns. False when a pivot falls to 1e-8 of its diagonal entry or below (or is not finite).
+bool ldl_reciprocal(double* s, index_t a) {
+  for (index_t p = 0; p < a; ++p) {
+    double* cp = s + p * a;
+    const double d = cp[p];
+    if (!(d > 0) || !std::isfinite(d)) return false;
+    const double inv = 1.0 / d;
+    cp[p] = inv;
+    for (index_t i = p + 1; i < a; ++i) cp[i] *= inv;
+    for (index_t c = p + 1; c < a; ++c) {
+      const double scp = cp[c] * d;  // the entry before scaling
+      double* cc = s + c * a;
+      for (index_t r = c; r < a; ++r) cc[r] -= cp[r] * scp;
+    }
+  }
+  for (index_t p = 0; p < a; ++p) {
+    // 1/D_p against the diagonal entry S_pp = D_p + Σ_{q<p} L_pq² D_q: a Schur pivot that cancelled to noise.
+    double spp = 1.0 / s[p + p * a];
+    for (index_t q = 0; q < p; ++q) spp += s[p + q * a] * s[p + q * a] / s[q + q * a];
+    if (!(1.0 / s[p + p * a] > 1e-8 * spp)) return false;
+  }
+  return true;
+}
+
+// Solves L D Lᵀ x = y in place for ldl_reciprocal's factor.
+void ldl_solve(const double* s, index_t a, double* y) {
+  for (index_t p = 0; p < a; ++p) {
+    const double* cp = s + p * a;
+    for (index_t i = p + 1; i < a; ++i) y[i] -= cp[i] * y[p];
+  }
+  for (index_t p = 0; p < a; ++p) y[p] *= s[p + p * a];
+  for (index_t i = a - 1; i >= 0; --i) {
+    const double* ci = s + i * a;
+    double sum = y[i];
+    for (index_t r = i + 1; r < a; ++r) sum -= ci[r] * y[r];
+    y[i] = sum;
   }
 }
 
@@ -255,8 +300,12 @@ void equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats, Scaled
 // exception escaping an OpenMP region terminates the program).
 struct Workspace {
   std::vector<double> chol, min_pivot, rhs, gz, t;
-  std::vector<double> rhs4;  // four right-hand sides interleaved (cholesky_solve4)
+  std::vector<double> rhs4;     // four right-hand sides interleaved (cholesky_solve4)
+  std::vector<double> schur;    // the inverse's complement block and its factor (solve_group_by_inverse)
+  std::vector<double> lambda;   // the multipliers of the complement's zero constraints
+  std::vector<double> u, coef;  // solve_group_by_inverse's column (padded to whole lanes) and its weights
   std::vector<index_t> idx;
+  std::vector<index_t> cidx;  // the live variables outside the passive set
   std::vector<char> in_p, blocked;
   index_t chol_ld = 0;  // leading dimension of the factor in chol
   explicit Workspace(index_t k)
@@ -266,7 +315,12 @@ struct Workspace {
         gz(to_size(std::max<index_t>(k, 1))),
         t(to_size(std::max<index_t>(k, 1))),
         rhs4(to_size(4 * std::max<index_t>(k, 1))),
+        schur(to_size(std::max<index_t>(k * k, 1))),
+        lambda(to_size(std::max<index_t>(k, 1))),
+        u(to_size(std::max<index_t>((k + 3) / 4 * 4, 4))),
+        coef(to_size(std::max<index_t>(k, 1))),
         idx(to_size(std::max<index_t>(k, 1))),
+        cidx(to_size(std::max<index_t>(k, 1))),
         in_p(to_size(std::max<index_t>(k, 1))),
         blocked(to_size(std::max<index_t>(k, 1))),
         k_(k) {}
@@ -286,6 +340,7 @@ struct ColumnState {
 // Pivoting's per-call arrays, kept by NnlsBuffers between calls.
 struct PivotingStore {
   std::vector<double> bs, z;
+  std::vector<double> inverse;  // k x k: the shifted Gs's inverse on the live variables, zero elsewhere
   std::vector<Word> passive;
   std::vector<std::uint64_t> keys;         // passive set and column of each active column in one word (k <= 32)
   std::vector<std::uint64_t> key_scratch;  // the radix sort's second buffer
@@ -483,7 +538,7 @@ void check_nnls_options(const NnlsOptions& options) {
 // and exchanges, then Lawson-Hanson for the columns that reached the cap.
 class Pivoting {
  public:
-  Pivoting(const Scaled& s, index_t n, index_t max_rounds, NnlsStats& stats, PivotingStore& store)
+  Pivoting(const Scaled& s, index_t n, index_t max_rounds, bool allow_inverse, NnlsStats& stats, PivotingStore& store)
       : s_(s),
         k_(s.k),
         n_(n),
@@ -492,13 +547,15 @@ class Pivoting {
         stats_(stats),
         bs_(store.bs),
         z_(store.z),
+        inverse_(store.inverse),
         passive_(store.passive),
         state_(store.state),
         workspaces_(store.workspaces),
         active_(store.active),
         group_start_(store.group_start),
         keys_(store.keys),
-        key_scratch_(store.key_scratch) {
+        key_scratch_(store.key_scratch),
+        allow_inverse_(allow_inverse) {
     bs_.assign(to_size(k_ * n), 0.0);
     z_.assign(to_size(k_ * n), 0.0);
     passive_.assign(to_size(words_ * n), 0);
@@ -598,6 +655,43 @@ class Pivoting {
     base_growth_ = std::max(1.0, growth);
     base_lead_ = growth > 0 ? lead : -1;
     base_size_ = m;
+    live_ = m;
+    inverse_ready_ = allow_inverse_ && n_ > 1 && growth > 0 && build_inverse(ws, m, growth);
+  }
+
+  // Several columns whose passive sets leave out a few live variables each (the usual case once ANLS settles,
+  // when almost every column has a set of its own) would each pay a factorisation of their passive block,
+  // ~m³/6 multiply-adds. With the inverse M of the whole shifted Gs (K), the passive-set solution follows from
+  // M alone: for P passive and C the other live variables, K_PP⁻¹ = M_PP − M_PC M_CC⁻¹ M_CP, so z = u − M_{:,C}λ
+  // with u = M_{:,P} b_P and M_CC λ = u_C, which is k·m + |C|·k multiply-adds and a |C| x |C| factorisation.
+  // M comes from the base factor just made (k³ more, once per call), and is used only while K is well
+  // conditioned: its error in z grows with cond(K) where a factorisation's grows with cond(K_PP) ≤ cond(K).
+  // A single column (the masked solver's calls) keeps its factorisations: M would cost more than they do.
+  bool build_inverse(Workspace& ws, index_t m, double growth) {
+    const index_t kp = (k_ + 3) / 4 * 4;  // whole lanes per column; the padding rows stay zero
+    inverse_.assign(to_size(kp * k_), 0.0);
+    double k_norm = 0, m_norm = 0;
+    double* x4 = ws.rhs4.data();
+    for (index_t t0 = 0; t0 < m; t0 += 4) {  // four unit vectors per pass of the factor
+      const int used = static_cast<int>(std::min<index_t>(4, m - t0));
+      std::fill(x4, x4 + 4 * m, 0.0);
+      for (int u = 0; u < used; ++u) x4[4 * (t0 + u) + u] = 1.0;
+      cholesky_solve4(ws.chol.data(), m, ws.chol_ld, x4, used);
+      for (int u = 0; u < used; ++u) {
+        const index_t jt = ws.idx[t0 + u];
+        double col_k = s_.shift[jt] * growth, col_m = 0;
+        for (index_t r = 0; r < m; ++r) {
+          const double v = x4[4 * r + u];
+          inverse_[to_size(ws.idx[r] + jt * kp)] = v;
+          col_m += std::abs(v);
+          col_k += std::abs(s_.gs[to_size(ws.idx[r] + jt * k_)]);
+        }
+        if (!std::isfinite(col_m)) return false;
+        k_norm = std::max(k_norm, col_k);
+        m_norm = std::max(m_norm, col_m);
+      }
+    }
+    return k_norm * m_norm <= kInverseCond;
   }
 
   // Whether thread 0's workspace holds the factor of a group whose passive indices (in ws.idx, increasing) are
@@ -655,14 +749,33 @@ class Pivoting {
 
   void solve_round() {
     const index_t ngroups = static_cast<index_t>(group_start_.size()) - 1;
-    index_t factorised = 0, retries = 0, backups = 0, zeroed = 0;
+    index_t factorised = 0, by_inverse = 0, retries = 0, backups = 0, zeroed = 0;
     double round_shift = 0, round_growth = base_growth_;
     const double flops = static_cast<double>(k_) * k_ * (static_cast<double>(ngroups) * k_ / 3.0 + active_.size());
     // The counts and maxima are the loop's reductions; the group's work is the same on either path.
-    const auto solve_group = [&](index_t gi, Workspace& ws, index_t& factorised, index_t& retries, index_t& backups,
-                                 index_t& zeroed, double& round_shift, double& round_growth) {
+    const auto solve_group = [&](index_t gi, Workspace& ws, index_t& factorised, index_t& by_inverse, index_t& retries,
+                                 index_t& backups, index_t& zeroed, double& round_shift, double& round_growth) {
       const index_t first = group_start_[gi];
+      const index_t last = group_start_[gi + 1];
+      if (last < static_cast<index_t>(active_.size())) {
+        // The groups visit columns in passive-set order, scattered over bs and z: ask for the next group's first
+        // column while this one is solved.
+        const index_t next = active_[last];
+        __builtin_prefetch(bs_.data() + next * k_);
+        __builtin_prefetch(bs_.data() + next * k_ + k_ - 1);
+        __builtin_prefetch(z_.data() + next * k_, 1);
+        __builtin_prefetch(z_.data() + next * k_ + k_ - 1, 1);
+      }
       const index_t m = passive_indices(active_[first], ws);
+      // Through the inverse while the complement is at most half the live variables: beyond that the passive
+      // block's own factorisation is the cheaper one.
+      if (m > 0 && inverse_ready_ && 2 * (live_ - m) <= live_ &&
+          solve_group_by_inverse(first, last, m, ws, backups, zeroed)) {
+        ++factorised;
+        ++by_inverse;
+        for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * base_growth_);
+        return;
+      }
       double growth = base_growth_;
       if (m > 0) {
         ++factorised;
@@ -671,7 +784,6 @@ class Pivoting {
         round_growth = std::max(round_growth, growth);
         for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * growth);
       }
-      const index_t last = group_start_[gi + 1];
       index_t c = first;
       // Columns in fours (a group of two or three padded) share the factor's triangular solves.
       if (growth != 0 && m > 0 && last - first >= 2) {
@@ -690,17 +802,20 @@ class Pivoting {
       }
     };
     if (worth_threads(flops)) {
-#pragma omp parallel for schedule(dynamic) reduction(+ : factorised, retries, backups, zeroed) \
+#pragma omp parallel for schedule(dynamic) reduction(+ : factorised, by_inverse, retries, backups, zeroed) \
     reduction(max : round_shift, round_growth)
       for (index_t gi = 0; gi < ngroups; ++gi)
-        solve_group(gi, workspaces_[to_size(thread_id())], factorised, retries, backups, zeroed, round_shift,
-                    round_growth);
+        solve_group(gi, workspaces_[to_size(thread_id())], factorised, by_inverse, retries, backups, zeroed,
+                    round_shift, round_growth);
     } else {  // no OpenMP construct (util/parallel_loops.hpp says why); a serial call has one workspace for certain
       for (index_t gi = 0; gi < ngroups; ++gi)
-        solve_group(gi, workspaces_.front(), factorised, retries, backups, zeroed, round_shift, round_growth);
+        solve_group(gi, workspaces_.front(), factorised, by_inverse, retries, backups, zeroed, round_shift,
+                    round_growth);
     }
     base_lead_ = -1;  // base_growth_ may rise below, and the factor was made at the old level
+    if (round_growth > base_growth_) inverse_ready_ = false;  // the inverse is of the old level's matrix
     stats_.groups += factorised;
+    stats_.inverse_groups += by_inverse;
     stats_.shift_retries += retries;
     stats_.backup_rule_uses += backups;
     stats_.nonfinite_zeroed += zeroed;
@@ -709,19 +824,22 @@ class Pivoting {
     base_growth_ = round_growth;
   }
 
+  // Without branches: whether a variable is passive is a coin toss, and a mispredicted branch per variable cost
+  // more than the solve.
   index_t passive_indices(index_t column, Workspace& ws) const {
     const Word* pset = passive_.data() + column * words_;
     index_t m = 0;
     for (index_t i = 0; i < k_; ++i) {
-      if (bit(pset, i)) ws.idx[m++] = i;
+      ws.idx[m] = i;
+      m += static_cast<index_t>(bit(pset, i));
     }
     return m;
   }
 
   // Column j solved on its passive set (`solved`: the factor existed and the solution is finite, its largest
   // magnitude zscale): exchanges the infeasible indices, or marks the column done.
-  void pivot_column(index_t j, index_t m, bool solved, double zscale, Workspace& ws, index_t& backups,
-                    index_t& zeroed) {
+  void pivot_column(index_t j, index_t m, bool solved, double zscale, Workspace& ws, index_t& backups, index_t& zeroed,
+                    bool gradient_ready = false) {
     double* zj = z_.data() + j * k_;
     ColumnState& st = state_[j];
     if (!solved) {
@@ -733,21 +851,104 @@ class Pivoting {
     const double* bj = bs_.data() + j * k_;
     double bscale = 0;
     for (index_t i = 0; i < k_; ++i) bscale = std::max(bscale, std::abs(bj[i]));
-    gradient_part(j, m, ws);
+    if (!gradient_ready) gradient_part(j, m, ws);
     const Infeasible bad{bit_row(j), zj, ws.gz.data(), bj, kFeasTol * zscale, kFeasTol * (bscale + zscale)};
     int ninf = 0;
     index_t last_bad = -1;
-    for (index_t i = 0; i < k_; ++i) {
-      if (s_.live[i] && bad(i)) {
-        ++ninf;
-        last_bad = i;
-      }
+    for (index_t i = 0; i < k_; ++i) {  // without branches: which side a variable is on is a coin toss
+      const bool b = (s_.live[i] != 0) & bad.branchless(i);
+      ninf += static_cast<int>(b);
+      last_bad = b ? i : last_bad;
     }
     if (ninf == 0) {
       st.done = true;
       return;
     }
     exchange(j, st, ninf, last_bad, bad, backups);
+  }
+
+  // The group's columns solved through the inverse (build_inverse says how) and pivoted. False, with nothing
+  // changed, when the complement block's factorisation fails; the caller then factorises the passive block.
+  bool solve_group_by_inverse(index_t first, index_t last, index_t m, Workspace& ws, index_t& backups,
+                              index_t& zeroed) {
+    const Word* pset = passive_.data() + active_[first] * words_;
+    index_t a = 0;
+    for (index_t i = 0; i < k_; ++i) {  // branchless, as passive_indices
+      ws.cidx[a] = i;
+      a += static_cast<index_t>((s_.live[i] != 0) & !bit(pset, i));
+    }
+    double* schur = ws.schur.data();
+    const double* inv = inverse_.data();
+    const index_t kp = (k_ + 3) / 4 * 4;
+    for (index_t c = 0; c < a; ++c)
+      for (index_t r = c; r < a; ++r) schur[r + c * a] = inv[ws.cidx[r] + ws.cidx[c] * kp];
+    if (a > 0 && !ldl_reciprocal(schur, a)) return false;
+    double* lambda = ws.lambda.data();
+    double* u = ws.u.data();
+    double* coef = ws.coef.data();
+    for (index_t c = first; c < last; ++c) {
+      const index_t j = active_[c];
+      double* zj = z_.data() + j * k_;
+      const double* bj = bs_.data() + j * k_;
+      for (index_t r = 0; r < m; ++r) coef[r] = bj[ws.idx[r]];
+      inverse_columns(m, ws.idx.data(), coef, nullptr, u);  // u = M_{:,P} b_P
+      if (a > 0) {
+        for (index_t t = 0; t < a; ++t) lambda[t] = u[ws.cidx[t]];
+        ldl_solve(schur, a, lambda);  // M_CC λ = u_C
+        for (index_t t = 0; t < a; ++t) coef[t] = -lambda[t];
+        inverse_columns(a, ws.cidx.data(), coef, u, u);  // z = u − M_{:,C} λ
+      }
+      // z_C is zero in exact arithmetic: made exact. K z = b̃ − E_C λ (K M = I, b̃ = b_P and zeros), so the
+      // gradient there, (Gs z − bs)_C, is −λ − bs_C with no product: gz_C = −λ.
+      for (index_t t = 0; t < a; ++t) {
+        u[ws.cidx[t]] = 0;
+        ws.gz[to_size(ws.cidx[t])] = -lambda[t];
+      }
+      // Dead and padding rows of u are zero, so its largest magnitude is the passive part's.
+      solvers::Lanes big = solvers::splat(0), nan = big;  // nan: v - v is NaN for a NaN or infinite v, else 0
+      for (index_t i = 0; i < kp; i += 4) {
+        const solvers::Lanes v = solvers::load_lanes(u + i);
+        big = v > big ? v : big;
+        big = -v > big ? -v : big;
+        nan += v - v;
+      }
+      const double zscale = std::max(std::max(big[0], big[1]), std::max(big[2], big[3]));
+      const bool finite = solvers::lane_sum(nan) == 0;
+      std::copy(u, u + k_, zj);
+      pivot_column(j, m, finite, zscale, ws, backups, zeroed, true);
+    }
+    return true;
+  }
+
+  // out = base + Σ_t M[:, cols[t]] · coef[t] (base nullptr: zero) over the kp rows of the padded inverse. Sixteen
+  // rows at a time in four sets of lanes held in registers over the sum: through memory, each column's update
+  // waited on the previous one's store.
+  void inverse_columns(index_t count, const index_t* cols, const double* coef, const double* base, double* out) const {
+    using solvers::Lanes, solvers::load_lanes, solvers::splat, solvers::store_lanes;
+    const index_t kp = (k_ + 3) / 4 * 4;
+    const double* inv = inverse_.data();
+    index_t i0 = 0;
+    for (; i0 + 16 <= kp; i0 += 16) {
+      Lanes a0 = base ? load_lanes(base + i0) : splat(0), a1 = base ? load_lanes(base + i0 + 4) : splat(0);
+      Lanes a2 = base ? load_lanes(base + i0 + 8) : splat(0), a3 = base ? load_lanes(base + i0 + 12) : splat(0);
+      for (index_t t = 0; t < count; ++t) {
+        const double* col = inv + cols[t] * kp + i0;
+        const Lanes w = splat(coef[t]);
+        a0 += load_lanes(col) * w;
+        a1 += load_lanes(col + 4) * w;
+        a2 += load_lanes(col + 8) * w;
+        a3 += load_lanes(col + 12) * w;
+      }
+      store_lanes(out + i0, a0);
+      store_lanes(out + i0 + 4, a1);
+      store_lanes(out + i0 + 8, a2);
+      store_lanes(out + i0 + 12, a3);
+    }
+    for (; i0 < kp; i0 += 4) {
+      Lanes acc = base ? load_lanes(base + i0) : splat(0);
+      for (index_t t = 0; t < count; ++t) acc += load_lanes(inv + cols[t] * kp + i0) * splat(coef[t]);
+      store_lanes(out + i0, acc);
+    }
   }
 
   // solve_passive for the `used` (2..4) columns cols[0..used) at once, through cholesky_solve4.
@@ -785,17 +986,18 @@ class Pivoting {
     return finite;
   }
 
-  // ws.gz = Gs z_j; the gradient y = Gs z - bs is formed where it is tested. |Gs_ij| <= 1 bounds its rounding
-  // error by about k * eps * zscale, hence the tolerances' zscale terms.
+  // ws.gz = Gs z_j on the live variables outside the passive set, the only ones whose gradient is tested (the
+  // gradient y = Gs z - bs is formed there). |Gs_ij| <= 1 bounds its rounding error by about k * eps * zscale,
+  // hence the tolerances' zscale terms.
   void gradient_part(index_t j, index_t m, Workspace& ws) const {
     const double* zj = z_.data() + j * k_;
+    const Word* pset = passive_.data() + j * words_;
     double* gz = ws.gz.data();
-    std::fill(gz, gz + k_, 0.0);
-    for (index_t r = 0; r < m; ++r) {
-      const double zr = zj[ws.idx[r]];
-      if (zr == 0) continue;
-      const double* gcol = s_.gs.data() + ws.idx[r] * k_;
-      for (index_t i = 0; i < k_; ++i) gz[i] += gcol[i] * zr;
+    for (index_t i = 0; i < k_; ++i) {
+      if (!s_.live[i] || bit(pset, i)) continue;
+      double sum = 0;
+      for (index_t r = 0; r < m; ++r) sum += s_.gs[to_size(i + ws.idx[r] * k_)] * zj[ws.idx[r]];
+      gz[i] = sum;
     }
   }
 
@@ -808,6 +1010,11 @@ class Pivoting {
     const double* b;
     double tol_z, tol_y;
     bool operator()(index_t i) const { return bit(passive, i) ? z[i] < -tol_z : gz[i] - b[i] < -tol_y; }
+    // The same test with both sides evaluated (gz is read where it is stale, and then not used).
+    bool branchless(index_t i) const {
+      const bool p = bit(passive, i);
+      return (p & (z[i] < -tol_z)) | (!p & (gz[i] - b[i] < -tol_y));
+    }
   };
 
   Word* bit_row(index_t j) { return passive_.data() + j * words_; }
@@ -859,6 +1066,7 @@ class Pivoting {
   NnlsStats& stats_;
   std::vector<double>& bs_;
   std::vector<double>& z_;
+  std::vector<double>& inverse_;
   std::vector<Word>& passive_;
   std::vector<ColumnState>& state_;
   std::vector<Workspace>& workspaces_;
@@ -867,8 +1075,11 @@ class Pivoting {
   std::vector<std::uint64_t>& keys_;
   std::vector<std::uint64_t>& key_scratch_;
   double base_growth_ = 1;
-  index_t base_lead_ = -1;  // passive count whose factor leads the one choose_base_growth left in thread 0's ws
-  index_t base_size_ = 0;   // that factor's order (its leading dimension)
+  index_t base_lead_ = -1;      // passive count whose factor leads the one choose_base_growth left in thread 0's ws
+  index_t base_size_ = 0;       // that factor's order (its leading dimension)
+  bool allow_inverse_ = true;   // NnlsOptions::use_inverse
+  bool inverse_ready_ = false;  // inverse_ holds the shifted Gs's inverse at base_growth_
+  index_t live_ = 0;            // live variables
 };
 
 }  // namespace
@@ -897,7 +1108,8 @@ NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, c
 
   NnlsBuffers::Parts& parts = *buffers.parts_;
   equilibrate(G, options.tikhonov, stats, parts.scaled);
-  Pivoting pivoting(parts.scaled, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20, stats, parts.store);
+  Pivoting pivoting(parts.scaled, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20, options.use_inverse,
+                    stats, parts.store);
   pivoting.load(B, X);
   pivoting.solve();
   pivoting.store(X);

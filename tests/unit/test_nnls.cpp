@@ -288,6 +288,7 @@ TEST_P(NnlsRandom, MatchesLawsonHansonDouble) {
   EXPECT_EQ(stats.rounds_cap_hits, 0);
   EXPECT_EQ(stats.nonfinite_zeroed, 0);
   EXPECT_EQ(stats.dead_variables, 0);
+  EXPECT_GT(stats.inverse_groups, 0);  // so the independent reference checks the inverse's answers too
   for (int j = 0; j < p.n; ++j) {
     const Vec ref = lawson_hanson(p.g, p.col(j), k);
     EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + dnmf::to_size(j) * k, ref, 1e-8)) << "column " << j;
@@ -314,6 +315,75 @@ TEST_P(NnlsRandom, MatchesLawsonHansonFloat) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NnlsRandom, testing::Values(1, 2, 5, 16, 40, 70),
                          [](const testing::TestParamInfo<int>& param) { return "k" + std::to_string(param.param); });
+
+// ---- Passive sets solved through G's inverse (NnlsOptions::use_inverse) -------------------------------------
+
+class NnlsInverse : public testing::TestWithParam<int> {};
+
+// Cold starts (several rounds, sets growing from empty) and warm starts a few flips away from the answer, against
+// the same problem with every set factorised: the same answers to rounding, and the inverse was in use. k = 3, 7
+// and 33 leave padding rows in the inverse's lanes.
+TEST_P(NnlsInverse, AgreesWithFactorisedSets) {
+  const int k = GetParam();
+  const Problem p = random_problem(k, 300, 3000 + k);
+  NnlsOptions factorised;
+  factorised.use_inverse = false;
+  std::vector<double> reference;
+  run(p, reference, factorised);
+  std::vector<double> warm = reference;
+  std::mt19937_64 rng(k);
+  std::uniform_int_distribution<int> pick(0, 5);
+  for (double& v : warm) {
+    const int what = pick(rng);
+    if (what == 0) v = 0;
+    if (what == 1) v += 1;
+  }
+  for (const bool cold : {true, false}) {
+    SCOPED_TRACE(cold ? "cold start" : "warm start");
+    std::vector<double> start = cold ? std::vector<double>(reference.size(), 0.0) : warm;
+    std::vector<double> by_factor = start, by_inverse = start;
+    const NnlsStats fs = run(p, by_factor, factorised);
+    const NnlsStats is = run(p, by_inverse);
+    EXPECT_EQ(fs.inverse_groups, 0);
+    EXPECT_GT(is.inverse_groups, 0);
+    EXPECT_EQ(is.rounds_cap_hits, 0);
+    EXPECT_EQ(is.nonfinite_zeroed, 0);
+    for (int j = 0; j < p.n; ++j) {
+      const double* f = by_factor.data() + dnmf::to_size(j) * k;
+      const double* x = by_inverse.data() + dnmf::to_size(j) * k;
+      double scale = 0;
+      for (int i = 0; i < k; ++i) scale = std::max(scale, std::abs(f[i]));
+      for (int i = 0; i < k; ++i) EXPECT_NEAR(x[i], f[i], 1e-11 * scale) << "column " << j << ", row " << i;
+    }
+    expect_all_kkt(p, by_inverse, 1e-10);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, NnlsInverse, testing::Values(1, 3, 7, 16, 33, 40),
+                         [](const testing::TestParamInfo<int>& param) { return "k" + std::to_string(param.param); });
+
+// Two nearly equal columns of C make G's condition number ~1e9, past the bound: every set is factorised, so
+// the answer is the factorised one to the bit, and it still satisfies the optimality conditions.
+TEST(NnlsInverse, IllConditionedGramIsFactorised) {
+  std::mt19937_64 rng(17);
+  const int m = 40, k = 8, n = 200;
+  Vec c = gaussian(rng, dnmf::to_size(m) * k);
+  const Vec noise = gaussian(rng, dnmf::to_size(m));
+  for (int r = 0; r < m; ++r) c[r + dnmf::to_size(1) * m] = c[r] + 1e-4 * noise[dnmf::to_size(r)];
+  Problem p;
+  p.k = k;
+  p.n = n;
+  p.g = gram(c, m, k);
+  p.b = project(c, m, k, gaussian(rng, dnmf::to_size(m) * n), n);
+  NnlsOptions factorised;
+  factorised.use_inverse = false;
+  std::vector<double> by_factor, by_default;
+  run(p, by_factor, factorised);
+  const NnlsStats stats = run(p, by_default);
+  EXPECT_EQ(stats.inverse_groups, 0);
+  EXPECT_EQ(by_default, by_factor);
+  expect_all_kkt(p, by_default, 1e-8);
+}
 
 TEST(Nnls, GroupsShareFactorisations) {
   // Identical right-hand sides share a passive set in every round, so they cost one factorisation.
@@ -349,7 +419,10 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
   // factorisation (passive variables ordered first); a batch factorises each group's set afresh. Both are the
   // same operations, so the answers must agree bit for bit, whatever the warm start: empty, full, or a subset
   // that the pivoting has to change. Reused buffers (the masked solver's calls) must not carry anything over.
+  // The batch factorises every set here (use_inverse off); through the inverse it agrees to rounding (below).
   const Problem p = random_problem(16, 60, 41);
+  NnlsOptions factorised;
+  factorised.use_inverse = false;
   std::vector<double> solved;
   run(p, solved);
   std::vector<double> start = solved;
@@ -368,9 +441,14 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
   const int exact = 10;
   std::copy(solved.begin() + 2 * k, solved.begin() + exact * k, start.begin() + 2 * k);
   std::vector<double> batch = start;
-  const NnlsStats batch_stats = run(p, batch);
+  const NnlsStats batch_stats = run(p, batch, factorised);
   ASSERT_EQ(batch_stats.shift_retries, 0);
+  EXPECT_EQ(batch_stats.inverse_groups, 0);
   EXPECT_GT(batch_stats.rounds, 1);  // some warm starts were wrong, so later rounds ran too
+  std::vector<double> by_inverse = start;
+  const NnlsStats inverse_stats = run(p, by_inverse);
+  EXPECT_GT(inverse_stats.inverse_groups, 0);
+  for (std::size_t e = 0; e < batch.size(); ++e) EXPECT_NEAR(by_inverse[e], batch[e], 1e-12 * (1 + batch[e])) << e;
   dnmf::NnlsBuffers buffers;
   std::vector<double> single = start;
   for (int j = 0; j < p.n; ++j) {
@@ -415,7 +493,9 @@ TEST(Nnls, ColumnsSolvedInFoursEqualSingleColumnSolvesToTheBit) {
       }
     }
   std::vector<double> batch = truth;  // warm started at the answer: the first round's groups are the supports
-  const NnlsStats batch_stats = run(p, batch);
+  NnlsOptions factorised;             // the fours are the factorised path's (the inverse's has its own test)
+  factorised.use_inverse = false;
+  const NnlsStats batch_stats = run(p, batch, factorised);
   EXPECT_EQ(batch_stats.groups, static_cast<dnmf::index_t>(supports.size()));
   for (std::size_t e = 0; e < truth.size(); ++e) {
     EXPECT_NEAR(batch[e], truth[e], 1e-9 * (1 + truth[e])) << e;
@@ -479,6 +559,7 @@ TEST(NnlsAdversarial, ZeroRowsAndColumns) {
   std::vector<double> x;
   const NnlsStats stats = run(p, x);
   EXPECT_EQ(stats.dead_variables, 3);
+  EXPECT_GT(stats.inverse_groups, 0);  // the inverse covers the live variables only
   expect_no_worse(p, x, 1e-8);
   expect_all_kkt(p, x, 1e-10);
 
