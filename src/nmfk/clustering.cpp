@@ -7,6 +7,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "nmfk/hungarian.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::rank_search {
 
@@ -25,30 +26,27 @@ DenseMatrix<double> cluster_medians(const DenseMatrix<double>& x, const std::vec
   for (std::size_t v = 0; v < labels.size(); ++v) members[to_size(labels[v])].push_back(static_cast<index_t>(v));
   DenseMatrix<double> medians(d, k);
   // One thread below ~64k values: a team costs more than the work (NMFk clusters hundreds of times).
-#pragma omp parallel if (d * static_cast <index_t>(labels.size()) >= 65536)
-  {
-    std::vector<double> values;
-#pragma omp for schedule(static)
-    for (index_t i = 0; i < d; ++i) {
-      // Column i of x holds entry i of every vector, contiguous.
-      const double* column = x.data() + i * x.rows();
-      for (index_t c = 0; c < k; ++c) {
-        const auto& group = members[to_size(c)];
-        if (group.empty()) continue;
-        values.clear();
-        for (index_t v : group) values.push_back(column[v]);
-        const std::size_t half = values.size() / 2;
-        std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half), values.end());
-        double median = values[half];
-        if (values.size() % 2 == 0) {
-          // The lower middle value is the largest of the lower half.
-          median =
-              0.5 * (median + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half)));
+  util::for_each_index_with(
+      d, d * static_cast<index_t>(labels.size()) >= 65536, [] { return std::vector<double>(); },
+      [&](index_t i, std::vector<double>& values) {
+        // Column i of x holds entry i of every vector, contiguous.
+        const double* column = x.data() + i * x.rows();
+        for (index_t c = 0; c < k; ++c) {
+          const auto& group = members[to_size(c)];
+          if (group.empty()) continue;
+          values.clear();
+          for (index_t v : group) values.push_back(column[v]);
+          const std::size_t half = values.size() / 2;
+          std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half), values.end());
+          double median = values[half];
+          if (values.size() % 2 == 0) {
+            // The lower middle value is the largest of the lower half.
+            median =
+                0.5 * (median + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half)));
+          }
+          medians(i, c) = median;
         }
-        medians(i, c) = median;
-      }
-    }
-  }
+      });
   return medians;
 }
 

@@ -7,6 +7,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::rank_search {
 
@@ -41,31 +42,28 @@ Silhouettes cosine_silhouettes(backend::Kernels<double>& host, const DenseMatrix
   }
 
   // One thread below ~64k distances: a team costs more than the work.
-#pragma omp parallel if (n_vectors * n_vectors >= 65536)
-  {
-    std::vector<double> distance_sum(uk);
-#pragma omp for schedule(static)
-    for (index_t v = 0; v < n_vectors; ++v) {
-      std::fill(distance_sum.begin(), distance_sum.end(), 0.0);
-      const double* row = gram.data() + v * n_vectors;  // symmetric: column v is row v
-      for (index_t w = 0; w < n_vectors; ++w) {
-        if (w == v) continue;
-        const double cosine = row[w] * inv_norm[to_size(v)] * inv_norm[to_size(w)];
-        distance_sum[to_size(labels[to_size(w)])] += std::max(0.0, 1.0 - cosine);
-      }
-      const auto own = to_size(labels[to_size(v)]);
-      double value = 0;
-      if (sizes[own] > 1) {
-        const double a = distance_sum[own] / (sizes[own] - 1);
-        double b = std::numeric_limits<double>::infinity();
-        for (std::size_t c = 0; c < uk; ++c)
-          if (c != own && sizes[c] > 0) b = std::min(b, distance_sum[c] / sizes[c]);
-        const double scale = std::max(a, b);
-        value = std::isfinite(b) && scale > 0 ? (b - a) / scale : 0.0;
-      }
-      s.per_vector[to_size(v)] = value;
-    }
-  }
+  util::for_each_index_with(
+      n_vectors, n_vectors * n_vectors >= 65536, [&] { return std::vector<double>(uk); },
+      [&](index_t v, std::vector<double>& distance_sum) {
+        std::fill(distance_sum.begin(), distance_sum.end(), 0.0);
+        const double* row = gram.data() + v * n_vectors;  // symmetric: column v is row v
+        for (index_t w = 0; w < n_vectors; ++w) {
+          if (w == v) continue;
+          const double cosine = row[w] * inv_norm[to_size(v)] * inv_norm[to_size(w)];
+          distance_sum[to_size(labels[to_size(w)])] += std::max(0.0, 1.0 - cosine);
+        }
+        const auto own = to_size(labels[to_size(v)]);
+        double value = 0;
+        if (sizes[own] > 1) {
+          const double a = distance_sum[own] / (sizes[own] - 1);
+          double b = std::numeric_limits<double>::infinity();
+          for (std::size_t c = 0; c < uk; ++c)
+            if (c != own && sizes[c] > 0) b = std::min(b, distance_sum[c] / sizes[c]);
+          const double scale = std::max(a, b);
+          value = std::isfinite(b) && scale > 0 ? (b - a) / scale : 0.0;
+        }
+        s.per_vector[to_size(v)] = value;
+      });
   std::fill(s.per_cluster.begin(), s.per_cluster.end(), 0.0);
   double total = 0;
   for (std::size_t v = 0; v < un; ++v) {

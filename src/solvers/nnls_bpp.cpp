@@ -957,31 +957,29 @@ class Pivoting {
     for (index_t r = 0; r < m; ++r)
       for (int u = 0; u < 4; ++u) x4[4 * r + u] = u < used ? bs_[to_size(cols[u] * k_ + ws.idx[r])] : 0.0;
     cholesky_solve4(ws.chol.data(), m, ws.chol_ld, x4, used);
-    for (int u = 0; u < used; ++u) {
-      double* zj = z_.data() + cols[u] * k_;
-      std::fill(zj, zj + k_, 0.0);
-      for (index_t r = 0; r < m; ++r) {
-        const double v = x4[4 * r + u];
-        zj[ws.idx[r]] = v;
-        finite[u] = finite[u] && std::isfinite(v);
-        zscale[u] = std::max(zscale[u], std::abs(v));
-      }
-    }
+    for (int u = 0; u < used; ++u) finite[u] = place_solution(cols[u], m, ws, x4 + u, 4, zscale[u]);
   }
 
   // z_j = the passive-set solution (zero elsewhere); false when it is not finite.
   bool solve_passive(index_t j, index_t m, Workspace& ws, double& zscale) {
-    double* zj = z_.data() + j * k_;
     const double* bj = bs_.data() + j * k_;
-    std::fill(zj, zj + k_, 0.0);
     double* rhs = ws.rhs.data();
     for (index_t r = 0; r < m; ++r) rhs[r] = bj[ws.idx[r]];
     if (m > 0) cholesky_solve(ws.chol.data(), m, ws.chol_ld, rhs);
+    return place_solution(j, m, ws, rhs, 1, zscale);
+  }
+
+  // z_j = the m passive values at values[0], values[stride], ... in the passive positions, zero elsewhere; raises
+  // zscale to their largest magnitude and returns whether they are all finite.
+  bool place_solution(index_t j, index_t m, const Workspace& ws, const double* values, index_t stride, double& zscale) {
+    double* zj = z_.data() + j * k_;
+    std::fill(zj, zj + k_, 0.0);
     bool finite = true;
     for (index_t r = 0; r < m; ++r) {
-      zj[ws.idx[r]] = rhs[r];
-      finite = finite && std::isfinite(rhs[r]);
-      zscale = std::max(zscale, std::abs(rhs[r]));
+      const double v = values[r * stride];
+      zj[ws.idx[r]] = v;
+      finite = finite && std::isfinite(v);
+      zscale = std::max(zscale, std::abs(v));
     }
     return finite;
   }

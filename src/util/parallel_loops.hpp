@@ -31,6 +31,41 @@ void for_each_index_dynamic(index_t n, bool parallel, Body&& body) {
   }
 }
 
+/// As for_each_index, with per-thread state: each thread that takes part builds its own by setup() (a prvalue)
+/// and passes it to body(i, state); without `parallel`, one state serves the plain loop.
+template <class Setup, class Body>
+void for_each_index_with(index_t n, bool parallel, Setup&& setup, Body&& body) {
+  if (parallel) {
+#pragma omp parallel
+    {
+      auto state = setup();
+#pragma omp for schedule(static)
+      for (index_t i = 0; i < n; ++i) body(i, state);
+    }
+  } else {
+    auto state = setup();
+    for (index_t i = 0; i < n; ++i) body(i, state);
+  }
+}
+
+/// As for_each_index_dynamic, with per-thread state: each thread that takes part builds its own by setup() (a
+/// prvalue, so guards that cannot move are fine) before its first index and passes it to body(i, state).
+/// Without `parallel`, one state serves the plain loop.
+template <class Setup, class Body>
+void for_each_index_dynamic_with(index_t n, bool parallel, Setup&& setup, Body&& body) {
+  if (parallel) {
+#pragma omp parallel
+    {
+      auto state = setup();
+#pragma omp for schedule(dynamic, 1)
+      for (index_t i = 0; i < n; ++i) body(i, state);
+    }
+  } else {
+    auto state = setup();
+    for (index_t i = 0; i < n; ++i) body(i, state);
+  }
+}
+
 /// Σ count(i) over i in [0, n), on the team when `parallel`. The counts are integers, so any order gives the
 /// same total.
 template <class Count>

@@ -297,7 +297,7 @@ std::array<double, N> ordered_sums(index_t count, index_t work, Add add) {
 // first), added pairwise. One running sum waits on the previous addition for every entry (4 cycles), which made
 // the statistics of a dense 4000x3000 cost more than an iteration.
 template <class T>
-std::array<double, 2> column_sums(const T* x, index_t n) {
+std::array<double, 2> sum_and_squares(const T* x, index_t n) {
   constexpr index_t kWays = 8;  // the pairwise sum below adds eight
   double s[kWays] = {}, q[kWays] = {};
   index_t i = 0;
@@ -424,20 +424,17 @@ void CpuKernels<T>::multiply(const MatrixRef<T>& a, Side side, CView<T> y, View<
     const index_t extent = side == Side::H ? d->cols : d->rows;
     const index_t block = std::max<index_t>(64, static_cast<index_t>(tile_bytes_ / sizeof(T)) / inner);
     const index_t blocks = (extent + block - 1) / block;
-#pragma omp parallel if (blocks > 1 && parallel_worth(k * d->rows * d->cols))
-    {
-      const SerialBlas serial;
-#pragma omp for schedule(dynamic, 1)
-      for (index_t b = 0; b < blocks; ++b) {
-        const index_t first = b * block;
-        const index_t width = std::min(extent, first + block) - first;
-        if (side == Side::H) {
-          dense_ya(k, d->rows, width, y, d->data + first * d->ld, d->ld, beta, out.data + first * out.ld, out.ld);
-        } else {
-          dense_xat(k, width, d->cols, y, d->data + first, d->ld, beta, out.data + first * out.ld, out.ld);
-        }
-      }
-    }
+    util::for_each_index_dynamic_with(
+        blocks, blocks > 1 && parallel_worth(k * d->rows * d->cols), [] { return SerialBlas{}; },
+        [&](index_t b, const SerialBlas&) {
+          const index_t first = b * block;
+          const index_t width = std::min(extent, first + block) - first;
+          if (side == Side::H) {
+            dense_ya(k, d->rows, width, y, d->data + first * d->ld, d->ld, beta, out.data + first * out.ld, out.ld);
+          } else {
+            dense_xat(k, width, d->cols, y, d->data + first, d->ld, beta, out.data + first * out.ld, out.ld);
+          }
+        });
     return;
   }
   const auto& s = std::get<CsrView<T>>(a);
@@ -480,25 +477,28 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
                                    static_cast<double>(work), sizeof(T));
   std::vector<std::vector<T>>& privates = slot_buffers<T>(scatter ? slots - 1 : 0);
   std::vector<KlSums> partial(to_size(slots));
-#pragma omp parallel if (slots > 1 && parallel_worth(work))
-  {
-    const SerialBlas serial;
-    std::vector<T> scratch(d ? to_size(std::max<index_t>(d->rows, 1) * widest) : 0);
-#pragma omp for schedule(dynamic, 1)
-    for (index_t slot = 0; slot < slots; ++slot) {
-      const View<T> acc = scatter ? slot_accumulator(out, privates, slot) : out;
-      for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
-        const index_t first = bounds[tile];
-        const index_t last = bounds[tile + 1];
-        if (d) {
-          partial[to_size(slot)] += dense_kl(*d, side, wt, h, side == Side::H ? acc.columns(first, last) : acc, beta,
-                                             first, last, scratch.data());
-        } else {
-          partial[to_size(slot)] += csr_kl(std::get<CsrView<T>>(a), side, wt, h, acc.data, acc.ld, beta, first, last);
+  struct KlScratch {
+    SerialBlas serial;
+    std::vector<T> scratch;
+  };
+  const auto kl_scratch = [&] {
+    return KlScratch{{}, std::vector<T>(d ? to_size(std::max<index_t>(d->rows, 1) * widest) : 0)};
+  };
+  util::for_each_index_dynamic_with(
+      slots, slots > 1 && parallel_worth(work), kl_scratch, [&](index_t slot, KlScratch& own) {
+        std::vector<T>& scratch = own.scratch;
+        const View<T> acc = scatter ? slot_accumulator(out, privates, slot) : out;
+        for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
+          const index_t first = bounds[tile];
+          const index_t last = bounds[tile + 1];
+          if (d) {
+            partial[to_size(slot)] += dense_kl(*d, side, wt, h, side == Side::H ? acc.columns(first, last) : acc, beta,
+                                               first, last, scratch.data());
+          } else {
+            partial[to_size(slot)] += csr_kl(std::get<CsrView<T>>(a), side, wt, h, acc.data, acc.ld, beta, first, last);
+          }
         }
-      }
-    }
-  }
+      });
   if (scatter) reduce_into(out, privates);
   for (const auto& p : partial) total += p;
   return total;
@@ -509,7 +509,7 @@ MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
   std::array<double, 2> sums{};
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
     sums = ordered_sums<2>(d->cols, d->rows * d->cols, [&](index_t j, std::array<double, 2>& acc) {
-      const auto column = column_sums(d->data + j * d->ld, d->rows);
+      const auto column = sum_and_squares(d->data + j * d->ld, d->rows);
       acc[0] += column[0];
       acc[1] += column[1];
     });
@@ -517,10 +517,11 @@ MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
     const auto& s = std::get<CsrView<T>>(a);
     const index_t first = s.rows > 0 ? s.indptr[0] : 0;
     const index_t nnz = s.nnz();
-    constexpr index_t kPiece = 4096;  // stored values per call of column_sums: a fixed cut, the same for any threads
+    constexpr index_t kPiece =
+        4096;  // stored values per call of sum_and_squares: a fixed cut, the same for any threads
     sums = ordered_sums<2>((nnz + kPiece - 1) / kPiece, nnz, [&](index_t p, std::array<double, 2>& acc) {
       const index_t begin = p * kPiece;
-      const auto piece = column_sums(s.values + first + begin, std::min(kPiece, nnz - begin));
+      const auto piece = sum_and_squares(s.values + first + begin, std::min(kPiece, nnz - begin));
       acc[0] += piece[0];
       acc[1] += piece[1];
     });
@@ -620,72 +621,79 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   if (!accumulate) fill(other_numer, T(0));
   const bool fetch_ahead = sizeof(T) == 8 && k >= 16;
 
-#pragma omp parallel if (slots > 1 && parallel_worth(work))
-  {
-    const SerialBlas serial;
-    std::vector<T> numer_buf(to_size(std::max<index_t>(k * widest, 1)));
-    std::vector<T> kl_scratch(kl && dense ? to_size(std::max<index_t>(m_rows, 1) * widest) : 0);
-#pragma omp for schedule(dynamic, 1)
-    for (index_t slot = 0; slot < slots; ++slot) {
-      FusedSums& mine = partial[to_size(slot)];
-      const View<T> acc = slot_accumulator(other_numer, privates, slot);
-      View<T> gacc{gram_slots[to_size(slot)].data(), k, k, std::max<index_t>(k, 1)};
-      for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
-        const index_t first = bounds[tile];
-        const index_t last = bounds[tile + 1];
-        const index_t width = last - first;
-        View<T> x_tile = x.columns(first, last);
-        View<T> numer{numer_buf.data(), k, width, std::max<index_t>(k, 1)};
-        if (dense) {
-          const auto& d = std::get<DenseView<const T>>(a);
-          // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
-          if (kl) {
-            mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
-          } else if (m_rows > 0) {
-            dense_ya(k, m_rows, width, y, d.data + first * d.ld, d.ld, T(0), numer.data, numer.ld);
-          } else {
-            std::fill(numer_buf.begin(), numer_buf.end(), T(0));
-          }
-          mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-          if (kl) {
-            mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
-          } else if (m_rows > 0) {
-            // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
-            // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62-75
-            // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
-            // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
-            cpu::Ahead ahead;
-            if (fetch_ahead && tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {
-              const T* next = d.data + last * d.ld;
-              ahead = {reinterpret_cast<const char*>(next),
-                       static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};
+  struct SlotScratch {
+    SerialBlas serial;
+    std::vector<T> numer_buf, kl_scratch;
+  };
+  const auto slot_scratch = [&] {
+    return SlotScratch{{},
+                       std::vector<T>(to_size(std::max<index_t>(k * widest, 1))),
+                       std::vector<T>(kl && dense ? to_size(std::max<index_t>(m_rows, 1) * widest) : 0)};
+  };
+  util::for_each_index_dynamic_with(
+      slots, slots > 1 && parallel_worth(work), slot_scratch, [&](index_t slot, SlotScratch& own) {
+        std::vector<T>& numer_buf = own.numer_buf;
+        std::vector<T>& kl_scratch = own.kl_scratch;
+        FusedSums& mine = partial[to_size(slot)];
+        const View<T> acc = slot_accumulator(other_numer, privates, slot);
+        View<T> gacc{gram_slots[to_size(slot)].data(), k, k, std::max<index_t>(k, 1)};
+        for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
+          const index_t first = bounds[tile];
+          const index_t last = bounds[tile + 1];
+          const index_t width = last - first;
+          View<T> x_tile = x.columns(first, last);
+          View<T> numer{numer_buf.data(), k, width, std::max<index_t>(k, 1)};
+          if (dense) {
+            const auto& d = std::get<DenseView<const T>>(a);
+            // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
+            if (kl) {
+              mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
+            } else if (m_rows > 0) {
+              dense_ya(k, m_rows, width, y, d.data + first * d.ld, d.ld, T(0), numer.data, numer.ld);
+            } else {
+              std::fill(numer_buf.begin(), numer_buf.end(), T(0));
             }
-            dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld, ahead);
-          }
-        } else {
-          const auto& s = std::get<CsrView<T>>(a);
-          // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
-          const CsrView<T> rows = s.row_range(first, last);
-          if (kl) {
-            mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
+            mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+            if (kl) {
+              mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
+            } else if (m_rows > 0) {
+              // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
+              // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62-75
+              // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
+              // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
+              cpu::Ahead ahead;
+              if (fetch_ahead && tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {
+                const T* next = d.data + last * d.ld;
+                ahead = {reinterpret_cast<const char*>(next),
+                         static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};
+              }
+              dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld, ahead);
+            }
           } else {
-            csr_gather(rows, y, numer, T(0), 0, width);
+            const auto& s = std::get<CsrView<T>>(a);
+            // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
+            const CsrView<T> rows = s.row_range(first, last);
+            if (kl) {
+              mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
+            } else {
+              csr_gather(rows, y, numer, T(0), 0, width);
+            }
+            mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+            if (kl) {
+              mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
+            } else {
+              csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
+            }
           }
-          mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-          if (kl) {
-            mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
-          } else {
-            csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
-          }
+          double c = 0;
+          for (index_t col = 0; col < width; ++col)
+            for (index_t l = 0; l < k; ++l)
+              c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
+          mine.cross += c;
+          if (k > 0)
+            blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
         }
-        double c = 0;
-        for (index_t col = 0; col < width; ++col)
-          for (index_t l = 0; l < k; ++l) c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
-        mine.cross += c;
-        if (k > 0) blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
-      }
-    }
-  }
+      });
   reduce_into(other_numer, privates);
   if (!accumulate) fill(gx, T(0));
   for (const auto& gs : gram_slots)
