@@ -457,7 +457,9 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
         DenseView<const double>(p.g.data(), p.k, p.k), DenseView<const double>(p.b.data() + at, p.k, 1),
         DenseView<double>(single.data() + at, p.k, 1), NnlsOptions{}, buffers);
     ASSERT_EQ(stats.shift_retries, 0) << "column " << j;
-    if (j >= 2 && j < exact) EXPECT_EQ(stats.rounds, 1) << "column " << j;
+    if (j >= 2 && j < exact) {
+      EXPECT_EQ(stats.rounds, 1) << "column " << j;
+    }
   }
   EXPECT_EQ(single, batch);
 }
@@ -976,3 +978,52 @@ TEST(NnlsInput, StridedViews) {
 }
 
 }  // namespace
+
+// Buffers kept between calls (the masked solver keeps one per thread) hold the last call's inverse, shift level
+// and arrays; nothing of them may carry over. Each call must give what a fresh call gives, to the bit and with
+// the same counts: on a well-conditioned G (the inverse in use), on a rank-deficient one with a dead variable
+// (the inverse refused), with a single-column call in between, and after G changes in one bit.
+TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
+  std::mt19937_64 rng(31);
+  const int m = 30, k = 12, n = 40;
+  Vec dup = gaussian(rng, dnmf::to_size(m) * k);
+  for (int i = 0; i < m; ++i) {
+    dup[i + 4 * m] = dup[i + 2 * m];
+    dup[i + 6 * m] = 0.0;
+  }
+  const std::vector<Problem> problems = {random_problem(k, n, 77), from_factor(dup, m, k, n, rng)};
+  for (std::size_t which = 0; which < problems.size(); ++which) {
+    SCOPED_TRACE(which == 0 ? "well conditioned" : "rank deficient, one dead variable");
+    Problem p = problems[which];
+    dnmf::NnlsBuffers kept;
+    const auto call = [&](const Problem& q, int first, int cols, dnmf::NnlsBuffers* buffers) {
+      std::vector<double> x(dnmf::to_size(k) * cols, 0.0);
+      const DenseView<const double> g(q.g.data(), k, k);
+      const DenseView<const double> b(q.b.data() + dnmf::to_size(first) * k, k, cols);
+      const DenseView<double> xv(x.data(), k, cols);
+      const NnlsStats st = buffers != nullptr ? dnmf::nnls_bpp<double>(g, b, xv, NnlsOptions{}, *buffers)
+                                              : dnmf::nnls_bpp<double>(g, b, xv);
+      return std::make_pair(x, st);
+    };
+    const auto same = [](const std::pair<std::vector<double>, NnlsStats>& a,
+                         const std::pair<std::vector<double>, NnlsStats>& b) {
+      EXPECT_EQ(a.first, b.first);
+      EXPECT_EQ(a.second.groups, b.second.groups);
+      EXPECT_EQ(a.second.inverse_groups, b.second.inverse_groups);
+      EXPECT_EQ(a.second.shift_retries, b.second.shift_retries);
+      EXPECT_EQ(a.second.dead_variables, b.second.dead_variables);
+      EXPECT_EQ(a.second.rounds, b.second.rounds);
+    };
+    for (const int first : {0, 10, 20, 30}) same(call(p, first, 10, &kept), call(p, first, 10, nullptr));
+    same(call(p, 5, 1, &kept), call(p, 5, 1, nullptr));  // a single column re-equilibrates; the level is not kept
+    same(call(p, 0, 10, &kept), call(p, 0, 10, nullptr));
+    p.g[1] = std::nextafter(p.g[1], 1e300);  // G(1, 0) one bit up: the kept level no longer applies
+    same(call(p, 0, 10, &kept), call(p, 0, 10, nullptr));
+    const NnlsStats last = call(p, 0, 10, &kept).second;
+    if (which == 0) {
+      EXPECT_GT(last.inverse_groups, 0);
+    } else {
+      EXPECT_EQ(last.dead_variables, 1);
+    }
+  }
+}
