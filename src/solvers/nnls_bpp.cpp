@@ -136,12 +136,12 @@ void cholesky_solve4(const double* l, index_t m, index_t ld, double* x4, int use
 
 // In place S = L D Lᵀ of the a x a column-major SPD matrix s (lower triangle): the unit L below the diagonal
 // and 1/D on it, so that ldl_solve needs no division and no square root, whose latencies dominate systems of a
-// few unknowns. False when a pivot falls to 1e-8 of its diagonal entry or below (or is not finite).
-bool ldl_reciprocal(double* s, index_t a) {
+// few unknowns. False when pivot p falls to min_pivot[p] or below (or is not finite), as cholesky().
+bool ldl_reciprocal(double* s, index_t a, const double* min_pivot) {
   for (index_t p = 0; p < a; ++p) {
     double* cp = s + p * a;
     const double d = cp[p];
-    if (!(d > 0) || !std::isfinite(d)) return false;
+    if (!(d > min_pivot[p]) || !std::isfinite(d)) return false;
     const double inv = 1.0 / d;
     cp[p] = inv;
     for (index_t i = p + 1; i < a; ++i) cp[i] *= inv;
@@ -150,12 +150,6 @@ bool ldl_reciprocal(double* s, index_t a) {
       double* cc = s + c * a;
       for (index_t r = c; r < a; ++r) cc[r] -= cp[r] * scp;
     }
-  }
-  for (index_t p = 0; p < a; ++p) {
-    // 1/D_p against the diagonal entry S_pp = D_p + Σ_{q<p} L_pq² D_q: a Schur pivot that cancelled to noise.
-    double spp = 1.0 / s[p + p * a];
-    for (index_t q = 0; q < p; ++q) spp += s[p + q * a] * s[p + q * a] / s[q + q * a];
-    if (!(1.0 / s[p + p * a] > 1e-8 * spp)) return false;
   }
   return true;
 }
@@ -667,8 +661,11 @@ class Pivoting {
   // M comes from the base factor just made (k³ more, once per call), and is used only while K is well
   // conditioned: its error in z grows with cond(K) where a factorisation's grows with cond(K_PP) ≤ cond(K).
   // A single column (the masked solver's calls) keeps its factorisations: M would cost more than they do.
+  // The inverse's leading dimension: whole lanes per column, the padding rows zero.
+  index_t inverse_ld() const { return (k_ + 3) / 4 * 4; }
+
   bool build_inverse(Workspace& ws, index_t m, double growth) {
-    const index_t kp = (k_ + 3) / 4 * 4;  // whole lanes per column; the padding rows stay zero
+    const index_t kp = inverse_ld();
     inverse_.assign(to_size(kp * k_), 0.0);
     double k_norm = 0, m_norm = 0;
     double* x4 = ws.rhs4.data();
@@ -856,7 +853,7 @@ class Pivoting {
     int ninf = 0;
     index_t last_bad = -1;
     for (index_t i = 0; i < k_; ++i) {  // without branches: which side a variable is on is a coin toss
-      const bool b = (s_.live[i] != 0) & bad.branchless(i);
+      const bool b = (s_.live[i] != 0) & bad(i);
       ninf += static_cast<int>(b);
       last_bad = b ? i : last_bad;
     }
@@ -879,10 +876,12 @@ class Pivoting {
     }
     double* schur = ws.schur.data();
     const double* inv = inverse_.data();
-    const index_t kp = (k_ + 3) / 4 * 4;
-    for (index_t c = 0; c < a; ++c)
+    const index_t kp = inverse_ld();
+    for (index_t c = 0; c < a; ++c) {
       for (index_t r = c; r < a; ++r) schur[r + c * a] = inv[ws.cidx[r] + ws.cidx[c] * kp];
-    if (a > 0 && !ldl_reciprocal(schur, a)) return false;
+      ws.min_pivot[c] = 1e-8 * schur[c + c * a];  // a Schur pivot that cancelled to noise
+    }
+    if (a > 0 && !ldl_reciprocal(schur, a, ws.min_pivot.data())) return false;
     double* lambda = ws.lambda.data();
     double* u = ws.u.data();
     double* coef = ws.coef.data();
@@ -925,7 +924,7 @@ class Pivoting {
   // waited on the previous one's store.
   void inverse_columns(index_t count, const index_t* cols, const double* coef, const double* base, double* out) const {
     using solvers::Lanes, solvers::load_lanes, solvers::splat, solvers::store_lanes;
-    const index_t kp = (k_ + 3) / 4 * 4;
+    const index_t kp = inverse_ld();
     const double* inv = inverse_.data();
     index_t i0 = 0;
     for (; i0 + 16 <= kp; i0 += 16) {
@@ -1007,9 +1006,8 @@ class Pivoting {
     const double* gz;
     const double* b;
     double tol_z, tol_y;
-    bool operator()(index_t i) const { return bit(passive, i) ? z[i] < -tol_z : gz[i] - b[i] < -tol_y; }
-    // The same test with both sides evaluated (gz is read where it is stale, and then not used).
-    bool branchless(index_t i) const {
+    // Both sides evaluated, without a branch (gz is read where it is stale, and then not used).
+    bool operator()(index_t i) const {
       const bool p = bit(passive, i);
       return (p & (z[i] < -tol_z)) | (!p & (gz[i] - b[i] < -tol_y));
     }

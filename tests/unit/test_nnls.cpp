@@ -362,29 +362,6 @@ TEST_P(NnlsInverse, AgreesWithFactorisedSets) {
 INSTANTIATE_TEST_SUITE_P(Sizes, NnlsInverse, testing::Values(1, 3, 7, 16, 33, 40),
                          [](const testing::TestParamInfo<int>& param) { return "k" + std::to_string(param.param); });
 
-// Two nearly equal columns of C make G's condition number ~1e9, past the bound: every set is factorised, so
-// the answer is the factorised one to the bit, and it still satisfies the optimality conditions.
-TEST(NnlsInverse, IllConditionedGramIsFactorised) {
-  std::mt19937_64 rng(17);
-  const int m = 40, k = 8, n = 200;
-  Vec c = gaussian(rng, dnmf::to_size(m) * k);
-  const Vec noise = gaussian(rng, dnmf::to_size(m));
-  for (int r = 0; r < m; ++r) c[r + dnmf::to_size(1) * m] = c[r] + 1e-4 * noise[dnmf::to_size(r)];
-  Problem p;
-  p.k = k;
-  p.n = n;
-  p.g = gram(c, m, k);
-  p.b = project(c, m, k, gaussian(rng, dnmf::to_size(m) * n), n);
-  NnlsOptions factorised;
-  factorised.use_inverse = false;
-  std::vector<double> by_factor, by_default;
-  run(p, by_factor, factorised);
-  const NnlsStats stats = run(p, by_default);
-  EXPECT_EQ(stats.inverse_groups, 0);
-  EXPECT_EQ(by_default, by_factor);
-  expect_all_kkt(p, by_default, 1e-8);
-}
-
 TEST(Nnls, GroupsShareFactorisations) {
   // Identical right-hand sides share a passive set in every round, so they cost one factorisation.
   Problem p = random_problem(12, 1, 7);
@@ -523,6 +500,25 @@ Problem from_factor(const Vec& c, int m, int k, int n, std::mt19937_64& rng) {
   p.g = gram(c, m, k);
   p.b = project(c, m, k, gaussian(rng, dnmf::to_size(m) * n), n);
   return p;
+}
+
+// Two nearly equal columns of C make G's condition number ~1e9, past the bound: every set is factorised, so
+// the answer is the factorised one to the bit, and it still satisfies the optimality conditions.
+TEST(NnlsInverse, IllConditionedGramIsFactorised) {
+  std::mt19937_64 rng(17);
+  const int m = 40, k = 8, n = 200;
+  Vec c = gaussian(rng, dnmf::to_size(m) * k);
+  const Vec noise = gaussian(rng, dnmf::to_size(m));
+  for (int r = 0; r < m; ++r) c[r + dnmf::to_size(1) * m] = c[r] + 1e-4 * noise[dnmf::to_size(r)];
+  const Problem p = from_factor(c, m, k, n, rng);
+  NnlsOptions factorised;
+  factorised.use_inverse = false;
+  std::vector<double> by_factor, by_default;
+  run(p, by_factor, factorised);
+  const NnlsStats stats = run(p, by_default);
+  EXPECT_EQ(stats.inverse_groups, 0);
+  EXPECT_EQ(by_default, by_factor);
+  expect_all_kkt(p, by_default, 1e-8);
 }
 
 TEST(NnlsAdversarial, RankDeficient) {

@@ -517,8 +517,8 @@ MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
     const auto& s = std::get<CsrView<T>>(a);
     const index_t first = s.rows > 0 ? s.indptr[0] : 0;
     const index_t nnz = s.nnz();
-    constexpr index_t kPiece =
-        4096;  // stored values per call of sum_and_squares: a fixed cut, the same for any threads
+    // Stored values per call of sum_and_squares: a fixed cut, the same for any threads.
+    constexpr index_t kPiece = 4096;
     sums = ordered_sums<2>((nnz + kPiece - 1) / kPiece, nnz, [&](index_t p, std::array<double, 2>& acc) {
       const index_t begin = p * kPiece;
       const auto piece = sum_and_squares(s.values + first + begin, std::min(kPiece, nnz - begin));
