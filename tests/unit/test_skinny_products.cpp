@@ -185,6 +185,78 @@ TYPED_TEST(SkinnyTest, FetchingAheadGivesTheSameBits) {
   }
 }
 
+// Entry (i, l) of skinny_xat_transposed's output: panels of `panel` rows, each panel's k columns adjacent.
+index_t panel_entry(index_t i, index_t l, index_t k, index_t panel) {
+  return i / panel * panel * k + l * panel + i % panel;
+}
+
+// The transposed product gives skinny_xat's bits, transposed: overwriting (beta 0) and adding (beta 1), with and
+// without the next tile requested ahead, on every case the kernels take (k past the lanes, m not a multiple of the
+// panel, n past the column block of 192).
+TYPED_TEST(SkinnyTest, TransposedProductGivesTheSameBits) {
+  using T = TypeParam;
+  const index_t panel = backend::cpu::skinny_panel_rows<T>();
+  EXPECT_EQ(panel % (backend::cpu::kTransposedVectors), 0);
+  unsigned seed = 4000;
+  const std::vector<char> next(5000, 1);
+  int checked = 0;
+  for (const Case& c : kCases) {
+    if (!backend::cpu::skinny_pays<T>(c.k)) continue;
+    const index_t ldx = c.k + 1, lda = c.m + 3;
+    const auto x = random_values<T>(static_cast<std::size_t>(ldx * c.n), seed++);
+    const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+    const auto start = random_values<T>(static_cast<std::size_t>(c.k * c.m), seed++);
+    const auto size = static_cast<std::size_t>(backend::cpu::skinny_panel_size<T>(c.k, c.m));
+    ASSERT_GE(size, static_cast<std::size_t>(c.k * c.m));
+    for (const bool overwrite : {true, false}) {
+      auto want = start;
+      backend::cpu::skinny_xat<T>(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, overwrite ? T(0) : T(1), want.data(),
+                                  c.k);
+      for (const index_t bytes : {index_t{0}, index_t{4097}}) {
+        std::vector<T> got(size, overwrite ? std::numeric_limits<T>::quiet_NaN() : T(0));
+        if (!overwrite)
+          for (index_t i = 0; i < c.m; ++i)
+            for (index_t l = 0; l < c.k; ++l) got[to_size(panel_entry(i, l, c.k, panel))] = start[l + i * c.k];
+        backend::cpu::skinny_xat_transposed<T>(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, got.data(), overwrite,
+                                               backend::cpu::Ahead{next.data(), bytes});
+        index_t differ = 0;
+        for (index_t i = 0; i < c.m; ++i)
+          for (index_t l = 0; l < c.k; ++l) differ += got[to_size(panel_entry(i, l, c.k, panel))] != want[l + i * c.k];
+        EXPECT_EQ(differ, 0) << "k=" << c.k << " m=" << c.m << " n=" << c.n << " overwrite=" << overwrite
+                             << " ahead=" << bytes;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// The 512-bit transposed product (emulated) against float64 loops, in its own panel layout (3 vectors of rows).
+TYPED_TEST(SkinnyTest, WideVectorTransposedProductMatchesFloat64Loops) {
+  using T = TypeParam;
+  const index_t lanes = 64 / static_cast<index_t>(sizeof(T));
+  const index_t panel = backend::cpu::kTransposedVectors * lanes;
+  unsigned seed = 5000;
+  for (const Case& c : kCases) {
+    if (c.k > 4 * lanes) continue;  // where the kernels pay
+    const index_t ldx = c.k + 2, lda = c.m + 1;
+    const auto x = random_values<T>(static_cast<std::size_t>(ldx * c.n), seed++);
+    const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+    std::vector<T> got(static_cast<std::size_t>((c.m + panel - 1) / panel * panel * c.k), T(1));
+    backend::cpu::wide_emulated::xat_transposed(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, got.data(), false, {});
+    std::vector<T> out(static_cast<std::size_t>(c.k * c.m));
+    std::vector<double> want(out.size());
+    for (index_t i = 0; i < c.m; ++i)
+      for (index_t l = 0; l < c.k; ++l) {
+        double s = 1.0;  // added to what Dt held
+        for (index_t j = 0; j < c.n; ++j) s += static_cast<double>(x[l + j * ldx]) * a[i + j * lda];
+        want[to_size(l + i * c.k)] = s;
+        out[to_size(l + i * c.k)] = got[to_size(panel_entry(i, l, c.k, panel))];
+      }
+    EXPECT_LE(relative_difference(out, want, c.k, c.m, c.k), tolerance<T>()) << "k=" << c.k << " m=" << c.m;
+  }
+}
+
 // The block width callers cut their tiles by: a whole number of blocks fills the kernel's accumulator registers.
 TYPED_TEST(SkinnyTest, BlockColumnsFillTheAccumulators) {
   using T = TypeParam;

@@ -262,6 +262,30 @@ std::vector<std::vector<T>>& slot_buffers(index_t count) {
   return buffers;
 }
 
+// The fused pass's transposed accumulators (skinny_xat_transposed's panels of P rows): dst (k x cols) = Σ_s slot
+// s's, slot 0's first, in slot order: the same additions in the same order as reduce_into's with slot 0 = dst.
+// Each panel is summed over the slots contiguously in a buffer, then written transposed once.
+template <class T>
+void reduce_panels(View<T> dst, const std::vector<std::vector<T>>& slots) {
+  const index_t cols = dst.cols, k = dst.rows, p = cpu::skinny_panel_rows<T>();
+  const index_t panels = (cols + p - 1) / p;
+  util::for_each_index_with(
+      panels, parallel_worth(dst.size() * static_cast<index_t>(slots.size())),
+      [&] { return std::vector<T>(to_size(k * p)); },
+      [&](index_t c, std::vector<T>& sum) {
+        const index_t offset = c * p * k;
+        std::copy(slots.front().data() + offset, slots.front().data() + offset + p * k, sum.begin());
+        for (std::size_t s = 1; s < slots.size(); ++s) {
+          const T* src = slots[s].data() + offset;
+          for (index_t e = 0; e < p * k; ++e) sum[to_size(e)] += src[e];
+        }
+        const index_t first = c * p;
+        const index_t width = std::min(cols, first + p) - first;
+        for (index_t i = 0; i < width; ++i)
+          for (index_t l = 0; l < k; ++l) dst(l, first + i) = sum[to_size(l * p + i)];
+      });
+}
+
 // Slot `slot`'s accumulator: dst itself for slot 0, else its zeroed k x cols buffer.
 template <class T>
 View<T> slot_accumulator(View<T> dst, std::vector<std::vector<T>>& privates, index_t slot) {
@@ -384,6 +408,27 @@ index_t slot_count(index_t tiles, double acc_bytes, double work, std::size_t ele
 
 // First tile of slot `slot` of `slots` over `tiles` tiles.
 index_t slot_begin(index_t slot, index_t slots, index_t tiles) { return slot * tiles / slots; }
+
+// Dense tiles of whole kernel blocks, cut so that every slot holds the same number of blocks (to one): 50 tiles
+// of 60 columns in 16 slots gave slots of 3 and 4 tiles, and one thread waited for the other at the end of every
+// pass (perf: libgomp's wait took ~8% of a 2-thread f32 MU iteration). Returns the tile bounds; first_tile[s]
+// is slot s's first tile, first_tile[slots] the tile count.
+std::vector<index_t> slot_tiles(index_t extent, index_t block, index_t width, index_t slots,
+                                std::vector<index_t>& first_tile) {
+  const index_t blocks = (extent + block - 1) / block;
+  std::vector<index_t> bounds{0};
+  first_tile.assign(1, 0);
+  for (index_t slot = 0; slot < slots; ++slot) {
+    const index_t begin = bounds.back();
+    const index_t end = std::min(extent, (slot + 1) * blocks / slots * block);
+    const index_t span_blocks = (end - begin + block - 1) / block;
+    const index_t pieces = std::clamp<index_t>((end - begin) / width, 1, std::max<index_t>(span_blocks, 1));
+    for (index_t p = 1; p < pieces; ++p) bounds.push_back(begin + p * span_blocks / pieces * block);
+    if (end > begin) bounds.push_back(end);
+    first_tile.push_back(static_cast<index_t>(bounds.size()) - 1);
+  }
+  return bounds;
+}
 
 }  // namespace
 
@@ -608,18 +653,46 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   // A sparse row costs ~4k flops per stored entry (gather and scatter) and ~k² or more for its factor column's
   // update: k entries' worth. Counting rows as one entry left the slot with the many short rows of a power-law
   // matrix twice the work of the other (text-like 10000x5000: 2 threads slower than 1).
-  const auto bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(k, 1)));
+  auto bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(k, 1)));
+  const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
+  const index_t slots =
+      slot_count(static_cast<index_t>(bounds.size()) - 1, static_cast<double>(k * other_numer.cols) * sizeof(T),
+                 static_cast<double>(work), sizeof(T));
+  std::vector<index_t> first_tile;
+  if (dense && slots > 1) {
+    bounds = slot_tiles(extent_of(a, side), cpu::skinny_block_columns<T>(k), std::max<index_t>(bounds[1], 1), slots,
+                        first_tile);
+  } else {
+    for (index_t slot = 0; slot <= slots; ++slot)
+      first_tile.push_back(slot_begin(slot, slots, static_cast<index_t>(bounds.size()) - 1));
+  }
   const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
   index_t widest = 0;
   for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-  const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
-  const index_t slots =
-      slot_count(n_tiles, static_cast<double>(k * other_numer.cols) * sizeof(T), static_cast<double>(work), sizeof(T));
-  std::vector<std::vector<T>>& privates = slot_buffers<T>(slots - 1);
+  // Dense Qᵀ += H_j·A_jᵀ accumulates transposed (rows of A on the lanes) where the skinny kernels run: then every
+  // slot, the first too, has a cols x k buffer, summed into other_numer at the end.
+  const bool transposed = dense && !kl && m_rows > 0 && cpu::skinny_pays<T>(k);
+  std::vector<std::vector<T>>& privates = slot_buffers<T>(transposed ? slots : slots - 1);
   std::vector<std::vector<T>> gram_slots(to_size(slots), std::vector<T>(to_size(k * k), T(0)));
   std::vector<FusedSums> partial(to_size(slots));
   if (!accumulate) fill(other_numer, T(0));
   const bool fetch_ahead = sizeof(T) == 8 && k >= 16;
+  // A transposed slot's first tile stores its product instead of adding it (no zeroing pass), except where slot 0
+  // starts from what other_numer holds.
+  const auto starts_fresh = [&](index_t slot) { return !(slot == 0 && accumulate); };
+  const auto accumulator = [&](index_t slot) {
+    if (!transposed) return slot_accumulator(other_numer, privates, slot);
+    auto& buffer = privates[to_size(slot)];
+    buffer.resize(to_size(cpu::skinny_panel_size<T>(k, other_numer.cols)));
+    if (!starts_fresh(slot) || first_tile[to_size(slot)] == first_tile[to_size(slot + 1)]) {
+      std::fill(buffer.begin(), buffer.end(), T(0));
+      const index_t p = cpu::skinny_panel_rows<T>();
+      if (!starts_fresh(slot))
+        for (index_t i = 0; i < other_numer.cols; ++i)
+          for (index_t l = 0; l < k; ++l) buffer[to_size(i / p * p * k + l * p + i % p)] = other_numer(l, i);
+    }
+    return View<T>{buffer.data(), k, other_numer.cols, k};  // panel layout: only .data is read
+  };
 
   struct SlotScratch {
     SerialBlas serial;
@@ -635,9 +708,9 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
         std::vector<T>& numer_buf = own.numer_buf;
         std::vector<T>& kl_scratch = own.kl_scratch;
         FusedSums& mine = partial[to_size(slot)];
-        const View<T> acc = slot_accumulator(other_numer, privates, slot);
+        const View<T> acc = accumulator(slot);
         View<T> gacc{gram_slots[to_size(slot)].data(), k, k, std::max<index_t>(k, 1)};
-        for (index_t tile = slot_begin(slot, slots, n_tiles); tile < slot_begin(slot + 1, slots, n_tiles); ++tile) {
+        for (index_t tile = first_tile[to_size(slot)]; tile < first_tile[to_size(slot + 1)]; ++tile) {
           const index_t first = bounds[tile];
           const index_t last = bounds[tile + 1];
           const index_t width = last - first;
@@ -662,12 +735,17 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
               // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
               // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
               cpu::Ahead ahead;
-              if (fetch_ahead && tile + 1 < slot_begin(slot + 1, slots, n_tiles)) {
+              if (fetch_ahead && tile + 1 < first_tile[to_size(slot + 1)]) {
                 const T* next = d.data + last * d.ld;
                 ahead = {reinterpret_cast<const char*>(next),
                          static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};
               }
-              dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld, ahead);
+              if (transposed)
+                cpu::skinny_xat_transposed(k, m_rows, width, x_tile.data, x_tile.ld, d.data + first * d.ld, d.ld,
+                                           acc.data, tile == first_tile[to_size(slot)] && starts_fresh(slot), ahead);
+              else
+                dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld,
+                          ahead);
             }
           } else {
             const auto& s = std::get<CsrView<T>>(a);
@@ -694,7 +772,10 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
             blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
         }
       });
-  reduce_into(other_numer, privates);
+  if (transposed)
+    reduce_panels(other_numer, privates);
+  else
+    reduce_into(other_numer, privates);
   if (!accumulate) fill(gx, T(0));
   for (const auto& gs : gram_slots)
     for (index_t q = 0; q < k; ++q)

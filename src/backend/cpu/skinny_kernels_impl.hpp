@@ -200,6 +200,95 @@ constexpr index_t kRowBlock = 1024;
 // row blocks.
 constexpr index_t kColBlock = 192;
 
+// The XAᵀ product written transposed, Dt (rows x L) (+)= A · Xᵀ over n columns of A, with rows of A on the lanes
+// (IV vectors) and one broadcast of X per component. Per column IV loads and L broadcasts feed IV·L multiply-adds;
+// xat_block needs a broadcast per NC multiply-adds instead, and with k = 16 f32 (one AVX-512 vector of k) that is
+// one load per multiply-add, more than the load ports give. Each entry sums its columns in the same order as
+// xat_block, from zero, and is then added to Dt (stored, when `overwrite`): the same bits as xat with beta = 1
+// (beta = 0). Rows past `rows` are not written (the caller pads a short last vector).
+template <class T, int VL, int IV, int L>
+void xatt_block(const T* x, index_t ldx, const T* a, index_t lda, index_t n, T* dt, index_t lddt, index_t rows,
+                bool overwrite) {
+  using Lv = Lanes<T, VL>;
+  typename Lv::Vec acc[IV][L];
+  for (int v = 0; v < IV; ++v)
+    for (int l = 0; l < L; ++l) acc[v][l] = typename Lv::Vec{};
+  for (index_t j = 0; j < n; ++j) {
+    typename Lv::Vec av[IV];
+    for (int v = 0; v < IV; ++v) av[v] = Lv::load(a + j * lda + v * VL);
+    const T* xj = x + j * ldx;
+    for (int l = 0; l < L; ++l) {
+      const typename Lv::Vec b = Lv::splat(xj[l]);
+      for (int v = 0; v < IV; ++v) acc[v][l] += av[v] * b;
+    }
+  }
+  for (int l = 0; l < L; ++l)
+    for (int v = 0; v < IV; ++v)
+      add_lanes<T, VL>(dt + l * lddt + v * VL, acc[v][l], static_cast<int>(rows - v * VL < VL ? rows - v * VL : VL),
+                       overwrite, T(0));
+}
+
+// Rows of A per block of the transposed product (kTransposedVectors vectors) and components per accumulator panel
+// (L): IV·L accumulators, 24 of AVX-512's 32 registers, 12 of AVX2's 16.
+constexpr int kTransposedComponents = kBytes == 64 ? 8 : 4;
+
+// One block of rows (IV vectors, the last `rows` of them valid) over every component panel of k.
+template <class T, int VL, int IV>
+void xatt_rows(index_t k, const T* x, index_t ldx, const T* a, index_t lda, index_t n, T* dt, index_t lddt,
+               index_t rows, bool overwrite) {
+  constexpr int L = kTransposedComponents;
+  for (index_t l0 = 0; l0 < k; l0 += L) {
+    const int comps = k - l0 < L ? static_cast<int>(k - l0) : L;
+    with_count<L>(comps, [&](auto count) {
+      xatt_block<T, VL, IV, decltype(count)::value>(x + l0, ldx, a, lda, n, dt + l0 * lddt, lddt, rows, overwrite);
+    });
+  }
+}
+
+// Dt is kept in panels of IV·VL rows, each panel's k columns of IV·VL entries adjacent (entry (i, l) at
+// (i / P)·P·k + l·P + i % P, P = IV·VL): a block then writes one contiguous stretch. Column-major, each block wrote
+// into k streams a column apart, and with Dt out of L2 that made the f64 pass slower than xat's (same kernel).
+template <class T, int VL>
+void xatt_impl(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T* dt, bool overwrite,
+               Ahead ahead) {
+  constexpr int IV = kTransposedVectors;
+  constexpr index_t panel = IV * VL;
+  const index_t lines = (ahead.bytes + kLineBytes - 1) / kLineBytes;
+  const index_t share = (lines * panel + m - 1) / m;
+  index_t fetched = 0;
+  T tail[kColBlock * VL];  // the last rows when m is not a multiple of VL, zero-padded to a whole vector
+  for (index_t j0 = 0; j0 < n; j0 += kColBlock) {
+    const index_t cols = n - j0 < kColBlock ? n - j0 : kColBlock;
+    const T* xb = x + j0 * ldx;
+    const T* ab = a + j0 * lda;
+    const bool fresh = overwrite && j0 == 0;
+    index_t i = 0;
+    for (; i + panel <= m; i += panel) {
+      xatt_rows<T, VL, IV>(k, xb, ldx, ab + i, lda, cols, dt + i * k, panel, panel, fresh);
+      if (fetched < lines) {
+        const index_t upto = fetched + share < lines ? fetched + share : lines;
+        fetch_lines(ahead.data, fetched, upto);
+        fetched = upto;
+      }
+    }
+    T* last_panel = dt + i * k;
+    const index_t full = (m - i) / VL;
+    if (full > 0) {
+      with_count<IV - 1>(static_cast<int>(full), [&](auto vectors) {
+        xatt_rows<T, VL, decltype(vectors)::value>(k, xb, ldx, ab + i, lda, cols, last_panel, panel, full * VL, fresh);
+      });
+    }
+    if (i + full * VL < m) {
+      const index_t first = i + full * VL;
+      const index_t rows = m - first;
+      for (index_t j = 0; j < cols; ++j)
+        for (index_t r = 0; r < VL; ++r) tail[j * VL + r] = r < rows ? ab[j * lda + first + r] : T(0);
+      xatt_rows<T, VL, 1>(k, xb, ldx, tail, VL, cols, last_panel + full * VL, panel, rows, fresh);
+    }
+  }
+  fetch_lines(ahead.data, fetched, lines);
+}
+
 template <int N>
 struct Vectors {
   static constexpr int value = N;
@@ -270,6 +359,14 @@ void xat(index_t k, index_t m, index_t n, const double* x, index_t ldx, const do
 void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,
          float* d, index_t ldd, Ahead ahead) {
   xat_impl<float, kBytes / 4>(k, m, n, x, ldx, a, lda, beta, d, ldd, ahead);
+}
+void xat_transposed(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda,
+                    double* dt, bool overwrite, Ahead ahead) {
+  xatt_impl<double, kBytes / 8>(k, m, n, x, ldx, a, lda, dt, overwrite, ahead);
+}
+void xat_transposed(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda,
+                    float* dt, bool overwrite, Ahead ahead) {
+  xatt_impl<float, kBytes / 4>(k, m, n, x, ldx, a, lda, dt, overwrite, ahead);
 }
 
 }  // namespace dnmf::backend::cpu::DNMF_SKINNY_NAMESPACE

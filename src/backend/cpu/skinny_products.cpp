@@ -124,6 +124,28 @@ void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const 
     avx2::xat(k, m, n, p, padded, a, lda, beta, d, ldd, ahead);
 }
 
+template <class T>
+index_t skinny_panel_rows() {
+  return kTransposedVectors * lanes<T>();
+}
+template index_t skinny_panel_rows<float>();
+template index_t skinny_panel_rows<double>();
+
+template <class T>
+void skinny_xat_transposed(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T* dt,
+                           bool overwrite, Ahead ahead) {
+  if (!skinny_pays<T>(k)) throw UsageError("skinny_xat_transposed: rank " + std::to_string(k) + " is not taken");
+  if (m == 0) return;
+  if (n == 0) {
+    if (overwrite) std::fill(dt, dt + skinny_panel_size<T>(k, m), T(0));
+    return;
+  }
+  if (isa() == Isa::avx512)
+    avx512::xat_transposed(k, m, n, x, ldx, a, lda, dt, overwrite, ahead);
+  else
+    avx2::xat_transposed(k, m, n, x, ldx, a, lda, dt, overwrite, ahead);
+}
+
 template void skinny_ya<float>(index_t, index_t, index_t, const float*, index_t, const float*, index_t, float, float*,
                                index_t);
 template void skinny_ya<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t, double,
@@ -132,5 +154,10 @@ template void skinny_xat<float>(index_t, index_t, index_t, const float*, index_t
                                 index_t, Ahead);
 template void skinny_xat<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t, double,
                                  double*, index_t, Ahead);
+
+template void skinny_xat_transposed<float>(index_t, index_t, index_t, const float*, index_t, const float*, index_t,
+                                           float*, bool, Ahead);
+template void skinny_xat_transposed<double>(index_t, index_t, index_t, const double*, index_t, const double*, index_t,
+                                            double*, bool, Ahead);
 
 }  // namespace dnmf::backend::cpu

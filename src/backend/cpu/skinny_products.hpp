@@ -58,6 +58,29 @@ template <class T>
 void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
                 index_t ldd, Ahead ahead = {});
 
+/// Vectors of rows of A per block of skinny_xat_transposed, and per panel of its output.
+constexpr int kTransposedVectors = 3;
+
+/// Rows per panel of skinny_xat_transposed's output for precision T: kTransposedVectors vectors of lanes.
+template <class T>
+index_t skinny_panel_rows();
+
+/// Entries of skinny_xat_transposed's output for m rows of rank k: m rounded up to whole panels, times k.
+template <class T>
+index_t skinny_panel_size(index_t k, index_t m) {
+  const index_t p = skinny_panel_rows<T>();
+  return (m + p - 1) / p * p * k;
+}
+
+/// Dt = (overwrite ? 0 : Dt) + A (m x n, column-major, lda) · Xᵀ, X (k x n, ldx): skinny_xat's product written
+/// transposed, with rows of A on the vector lanes (the faster form where k fills few vectors: one broadcast of X
+/// feeds several vectors of A). Dt is in panels of P = skinny_panel_rows<T>() rows, entry (i, l) at
+/// (i / P)·P·k + l·P + i % P (skinny_panel_size entries). Every entry gets the bits skinny_xat with beta = 1
+/// (beta = 0 for overwrite) gives its transpose. X needs no padding. For k where skinny_pays.
+template <class T>
+void skinny_xat_transposed(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T* dt,
+                           bool overwrite, Ahead ahead = {});
+
 // One set of entry points per instruction set (skinny_avx2.cpp, skinny_avx512.cpp). The k-wide operand comes
 // packed: column stride a multiple of the set's lanes, rows k..stride zero.
 #define DNMF_SKINNY_DECLARE(isa)                                                                                     \
@@ -70,6 +93,10 @@ void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const 
            double* d, index_t ldd, Ahead ahead);                                                                     \
   void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,    \
            float* d, index_t ldd, Ahead ahead);                                                                      \
+  void xat_transposed(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda,   \
+                      double* dt, bool overwrite, Ahead ahead);                                                      \
+  void xat_transposed(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda,     \
+                      float* dt, bool overwrite, Ahead ahead);                                                       \
   }
 DNMF_SKINNY_DECLARE(avx2)
 DNMF_SKINNY_DECLARE(avx512)
