@@ -289,6 +289,48 @@ void xatt_impl(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T
   fetch_lines(ahead.data, fetched, lines);
 }
 
+// C (k x NC columns) over `pairs` pairs of rows, f32 with k <= VL/2: P2 holds two rows of Y per vector, interleaved
+// (lane 2p + r = Y(p, 2q + r)), so one 64-bit broadcast of the adjacent A(2q, j), A(2q+1, j) feeds all lanes. With
+// k = 8 on AVX-512 the plain kernel leaves half of every vector empty (47-63 GFLOP/s in cache against ~195 this
+// way). Lane 2p sums the even rows, lane 2p+1 the odd ones; C(p, j) = even + odd.
+template <int VL, int NC>
+void ya_pairs_block(index_t k, const float* p2, const float* a, index_t lda, index_t pairs, float* c, index_t ldc,
+                    float beta) {
+  using L = Lanes<float, VL>;
+  typedef double Pairs __attribute__((vector_size(VL * 4)));
+  typename L::Vec acc[NC];
+  for (int q = 0; q < NC; ++q) acc[q] = typename L::Vec{};
+  for (index_t i = 0; i < pairs; ++i) {
+    const typename L::Vec y = L::load(p2 + i * VL);
+    for (int q = 0; q < NC; ++q) {
+      double pair;
+      __builtin_memcpy(&pair, a + q * lda + 2 * i, sizeof pair);
+      const Pairs both = pair - Pairs{};
+      typename L::Vec b;
+      __builtin_memcpy(&b, &both, sizeof b);
+      acc[q] += y * b;
+    }
+  }
+  for (int q = 0; q < NC; ++q)
+    for (index_t l = 0; l < k; ++l) {
+      const float v = acc[q][2 * l] + acc[q][2 * l + 1];
+      float& out = c[l + q * ldc];
+      out = beta == 0.0f ? v : out * beta + v;
+    }
+}
+
+template <int VL>
+void ya_pairs_impl(index_t k, index_t pairs, index_t n, const float* p2, const float* a, index_t lda, float beta,
+                   float* c, index_t ldc) {
+  index_t j = 0;
+  for (; j + kAccumulators <= n; j += kAccumulators)
+    ya_pairs_block<VL, kAccumulators>(k, p2, a + j * lda, lda, pairs, c + j * ldc, ldc, beta);
+  if (j < n)
+    with_count<kAccumulators>(static_cast<int>(n - j), [&](auto cols) {
+      ya_pairs_block<VL, decltype(cols)::value>(k, p2, a + j * lda, lda, pairs, c + j * ldc, ldc, beta);
+    });
+}
+
 template <int N>
 struct Vectors {
   static constexpr int value = N;
@@ -351,6 +393,10 @@ void ya(index_t k, index_t m, index_t n, const double* p, index_t ldp, const dou
 void ya(index_t k, index_t m, index_t n, const float* p, index_t ldp, const float* a, index_t lda, float beta, float* c,
         index_t ldc) {
   ya_impl<float, kBytes / 4>(k, m, n, p, ldp, a, lda, beta, c, ldc);
+}
+void ya_pairs(index_t k, index_t pairs, index_t n, const float* p2, const float* a, index_t lda, float beta, float* c,
+              index_t ldc) {
+  ya_pairs_impl<kBytes / 4>(k, pairs, n, p2, a, lda, beta, c, ldc);
 }
 void xat(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda, double beta,
          double* d, index_t ldd, Ahead ahead) {

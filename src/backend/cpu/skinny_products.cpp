@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -96,8 +97,26 @@ void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T
       for (index_t l = 0; l < k; ++l) c[l + j * ldc] = beta == T(0) ? T(0) : beta * c[l + j * ldc];
     return;
   }
-  const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
   std::vector<T> buffer;  // per call: a thread_local one would outlive OpenMP's pool threads (a leak to LSan)
+  if constexpr (std::is_same_v<T, float>) {
+    if (2 * k <= lanes<T>() && m >= 2) {  // two rows per vector (skinny_kernels_impl.hpp, ya_pairs_block)
+      const index_t vl = lanes<T>(), pairs = m / 2;
+      buffer.assign(static_cast<std::size_t>(pairs * vl), T(0));
+      for (index_t q = 0; q < pairs; ++q)
+        for (index_t r = 0; r < 2; ++r)
+          for (index_t l = 0; l < k; ++l)
+            buffer[static_cast<std::size_t>(q * vl + 2 * l + r)] = y[l + (2 * q + r) * ldy];
+      if (isa() == Isa::avx512)
+        avx512::ya_pairs(k, pairs, n, buffer.data(), a, lda, beta, c, ldc);
+      else
+        avx2::ya_pairs(k, pairs, n, buffer.data(), a, lda, beta, c, ldc);
+      if (m % 2 != 0)  // the last row, added after the pairs
+        for (index_t j = 0; j < n; ++j)
+          for (index_t l = 0; l < k; ++l) c[l + j * ldc] += y[l + (m - 1) * ldy] * a[m - 1 + j * lda];
+      return;
+    }
+  }
+  const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
   const T* p = packed(k, m, y, ldy, padded, buffer);
   if (isa() == Isa::avx512)
     avx512::ya(k, m, n, p, padded, a, lda, beta, c, ldc);

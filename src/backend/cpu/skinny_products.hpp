@@ -93,6 +93,8 @@ void skinny_xat_transposed(index_t k, index_t m, index_t n, const T* x, index_t 
            double* d, index_t ldd, Ahead ahead);                                                                     \
   void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,    \
            float* d, index_t ldd, Ahead ahead);                                                                      \
+  void ya_pairs(index_t k, index_t pairs, index_t n, const float* p2, const float* a, index_t lda, float beta,       \
+                float* c, index_t ldc);                                                                              \
   void xat_transposed(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda,   \
                       double* dt, bool overwrite, Ahead ahead);                                                      \
   void xat_transposed(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda,     \
