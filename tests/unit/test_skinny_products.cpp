@@ -185,7 +185,8 @@ TYPED_TEST(SkinnyTest, FetchingAheadGivesTheSameBits) {
   }
 }
 
-// Entry (i, l) of skinny_xat_transposed's output: panels of `panel` rows, each panel's k columns adjacent.
+// Entry (i, l) of a panel layout of `panel` rows, written out here for the emulated 512-bit kernels, whose panels
+// are not this machine's.
 index_t panel_entry(index_t i, index_t l, index_t k, index_t panel) {
   return i / panel * panel * k + l * panel + i % panel;
 }
@@ -216,12 +217,14 @@ TYPED_TEST(SkinnyTest, TransposedProductGivesTheSameBits) {
         std::vector<T> got(size, overwrite ? std::numeric_limits<T>::quiet_NaN() : T(0));
         if (!overwrite)
           for (index_t i = 0; i < c.m; ++i)
-            for (index_t l = 0; l < c.k; ++l) got[to_size(panel_entry(i, l, c.k, panel))] = start[l + i * c.k];
+            for (index_t l = 0; l < c.k; ++l)
+              got[to_size(backend::cpu::skinny_panel_entry<T>(i, l, c.k))] = start[l + i * c.k];
         backend::cpu::skinny_xat_transposed<T>(c.k, c.m, c.n, x.data(), ldx, a.data(), lda, got.data(), overwrite,
                                                backend::cpu::Ahead{next.data(), bytes});
         index_t differ = 0;
         for (index_t i = 0; i < c.m; ++i)
-          for (index_t l = 0; l < c.k; ++l) differ += got[to_size(panel_entry(i, l, c.k, panel))] != want[l + i * c.k];
+          for (index_t l = 0; l < c.k; ++l)
+            differ += got[to_size(backend::cpu::skinny_panel_entry<T>(i, l, c.k))] != want[l + i * c.k];
         EXPECT_EQ(differ, 0) << "k=" << c.k << " m=" << c.m << " n=" << c.n << " overwrite=" << overwrite
                              << " ahead=" << bytes;
         ++checked;

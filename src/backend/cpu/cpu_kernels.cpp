@@ -686,10 +686,9 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
     buffer.resize(to_size(cpu::skinny_panel_size<T>(k, other_numer.cols)));
     if (!starts_fresh(slot) || first_tile[to_size(slot)] == first_tile[to_size(slot + 1)]) {
       std::fill(buffer.begin(), buffer.end(), T(0));
-      const index_t p = cpu::skinny_panel_rows<T>();
       if (!starts_fresh(slot))
         for (index_t i = 0; i < other_numer.cols; ++i)
-          for (index_t l = 0; l < k; ++l) buffer[to_size(i / p * p * k + l * p + i % p)] = other_numer(l, i);
+          for (index_t l = 0; l < k; ++l) buffer[to_size(cpu::skinny_panel_entry<T>(i, l, k))] = other_numer(l, i);
     }
     return View<T>{buffer.data(), k, other_numer.cols, k};  // panel layout: only .data is read
   };

@@ -72,6 +72,14 @@ index_t skinny_panel_size(index_t k, index_t m) {
   return (m + p - 1) / p * p * k;
 }
 
+/// Where entry (i, l) of skinny_xat_transposed's output for rank k lies: panels of P rows, each panel's k
+/// columns of P entries adjacent.
+template <class T>
+index_t skinny_panel_entry(index_t i, index_t l, index_t k) {
+  const index_t p = skinny_panel_rows<T>();
+  return i / p * p * k + l * p + i % p;
+}
+
 /// Dt = (overwrite ? 0 : Dt) + A (m x n, column-major, lda) · Xᵀ, X (k x n, ldx): skinny_xat's product written
 /// transposed, with rows of A on the vector lanes (the faster form where k fills few vectors: one broadcast of X
 /// feeds several vectors of A). Dt is in panels of P = skinny_panel_rows<T>() rows, entry (i, l) at
