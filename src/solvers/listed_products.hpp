@@ -32,13 +32,30 @@ template <class T>
 
 }  // namespace detail
 
+/// True when the listed kernels run their AVX-512 forms: the CPU has AVX-512F and DNMF_SKINNY does not keep AVX2.
+bool listed_gram_wide();
+
+namespace avx512 {
+/// listed_products for k = 8, 16, 24 or 32 in 8-wide lanes (listed_products_avx512.cpp, built with -mavx512f: call
+/// only where listed_gram_wide() says so). Its sums are formed in another order than the 4-wide kernel's.
+double listed_products_wide(const double* yt, index_t k, const index_t* row, const double* coef, index_t p0, index_t p1,
+                            const double* x, double* gx, const double* weighted, double* b);
+double listed_products_wide(const float* yt, index_t k, const index_t* row, const double* coef, index_t p0, index_t p1,
+                            const float* x, double* gx, const float* weighted, double* b);
+}  // namespace avx512
+
+/// True when listed_products runs the 8-wide kernel for this k.
+inline bool listed_products_wide_for(index_t k) { return k % 8 == 0 && k > 0 && k <= 32 && listed_gram_wide(); }
+
 /// Over a column's listed entries [p0, p1) (rows `row` of yt, k x rows, with coefficients `coef`):
 /// gx += Σ c (y_iᵀx) y_i when gx is given (MU's G_j x without forming G_j), and returns Σ c (y_iᵀx)² (the quadratic
 /// term of the column's error). With `weighted` (w·a per entry, a sparse column's entries) also b += Σ w a y_i, in
-/// the same pass over the rows. Four entries at a time; each dot is lane_dot's sum.
+/// the same pass over the rows. Four entries at a time, each dot lane_dot's sum; eight at a time with AVX-512
+/// where listed_products_wide_for(k).
 template <class T>
 double listed_products(const T* yt, index_t k, const index_t* row, const double* coef, index_t p0, index_t p1,
                        const T* x, double* gx, const T* weighted = nullptr, double* b = nullptr) {
+  if (listed_products_wide_for(k)) return avx512::listed_products_wide(yt, k, row, coef, p0, p1, x, gx, weighted, b);
   double quad = 0;
   index_t p = p0;
   const index_t body = k / 4 * 4;
@@ -121,9 +138,6 @@ namespace avx512 {
 /// built with -mavx512f: call only where listed_gram_wide() says so).
 void listed_gram_upper(const double* const* rows, const double* coef, index_t count, index_t k, double* g);
 }  // namespace avx512
-
-/// True when listed_gram runs its AVX-512 blocks: the CPU has AVX-512F and DNMF_SKINNY does not keep AVX2.
-bool listed_gram_wide();
 
 /// G (k x k, column-major) += Σ_q coef_q z_q z_qᵀ over `count` rows z_q of k doubles, for k a multiple of 4 (the
 /// per-column weighted Gram matrix of masked BPP). Only the blocks on and above the diagonal are summed (about

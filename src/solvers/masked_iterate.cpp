@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/serial_blas.hpp"
 #include "backend/cpu/skinny_products.hpp"
 #include "backend/update_rules.hpp"
@@ -48,7 +49,7 @@ constexpr index_t kNumerBlock = 128;
 constexpr index_t kKlBlock = 32;
 
 /// Everything a half-step shares between its columns: the other factor, its Gram matrix F = YᵀY (correction
-/// lists only) and column sums (KL), the dense numerator, and F·X for MU.
+/// lists only) and column sums (KL). A dense column's numerator (a column of Yᵀ(W∘A)) is handed to its rule.
 template <class T>
 struct HalfShared {
   const MaskedHalf<T>& h;
@@ -59,7 +60,6 @@ struct HalfShared {
   bool corrected;            ///< G_j = F + Σ listed; else G_j = Σ listed
   std::vector<double> full;  ///< F (k x k), corrected only
   std::vector<double> sums;  ///< Σ_i y_i (KL)
-  DenseMatrix<T>& numer;     ///< Yᵀ(W∘A), dense Frobenius halves (the caller's buffer, kept between iterations)
 };
 
 /// One thread's scratch, sized once per half-step.
@@ -89,22 +89,22 @@ void full_times(const HalfShared<T>& sh, const T* x, double* u) {
   if (sh.corrected) gram_times(sh.full.data(), k, x, k, u);
 }
 
-/// b_j of a dense half: a column of the numerator Yᵀ(W∘A) (a sparse half's b_j is summed with its lists).
+/// b_j of a dense half: its column of the numerator Yᵀ(W∘A) (a sparse half's b_j is summed with its lists).
 template <class T>
-void numerator_column(const HalfShared<T>& sh, index_t j, double* b) {
-  for (index_t l = 0; l < sh.k; ++l) b[l] = static_cast<double>(sh.numer(l, j));
+void numerator_column(const T* numer_j, index_t k, double* b) {
+  for (index_t l = 0; l < k; ++l) b[l] = static_cast<double>(numer_j[l]);
 }
 
 /// MU: G_j x by the lists (2k flops per listed entry, never forming G_j), then the rule of mu_frobenius.hpp.
 template <class T>
-void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+void mu_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
   const MaskedHalf<T>& h = sh.h;
   const backend::UpdateRule& rule = sh.rule;
   full_times(sh, x, sc.gx.data());
   const index_t p0 = h.gram_ptr[to_size(j)], p1 = h.gram_ptr[to_size(j) + 1];
   if (h.dense) {
-    numerator_column(sh, j, sc.b.data());
+    numerator_column(numer_j, k, sc.b.data());
     listed_products(sh.yt.data(), k, h.gram_row.data(), h.gram_coef.data(), p0, p1, x, sc.gx.data());
   } else {
     // A sparse half's lists are its entries (masked_problem.cpp): b_j and G_j x in one pass, each y_i read once.
@@ -129,7 +129,7 @@ void mu_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, H
 /// by listed_gram. It takes rows of a multiple of 4 doubles: a double Y with such k is read where it is, other
 /// rows are first copied into double rows padded with zeros (their Gram then has k..kp zero rows and columns).
 template <class T>
-void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
+void column_gram(const HalfShared<T>& sh, index_t j, const T* numer_j, ColumnScratch<T>& sc) {
   const index_t k = sh.k, kp = (k + 3) / 4 * 4;
   const MaskedHalf<T>& h = sh.h;
   const index_t p0 = h.gram_ptr[to_size(j)], s = h.gram_ptr[to_size(j) + 1] - p0;
@@ -139,7 +139,7 @@ void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
     std::fill(sc.g.begin(), sc.g.end(), 0.0);
   }
   if (h.dense) {
-    numerator_column(sh, j, sc.b.data());
+    numerator_column(numer_j, k, sc.b.data());
   } else {
     // A sparse half's lists are its entries (masked_problem.cpp): b_j is summed over them.
     std::fill(sc.b.begin(), sc.b.end(), 0.0);
@@ -174,12 +174,12 @@ void column_gram(const HalfShared<T>& sh, index_t j, ColumnScratch<T>& sc) {
 /// HALS: hals.hpp's sweep by listed_hals_sweep, which never forms G_j: 3 to 4 flops per listed row and component
 /// against about 1.25·k for forming G_j (docs/masked.md, "Cost").
 template <class T>
-void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+void hals_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
   const MaskedHalf<T>& h = sh.h;
   const index_t p0 = h.gram_ptr[to_size(j)], count = h.gram_ptr[to_size(j) + 1] - p0;
   if (h.dense) {
-    numerator_column(sh, j, sc.b.data());
+    numerator_column(numer_j, k, sc.b.data());
   } else {
     std::fill(sc.b.begin(), sc.b.end(), 0.0);
   }
@@ -197,9 +197,9 @@ void hals_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc,
 
 /// BPP needs G_j itself (column_gram), then bpp.hpp's exact NNLS in the thread's reused NNLS buffers.
 template <class T>
-void bpp_column(const HalfShared<T>& sh, index_t j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
+void bpp_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
-  column_gram(sh, j, sc);
+  column_gram(sh, j, numer_j, sc);
   for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
   for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
   const backend::View<T> xv(x, k, 1, k);
@@ -305,48 +305,93 @@ void kl_dense_block(const HalfShared<T>& sh, index_t j0, index_t j1, DenseMatrix
   }
 }
 
-/// One half-step: every column of x (k x h.cols) against yt (k x h.rows). `figures`: fill the sums the
-/// iteration's error and objective come from (only the second half's are read). Columns are independent and
-/// each column's sums are kept apart and added in column order, so the result does not depend on the threads.
+/// What a half-step's columns share: F = YᵀY where G_j corrects it (Frobenius) or the column sums of Y (KL).
 template <class T>
-HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& numer,
-                     const backend::UpdateRule& rule, bool figures) {
+HalfShared<T> share_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const backend::UpdateRule& rule,
+                         bool figures) {
   const index_t k = yt.rows();
-  const int ik = static_cast<int>(k);
-  const bool kl = rule.algorithm == Algorithm::kl;
-  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}, numer};
-  if (kl) {
+  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}};
+  if (rule.algorithm == Algorithm::kl) {
     sh.sums.assign(to_size(k), 0.0);
     if (sh.corrected)
       for (index_t i = 0; i < h.rows; ++i) add_scaled(sh.sums.data(), 1.0, yt.data() + i * k, k);
-  } else {
-    if (sh.corrected) {
-      DenseMatrix<T> full(k, k);
-      const SerialBlas serial;
-      backend::blas::gemm(false, true, ik, ik, static_cast<int>(h.rows), T(1), yt.data(), ik, yt.data(), ik, T(0),
-                          full.data(), ik);
-      sh.full.assign(full.storage().begin(), full.storage().end());
-    }
-    if (h.dense) {
-      if (numer.rows() != k || numer.cols() != h.cols) numer = DenseMatrix<T>(k, h.cols);
-      const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
+  } else if (sh.corrected) {
+    const int ik = static_cast<int>(k);
+    DenseMatrix<T> full(k, k);
+    const SerialBlas serial;
+    backend::blas::gemm(false, true, ik, ik, static_cast<int>(h.rows), T(1), yt.data(), ik, yt.data(), ik, T(0),
+                        full.data(), ik);
+    sh.full.assign(full.storage().begin(), full.storage().end());
+  }
+  return sh;
+}
+
+/// The dense numerator Yᵀ(W∘A) (k x h.cols) into numer, in fixed blocks of columns.
+template <class T>
+void dense_numerator(const HalfShared<T>& sh, DenseMatrix<T>& numer) {
+  const MaskedHalf<T>& h = sh.h;
+  const index_t k = sh.k;
+  const int ik = static_cast<int>(k);
+  if (numer.rows() != k || numer.cols() != h.cols) numer = DenseMatrix<T>(k, h.cols);
+  const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
 #pragma omp parallel
-      {
-        const SerialBlas serial;
+  {
+    const SerialBlas serial;
 #pragma omp for schedule(dynamic, 1)
-        for (index_t blk = 0; blk < blocks; ++blk) {
-          const index_t first = blk * kNumerBlock, width = std::min(h.cols, first + kNumerBlock) - first;
-          const T* block = h.weighted.data() + first * h.rows;
-          if (backend::cpu::skinny_pays<T>(k))  // the unmasked iteration's kernel for this shape (issue 14)
-            backend::cpu::skinny_ya(k, h.rows, width, yt.data(), k, block, h.rows, T(0), sh.numer.data() + first * k,
-                                    k);
-          else
-            backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), yt.data(),
-                                ik, block, static_cast<int>(h.rows), T(0), sh.numer.data() + first * k, ik);
-        }
-      }
+    for (index_t blk = 0; blk < blocks; ++blk) {
+      const index_t first = blk * kNumerBlock, width = std::min(h.cols, first + kNumerBlock) - first;
+      const T* block = h.weighted.data() + first * h.rows;
+      if (backend::cpu::skinny_pays<T>(k))  // the unmasked iteration's kernel for this shape (issue 14)
+        backend::cpu::skinny_ya(k, h.rows, width, sh.yt.data(), k, block, h.rows, T(0), numer.data() + first * k, k);
+      else
+        backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), sh.yt.data(), ik,
+                            block, static_cast<int>(h.rows), T(0), numer.data() + first * k, ik);
     }
   }
+}
+
+/// Column j's rule (every algorithm but dense KL, which works in blocks): numer_j is its numerator for a dense
+/// half (nullptr for a sparse one, whose rules sum it from the lists). An unobserved column is held at zero.
+template <class T>
+void column_rule(const HalfShared<T>& sh, index_t j, const T* numer_j, T* xj, ColumnScratch<T>& sc, HalfSums& out) {
+  if (sh.h.unobserved[to_size(j)] != 0) {
+    std::fill(xj, xj + sh.k, T(0));
+    return;
+  }
+  switch (sh.rule.algorithm) {
+    case Algorithm::mu:
+      mu_column(sh, j, numer_j, xj, sc, out);
+      break;
+    case Algorithm::hals:
+      hals_column(sh, j, numer_j, xj, sc, out);
+      break;
+    case Algorithm::bpp:
+      bpp_column(sh, j, numer_j, xj, sc, out);
+      break;
+    case Algorithm::kl:
+      kl_sparse_column(sh, j, xj, sc, out);
+      break;
+  }
+}
+
+/// Σ of the columns' sums in column order: independent of the schedule.
+inline HalfSums column_total(const std::vector<HalfSums>& per_column) {
+  HalfSums total;
+  for (const HalfSums& c : per_column) total += c;
+  return total;
+}
+
+/// One half-step: every column of x (k x h.cols) against yt (k x h.rows). `figures`: fill the sums the
+/// iteration's error and objective come from (only the second half's are read). Columns are independent and
+/// each column's sums are kept apart and added in column order, so the result does not depend on the threads.
+/// numer_ready: numer already holds a dense Frobenius half's numerator (the other half's fused pass formed it).
+template <class T>
+HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& numer,
+                     const backend::UpdateRule& rule, bool figures, bool numer_ready = false) {
+  const index_t k = yt.rows();
+  const bool kl = rule.algorithm == Algorithm::kl;
+  const HalfShared<T> sh = share_half(h, yt, rule, figures);
+  if (!kl && h.dense && !numer_ready) dense_numerator(sh, numer);
   std::vector<HalfSums> per_column(to_size(h.cols));
   if (kl && h.dense) {
     const index_t blocks = (h.cols + kKlBlock - 1) / kKlBlock;
@@ -365,33 +410,32 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
       const SerialBlas serial;  // bpp's Gram products
       ColumnScratch<T> sc(k);
 #pragma omp for schedule(dynamic, 16)
-      for (index_t j = 0; j < h.cols; ++j) {
-        T* xj = x.data() + j * k;
-        HalfSums& out = per_column[to_size(j)];
-        if (h.unobserved[to_size(j)] != 0) {
-          std::fill(xj, xj + k, T(0));
-          continue;
-        }
-        switch (rule.algorithm) {
-          case Algorithm::mu:
-            mu_column(sh, j, xj, sc, out);
-            break;
-          case Algorithm::hals:
-            hals_column(sh, j, xj, sc, out);
-            break;
-          case Algorithm::bpp:
-            bpp_column(sh, j, xj, sc, out);
-            break;
-          case Algorithm::kl:
-            kl_sparse_column(sh, j, xj, sc, out);
-            break;
-        }
-      }
+      for (index_t j = 0; j < h.cols; ++j)
+        column_rule(sh, j, h.dense ? numer.data() + j * k : nullptr, x.data() + j * k, sc, per_column[to_size(j)]);
     }
   }
-  HalfSums total;
-  for (const HalfSums& c : per_column) total += c;
-  return total;
+  return column_total(per_column);
+}
+
+/// A dense Frobenius half-step fused with the other half's numerator, as the unmasked iteration's single pass
+/// (CpuKernels::dense_fused_pass): tile by tile of W∘A's columns, their numerator, their column rules, then
+/// other_numer += X_tile·(W∘A)_tileᵀ while the tile is in cache. W∘A is read once per iteration instead of twice.
+template <class T>
+HalfSums fused_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& other_numer,
+                    index_t other_cols, const backend::UpdateRule& rule, std::vector<ColumnScratch<T>>& slot_scratch) {
+  const index_t k = yt.rows();
+  const HalfShared<T> sh = share_half(h, yt, rule, false);
+  if (other_numer.rows() != k || other_numer.cols() != other_cols) other_numer = DenseMatrix<T>(k, other_cols);
+  std::vector<HalfSums> per_column(to_size(h.cols));
+  backend::CpuKernels<T> kernels;
+  kernels.dense_fused_pass(h.weighted.view(), yt.view(), x.view(), other_numer.view(), false,
+                           [&](index_t slot, index_t first, index_t last, backend::CView<T> numer) {
+                             ColumnScratch<T>& sc = slot_scratch[to_size(slot)];
+                             for (index_t j = first; j < last; ++j)
+                               column_rule(sh, j, numer.data + (j - first) * numer.ld, x.data() + j * k, sc,
+                                           per_column[to_size(j)]);
+                           });
+  return column_total(per_column);
 }
 
 /// The work of one iteration for the thread governor, counted as the unmasked iteration counts it (products over
@@ -457,13 +501,26 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   zero_unobserved(p, f);
   ThreadGovernor governor(omp_get_max_threads(), true, iteration_flops(p, f.h.rows()));
   DenseMatrix<T> numer_h, numer_w;  // allocated once: a fresh one per half-step costs page faults every time
+  // Dense MU: the first half's pass also forms the second half's numerator (fused_half). HALS and BPP gather
+  // far more of Y per column (the sweep's transposed lists, G_j) and ran 13% and 4% slower fused (2000 x 1500,
+  // k = 16, 10% missing; docs/benchmarks.md): the streamed tiles push Y out of L2.
+  const bool fused = options.algorithm == Algorithm::mu && p.h_half.dense && p.w_half.dense;
+  std::vector<ColumnScratch<T>> slot_scratch;
+  if (fused)
+    for (index_t s = 0; s < backend::CpuKernels<T>::max_fused_slots; ++s) slot_scratch.emplace_back(f.h.rows());
   const auto step = [&](int it) {
     governor.begin(it);
     // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
-    const HalfSums first = options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false)
-                                           : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false);
-    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, numer_h, rule_h, true)
-                                          : update_half(p.w_half, f.h, f.wt, numer_w, rule_w, true);
+    HalfSums first;
+    if (fused) {
+      first = options.w_first ? fused_half(p.w_half, f.h, f.wt, numer_h, p.n, rule_w, slot_scratch)
+                              : fused_half(p.h_half, f.wt, f.h, numer_w, p.m, rule_h, slot_scratch);
+    } else {
+      first = options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false)
+                              : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false);
+    }
+    const HalfSums last = options.w_first ? update_half(p.h_half, f.wt, f.h, numer_h, rule_h, true, fused)
+                                          : update_half(p.w_half, f.h, f.wt, numer_w, rule_w, true, fused);
     governor.end(it);
     MaskedStep s;
     s.cap_hits = first.cap_hits + last.cap_hits;

@@ -78,9 +78,11 @@ void check_products(index_t k, index_t count) {
   }
 }
 
+// k = 8, 16, 24 and 32 run the 8-wide kernel where the CPU has AVX-512F (listed_products_avx512.cpp): lists of
+// 16 to 41 rows take its blocks of eight and its tail.
 TEST(ListedProducts, MatchPlainLoops) {
-  for (const index_t k : {1, 3, 4, 7, 8, 16, 33, 64})
-    for (const index_t count : {0, 1, 3, 4, 5, 8, 9, 23}) {
+  for (const index_t k : {1, 3, 4, 7, 8, 16, 24, 32, 33, 64})
+    for (const index_t count : {0, 1, 3, 4, 5, 8, 9, 16, 23, 41}) {
       check_products<double>(k, count);
       check_products<float>(k, count);
     }

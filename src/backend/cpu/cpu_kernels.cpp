@@ -385,7 +385,7 @@ std::vector<index_t> csr_chunks(const CsrView<T>& s) {
 // bits for 1 or N threads (per-thread buffers, or tiles dealt to whichever thread is free, change the order
 // of the additions with the thread count and from run to run). kSlots bounds the parallelism: 16 runs keep
 // 2..8 threads balanced within ~15%.
-constexpr index_t kSlots = 16;
+constexpr index_t kSlots = CpuKernels<double>::max_fused_slots;
 
 // Slots for `tiles` tiles whose accumulator holds `acc_bytes`, for a pass of `work` element operations: at most
 // 256 MiB of extra buffers, and few enough that zeroing and summing the buffers (about 3 sequential operations
@@ -629,18 +629,20 @@ int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CVi
   return 0;
 }
 
+namespace {
+
+// The tiles of a fused pass along `side` and the slots they are cut into: first_tile[s] is slot s's first tile,
+// first_tile[slots] the tile count; `work` is the pass's element operations (the decision to go parallel).
+struct FusedPlan {
+  std::vector<index_t> bounds, first_tile;
+  index_t slots = 1, work = 0, widest = 0;
+};
+
 template <class T>
-FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
-                                    CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx,
-                                    bool accumulate) {
+FusedPlan plan_fused(const MatrixRef<T>& a, Side side, index_t k, index_t other_cols, double tile_bytes) {
   const bool dense = !is_sparse(a);
-  if (dense != (side == Side::H)) {
-    return Kernels<T>::fused_pass(a, side, rule, x, y, gy, y_row_sums, other_numer, gx, accumulate);
-  }
-  const bool kl = rule.algorithm == Algorithm::kl;
-  const index_t k = x.rows;
   const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
-  double tile_work = dense ? tile_bytes_ / sizeof(T) : tile_bytes_ / (sizeof(T) + sizeof(col_index_t));
+  double tile_work = dense ? tile_bytes / sizeof(T) : tile_bytes / (sizeof(T) + sizeof(col_index_t));
   if (dense) {
     // Whole kernel blocks per tile: a 1 MiB tile of 4000 rows has 32 columns, and its last 2 went through a
     // 2-column block at half the rate (k = 16, f64, AVX-512: blocks of 6).
@@ -653,28 +655,37 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   // A sparse row costs ~4k flops per stored entry (gather and scatter) and ~k² or more for its factor column's
   // update: k entries' worth. Counting rows as one entry left the slot with the many short rows of a power-law
   // matrix twice the work of the other (text-like 10000x5000: 2 threads slower than 1).
-  auto bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(k, 1)));
-  const index_t work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
-  const index_t slots =
-      slot_count(static_cast<index_t>(bounds.size()) - 1, static_cast<double>(k * other_numer.cols) * sizeof(T),
-                 static_cast<double>(work), sizeof(T));
-  std::vector<index_t> first_tile;
-  if (dense && slots > 1) {
-    bounds = slot_tiles(extent_of(a, side), cpu::skinny_block_columns<T>(k), std::max<index_t>(bounds[1], 1), slots,
-                        first_tile);
+  FusedPlan plan;
+  plan.bounds = tile_bounds(a, side, tile_work, dense ? 1.0 : static_cast<double>(std::max<index_t>(k, 1)));
+  plan.work = k * (dense ? m_rows * extent_of(a, side) : std::get<CsrView<T>>(a).nnz());
+  plan.slots = slot_count(static_cast<index_t>(plan.bounds.size()) - 1, static_cast<double>(k * other_cols) * sizeof(T),
+                          static_cast<double>(plan.work), sizeof(T));
+  if (dense && plan.slots > 1) {
+    plan.bounds = slot_tiles(extent_of(a, side), cpu::skinny_block_columns<T>(k), std::max<index_t>(plan.bounds[1], 1),
+                             plan.slots, plan.first_tile);
   } else {
-    for (index_t slot = 0; slot <= slots; ++slot)
-      first_tile.push_back(slot_begin(slot, slots, static_cast<index_t>(bounds.size()) - 1));
+    for (index_t slot = 0; slot <= plan.slots; ++slot)
+      plan.first_tile.push_back(slot_begin(slot, plan.slots, static_cast<index_t>(plan.bounds.size()) - 1));
   }
-  const auto n_tiles = static_cast<index_t>(bounds.size()) - 1;
-  index_t widest = 0;
-  for (index_t t = 0; t < n_tiles; ++t) widest = std::max(widest, bounds[t + 1] - bounds[t]);
-  // Dense Qᵀ += H_j·A_jᵀ accumulates transposed (rows of A on the lanes) where the skinny kernels run: then every
-  // slot, the first too, has a cols x k buffer, summed into other_numer at the end.
-  const bool transposed = dense && !kl && m_rows > 0 && cpu::skinny_pays<T>(k);
-  std::vector<std::vector<T>>& privates = slot_buffers<T>(transposed ? slots : slots - 1);
-  std::vector<std::vector<T>> gram_slots(to_size(slots), std::vector<T>(to_size(k * k), T(0)));
-  std::vector<FusedSums> partial(to_size(slots));
+  for (std::size_t t = 1; t < plan.bounds.size(); ++t)
+    plan.widest = std::max(plan.widest, plan.bounds[t] - plan.bounds[t - 1]);
+  return plan;
+}
+
+}  // namespace
+
+template <class T>
+index_t CpuKernels<T>::dense_fused_pass(const DenseView<const T>& d, CView<T> y, View<T> x, View<T> other_numer,
+                                        bool accumulate, const TileUpdate& update) {
+  const index_t k = x.rows;
+  const index_t m_rows = d.rows;
+  const FusedPlan plan = plan_fused<T>(MatrixRef<T>{d}, Side::H, k, other_numer.cols, tile_bytes_);
+  const std::vector<index_t>& bounds = plan.bounds;
+  const std::vector<index_t>& first_tile = plan.first_tile;
+  // Qᵀ += H_j·A_jᵀ accumulates transposed (rows of A on the lanes) where the skinny kernels run: then every slot,
+  // the first too, has a cols x k buffer, summed into other_numer at the end.
+  const bool transposed = m_rows > 0 && cpu::skinny_pays<T>(k);
+  std::vector<std::vector<T>>& privates = slot_buffers<T>(transposed ? plan.slots : plan.slots - 1);
   if (!accumulate) fill(other_numer, T(0));
   const bool fetch_ahead = sizeof(T) == 8 && k >= 16;
   // A transposed slot's first tile stores its product instead of adding it (no zeroing pass), except where slot 0
@@ -692,96 +703,149 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
     }
     return View<T>{buffer.data(), k, other_numer.cols, k};  // panel layout: only .data is read
   };
-
   struct SlotScratch {
     SerialBlas serial;
-    std::vector<T> numer_buf, kl_scratch;
-  };
-  const auto slot_scratch = [&] {
-    return SlotScratch{{},
-                       std::vector<T>(to_size(std::max<index_t>(k * widest, 1))),
-                       std::vector<T>(kl && dense ? to_size(std::max<index_t>(m_rows, 1) * widest) : 0)};
+    std::vector<T> numer_buf;
   };
   util::for_each_index_dynamic_with(
-      slots, slots > 1 && parallel_worth(work), slot_scratch, [&](index_t slot, SlotScratch& own) {
-        std::vector<T>& numer_buf = own.numer_buf;
-        std::vector<T>& kl_scratch = own.kl_scratch;
-        FusedSums& mine = partial[to_size(slot)];
+      plan.slots, plan.slots > 1 && parallel_worth(plan.work),
+      [&] {
+        return SlotScratch{{}, std::vector<T>(to_size(std::max<index_t>(k * plan.widest, 1)))};
+      },
+      [&](index_t slot, SlotScratch& own) {
         const View<T> acc = accumulator(slot);
-        View<T> gacc{gram_slots[to_size(slot)].data(), k, k, std::max<index_t>(k, 1)};
         for (index_t tile = first_tile[to_size(slot)]; tile < first_tile[to_size(slot + 1)]; ++tile) {
           const index_t first = bounds[tile];
           const index_t last = bounds[tile + 1];
           const index_t width = last - first;
           View<T> x_tile = x.columns(first, last);
-          View<T> numer{numer_buf.data(), k, width, std::max<index_t>(k, 1)};
-          if (dense) {
-            const auto& d = std::get<DenseView<const T>>(a);
-            // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
-            if (kl) {
-              mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, kl_scratch.data());
-            } else if (m_rows > 0) {
-              dense_ya(k, m_rows, width, y, d.data + first * d.ld, d.ld, T(0), numer.data, numer.ld);
-            } else {
-              std::fill(numer_buf.begin(), numer_buf.end(), T(0));
-            }
-            mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-            if (kl) {
-              mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, kl_scratch.data());
-            } else if (m_rows > 0) {
-              // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
-              // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62-75
-              // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
-              // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
-              cpu::Ahead ahead;
-              if (fetch_ahead && tile + 1 < first_tile[to_size(slot + 1)]) {
-                const T* next = d.data + last * d.ld;
-                ahead = {reinterpret_cast<const char*>(next),
-                         static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};
-              }
-              if (transposed)
-                cpu::skinny_xat_transposed(k, m_rows, width, x_tile.data, x_tile.ld, d.data + first * d.ld, d.ld,
-                                           acc.data, tile == first_tile[to_size(slot)] && starts_fresh(slot), ahead);
-              else
-                dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld,
-                          ahead);
-            }
+          View<T> numer{own.numer_buf.data(), k, width, std::max<index_t>(k, 1)};
+          // numerator of the tile: Wt·A_j, then H_j's update, then Qᵀ += H_j·A_jᵀ while A_j is still in cache.
+          if (m_rows > 0) {
+            dense_ya(k, m_rows, width, y, d.data + first * d.ld, d.ld, T(0), numer.data, numer.ld);
           } else {
-            const auto& s = std::get<CsrView<T>>(a);
-            // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
-            const CsrView<T> rows = s.row_range(first, last);
-            if (kl) {
-              mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
-            } else {
-              csr_gather(rows, y, numer, T(0), 0, width);
-            }
-            mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-            if (kl) {
-              mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
-            } else {
-              csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
-            }
+            std::fill(own.numer_buf.begin(), own.numer_buf.end(), T(0));
           }
-          double c = 0;
-          for (index_t col = 0; col < width; ++col)
-            for (index_t l = 0; l < k; ++l)
-              c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
-          mine.cross += c;
-          if (k > 0)
-            blas::syrk(as_int(k), as_int(width), T(1), x_tile.data, ld_of(x_tile.ld), T(1), gacc.data, ld_of(k));
+          update(slot, first, last, CView<T>(numer));
+          if (m_rows == 0) continue;
+          // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
+          // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62-75
+          // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
+          // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
+          cpu::Ahead ahead;
+          if (fetch_ahead && tile + 1 < first_tile[to_size(slot + 1)]) {
+            const T* next = d.data + last * d.ld;
+            ahead = {reinterpret_cast<const char*>(next),
+                     static_cast<index_t>(sizeof(T)) * ((bounds[tile + 2] - last - 1) * d.ld + m_rows)};
+          }
+          if (transposed)
+            cpu::skinny_xat_transposed(k, m_rows, width, x_tile.data, x_tile.ld, d.data + first * d.ld, d.ld, acc.data,
+                                       tile == first_tile[to_size(slot)] && starts_fresh(slot), ahead);
+          else
+            dense_xat(k, m_rows, width, CView<T>(x_tile), d.data + first * d.ld, d.ld, T(1), acc.data, acc.ld, ahead);
         }
       });
   if (transposed)
     reduce_panels(other_numer, privates);
   else
     reduce_into(other_numer, privates);
+  return plan.slots;
+}
+
+template <class T>
+FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
+                                    CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx,
+                                    bool accumulate) {
+  const bool dense = !is_sparse(a);
+  if (dense != (side == Side::H)) {
+    return Kernels<T>::fused_pass(a, side, rule, x, y, gy, y_row_sums, other_numer, gx, accumulate);
+  }
+  const bool kl = rule.algorithm == Algorithm::kl;
+  const index_t k = x.rows;
+  std::vector<FusedSums> partial(to_size(kSlots));
+  std::vector<std::vector<T>> gram_slots(to_size(kSlots), std::vector<T>(to_size(k * k), T(0)));
+  // After a tile's update: its share of <X, numer> and of X·Xᵀ, in its slot's sums.
+  const auto tile_sums = [&](index_t slot, View<T> x_tile, CView<T> numer) {
+    double c = 0;
+    for (index_t col = 0; col < x_tile.cols; ++col)
+      for (index_t l = 0; l < k; ++l) c += static_cast<double>(x_tile(l, col)) * static_cast<double>(numer(l, col));
+    partial[to_size(slot)].cross += c;
+    if (k > 0)
+      blas::syrk(as_int(k), as_int(x_tile.cols), T(1), x_tile.data, ld_of(x_tile.ld), T(1),
+                 gram_slots[to_size(slot)].data(), ld_of(k));
+  };
+  index_t slots = 0;
+  if (dense && !kl) {
+    slots = dense_fused_pass(std::get<DenseView<const T>>(a), y, x, other_numer, accumulate,
+                             [&](index_t slot, index_t first, index_t last, CView<T> numer) {
+                               const View<T> x_tile = x.columns(first, last);
+                               partial[to_size(slot)].nnls_cap_hits +=
+                                   update_columns(rule, x_tile, numer, gy, y_row_sums, 0, last - first);
+                               tile_sums(slot, x_tile, numer);
+                             });
+  } else {
+    const index_t m_rows = dense ? std::get<DenseView<const T>>(a).rows : 0;
+    const FusedPlan plan = plan_fused<T>(a, side, k, other_numer.cols, tile_bytes_);
+    slots = plan.slots;
+    std::vector<std::vector<T>>& privates = slot_buffers<T>(slots - 1);
+    if (!accumulate) fill(other_numer, T(0));
+    struct SlotScratch {
+      SerialBlas serial;
+      std::vector<T> numer_buf, kl_scratch;
+    };
+    const auto slot_scratch = [&] {
+      return SlotScratch{{},
+                         std::vector<T>(to_size(std::max<index_t>(k * plan.widest, 1))),
+                         std::vector<T>(dense ? to_size(std::max<index_t>(m_rows, 1) * plan.widest) : 0)};
+    };
+    util::for_each_index_dynamic_with(
+        slots, slots > 1 && parallel_worth(plan.work), slot_scratch, [&](index_t slot, SlotScratch& own) {
+          FusedSums& mine = partial[to_size(slot)];
+          const View<T> acc = slot_accumulator(other_numer, privates, slot);
+          for (index_t tile = plan.first_tile[to_size(slot)]; tile < plan.first_tile[to_size(slot + 1)]; ++tile) {
+            const index_t first = plan.bounds[tile];
+            const index_t last = plan.bounds[tile + 1];
+            const index_t width = last - first;
+            View<T> x_tile = x.columns(first, last);
+            View<T> numer{own.numer_buf.data(), k, width, std::max<index_t>(k, 1)};
+            if (dense) {
+              // KL (the other dense passes are dense_fused_pass): the ratio numerator of the tile, its update, then
+              // the other side's ratio product while A_j is still in cache.
+              const auto& d = std::get<DenseView<const T>>(a);
+              mine.kl_numer += dense_kl(d, Side::H, y, CView<T>(x), numer, T(0), first, last, own.kl_scratch.data());
+              mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+              mine.kl_accum += dense_kl(d, Side::W, y, CView<T>(x), acc, T(1), first, last, own.kl_scratch.data());
+            } else {
+              const auto& s = std::get<CsrView<T>>(a);
+              // numerator of the row tile: H·A_iᵀ (gather), then Wt_i's update, then P += Wt_i·A_i (scatter).
+              const CsrView<T> rows = s.row_range(first, last);
+              if (kl) {
+                mine.kl_numer += csr_kl(rows, Side::W, CView<T>(x_tile), y, numer.data, numer.ld, T(0), 0, width);
+              } else {
+                csr_gather(rows, y, numer, T(0), 0, width);
+              }
+              mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
+              if (kl) {
+                mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
+              } else {
+                csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
+              }
+            }
+            tile_sums(slot, x_tile, CView<T>(numer));
+          }
+        });
+    reduce_into(other_numer, privates);
+  }
   if (!accumulate) fill(gx, T(0));
-  for (const auto& gs : gram_slots)
+  for (index_t slot = 0; slot < slots; ++slot) {
+    const std::vector<T>& gs = gram_slots[to_size(slot)];
     for (index_t q = 0; q < k; ++q)
       for (index_t p = 0; p <= q; ++p) gx(p, q) += gs[to_size(p + q * k)];
+  }
   mirror_upper(gx);
   FusedSums total;
-  for (const auto& p : partial) {
+  for (index_t slot = 0; slot < slots; ++slot) {
+    const FusedSums& p = partial[to_size(slot)];
     total.cross += p.cross;
     total.kl_numer += p.kl_numer;
     total.kl_accum += p.kl_accum;

@@ -2,6 +2,8 @@
 // a fused pass that gives each thread whole tiles with private accumulators.
 #pragma once
 
+#include <functional>
+
 #include "backend/kernels.hpp"
 
 namespace dnmf::backend {
@@ -26,6 +28,20 @@ class CpuKernels final : public Kernels<T> {
   int update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) override;
   FusedSums fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy,
                        const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate) override;
+
+  /// Most slots a fused pass cuts its tiles into (each a fixed run of tiles with its own accumulator).
+  static constexpr index_t max_fused_slots = 16;
+
+  /// What dense_fused_pass does to a tile's columns [first, last) of x, given their numerator (k x (last -
+  /// first), Yᵀ·A_tile): called once per tile, the tiles of one slot in order on one thread.
+  using TileUpdate = std::function<void(index_t slot, index_t first, index_t last, CView<T> numer)>;
+
+  /// fused_pass's dense H side with the caller's column update (the masked iteration's column rules): per
+  /// column tile of a (m x n), numer = yᵀ·a_tile (y: k x m), update(...), then other_numer (k x m) gets
+  /// x_tile·a_tileᵀ added while the tile is in cache; summed over fixed slots in slot order, so the result does not
+  /// depend on the thread count. accumulate: add to other_numer instead of overwriting it. Returns the slot count.
+  index_t dense_fused_pass(const DenseView<const T>& a, CView<T> y, View<T> x, View<T> other_numer, bool accumulate,
+                           const TileUpdate& update);
 
   /// Bytes of A per fused tile (default about half of one core's L2). Exposed for the benchmark's sweep.
   void set_tile_bytes(double bytes) { tile_bytes_ = bytes; }
