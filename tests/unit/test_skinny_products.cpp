@@ -163,6 +163,48 @@ TYPED_TEST(SkinnyTest, WideVectorKernelsMatchFloat64Loops) {
   }
 }
 
+// The 512-bit kernel for f32 with k <= 8 (emulated): two rows of Y per 16-float vector, interleaved as skinny_ya
+// packs them (lane 2p + r = Y(p, 2q + r)), the odd last row added after; on even and odd row counts, column counts
+// that leave a partial block, and beta 0 over NaN, 1 and 0.5.
+TEST(SkinnyPairs, WideVectorPairsMatchFloat64Loops) {
+  constexpr index_t vl = 16;
+  unsigned seed = 4000;
+  for (const index_t k : {1, 3, 7, 8})
+    for (const index_t m : {2, 13, 300})
+      for (const index_t n : {1, 5, 37})
+        for (const float beta : {0.0f, 1.0f, 0.5f}) {
+          const index_t lda = m + 1, ldc = k + 2, pairs = m / 2;
+          const auto y = random_values<float>(static_cast<std::size_t>(k * m), seed++);  // k x m
+          const auto a = random_values<float>(static_cast<std::size_t>(lda * n), seed++);
+          std::vector<float> packed(static_cast<std::size_t>(pairs * vl), 0.0f);
+          for (index_t q = 0; q < pairs; ++q)
+            for (index_t r = 0; r < 2; ++r)
+              for (index_t l = 0; l < k; ++l)
+                packed[static_cast<std::size_t>(q * vl + 2 * l + r)] = y[static_cast<std::size_t>(l + (2 * q + r) * k)];
+          const auto start = random_values<float>(static_cast<std::size_t>(ldc * n), seed++);
+          std::vector<float> out = start;
+          if (beta == 0.0f) std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+          backend::cpu::wide_emulated::ya_pairs(k, pairs, n, packed.data(), a.data(), lda, beta, out.data(), ldc);
+          if (m % 2 != 0)
+            for (index_t j = 0; j < n; ++j)
+              for (index_t l = 0; l < k; ++l)
+                out[static_cast<std::size_t>(l + j * ldc)] +=
+                    y[static_cast<std::size_t>(l + (m - 1) * k)] * a[static_cast<std::size_t>(m - 1 + j * lda)];
+          std::vector<double> want(static_cast<std::size_t>(k * n));
+          for (index_t j = 0; j < n; ++j)
+            for (index_t l = 0; l < k; ++l) {
+              double sum =
+                  beta == 0.0f ? 0.0 : static_cast<double>(beta) * start[static_cast<std::size_t>(l + j * ldc)];
+              for (index_t i = 0; i < m; ++i)
+                sum += static_cast<double>(y[static_cast<std::size_t>(l + i * k)]) *
+                       static_cast<double>(a[static_cast<std::size_t>(i + j * lda)]);
+              want[static_cast<std::size_t>(l + j * k)] = sum;
+            }
+          EXPECT_LE(relative_difference(out, want, k, n, ldc), 1e-5)
+              << "k=" << k << " m=" << m << " n=" << n << " beta=" << beta;
+        }
+}
+
 // Fetching the caller's next bytes ahead (the fused pass's next tile) changes nothing in the product, whatever the
 // size of that range against the product's rows.
 TYPED_TEST(SkinnyTest, FetchingAheadGivesTheSameBits) {
