@@ -2,6 +2,7 @@
 //   Frobenius (mu, hals, bpp): G_j = Σ_i w_ij y_i y_iᵀ, b_j = Σ_i w_ij a_ij y_i, then the algorithm's column rule;
 //   KL: s_j = Σ_i w_ij y_i replaces the row sums and b_j = Σ_i w_ij a_ij / (y_iᵀx_j) y_i the ratio product.
 // b_j of a dense half is one product Yᵀ(W∘A); G_j is YᵀY corrected by the few entries whose weight is not 1.
+// Dense MU forms the second half's product inside the first half's pass over W∘A (fused_half).
 
 #include "solvers/masked_iterate.hpp"
 
