@@ -107,23 +107,32 @@ void ya_block(const T* p, index_t ldp, const T* a, index_t lda, index_t i0, inde
   add_block<T, VL, RV, NC>(acc, c, ldc, rows_left, first, beta);
 }
 
-// D(r0 .., i0 .. i0+NC) over j in [j0, j1): acc += X(:, j) · A(i, j).
+// The register block of both AHᵀ kernels, from zero: acc[r][q] = Σ_j V(rVL.., j) · S(q, j) over j in [j0, j1), RV
+// vectors loaded from column j of V and NC broadcasts from column j of S. xat_block keeps k on the lanes (V = X,
+// S = A's rows); xatt_block rows of A (V = A, S = X's components).
 template <class T, int VL, int RV, int NC>
-void xat_block(const T* x, index_t ldx, const T* a, index_t lda, index_t j0, index_t j1, T* d, index_t ldd,
-               index_t rows_left, bool first, T beta) {
+[[gnu::always_inline]] inline void outer_block(const T* v, index_t ldv, const T* s, index_t lds, index_t j0, index_t j1,
+                                               typename Lanes<T, VL>::Vec (&acc)[RV][NC]) {
   using L = Lanes<T, VL>;
-  typename L::Vec acc[RV][NC];
   for (int r = 0; r < RV; ++r)
     for (int q = 0; q < NC; ++q) acc[r][q] = typename L::Vec{};
   for (index_t j = j0; j < j1; ++j) {
     typename L::Vec y[RV];
-    for (int r = 0; r < RV; ++r) y[r] = L::load(x + j * ldx + r * VL);
-    const T* arow = a + j * lda;
+    for (int r = 0; r < RV; ++r) y[r] = L::load(v + j * ldv + r * VL);
+    const T* sj = s + j * lds;
     for (int q = 0; q < NC; ++q) {
-      const typename L::Vec b = L::splat(arow[q]);
+      const typename L::Vec b = L::splat(sj[q]);
       for (int r = 0; r < RV; ++r) acc[r][q] += y[r] * b;
     }
   }
+}
+
+// D(r0 .., i0 .. i0+NC) over j in [j0, j1): acc += X(:, j) · A(i, j).
+template <class T, int VL, int RV, int NC>
+void xat_block(const T* x, index_t ldx, const T* a, index_t lda, index_t j0, index_t j1, T* d, index_t ldd,
+               index_t rows_left, bool first, T beta) {
+  typename Lanes<T, VL>::Vec acc[RV][NC];
+  outer_block<T, VL, RV, NC>(x, ldx, a, lda, j0, j1, acc);
   add_block<T, VL, RV, NC>(acc, d, ldd, rows_left, first, beta);
 }
 
@@ -209,19 +218,8 @@ constexpr index_t kColBlock = 192;
 template <class T, int VL, int IV, int L>
 void xatt_block(const T* x, index_t ldx, const T* a, index_t lda, index_t n, T* dt, index_t lddt, index_t rows,
                 bool overwrite) {
-  using Lv = Lanes<T, VL>;
-  typename Lv::Vec acc[IV][L];
-  for (int v = 0; v < IV; ++v)
-    for (int l = 0; l < L; ++l) acc[v][l] = typename Lv::Vec{};
-  for (index_t j = 0; j < n; ++j) {
-    typename Lv::Vec av[IV];
-    for (int v = 0; v < IV; ++v) av[v] = Lv::load(a + j * lda + v * VL);
-    const T* xj = x + j * ldx;
-    for (int l = 0; l < L; ++l) {
-      const typename Lv::Vec b = Lv::splat(xj[l]);
-      for (int v = 0; v < IV; ++v) acc[v][l] += av[v] * b;
-    }
-  }
+  typename Lanes<T, VL>::Vec acc[IV][L];
+  outer_block<T, VL, IV, L>(a, lda, x, ldx, 0, n, acc);
   for (int l = 0; l < L; ++l)
     for (int v = 0; v < IV; ++v)
       add_lanes<T, VL>(dt + l * lddt + v * VL, acc[v][l], static_cast<int>(rows - v * VL < VL ? rows - v * VL : VL),
