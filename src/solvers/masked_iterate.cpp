@@ -421,12 +421,13 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
 /// A dense Frobenius half-step fused with the other half's numerator, as the unmasked iteration's single pass
 /// (CpuKernels::dense_fused_pass): tile by tile of W∘A's columns, their numerator, their column rules, then
 /// other_numer += X_tile·(W∘A)_tileᵀ while the tile is in cache. W∘A is read once per iteration instead of twice.
+/// other_numer is the other half's numerator: k x h.rows (the other half's columns are this one's rows).
 template <class T>
 HalfSums fused_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& other_numer,
-                    index_t other_cols, const backend::UpdateRule& rule, std::vector<ColumnScratch<T>>& slot_scratch) {
+                    const backend::UpdateRule& rule, std::vector<ColumnScratch<T>>& slot_scratch) {
   const index_t k = yt.rows();
   const HalfShared<T> sh = share_half(h, yt, rule, false);
-  if (other_numer.rows() != k || other_numer.cols() != other_cols) other_numer = DenseMatrix<T>(k, other_cols);
+  if (other_numer.rows() != k || other_numer.cols() != h.rows) other_numer = DenseMatrix<T>(k, h.rows);
   std::vector<HalfSums> per_column(to_size(h.cols));
   backend::CpuKernels<T> kernels;
   kernels.dense_fused_pass(h.weighted.view(), yt.view(), x.view(), other_numer.view(), false,
@@ -514,8 +515,8 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
     // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
     HalfSums first;
     if (fused) {
-      first = options.w_first ? fused_half(p.w_half, f.h, f.wt, numer_h, p.n, rule_w, slot_scratch)
-                              : fused_half(p.h_half, f.wt, f.h, numer_w, p.m, rule_h, slot_scratch);
+      first = options.w_first ? fused_half(p.w_half, f.h, f.wt, numer_h, rule_w, slot_scratch)
+                              : fused_half(p.h_half, f.wt, f.h, numer_w, rule_h, slot_scratch);
     } else {
       first = options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false)
                               : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false);
