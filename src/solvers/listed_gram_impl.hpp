@@ -40,10 +40,48 @@ void block(const double* const* rows, const double* coef, index_t count, index_t
     }
 }
 
+/// All three blocks on and above the diagonal of a k = 2W Gram matrix in one pass over the list (3W registers):
+/// each listed row is gathered once instead of once per block column (k = 16 in 8-wide lanes). Every entry gets
+/// block()'s products in block()'s order, so the same bits.
+template <class V, int W>
+void upper_two(const double* const* rows, const double* coef, index_t count, double* g) {
+  V a00[W] = {}, a01[W] = {}, a11[W] = {};
+  for (index_t q = 0; q < count; ++q) {
+    const double* z = rows[q];
+    const double c = coef[q];
+    V v0, v1;
+    std::memcpy(&v0, z, sizeof v0);
+    std::memcpy(&v1, z + W, sizeof v1);
+    const V z0 = c * v0, z1 = c * v1;
+    for (int t = 0; t < W; ++t) a00[t] += z0 * z[t];
+    for (int t = 0; t < W; ++t) {
+      const double zt = z[W + t];
+      a01[t] += z0 * zt;
+      a11[t] += z1 * zt;
+    }
+  }
+  const index_t k = 2 * W;
+  const auto add = [&](const V& acc, index_t col, index_t row0) {
+    V v;
+    std::memcpy(&v, g + col * k + row0, sizeof v);
+    v += acc;
+    std::memcpy(g + col * k + row0, &v, sizeof v);
+  };
+  for (int t = 0; t < W; ++t) {
+    add(a00[t], t, 0);
+    add(a01[t], W + t, 0);
+    add(a11[t], W + t, W);
+  }
+}
+
 /// The blocks on and above the diagonal (k a multiple of W), up to three register rows of blocks at a time.
 template <class V, int W>
 void upper(const double* const* rows, const double* coef, index_t count, index_t k, double* g) {
   const index_t blocks = k / W;
+  if (blocks == 2) {
+    upper_two<V, W>(rows, coef, count, g);
+    return;
+  }
   for (index_t cb = 0; cb < blocks; ++cb)
     for (index_t r0 = 0; r0 <= cb; r0 += 3) {
       switch (std::min<index_t>(3, cb + 1 - r0)) {

@@ -103,29 +103,48 @@ double listed_products(const T* yt, index_t k, const index_t* row, const double*
   return quad;
 }
 
-/// b (k values) += Σ w_p y_p over the listed entries [p0, p1) (rows `row` of yt, k x rows, weights `w`): a sparse
-/// column's numerator. Four columns of b at a time, held in registers over the whole list (four accumulators by
-/// p mod 4, then lane_sum's order) instead of b being loaded and stored once per entry.
+namespace detail {
+
+/// listed_sum's lane groups [g0, g0 + NG) of b (4 values each) in one pass over the list: each row's groups are
+/// loaded together (one gather of the row instead of one per group), and every group keeps its own four
+/// accumulators by e mod 4, so each value of b is summed in the order a pass per group would sum it.
+template <int NG, class T>
+[[gnu::always_inline]] inline void listed_sum_groups(const T* yt, index_t k, const index_t* row, const T* w, index_t p0,
+                                                     index_t p1, index_t g0, double* b) {
+  Lanes acc[NG][4];
+  for (int g = 0; g < NG; ++g)
+    for (int a = 0; a < 4; ++a) acc[g][a] = splat(0);
+  const auto add = [&](index_t e, int a) {
+    const Lanes we = splat(static_cast<double>(w[e]));
+    const T* y = yt + row[e] * k + 4 * g0;
+    for (int g = 0; g < NG; ++g) acc[g][a] += we * load_lanes(y + 4 * g);
+  };
+  index_t p = p0;
+  for (; p + 4 <= p1; p += 4) {
+    add(p, 0);
+    add(p + 1, 1);
+    add(p + 2, 2);
+    add(p + 3, 3);
+  }
+  for (; p < p1; ++p) add(p, 0);
+  for (int g = 0; g < NG; ++g) {
+    const Lanes sum = (acc[g][0] + acc[g][1]) + (acc[g][2] + acc[g][3]);
+    for (index_t u = 0; u < 4; ++u) b[4 * (g0 + g) + u] += sum[u];
+  }
+}
+
+}  // namespace detail
+
+/// b (k values) += Σ_{p in [p0, p1)} w[p] y_{row[p]}: a sparse column's b_j = Σ w_ij a_ij y_i, with w the
+/// column's numerator. Three groups of four values of b at a time, held in registers over the whole list (four
+/// accumulators each by p mod 4, then lane_sum's order) instead of b being loaded and stored once per entry.
 template <class T>
 void listed_sum(const T* yt, index_t k, const index_t* row, const T* w, index_t p0, index_t p1, double* b) {
-  const index_t body = k / 4 * 4;
-  for (index_t l = 0; l < body; l += 4) {
-    Lanes a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
-    index_t p = p0;
-    const auto term = [&](index_t e) {
-      const auto we = static_cast<double>(w[e]);
-      return Lanes{we, we, we, we} * load_lanes(yt + row[e] * k + l);
-    };
-    for (; p + 4 <= p1; p += 4) {
-      a0 += term(p);
-      a1 += term(p + 1);
-      a2 += term(p + 2);
-      a3 += term(p + 3);
-    }
-    for (; p < p1; ++p) a0 += term(p);
-    const Lanes sum = (a0 + a1) + (a2 + a3);
-    for (index_t u = 0; u < 4; ++u) b[l + u] += sum[u];
-  }
+  const index_t groups = k / 4, body = groups * 4;
+  index_t g0 = 0;
+  for (; g0 + 3 <= groups; g0 += 3) detail::listed_sum_groups<3>(yt, k, row, w, p0, p1, g0, b);
+  if (groups - g0 == 2) detail::listed_sum_groups<2>(yt, k, row, w, p0, p1, g0, b);
+  if (groups - g0 == 1) detail::listed_sum_groups<1>(yt, k, row, w, p0, p1, g0, b);
   for (index_t l = body; l < k; ++l) {
     double sum = 0;
     for (index_t p = p0; p < p1; ++p) sum += static_cast<double>(w[p]) * static_cast<double>(yt[row[p] * k + l]);

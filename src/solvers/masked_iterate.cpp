@@ -201,11 +201,20 @@ template <class T>
 void bpp_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, ColumnScratch<T>& sc, HalfSums& out) {
   const index_t k = sh.k;
   column_gram(sh, j, numer_j, sc);
-  for (std::size_t e = 0; e < sc.g.size(); ++e) sc.gt[e] = static_cast<T>(sc.g[e]);
-  for (index_t l = 0; l < k; ++l) sc.bt[to_size(l)] = static_cast<T>(sc.b[to_size(l)]);
+  const T* g = nullptr;
+  const T* b = nullptr;
+  if constexpr (std::is_same_v<T, double>) {  // G_j and b_j are solved where column_gram formed them
+    g = sc.g.data();
+    b = sc.b.data();
+  } else {
+    std::transform(sc.g.begin(), sc.g.end(), sc.gt.begin(), [](double v) { return static_cast<T>(v); });
+    std::transform(sc.b.begin(), sc.b.end(), sc.bt.begin(), [](double v) { return static_cast<T>(v); });
+    g = sc.gt.data();
+    b = sc.bt.data();
+  }
   const backend::View<T> xv(x, k, 1, k);
-  const backend::CView<T> bv(sc.bt.data(), k, 1, k);
-  const backend::CView<T> gv(sc.gt.data(), k, k, k);
+  const backend::CView<T> bv(b, k, 1, k);
+  const backend::CView<T> gv(g, k, k, k);
   out.cap_hits += bpp_update<T>(sh.rule, xv, bv, gv, 0, 1, &sc.bpp);
   if (!sh.figures) return;
   for (index_t q = 0; q < k; ++q) {

@@ -18,6 +18,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/nnls.hpp"
+#include "solvers/cholesky.hpp"
 #include "solvers/lanes.hpp"
 #include "solvers/nnls_buffers.hpp"
 #include "util/parallel_loops.hpp"
@@ -50,33 +51,13 @@ constexpr int kAlpha = 3;
 // for a factorisation of the passive block, so this bound keeps it below about 1e-11 · |z|.
 constexpr double kInverseCond = 1e5;
 
+using solvers::cholesky;
+using solvers::cholesky_detail::fnma;
 using Word = std::uint64_t;
 constexpr index_t kWordBits = 64;
 
 bool bit(const Word* w, index_t i) { return ((w[i / kWordBits] >> (i % kWordBits)) & 1U) != 0; }
 void flip(Word* w, index_t i) { w[i / kWordBits] ^= Word{1} << (i % kWordBits); }
-
-// In-place Cholesky A = L L' of the m x m column-major matrix a (lower triangle used and overwritten).
-// Left-looking by columns so that the inner loops run down contiguous columns. Returns false when pivot j
-// falls to min_pivot[j] or below (or is not finite).
-bool cholesky(double* a, index_t m, const double* min_pivot) {
-  for (index_t j = 0; j < m; ++j) {
-    double* cj = a + j * m;
-    for (index_t p = 0; p < j; ++p) {
-      const double* cp = a + p * m;
-      const double ljp = cp[j];
-      if (ljp == 0) continue;
-      for (index_t i = j; i < m; ++i) cj[i] -= cp[i] * ljp;
-    }
-    const double d = cj[j];
-    if (!(d > min_pivot[j]) || !std::isfinite(d)) return false;
-    const double ljj = std::sqrt(d);
-    cj[j] = ljj;
-    const double inv = 1.0 / ljj;
-    for (index_t i = j + 1; i < m; ++i) cj[i] *= inv;
-  }
-  return true;
-}
 
 // Solves L L' x = r in place for the m x m factor left by cholesky(), stored with leading dimension ld (the
 // leading block of a larger factor is the factor of the leading submatrix). Every update is one fused
@@ -96,13 +77,6 @@ void cholesky_solve(const double* l, index_t m, index_t ld, double* x) {
     for (index_t i = j + 1; i < m; ++i) s = std::fma(-cj[i], x[i], s);
     x[j] = s / cj[j];
   }
-}
-
-// -c·x + y in each of four lanes, rounded once (a fused multiply-add per lane, as cholesky_solve rounds).
-inline solvers::Lanes fnma(double c, solvers::Lanes x, solvers::Lanes y) {
-  solvers::Lanes out;
-  for (int u = 0; u < 4; ++u) out[u] = std::fma(-c, x[u], y[u]);
-  return out;
 }
 
 // cholesky_solve for four right-hand sides at once (x4[4·r + u]: entry r of side u; sides u >= used are padding
@@ -280,12 +254,21 @@ void equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats, Scaled
       ++stats.dead_variables;
     }
   }
+  // Each pair (i, j) once, both entries from one symmetrised value (each rounded as its own entry was before),
+  // through plain pointers: with the vectors' members the compiler reloaded every data pointer after each store,
+  // and this loop was most of a one-column call's own time (the masked BPP solves one column per call).
+  const char* live = s.live.data();
+  const double* inv_d = s.inv_d.data();
+  double* gs = s.gs.data();
   for (index_t j = 0; j < k; ++j) {
-    if (!s.live[j]) continue;
-    for (index_t i = 0; i < k; ++i) {
-      if (!s.live[i]) continue;
+    if (live[j] == 0) continue;
+    gs[j + j * k] = 1.0;
+    const double d_j = inv_d[j];
+    for (index_t i = j + 1; i < k; ++i) {
+      if (live[i] == 0) continue;
       const double sym = 0.5 * (static_cast<double>(g(i, j)) + static_cast<double>(g(j, i)));
-      s.gs[i + j * k] = (i == j) ? 1.0 : (sym * s.inv_d[i]) * s.inv_d[j];
+      gs[i + j * k] = (sym * inv_d[i]) * d_j;
+      gs[j + i * k] = (sym * d_j) * inv_d[i];
     }
   }
 }

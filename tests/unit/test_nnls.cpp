@@ -14,6 +14,7 @@
 #include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
 #include "dnmf/nnls.hpp"
+#include "solvers/cholesky.hpp"
 #include "solvers/nnls_buffers.hpp"
 
 #ifdef _OPENMP
@@ -973,8 +974,6 @@ TEST(NnlsInput, StridedViews) {
   }
 }
 
-}  // namespace
-
 // Buffers kept between calls (the masked solver keeps one per thread) hold the last call's inverse, shift level
 // and arrays; nothing of them may carry over. Each call must give what a fresh call gives, to the bit and with
 // the same counts: on a well-conditioned G (the inverse in use), on a rank-deficient one with a dead variable
@@ -1023,3 +1022,56 @@ TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
     }
   }
 }
+
+// cholesky_small (solvers/cholesky.hpp: a column in registers, for m <= 16) against the plain column loop it
+// replaces there: the same bits on SPD matrices of every order 1..16, with exact zeros in L (skipped updates), and
+// the same return value and the same entries after a pivot fails part-way (an indefinite matrix).
+TEST(SmallCholesky, SameBitsAndFailureStateAsTheColumnLoop) {
+  std::mt19937_64 engine(20261203);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (index_t m = 1; m <= dnmf::solvers::kSmallCholesky; ++m)
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE("m " + std::to_string(m) + " variant " + std::to_string(variant));
+      // B is m x (m + 2); A = B Bᵀ + I: SPD. Variant 1 zeroes A's first row and column off the diagonal (still
+      // SPD), so that L's first column is zero below the pivot and the updates it would give are skipped;
+      // variant 2 makes A indefinite at its last pivot.
+      const index_t cols = m + 2;
+      Vec b(static_cast<std::size_t>(m * cols));
+      for (double& v : b) v = u(engine);
+      Vec a(static_cast<std::size_t>(m * m), 0.0);
+      for (index_t j = 0; j < m; ++j)
+        for (index_t i = 0; i < m; ++i) {
+          double s = i == j ? 1.0 : 0.0;
+          for (index_t c = 0; c < cols; ++c)
+            s += b[static_cast<std::size_t>(i + c * m)] * b[static_cast<std::size_t>(j + c * m)];
+          a[static_cast<std::size_t>(i + j * m)] = s;
+        }
+      if (variant == 1)
+        for (index_t i = 1; i < m; ++i) a[static_cast<std::size_t>(i)] = a[static_cast<std::size_t>(i * m)] = 0.0;
+      if (variant == 2) a[static_cast<std::size_t>((m - 1) * (m + 1))] = -1.0;
+      const Vec min_pivot(static_cast<std::size_t>(m), 1e-12);
+      Vec plain = a, small = a;
+      const bool plain_ok = dnmf::solvers::cholesky_columns(plain.data(), m, min_pivot.data());
+      const bool small_ok = dnmf::solvers::cholesky_small(small.data(), m, min_pivot.data());
+      EXPECT_EQ(plain_ok, variant != 2);
+      EXPECT_EQ(small_ok, plain_ok);
+      for (index_t j = 0; j < m; ++j)
+        for (index_t i = j; i < m; ++i) {
+          const auto e = static_cast<std::size_t>(i + j * m);
+          EXPECT_EQ(std::signbit(small[e]), std::signbit(plain[e])) << i << "," << j;
+          EXPECT_EQ(small[e], plain[e]) << i << "," << j;
+        }
+      if (variant == 0) {  // and it is a factorisation: L Lᵀ = A
+        for (index_t j = 0; j < m; ++j)
+          for (index_t i = j; i < m; ++i) {
+            double s = 0;
+            for (index_t p = 0; p <= j; ++p)
+              s += small[static_cast<std::size_t>(i + p * m)] * small[static_cast<std::size_t>(j + p * m)];
+            EXPECT_NEAR(s, a[static_cast<std::size_t>(i + j * m)],
+                        1e-12 * (1 + std::abs(a[static_cast<std::size_t>(i + j * m)])));
+          }
+      }
+    }
+}
+
+}  // namespace
