@@ -149,17 +149,21 @@ void column_gram(const HalfShared<T>& sh, index_t j, const T* numer_j, ColumnScr
   const bool in_place = std::is_same_v<T, double> && kp == k;
   sc.rows.resize(to_size(s));
   if (!in_place) sc.z.assign(to_size(s * kp), 0.0);
+  // Plain pointers: through the vectors, each store of a row pointer made the compiler reload Y's data pointer.
+  const T* const yt = sh.yt.data();
+  const index_t* const listed = h.gram_row.data() + p0;
+  const double** const rows = sc.rows.data();
   for (index_t q = 0; q < s; ++q) {
-    const T* y = sh.yt.data() + h.gram_row[to_size(p0 + q)] * k;
+    const T* y = yt + listed[q] * k;
     if constexpr (std::is_same_v<T, double>) {
       if (in_place) {
-        sc.rows[to_size(q)] = y;
+        rows[q] = y;
         continue;
       }
     }
     double* z = sc.z.data() + q * kp;
     for (index_t l = 0; l < k; ++l) z[l] = static_cast<double>(y[l]);
-    sc.rows[to_size(q)] = z;
+    rows[q] = z;
   }
   const double* coef = h.gram_coef.data() + p0;
   if (in_place) {
