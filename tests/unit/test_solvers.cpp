@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_kernels.hpp"
@@ -378,4 +380,45 @@ TEST(Transform, RecoversPlantedCoefficientsExactly) {
 }
 
 }  // namespace
+// relative_error_direct on a dense A (blocks of four columns and four rows in double lanes, W zero-padded)
+// against the plain float64 double loop, on shapes that fill the blocks and shapes that leave partial ones, on a
+// view with a leading dimension past its rows, in float and double.
+template <class T>
+void check_direct_error(index_t m, index_t n, index_t k, unsigned seed) {
+  SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const index_t ld = m + 3;
+  std::vector<T> a(static_cast<std::size_t>(ld * n)), w(static_cast<std::size_t>(m * k)),
+      h(static_cast<std::size_t>(k * n));
+  for (T& v : a) v = static_cast<T>(uniform(engine));
+  for (T& v : w) v = static_cast<T>(uniform(engine));
+  for (T& v : h) v = static_cast<T>(uniform(engine) / static_cast<double>(k));
+  double num = 0, den = 0;
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = 0; i < m; ++i) {
+      double model = 0;
+      for (index_t l = 0; l < k; ++l)
+        model += static_cast<double>(w[static_cast<std::size_t>(i + l * m)]) *
+                 static_cast<double>(h[static_cast<std::size_t>(l + j * k)]);
+      const auto v = static_cast<double>(a[static_cast<std::size_t>(i + j * ld)]);
+      num += (v - model) * (v - model);
+      den += v * v;
+    }
+  const double want = std::sqrt(num / den);
+  const DenseView<const T> av(a.data(), m, n, ld), wv(w.data(), m, k, m), hv(h.data(), k, n, k);
+  const double got = relative_error_direct<T>(MatrixRef<T>{av}, wv, hv);
+  EXPECT_NEAR(got, want, 1e-13 * want);
+}
+
+TEST(RelativeErrorDirect, DenseMatchesPlainFloat64Loops) {
+  unsigned seed = 1;
+  for (const index_t m : {1, 3, 4, 7, 33})
+    for (const index_t n : {1, 5, 8})
+      for (const index_t k : {1, 7, 16}) {
+        check_direct_error<double>(m, n, k, ++seed);
+        check_direct_error<float>(m, n, k, ++seed);
+      }
+}
+
 }  // namespace dnmf
