@@ -14,19 +14,28 @@ namespace dnmf::solvers {
 /// Four doubles in one vector register.
 using Lanes = double __attribute__((vector_size(32)));
 
-/// y[0..3] as doubles (an unaligned load; floats are widened).
-template <class T>
-[[gnu::always_inline]] inline Lanes load_lanes(const T* y) {
+/// The next sizeof(V) / 8 values at y as a vector V of doubles (an unaligned load; floats are widened), for any
+/// width: Lanes here, eight doubles in the AVX-512 kernels (each width is its own instantiation, so an AVX-512
+/// copy never stands in for the baseline's).
+template <class V, class T>
+[[gnu::always_inline]] inline V load_vector(const T* y) {
   if constexpr (std::is_same_v<T, double>) {
-    Lanes v;
+    V v;
     std::memcpy(&v, y, sizeof v);
     return v;
   } else {
-    using Floats = float __attribute__((vector_size(16)));
+    // A typedef: GCC drops the vector_size of an alias declaration whose size depends on V.
+    typedef float Floats __attribute__((vector_size(sizeof(V) / 2)));  // NOLINT(modernize-use-using)
     Floats f;
     std::memcpy(&f, y, sizeof f);
-    return __builtin_convertvector(f, Lanes);
+    return __builtin_convertvector(f, V);
   }
+}
+
+/// y[0..3] as doubles (an unaligned load; floats are widened).
+template <class T>
+[[gnu::always_inline]] inline Lanes load_lanes(const T* y) {
+  return load_vector<Lanes>(y);
 }
 
 /// Stores v at to[0..3] (an unaligned store).

@@ -10,6 +10,15 @@
 
 namespace dnmf::solvers::gram_impl {
 
+/// to[0..W) += acc: a register block's sums added to G (unaligned).
+template <class V>
+[[gnu::always_inline]] inline void add_into(double* to, const V& acc) {
+  V v;
+  std::memcpy(&v, to, sizeof v);
+  v += acc;
+  std::memcpy(to, &v, sizeof v);
+}
+
 /// Rows [W·r0, W·(r0 + RV)) x columns [W·cb, W·cb + W) of G, summed over the list in RV·W registers of W doubles
 /// (V), then added to G.
 template <class V, int W, int RV>
@@ -31,13 +40,7 @@ void block(const double* const* rows, const double* coef, index_t count, index_t
     }
   }
   for (int t = 0; t < W; ++t)
-    for (int r = 0; r < RV; ++r) {
-      double* col = g + (c0 + t) * k + W * (r0 + r);
-      V v;
-      std::memcpy(&v, col, sizeof v);
-      v += acc[r][t];
-      std::memcpy(col, &v, sizeof v);
-    }
+    for (int r = 0; r < RV; ++r) add_into(g + (c0 + t) * k + W * (r0 + r), acc[r][t]);
 }
 
 /// All three blocks on and above the diagonal of a k = 2W Gram matrix in one pass over the list (3W registers):
@@ -60,17 +63,11 @@ void upper_two(const double* const* rows, const double* coef, index_t count, dou
       a11[t] += z1 * zt;
     }
   }
-  const index_t k = 2 * W;
-  const auto add = [&](const V& acc, index_t col, index_t row0) {
-    V v;
-    std::memcpy(&v, g + col * k + row0, sizeof v);
-    v += acc;
-    std::memcpy(g + col * k + row0, &v, sizeof v);
-  };
+  constexpr index_t k = 2 * W;
   for (int t = 0; t < W; ++t) {
-    add(a00[t], t, 0);
-    add(a01[t], W + t, 0);
-    add(a11[t], W + t, W);
+    add_into(g + t * k, a00[t]);
+    add_into(g + (W + t) * k, a01[t]);
+    add_into(g + (W + t) * k + W, a11[t]);
   }
 }
 

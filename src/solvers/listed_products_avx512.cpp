@@ -4,8 +4,8 @@
 // the outputs (G_j x, and b for a sparse column) stay in registers over the whole list (docs/masked.md, "Cost").
 // Every sum keeps an order fixed by k and the list, so the result never depends on the thread count.
 #include <cstring>
-#include <type_traits>
 
+#include "solvers/lanes.hpp"
 #include "solvers/listed_products.hpp"
 
 namespace dnmf::solvers::avx512 {
@@ -14,20 +14,10 @@ namespace {
 /// Eight doubles in one AVX-512 register.
 using Wide = double __attribute__((vector_size(64)));
 
-/// Eight doubles of a row: loaded, or widened from eight floats. lanes.hpp's load_lanes at twice the width; not
-/// shared, since this file must define every inline function it calls (see CMakeLists.txt).
+/// Eight doubles of a row: loaded, or widened from eight floats.
 template <class T>
 [[gnu::always_inline]] inline Wide load8(const T* p) {
-  if constexpr (std::is_same_v<T, double>) {
-    Wide v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  } else {
-    using Floats = float __attribute__((vector_size(32)));
-    Floats f;
-    std::memcpy(&f, p, sizeof f);
-    return __builtin_convertvector(f, Wide);
-  }
+  return load_vector<Wide>(p);
 }
 
 [[gnu::always_inline]] inline Wide splat(double v) { return Wide{v, v, v, v, v, v, v, v}; }
