@@ -29,6 +29,11 @@ struct NnlsOptions {
   /// every column has a set of its own. The answers agree with factorised ones to about cond(G)·eps relative.
   /// false factorises every set (and single-column calls always do).
   bool use_inverse = true;
+  /// Whether calls with several columns may solve the columns whose passive set fewer than four columns share
+  /// (once ANLS settles, nearly all of them) several at a time in SIMD lanes, each lane factorising its own
+  /// passive block (for k up to 32; the inverse above is then not used). The answers agree with a factorisation
+  /// of each set to rounding. false solves every set by its own factorisation, or through the inverse.
+  bool lane_solves = true;
 };
 
 /// What one nnls_bpp call did; counters are for diagnostics and tests, not for control flow.
@@ -41,6 +46,9 @@ struct NnlsStats {
   /// Those of `groups` solved through the inverse of all of G instead of a factorisation of their own: used by
   /// calls with several columns while G is well conditioned and the set leaves out at most half the variables.
   index_t inverse_groups = 0;
+  /// Columns solved in SIMD lanes (NnlsOptions::lane_solves), summed over rounds; their passive sets are counted
+  /// in `groups`.
+  index_t lane_columns = 0;
   /// Pivoting rounds performed, i.e. the round count of the slowest column (0 when there was nothing to do).
   index_t rounds = 0;
   /// Columns whose pivoting reached max_rounds. They are solved again by the Lawson-Hanson active-set method on

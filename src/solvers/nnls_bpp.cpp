@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "solvers/cholesky.hpp"
 #include "solvers/lanes.hpp"
 #include "solvers/nnls_buffers.hpp"
+#include "solvers/passive_lanes.hpp"
 #include "util/parallel_loops.hpp"
 #include "util/radix_sort.hpp"
 
@@ -44,12 +46,23 @@ constexpr double kMaxGrowth = 1e12;
 // Infeasibilities smaller than this (relative to the column's scale) are rounding noise. Treating them as
 // real makes degenerate indices (x_i = 0 and y_i = 0 at the optimum) flip back and forth between rounds.
 constexpr double kFeasTol = 1e-12;
+// Largest k whose columns are solved in lanes (passive_lanes.hpp): a passive set is then one word, and a batch's
+// arrays (about 2·k² lanes) stay in the first-level caches.
+constexpr index_t kLaneMaxK = 32;
+// Groups of fewer columns than this are solved in lanes; larger ones share their factor's solves (four columns
+// per pass of cholesky_solve4).
+constexpr index_t kLaneGroupLimit = 4;
 // Block pivoting parameters of Kim & Park: full exchanges allowed without progress before the backup rule.
 constexpr int kAlpha = 3;
 // Largest 1-norm condition number of the shifted Gs for which passive-set systems are solved through its inverse
-// (Pivoting::build_inverse): the inverse's rounding error in z is about cond · eps · |z| against cond(Gs_PP) · eps
-// for a factorisation of the passive block, so this bound keeps it below about 1e-11 · |z|.
-constexpr double kInverseCond = 1e5;
+// (Pivoting::build_inverse): the inverse's rounding error in z is about cond · eps · |z| (eps of double, the
+// arithmetic) against cond(Gs_PP) · eps for a factorisation of the passive block. For a double answer the bound
+// keeps it below about 1e-11 · |z|. A float answer is rounded to 6e-8 of itself on the way out, and its G and B
+// came rounded to float, which moves the exact answer by about cond(Gs_PP) · 6e-8 already: 1e7 keeps the inverse's
+// error near 1e-9 · |z|, a fiftieth of float's rounding unit. (ANLS with k above the data's rank gives Grams with
+// condition numbers of 1e5 to 1e6.) The inverse serves calls that do not solve in lanes (k > kLaneMaxK).
+template <class T>
+constexpr double kInverseCond = std::is_same_v<T, float> ? 1e7 : 1e5;
 
 using solvers::cholesky;
 using solvers::cholesky_detail::fnma;
@@ -284,6 +297,10 @@ struct Workspace {
   std::vector<index_t> idx;
   std::vector<index_t> cidx;  // the live variables outside the passive set
   std::vector<char> in_p, blocked;
+  // solve_lane_batch's arrays, sized by Pivoting when it solves in lanes: b, z and gz (kp each) and the systems
+  // (passive_lanes_work(k)); each lane's passive indices
+  std::vector<solvers::ColumnLanes> lanes;
+  std::vector<solvers::ColumnMask> lane_idx;
   index_t chol_ld = 0;  // leading dimension of the factor in chol
   explicit Workspace(index_t k)
       : chol(to_size(std::max<index_t>(k * k, 1))),
@@ -324,6 +341,8 @@ struct PivotingStore {
   std::vector<ColumnState> state;
   std::vector<Workspace> workspaces;
   std::vector<index_t> active, group_start;
+  std::vector<index_t> big_groups, lane_columns;  // a round's groups solved one at a time, and columns in lanes
+  std::vector<index_t> lane_sorted;               // order_by_passive_count's scratch
 };
 
 // Factorises Gs restricted to idx[0..m) plus its shift times growth, raising growth on breakdown. Returns the
@@ -515,7 +534,10 @@ void check_nnls_options(const NnlsOptions& options) {
 // and exchanges, then Lawson-Hanson for the columns that reached the cap.
 class Pivoting {
  public:
-  Pivoting(const Scaled& s, index_t n, index_t max_rounds, bool allow_inverse, NnlsStats& stats, PivotingStore& store)
+  // max_inverse_cond: the largest condition number of the shifted Gs solved through its inverse (0: never);
+  // use_lanes: NnlsOptions::lane_solves.
+  Pivoting(const Scaled& s, index_t n, index_t max_rounds, double max_inverse_cond, bool use_lanes, NnlsStats& stats,
+           PivotingStore& store)
       : s_(s),
         k_(s.k),
         n_(n),
@@ -532,7 +554,11 @@ class Pivoting {
         group_start_(store.group_start),
         keys_(store.keys),
         key_scratch_(store.key_scratch),
-        allow_inverse_(allow_inverse) {
+        max_inverse_cond_(max_inverse_cond),
+        lanes_(use_lanes && n > 1 && s.k <= kLaneMaxK),
+        big_groups_(store.big_groups),
+        lane_columns_(store.lane_columns),
+        lane_sorted_(store.lane_sorted) {
     bs_.assign(to_size(k_ * n), 0.0);
     z_.assign(to_size(k_ * n), 0.0);
     passive_.assign(to_size(words_ * n), 0);
@@ -547,6 +573,13 @@ class Pivoting {
       workspaces_.clear();
       workspaces_.reserve(to_size(threads));
       for (int t = 0; t < threads; ++t) workspaces_.emplace_back(k_);
+    }
+    if (lanes_) {
+      const auto size = to_size(3 * solvers::passive_lanes_ld(k_) + solvers::passive_lanes_work(k_));
+      for (Workspace& ws : workspaces_) {
+        ws.lanes.resize(size);
+        ws.lane_idx.resize(to_size(k_));
+      }
     }
   }
 
@@ -633,7 +666,9 @@ class Pivoting {
     base_lead_ = growth > 0 ? lead : -1;
     base_size_ = m;
     live_ = m;
-    inverse_ready_ = allow_inverse_ && n_ > 1 && growth > 0 && build_inverse(ws, m, growth);
+    // With the lane solves, the groups left (four columns or more) share a factorisation, and the inverse
+    // would cost more than it saves.
+    inverse_ready_ = !lanes_ && max_inverse_cond_ > 0 && n_ > 1 && growth > 0 && build_inverse(ws, m, growth);
   }
 
   // Several columns whose passive sets leave out a few live variables each (the usual case once ANLS settles,
@@ -671,7 +706,7 @@ class Pivoting {
         m_norm = std::max(m_norm, col_m);
       }
     }
-    return k_norm * m_norm <= kInverseCond;
+    return k_norm * m_norm <= max_inverse_cond_;
   }
 
   // Whether thread 0's workspace holds the factor of a group whose passive indices (in ws.idx, increasing) are
@@ -727,81 +762,273 @@ class Pivoting {
     group_start_.push_back(static_cast<index_t>(active_.size()));
   }
 
+  // What a round's groups did, kept per thread and added up after the round (sums and maxima, so the totals do
+  // not depend on which thread did what).
+  struct Tally {
+    index_t factorised = 0, by_inverse = 0, retries = 0, backups = 0, zeroed = 0;
+    double shift = 0, growth = 0;
+    Word seen = 0;  // the variables passive in a lane solve (their shifts count in `shift`)
+  };
+
   void solve_round() {
     const index_t ngroups = static_cast<index_t>(group_start_.size()) - 1;
-    index_t factorised = 0, by_inverse = 0, retries = 0, backups = 0, zeroed = 0;
-    double round_shift = 0, round_growth = base_growth_;
     const double flops = static_cast<double>(k_) * k_ * (static_cast<double>(ngroups) * k_ / 3.0 + active_.size());
-    // The counts and maxima are the loop's reductions; the group's work is the same on either path.
-    const auto solve_group = [&](index_t gi, Workspace& ws, index_t& factorised, index_t& by_inverse, index_t& retries,
-                                 index_t& backups, index_t& zeroed, double& round_shift, double& round_growth) {
-      const index_t first = group_start_[gi];
-      const index_t last = group_start_[gi + 1];
-      if (last < static_cast<index_t>(active_.size())) {
-        // The groups visit columns in passive-set order, scattered over bs and z: ask for the next group's first
-        // column while this one is solved.
-        const index_t next = active_[last];
-        __builtin_prefetch(bs_.data() + next * k_);
-        __builtin_prefetch(bs_.data() + next * k_ + k_ - 1);
-        __builtin_prefetch(z_.data() + next * k_, 1);
-        __builtin_prefetch(z_.data() + next * k_ + k_ - 1, 1);
+    // The columns of groups too small to share a factor's solves are solved kColumnLanes at a time in lanes
+    // (passive_lanes.hpp); the other groups one at a time.
+    big_groups_.clear();
+    lane_columns_.clear();
+    index_t lane_groups = 0;
+    for (index_t gi = 0; gi < ngroups; ++gi) {
+      const index_t first = group_start_[gi], last = group_start_[gi + 1];
+      if (lanes_ && last - first < kLaneGroupLimit && any_passive(active_[first])) {
+        lane_columns_.insert(lane_columns_.end(), active_.begin() + first, active_.begin() + last);
+        ++lane_groups;
+      } else {
+        big_groups_.push_back(gi);
       }
-      const index_t m = passive_indices(active_[first], ws);
-      // Through the inverse while the complement is at most half the live variables: beyond that the passive
-      // block's own factorisation is the cheaper one.
-      if (m > 0 && inverse_ready_ && 2 * (live_ - m) <= live_ &&
-          solve_group_by_inverse(first, last, m, ws, backups, zeroed)) {
-        ++factorised;
-        ++by_inverse;
-        for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * base_growth_);
-        return;
-      }
-      double growth = base_growth_;
-      if (m > 0) {
-        ++factorised;
-        // The base factor was made at base_growth_ on its last try, so it is what factorise would return here.
-        growth = take_base_factor(ws, m) ? base_growth_ : factorise(s_, m, base_growth_, ws, retries);
-        round_growth = std::max(round_growth, growth);
-        for (index_t r = 0; r < m; ++r) round_shift = std::max(round_shift, s_.abs_shift[ws.idx[r]] * growth);
-      }
-      index_t c = first;
-      // Columns in fours (a group of two or three padded) share the factor's triangular solves.
-      if (growth != 0 && m > 0 && last - first >= 2) {
-        for (; c < last; c += 4) {
-          const int used = static_cast<int>(std::min<index_t>(4, last - c));
-          double zscale[4] = {0, 0, 0, 0};
-          bool finite[4] = {true, true, true, true};
-          solve_passive4(active_.data() + c, used, m, ws, finite, zscale);
-          for (int u = 0; u < used; ++u) pivot_column(active_[c + u], m, finite[u], zscale[u], ws, backups, zeroed);
-        }
-      }
-      for (; c < last; ++c) {
-        double zscale = 0;
-        const bool solved = growth != 0 && solve_passive(active_[c], m, ws, zscale);
-        pivot_column(active_[c], m, solved, zscale, ws, backups, zeroed);
+    }
+    if (!lane_columns_.empty()) {
+      order_by_passive_count();
+      prepare_lane_problem();
+    }
+    const index_t nbig = static_cast<index_t>(big_groups_.size());
+    const index_t nbatches =
+        (static_cast<index_t>(lane_columns_.size()) + solvers::kColumnLanes - 1) / solvers::kColumnLanes;
+    const auto task = [&](index_t t, Workspace& ws, Tally& tally) {
+      if (t < nbig) {
+        solve_group(big_groups_[to_size(t)], ws, tally);
+      } else {
+        solve_lane_batch(t - nbig, ws, tally);
       }
     };
-    if (worth_threads(flops)) {
-#pragma omp parallel for schedule(dynamic) reduction(+ : factorised, by_inverse, retries, backups, zeroed) \
-    reduction(max : round_shift, round_growth)
-      for (index_t gi = 0; gi < ngroups; ++gi)
-        solve_group(gi, workspaces_[to_size(thread_id())], factorised, by_inverse, retries, backups, zeroed,
-                    round_shift, round_growth);
+    const index_t tasks = nbig + nbatches;
+    const int threads = worth_threads(flops) ? static_cast<int>(workspaces_.size()) : 1;
+    tallies_.assign(to_size(threads), Tally{0, 0, 0, 0, 0, 0, base_growth_, 0});
+    if (threads > 1) {
+#pragma omp parallel for schedule(dynamic)
+      for (index_t t = 0; t < tasks; ++t) {
+        const int id = thread_id();
+        task(t, workspaces_[to_size(id)], tallies_[to_size(id)]);
+      }
     } else {  // no OpenMP construct (util/parallel_loops.hpp says why); a serial call has one workspace for certain
-      for (index_t gi = 0; gi < ngroups; ++gi)
-        solve_group(gi, workspaces_.front(), factorised, by_inverse, retries, backups, zeroed, round_shift,
-                    round_growth);
+      for (index_t t = 0; t < tasks; ++t) task(t, workspaces_.front(), tallies_.front());
+    }
+    Tally total{lane_groups, 0, 0, 0, 0, 0, base_growth_, 0};
+    for (const Tally& t : tallies_) {
+      total.factorised += t.factorised;
+      total.by_inverse += t.by_inverse;
+      total.retries += t.retries;
+      total.backups += t.backups;
+      total.zeroed += t.zeroed;
+      total.shift = std::max(total.shift, t.shift);
+      total.growth = std::max(total.growth, t.growth);
+      total.seen |= t.seen;
+    }
+    for (index_t i = 0; i < k_ && total.seen != 0; ++i) {
+      if (((total.seen >> i) & 1U) != 0) total.shift = std::max(total.shift, s_.abs_shift[i] * base_growth_);
     }
     base_lead_ = -1;  // base_growth_ may rise below, and the factor was made at the old level
-    if (round_growth > base_growth_) inverse_ready_ = false;  // the inverse is of the old level's matrix
-    stats_.groups += factorised;
-    stats_.inverse_groups += by_inverse;
-    stats_.shift_retries += retries;
-    stats_.backup_rule_uses += backups;
-    stats_.nonfinite_zeroed += zeroed;
-    stats_.shift = std::max(stats_.shift, round_shift);
+    if (total.growth > base_growth_) inverse_ready_ = false;  // the inverse is of the old level's matrix
+    stats_.groups += total.factorised;
+    stats_.inverse_groups += total.by_inverse;
+    stats_.lane_columns += static_cast<index_t>(lane_columns_.size());
+    stats_.shift_retries += total.retries;
+    stats_.backup_rule_uses += total.backups;
+    stats_.nonfinite_zeroed += total.zeroed;
+    stats_.shift = std::max(stats_.shift, total.shift);
     // Only ever raised, and from a max over groups, so the level (and the answer) is independent of threads.
-    base_growth_ = round_growth;
+    base_growth_ = total.growth;
+  }
+
+  bool any_passive(index_t column) const {
+    const Word* pset = passive_.data() + column * words_;
+    Word any = 0;
+    for (index_t w = 0; w < words_; ++w) any |= pset[w];
+    return any != 0;
+  }
+
+  void solve_group(index_t gi, Workspace& ws, Tally& tally) {
+    const index_t first = group_start_[gi];
+    const index_t last = group_start_[gi + 1];
+    if (last < static_cast<index_t>(active_.size())) {
+      // The groups visit columns in passive-set order, scattered over bs and z: ask for the next group's first
+      // column while this one is solved.
+      const index_t next = active_[last];
+      __builtin_prefetch(bs_.data() + next * k_);
+      __builtin_prefetch(bs_.data() + next * k_ + k_ - 1);
+      __builtin_prefetch(z_.data() + next * k_, 1);
+      __builtin_prefetch(z_.data() + next * k_ + k_ - 1, 1);
+    }
+    const index_t m = passive_indices(active_[first], ws);
+    // Through the inverse while the complement is at most half the live variables: beyond that the passive
+    // block's own factorisation is the cheaper one.
+    if (m > 0 && inverse_ready_ && 2 * (live_ - m) <= live_ &&
+        solve_group_by_inverse(first, last, m, ws, tally.backups, tally.zeroed)) {
+      ++tally.factorised;
+      ++tally.by_inverse;
+      for (index_t r = 0; r < m; ++r) tally.shift = std::max(tally.shift, s_.abs_shift[ws.idx[r]] * base_growth_);
+      return;
+    }
+    solve_by_factor(active_.data() + first, last - first, m, ws, tally);
+  }
+
+  // The count columns cols[0..count), which share a passive set of m variables (in ws.idx), solved through a
+  // factorisation of its block and pivoted.
+  void solve_by_factor(const index_t* cols, index_t count, index_t m, Workspace& ws, Tally& tally) {
+    double growth = base_growth_;
+    if (m > 0) {
+      ++tally.factorised;
+      // The base factor was made at base_growth_ on its last try, so it is what factorise would return here.
+      growth = take_base_factor(ws, m) ? base_growth_ : factorise(s_, m, base_growth_, ws, tally.retries);
+      tally.growth = std::max(tally.growth, growth);
+      for (index_t r = 0; r < m; ++r) tally.shift = std::max(tally.shift, s_.abs_shift[ws.idx[r]] * growth);
+    }
+    index_t c = 0;
+    // Columns in fours (a group of two or three padded) share the factor's triangular solves.
+    if (growth != 0 && m > 0 && count >= 2) {
+      for (; c < count; c += 4) {
+        const int used = static_cast<int>(std::min<index_t>(4, count - c));
+        double zscale[4] = {0, 0, 0, 0};
+        bool finite[4] = {true, true, true, true};
+        solve_passive4(cols + c, used, m, ws, finite, zscale);
+        for (int u = 0; u < used; ++u)
+          pivot_column(cols[c + u], m, finite[u], zscale[u], ws, tally.backups, tally.zeroed);
+      }
+    }
+    for (; c < count; ++c) {
+      double zscale = 0;
+      const bool solved = growth != 0 && solve_passive(cols[c], m, ws, zscale);
+      pivot_column(cols[c], m, solved, zscale, ws, tally.backups, tally.zeroed);
+    }
+  }
+
+  // A batch's systems are as large as its largest passive set: lane_columns_ sorted by passive-set size
+  // (stable, a counting sort) keeps the padding small.
+  void order_by_passive_count() {
+    index_t count[kLaneMaxK + 2] = {};
+    for (const index_t j : lane_columns_) ++count[__builtin_popcountll(passive_[to_size(j)]) + 1];
+    for (index_t c = 1; c <= kLaneMaxK + 1; ++c) count[c] += count[c - 1];
+    lane_sorted_.resize(lane_columns_.size());
+    for (const index_t j : lane_columns_)
+      lane_sorted_[to_size(count[__builtin_popcountll(passive_[to_size(j)])]++)] = j;
+    lane_columns_.swap(lane_sorted_);
+  }
+
+  // The lane solves' problem: Gs with whole lanes per column, and the diagonal they add and the pivots they
+  // accept, factorise's at base_growth_.
+  void prepare_lane_problem() {
+    const index_t kp = solvers::passive_lanes_ld(k_);
+    lane_gs_.assign(to_size(kp * k_), 0.0);
+    for (index_t j = 0; j < k_; ++j) std::copy_n(s_.gs.data() + j * k_, k_, lane_gs_.data() + j * kp);
+    lane_add_.resize(to_size(k_));
+    lane_min_pivot_.resize(to_size(k_));
+    for (index_t i = 0; i < k_; ++i) {
+      lane_add_[to_size(i)] = s_.shift[i] * base_growth_;
+      lane_min_pivot_[to_size(i)] = kPivotFraction * lane_add_[to_size(i)];
+    }
+  }
+
+  // Batch `batch` of lane_columns_ (kColumnLanes columns, the last batch padded with empty sets) solved in lanes
+  // and pivoted. A column whose factorisation failed at base_growth_ is solved again by solve_by_factor, which
+  // raises the shift as a group would. Lane solves run for k <= kLaneMaxK only, so a passive set is one word.
+  void solve_lane_batch(index_t batch, Workspace& ws, Tally& tally) {
+    using solvers::ColumnLanes, solvers::ColumnMask, solvers::kColumnLanes;
+    const index_t first = kColumnLanes * batch;
+    const int used =
+        static_cast<int>(std::min<index_t>(kColumnLanes, static_cast<index_t>(lane_columns_.size()) - first));
+    const index_t* cols = lane_columns_.data() + first;
+    const index_t kp = solvers::passive_lanes_ld(k_);
+    // Each lane's passive variables in increasing order (the r-th of lane u at idx[r][u]), and the largest count:
+    // the order of the batch's systems.
+    ColumnMask* idx = ws.lane_idx.data();
+    ColumnMask order{}, words{};
+    index_t m = 0;
+    for (int u = 0; u < kColumnLanes; ++u) {
+      Word w = u < used ? passive_[to_size(cols[u])] : 0;
+      words[u] = static_cast<long long>(w);  // NOLINT(google-runtime-int): the vector's own type
+      tally.seen |= w;
+      index_t c = 0;
+      for (; w != 0; w &= w - 1) idx[c++][u] = __builtin_ctzll(w);
+      order[u] = c;
+      m = std::max(m, c);
+    }
+    ColumnLanes* b = ws.lanes.data();
+    ColumnLanes* z = b + kp;
+    ColumnLanes* gz = z + kp;
+    const solvers::PassiveLanesSystem sys(m, gz + kp);
+    const index_t mp = solvers::passive_lanes_ld(m);
+    // The systems: an identity background, then each lane's passive block of Gs with factorise's diagonal
+    // addition (added to Gs's entry), its pivot bounds and its right-hand side, written lane by lane.
+    const ColumnLanes zero = ColumnLanes{}, one = zero + 1;
+    for (index_t c = 0; c < m; ++c) {
+      for (index_t r = c; r < mp; ++r) sys.a[r + c * mp] = r == c ? one : zero;
+      sys.min_pivot[c] = zero;
+    }
+    for (index_t r = 0; r < mp; ++r) sys.x[r] = zero;
+    constexpr index_t W = kColumnLanes;
+    auto* a = reinterpret_cast<double*>(sys.a);  // entry (r, c) of lane u at a[(r + c·mp)·W + u]
+    auto* min_pivot = reinterpret_cast<double*>(sys.min_pivot);
+    auto* x = reinterpret_cast<double*>(sys.x);
+    auto* bl = reinterpret_cast<double*>(b);
+    const double* gs = s_.gs.data();
+    for (int u = 0; u < used; ++u) {
+      const double* bu = bs_.data() + cols[u] * k_;
+      const index_t mu = order[u];
+      index_t iu[kLaneMaxK];
+      for (index_t r = 0; r < mu; ++r) iu[r] = idx[r][u];
+      for (index_t c = 0; c < mu; ++c) {
+        const double* gcol = gs + iu[c] * k_;
+        double* acol = a + c * mp * W + u;
+        for (index_t r = c; r < mu; ++r) acol[r * W] = gcol[iu[r]];
+        acol[c * W] += lane_add_[to_size(iu[c])];
+        min_pivot[c * W + u] = lane_min_pivot_[to_size(iu[c])];
+        x[c * W + u] = bu[iu[c]];
+      }
+      for (index_t i = 0; i < k_; ++i) bl[i * W + u] = bu[i];
+    }
+    for (index_t i = 0; i < kp; ++i) {  // the padding lanes' and rows' b
+      for (int u = used; u < kColumnLanes; ++u) b[i][u] = 0;
+      if (i >= k_) b[i] = zero;
+    }
+    const unsigned failed = solvers::solve_passive_lanes(sys);
+    for (index_t i = 0; i < kp; ++i) z[i] = zero;
+    for (int u = 0; u < used; ++u) {
+      for (index_t r = 0; r < order[u]; ++r) z[idx[r][u]][u] = sys.x[r][u];
+    }
+    solvers::gram_times_lanes(lane_gs_.data(), k_, z, gz);
+    // pivot_column's test in lanes: most columns are done after their first solve, and only the others need
+    // the exchange, one column at a time.
+    ColumnLanes zscale = zero, bscale = zero;
+    ColumnMask finite = zero == zero;
+    for (index_t i = 0; i < k_; ++i) {
+      zscale = solvers::max_abs(zscale, z[i]);
+      bscale = solvers::max_abs(bscale, b[i]);
+      finite &= z[i] - z[i] == zero;  // NaN for a NaN or infinite value
+    }
+    const ColumnLanes tol_z = kFeasTol * zscale;
+    const ColumnLanes tol_y = kFeasTol * (bscale + zscale);
+    ColumnMask any_bad = zero != zero;
+    for (index_t i = 0; i < k_; ++i) {
+      if (s_.live[i] == 0) continue;
+      const ColumnMask passive = ((words >> i) & 1) != 0;
+      any_bad |= (passive & (z[i] < -tol_z)) | (~passive & (gz[i] - b[i] < -tol_y));
+    }
+    for (int u = 0; u < used; ++u) {
+      const index_t j = cols[u];
+      if (((failed >> u) & 1U) != 0) {
+        const index_t mj = passive_indices(j, ws);
+        solve_by_factor(&j, 1, mj, ws, tally);
+        continue;
+      }
+      double* zj = z_.data() + j * k_;
+      for (index_t i = 0; i < k_; ++i) zj[i] = z[i][u];
+      if (finite[u] != 0 && any_bad[u] == 0) {
+        state_[j].done = true;
+        continue;
+      }
+      for (index_t i = 0; i < k_; ++i) ws.gz[to_size(i)] = gz[i][u];
+      pivot_column(j, 0, finite[u] != 0, zscale[u], ws, tally.backups, tally.zeroed, true);
+    }
   }
 
   // Without branches: whether a variable is passive is a coin toss, and a mispredicted branch per variable cost
@@ -1054,11 +1281,17 @@ class Pivoting {
   std::vector<std::uint64_t>& keys_;
   std::vector<std::uint64_t>& key_scratch_;
   double base_growth_ = 1;
-  index_t base_lead_ = -1;      // passive count whose factor leads the one choose_base_growth left in thread 0's ws
-  index_t base_size_ = 0;       // that factor's order (its leading dimension)
-  bool allow_inverse_ = true;   // NnlsOptions::use_inverse
-  bool inverse_ready_ = false;  // inverse_ holds the shifted Gs's inverse at base_growth_
-  index_t live_ = 0;            // live variables
+  index_t base_lead_ = -1;       // passive count whose factor leads the one choose_base_growth left in thread 0's ws
+  index_t base_size_ = 0;        // that factor's order (its leading dimension)
+  double max_inverse_cond_ = 0;  // kInverseCond<T>, or 0 without NnlsOptions::use_inverse
+  bool inverse_ready_ = false;   // inverse_ holds the shifted Gs's inverse at base_growth_
+  index_t live_ = 0;             // live variables
+  bool lanes_ = false;           // small groups' columns solved in lanes (NnlsOptions::lane_solves, kLaneMaxK)
+  std::vector<index_t>& big_groups_;
+  std::vector<index_t>& lane_columns_;
+  std::vector<index_t>& lane_sorted_;
+  std::vector<double> lane_gs_, lane_add_, lane_min_pivot_;
+  std::vector<Tally> tallies_;
 };
 
 }  // namespace
@@ -1087,8 +1320,8 @@ NnlsStats nnls_bpp(DenseView<const T> G, DenseView<const T> B, DenseView<T> X, c
 
   NnlsBuffers::Parts& parts = *buffers.parts_;
   equilibrate(G, options.tikhonov, stats, parts.scaled);
-  Pivoting pivoting(parts.scaled, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20, options.use_inverse,
-                    stats, parts.store);
+  Pivoting pivoting(parts.scaled, n, options.max_rounds > 0 ? options.max_rounds : k / 2 + 20,
+                    options.use_inverse ? kInverseCond<T> : 0.0, options.lane_solves, stats, parts.store);
   pivoting.load(B, X);
   pivoting.solve();
   pivoting.store(X);

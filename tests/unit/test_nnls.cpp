@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "dnmf/nnls.hpp"
 #include "solvers/cholesky.hpp"
 #include "solvers/nnls_buffers.hpp"
+#include "solvers/passive_lanes.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -283,21 +286,37 @@ class NnlsRandom : public testing::TestWithParam<int> {};
 TEST_P(NnlsRandom, MatchesLawsonHansonDouble) {
   const int k = GetParam();
   const Problem p = random_problem(k, 300, 1000 + k);
-  std::vector<double> x;
-  const NnlsStats stats = run(p, x);
-  EXPECT_EQ(stats.columns, 300);
-  EXPECT_EQ(stats.rounds_cap_hits, 0);
-  EXPECT_EQ(stats.nonfinite_zeroed, 0);
-  EXPECT_EQ(stats.dead_variables, 0);
-  EXPECT_GT(stats.inverse_groups, 0);  // so the independent reference checks the inverse's answers too
-  for (int j = 0; j < p.n; ++j) {
-    const Vec ref = lawson_hanson(p.g, p.col(j), k);
-    EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + dnmf::to_size(j) * k, ref, 1e-8)) << "column " << j;
-  }
-  expect_all_kkt(p, x, 1e-10);
-  // Columns with all-negative B must come back exactly zero: nothing ever enters the passive set.
-  for (int j = 3; j < p.n; j += 7) {
-    for (int i = 0; i < k; ++i) EXPECT_EQ(x[i + dnmf::to_size(j) * k], 0.0);
+  // The default (lane solves up to k = 32, the inverse above) and, without lanes, the inverse for every k: the
+  // independent reference checks the answers of every path.
+  NnlsOptions no_lanes;
+  no_lanes.lane_solves = false;
+  for (const bool lanes : {true, false}) {
+    SCOPED_TRACE(lanes ? "default" : "without lane solves");
+    std::vector<double> x;
+    const NnlsStats stats = run(p, x, lanes ? NnlsOptions{} : no_lanes);
+    EXPECT_EQ(stats.columns, 300);
+    EXPECT_EQ(stats.rounds_cap_hits, 0);
+    EXPECT_EQ(stats.nonfinite_zeroed, 0);
+    EXPECT_EQ(stats.dead_variables, 0);
+    if (lanes && k <= 32) {
+      // k <= 2 has too few distinct sets for a group under four columns
+      if (k > 2) {
+        EXPECT_GT(stats.lane_columns, 0);
+      }
+      EXPECT_EQ(stats.inverse_groups, 0);
+    } else {
+      EXPECT_EQ(stats.lane_columns, 0);
+      EXPECT_GT(stats.inverse_groups, 0);
+    }
+    for (int j = 0; j < p.n; ++j) {
+      const Vec ref = lawson_hanson(p.g, p.col(j), k);
+      EXPECT_TRUE(close_to(p.g, p.col(j), x.data() + dnmf::to_size(j) * k, ref, 1e-8)) << "column " << j;
+    }
+    expect_all_kkt(p, x, 1e-10);
+    // Columns with all-negative B must come back exactly zero: nothing ever enters the passive set.
+    for (int j = 3; j < p.n; j += 7) {
+      for (int i = 0; i < k; ++i) EXPECT_EQ(x[i + dnmf::to_size(j) * k], 0.0);
+    }
   }
 }
 
@@ -321,47 +340,173 @@ INSTANTIATE_TEST_SUITE_P(Sizes, NnlsRandom, testing::Values(1, 2, 5, 16, 40, 70)
 
 class NnlsInverse : public testing::TestWithParam<int> {};
 
-// Cold starts (several rounds, sets growing from empty) and warm starts a few flips away from the answer, against
-// the same problem with every set factorised: the same answers to rounding, and the inverse was in use. k = 3, 7
-// and 33 leave padding rows in the inverse's lanes.
-TEST_P(NnlsInverse, AgreesWithFactorisedSets) {
-  const int k = GetParam();
-  const Problem p = random_problem(k, 300, 3000 + k);
+// Solves p from a cold start (several rounds, sets growing from empty) and from a warm start a few flips away
+// from the answer, with every set factorised and with `options`: the answers must agree to rounding (1e-11 of
+// each column's largest entry) and satisfy the optimality conditions. Returns the stats of the `options` runs,
+// cold then warm.
+std::vector<NnlsStats> agree_with_factorised(const Problem& p, const NnlsOptions& options, std::uint64_t seed) {
+  const int k = p.k;
   NnlsOptions factorised;
   factorised.use_inverse = false;
+  factorised.lane_solves = false;
   std::vector<double> reference;
   run(p, reference, factorised);
   std::vector<double> warm = reference;
-  std::mt19937_64 rng(k);
+  std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> pick(0, 5);
   for (double& v : warm) {
     const int what = pick(rng);
     if (what == 0) v = 0;
     if (what == 1) v += 1;
   }
+  std::vector<NnlsStats> stats;
   for (const bool cold : {true, false}) {
     SCOPED_TRACE(cold ? "cold start" : "warm start");
     std::vector<double> start = cold ? std::vector<double>(reference.size(), 0.0) : warm;
-    std::vector<double> by_factor = start, by_inverse = start;
+    std::vector<double> by_factor = start, other = start;
     const NnlsStats fs = run(p, by_factor, factorised);
-    const NnlsStats is = run(p, by_inverse);
     EXPECT_EQ(fs.inverse_groups, 0);
-    EXPECT_GT(is.inverse_groups, 0);
-    EXPECT_EQ(is.rounds_cap_hits, 0);
-    EXPECT_EQ(is.nonfinite_zeroed, 0);
+    EXPECT_EQ(fs.lane_columns, 0);
+    stats.push_back(run(p, other, options));
+    EXPECT_EQ(stats.back().rounds_cap_hits, 0);
+    EXPECT_EQ(stats.back().nonfinite_zeroed, 0);
     for (int j = 0; j < p.n; ++j) {
       const double* f = by_factor.data() + dnmf::to_size(j) * k;
-      const double* x = by_inverse.data() + dnmf::to_size(j) * k;
+      const double* x = other.data() + dnmf::to_size(j) * k;
       double scale = 0;
       for (int i = 0; i < k; ++i) scale = std::max(scale, std::abs(f[i]));
       for (int i = 0; i < k; ++i) EXPECT_NEAR(x[i], f[i], 1e-11 * scale) << "column " << j << ", row " << i;
     }
-    expect_all_kkt(p, by_inverse, 1e-10);
+    expect_all_kkt(p, other, 1e-10);
   }
+  return stats;
+}
+
+// Through the inverse (lane solves off), the same answers as every set factorised, and the inverse was in use.
+// k = 3, 7 and 33 leave padding rows in the inverse's lanes.
+TEST_P(NnlsInverse, AgreesWithFactorisedSets) {
+  const int k = GetParam();
+  NnlsOptions inverse;
+  inverse.lane_solves = false;
+  for (const NnlsStats& stats : agree_with_factorised(random_problem(k, 300, 3000 + k), inverse, k))
+    EXPECT_GT(stats.inverse_groups, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NnlsInverse, testing::Values(1, 3, 7, 16, 33, 40),
                          [](const testing::TestParamInfo<int>& param) { return "k" + std::to_string(param.param); });
+
+// ---- Columns solved in SIMD lanes (NnlsOptions::lane_solves, solvers/passive_lanes.hpp) --------------------
+
+class NnlsLanes : public testing::TestWithParam<int> {};
+
+// In lanes (the default), the same answers as every set factorised, with the lanes in use. k = 3 and 7 leave
+// padding rows; 31 and 32 are the largest orders lanes take; 33 takes none.
+TEST_P(NnlsLanes, AgreeWithFactorisedSets) {
+  const int k = GetParam();
+  for (const NnlsStats& stats : agree_with_factorised(random_problem(k, 300, 5000 + k), NnlsOptions{}, k)) {
+    if (k <= 32) {
+      EXPECT_GT(stats.lane_columns, 0);
+    } else {
+      EXPECT_EQ(stats.lane_columns, 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, NnlsLanes, testing::Values(3, 7, 16, 31, 32, 33),
+                         [](const testing::TestParamInfo<int>& param) { return "k" + std::to_string(param.param); });
+
+// A column's answer must not depend on the columns it shares a call (and so its lane batches) with: the same
+// columns solved all together, the even ones alone, and in reverse order give the same bits.
+TEST(NnlsLanes, AnswerDoesNotDependOnTheOtherColumns) {
+  const int k = 16;
+  Problem p = random_problem(k, 120, 61);
+  std::vector<double> all;
+  const NnlsStats stats = run(p, all);
+  EXPECT_GT(stats.lane_columns, 0);
+  const auto columns = [&](const std::vector<int>& which) {
+    Problem q = p;
+    q.n = static_cast<int>(which.size());
+    q.b.clear();
+    for (const int j : which) q.b.insert(q.b.end(), p.col(j), p.col(j) + k);
+    std::vector<double> x;
+    run(q, x);
+    return x;
+  };
+  std::vector<int> even, reversed;
+  for (int j = 0; j < p.n; j += 2) even.push_back(j);
+  for (int j = p.n - 1; j >= 0; --j) reversed.push_back(j);
+  for (const std::vector<int>* which : {&even, &reversed}) {
+    const std::vector<double> x = columns(*which);
+    for (std::size_t c = 0; c < which->size(); ++c) {
+      const auto j = dnmf::to_size((*which)[c]);
+      for (int i = 0; i < k; ++i) EXPECT_EQ(x[c * k + dnmf::to_size(i)], all[j * k + dnmf::to_size(i)]) << j;
+    }
+  }
+}
+
+// The lane kernel alone: four systems of orders 5, 1, 3 and 0 (padded with the identity to order 5) against
+// Gaussian elimination, one lane at a time; a lane whose matrix is indefinite is reported and leaves the others'
+// answers as they are, to the bit.
+TEST(PassiveLanes, SolvesEachLaneAndReportsFailedPivots) {
+  using dnmf::solvers::ColumnLanes;
+  using dnmf::solvers::kColumnLanes;
+  std::mt19937_64 rng(8);
+  const int m = 5;
+  const int orders[kColumnLanes] = {5, 1, 3, 0};
+  std::vector<Vec> g(kColumnLanes), b(kColumnLanes);
+  for (int u = 0; u < kColumnLanes; ++u) {
+    const int mu = orders[u];
+    const int rows = 2 * mu + 3;
+    const Vec c = gaussian(rng, dnmf::to_size(rows) * mu);
+    g[u] = gram(c, rows, mu);
+    b[u] = gaussian(rng, dnmf::to_size(mu));
+  }
+  // The library's vector code assumes the lanes' natural alignment (32 bytes), which this file, built without
+  // the library's vector instructions, does not give a std::vector of them: the work array is aligned by hand.
+  const auto solve = [&](const std::vector<Vec>& gl, std::vector<double>& storage) {
+    const std::size_t count = dnmf::to_size(dnmf::solvers::passive_lanes_work(m));
+    storage.assign(count * kColumnLanes + 8, 0.0);
+    void* start = storage.data();
+    std::size_t space = storage.size() * sizeof(double);
+    auto* work = static_cast<ColumnLanes*>(std::align(64, count * sizeof(ColumnLanes), start, space));
+    const dnmf::solvers::PassiveLanesSystem sys(m, work);
+    const index_t mp = dnmf::solvers::passive_lanes_ld(m);
+    for (int u = 0; u < kColumnLanes; ++u) {
+      const int mu = orders[u];
+      for (int c = 0; c < m; ++c) {
+        for (index_t r = c; r < mp; ++r) {
+          const bool in = r < mu;
+          sys.a[r + c * mp][u] =
+              in ? gl[u][dnmf::to_size(r) + dnmf::to_size(c) * dnmf::to_size(mu)] : (r == c ? 1.0 : 0.0);
+        }
+        sys.min_pivot[c][u] = c < mu ? 1e-12 : 0.0;
+        sys.x[c][u] = c < mu ? b[u][dnmf::to_size(c)] : 0.0;
+      }
+    }
+    return std::make_pair(dnmf::solvers::solve_passive_lanes(sys), sys.x);
+  };
+  std::vector<double> work;
+  const auto [failed, x] = solve(g, work);
+  std::vector<ColumnLanes> answers(x, x + m);
+  for (int u = 0; u < kColumnLanes; ++u) {
+    EXPECT_EQ((failed >> u) & 1U, 0U) << "lane " << u;
+    const int mu = orders[u];
+    const Vec ref = solve_passive(g[u], b[u].data(), mu, std::vector<char>(dnmf::to_size(mu), 1));
+    double scale = 0;
+    for (int r = 0; r < mu; ++r) scale = std::max(scale, std::abs(ref[dnmf::to_size(r)]));
+    for (int r = 0; r < mu; ++r) EXPECT_NEAR(answers[dnmf::to_size(r)][u], ref[dnmf::to_size(r)], 1e-12 * scale);
+    for (int r = mu; r < m; ++r) EXPECT_EQ(answers[dnmf::to_size(r)][u], 0.0) << "padding row " << r;
+  }
+  std::vector<Vec> broken = g;
+  broken[2][dnmf::to_size(2 + 2 * 3)] = -1.0;  // lane 2's last pivot goes negative
+  std::vector<double> work2;
+  const auto [failed2, x2] = solve(broken, work2);
+  for (int u = 0; u < kColumnLanes; ++u) {
+    EXPECT_EQ(((failed2 >> u) & 1U) != 0, u == 2) << "lane " << u;
+    if (u == 2) continue;
+    for (int r = 0; r < m; ++r) EXPECT_EQ(x2[r][u], answers[dnmf::to_size(r)][u]) << "lane " << u << ", row " << r;
+  }
+}
 
 TEST(Nnls, GroupsShareFactorisations) {
   // Identical right-hand sides share a passive set in every round, so they cost one factorisation.
@@ -397,10 +542,12 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
   // factorisation (passive variables ordered first); a batch factorises each group's set afresh. Both are the
   // same operations, so the answers must agree bit for bit, whatever the warm start: empty, full, or a subset
   // that the pivoting has to change. Reused buffers (the masked solver's calls) must not carry anything over.
-  // The batch factorises every set here (use_inverse off); through the inverse it agrees to rounding (below).
+  // The batch factorises every set here (use_inverse and lane_solves off); through the inverse or in lanes it
+  // agrees to rounding (NnlsInverse, NnlsLanes).
   const Problem p = random_problem(16, 60, 41);
   NnlsOptions factorised;
   factorised.use_inverse = false;
+  factorised.lane_solves = false;
   std::vector<double> solved;
   run(p, solved);
   std::vector<double> start = solved;
@@ -423,10 +570,15 @@ TEST(Nnls, SingleColumnSolvesEqualTheBatchToTheBit) {
   ASSERT_EQ(batch_stats.shift_retries, 0);
   EXPECT_EQ(batch_stats.inverse_groups, 0);
   EXPECT_GT(batch_stats.rounds, 1);  // some warm starts were wrong, so later rounds ran too
-  std::vector<double> by_inverse = start;
-  const NnlsStats inverse_stats = run(p, by_inverse);
+  NnlsOptions inverse;
+  inverse.lane_solves = false;
+  std::vector<double> by_inverse = start, in_lanes = start;
+  const NnlsStats inverse_stats = run(p, by_inverse, inverse);
   EXPECT_GT(inverse_stats.inverse_groups, 0);
   for (std::size_t e = 0; e < batch.size(); ++e) EXPECT_NEAR(by_inverse[e], batch[e], 1e-12 * (1 + batch[e])) << e;
+  const NnlsStats lane_stats = run(p, in_lanes);
+  EXPECT_GT(lane_stats.lane_columns, 0);
+  for (std::size_t e = 0; e < batch.size(); ++e) EXPECT_NEAR(in_lanes[e], batch[e], 1e-12 * (1 + batch[e])) << e;
   dnmf::NnlsBuffers buffers;
   std::vector<double> single = start;
   for (int j = 0; j < p.n; ++j) {
@@ -473,8 +625,9 @@ TEST(Nnls, ColumnsSolvedInFoursEqualSingleColumnSolvesToTheBit) {
       }
     }
   std::vector<double> batch = truth;  // warm started at the answer: the first round's groups are the supports
-  NnlsOptions factorised;             // the fours are the factorised path's (the inverse's has its own test)
+  NnlsOptions factorised;             // the fours are the factorised path's (the inverse and lanes have their own)
   factorised.use_inverse = false;
+  factorised.lane_solves = false;
   const NnlsStats batch_stats = run(p, batch, factorised);
   EXPECT_EQ(batch_stats.groups, static_cast<dnmf::index_t>(supports.size()));
   for (std::size_t e = 0; e < truth.size(); ++e) {
@@ -512,11 +665,13 @@ TEST(NnlsInverse, IllConditionedGramIsFactorised) {
   const Vec noise = gaussian(rng, dnmf::to_size(m));
   for (int r = 0; r < m; ++r) c[r + dnmf::to_size(1) * m] = c[r] + 1e-4 * noise[dnmf::to_size(r)];
   const Problem p = from_factor(c, m, k, n, rng);
-  NnlsOptions factorised;
+  NnlsOptions factorised, inverse;
   factorised.use_inverse = false;
+  factorised.lane_solves = false;
+  inverse.lane_solves = false;
   std::vector<double> by_factor, by_default;
   run(p, by_factor, factorised);
-  const NnlsStats stats = run(p, by_default);
+  const NnlsStats stats = run(p, by_default, inverse);
   EXPECT_EQ(stats.inverse_groups, 0);
   EXPECT_EQ(by_default, by_factor);
   expect_all_kkt(p, by_default, 1e-8);
@@ -556,9 +711,16 @@ TEST(NnlsAdversarial, ZeroRowsAndColumns) {
   for (int j : {0, 5, 11}) std::fill(c.begin() + j * m, c.begin() + (j + 1) * m, 0.0);
   Problem p = from_factor(c, m, k, 100, rng);
   std::vector<double> x;
+  NnlsOptions inverse;
+  inverse.lane_solves = false;
+  const NnlsStats by_inverse = run(p, x, inverse);
+  EXPECT_EQ(by_inverse.dead_variables, 3);
+  EXPECT_GT(by_inverse.inverse_groups, 0);  // the inverse covers the live variables only
+  expect_no_worse(p, x, 1e-8);
+  expect_all_kkt(p, x, 1e-10);
   const NnlsStats stats = run(p, x);
   EXPECT_EQ(stats.dead_variables, 3);
-  EXPECT_GT(stats.inverse_groups, 0);  // the inverse covers the live variables only
+  EXPECT_GT(stats.lane_columns, 0);  // dead variables are never passive in a lane
   expect_no_worse(p, x, 1e-8);
   expect_all_kkt(p, x, 1e-10);
 
@@ -976,7 +1138,8 @@ TEST(NnlsInput, StridedViews) {
 
 // Buffers kept between calls (the masked solver keeps one per thread) hold the last call's inverse, shift level
 // and arrays; nothing of them may carry over. Each call must give what a fresh call gives, to the bit and with
-// the same counts: on a well-conditioned G (the inverse in use), on a rank-deficient one with a dead variable
+// the same counts: on a well-conditioned G (lane solves or, without them, the inverse in use), on a
+// rank-deficient one with a dead variable
 // (the inverse refused), with a single-column call in between, and after G changes in one bit.
 TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
   std::mt19937_64 rng(31);
@@ -987,8 +1150,13 @@ TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
     dup[i + 6 * m] = 0.0;
   }
   const std::vector<Problem> problems = {random_problem(k, n, 77), from_factor(dup, m, k, n, rng)};
-  for (std::size_t which = 0; which < problems.size(); ++which) {
+  for (std::size_t run_index = 0; run_index < 2 * problems.size(); ++run_index) {
+    const std::size_t which = run_index % problems.size();
+    const bool lanes = run_index < problems.size();
     SCOPED_TRACE(which == 0 ? "well conditioned" : "rank deficient, one dead variable");
+    SCOPED_TRACE(lanes ? "lane solves" : "without lane solves");
+    NnlsOptions options;
+    options.lane_solves = lanes;
     Problem p = problems[which];
     dnmf::NnlsBuffers kept;
     const auto call = [&](const Problem& q, int first, int cols, dnmf::NnlsBuffers* buffers) {
@@ -996,8 +1164,8 @@ TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
       const DenseView<const double> g(q.g.data(), k, k);
       const DenseView<const double> b(q.b.data() + dnmf::to_size(first) * k, k, cols);
       const DenseView<double> xv(x.data(), k, cols);
-      const NnlsStats st = buffers != nullptr ? dnmf::nnls_bpp<double>(g, b, xv, NnlsOptions{}, *buffers)
-                                              : dnmf::nnls_bpp<double>(g, b, xv);
+      const NnlsStats st = buffers != nullptr ? dnmf::nnls_bpp<double>(g, b, xv, options, *buffers)
+                                              : dnmf::nnls_bpp<double>(g, b, xv, options);
       return std::make_pair(x, st);
     };
     const auto same = [](const std::pair<std::vector<double>, NnlsStats>& a,
@@ -1005,6 +1173,7 @@ TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
       EXPECT_EQ(a.first, b.first);
       EXPECT_EQ(a.second.groups, b.second.groups);
       EXPECT_EQ(a.second.inverse_groups, b.second.inverse_groups);
+      EXPECT_EQ(a.second.lane_columns, b.second.lane_columns);
       EXPECT_EQ(a.second.shift_retries, b.second.shift_retries);
       EXPECT_EQ(a.second.dead_variables, b.second.dead_variables);
       EXPECT_EQ(a.second.rounds, b.second.rounds);
@@ -1016,7 +1185,7 @@ TEST(Nnls, BuffersKeptAcrossCallsWithOneGramGiveFreshAnswers) {
     same(call(p, 0, 10, &kept), call(p, 0, 10, nullptr));
     const NnlsStats last = call(p, 0, 10, &kept).second;
     if (which == 0) {
-      EXPECT_GT(last.inverse_groups, 0);
+      EXPECT_GT(lanes ? last.lane_columns : last.inverse_groups, 0);
     } else {
       EXPECT_EQ(last.dead_variables, 1);
     }
