@@ -1,6 +1,10 @@
 // Explicit 4-wide double lanes for the solvers' small per-column kernels (GCC/Clang vector types: AVX2 registers
 // on the library's x86-64-v3 baseline, plain code elsewhere), and the sums they form in a fixed order: a result
 // depends on k and its inputs, never on the thread count.
+//
+// The out-of-line kernels here and in the column rules are hidden: a program that instantiates them itself (the
+// tests, built for another instruction set) would otherwise take over the library's calls at load time, and the
+// library would run code compiled without its FMA contractions (other bits than its own).
 #pragma once
 
 #include <algorithm>
@@ -106,7 +110,7 @@ template <int NV, class T, class U>
 /// over p in order, as the plain loop `for p: for l: out[l] += g(l, p) x[p]` sums it, but with up to 16 rows held
 /// in registers (summed through memory, every p waits on the previous p's stores of the same k values).
 template <class T, class U>
-void gram_times(const T* g, index_t ldg, const U* x, index_t k, double* out) {
+[[gnu::visibility("hidden")]] void gram_times(const T* g, index_t ldg, const U* x, index_t k, double* out) {
   const index_t body = k / 4 * 4;
   index_t l0 = 0;
   for (; l0 + 16 <= body; l0 += 16) detail::gram_times_rows<4>(g, ldg, x, k, l0, out);
@@ -131,7 +135,8 @@ void gram_times(const T* g, index_t ldg, const U* x, index_t k, double* out) {
 
 /// gram_times for two vectors, x0 into out0 and x1 into out1, with the same sums to the bit as two calls.
 template <class T, class U>
-void gram_times_pair(const T* g, index_t ldg, const U* x0, const U* x1, index_t k, double* out0, double* out1) {
+[[gnu::visibility("hidden")]] void gram_times_pair(const T* g, index_t ldg, const U* x0, const U* x1, index_t k,
+                                                   double* out0, double* out1) {
   const index_t body = k / 4 * 4;
   index_t l0 = 0;
   for (; l0 + 16 <= body; l0 += 16) detail::gram_times_rows_pair<4>(g, ldg, x0, x1, k, l0, out0, out1);

@@ -4,6 +4,7 @@
 
 #include "solvers/bpp.hpp"
 #include "solvers/hals.hpp"
+#include "solvers/listed_products.hpp"
 #include "solvers/mu_frobenius.hpp"
 #include "solvers/mu_kl.hpp"
 
@@ -16,13 +17,21 @@ int host_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CV
                 const T* y_row_sums, index_t first, index_t last) {
   switch (rule.algorithm) {
     case Algorithm::mu:
-      mu_frobenius_update(rule, x, numer, g, first, last);
+      if (mu_frobenius_wide_for(x.rows) && listed_gram_wide()) {  // AVX-512F: eight columns per register
+        avx512::mu_frobenius_update_wide(rule, x, numer, g, first, last);
+      } else {
+        mu_frobenius_update(rule, x, numer, g, first, last);
+      }
       return 0;
     case Algorithm::kl:
       mu_kl_update(rule, x, numer, y_row_sums, first, last);
       return 0;
     case Algorithm::hals:
-      hals_update(rule, x, numer, g, first, last);
+      if (listed_gram_wide()) {  // AVX-512F: eight columns per register, the same bits
+        avx512::hals_update_wide(rule, x, numer, g, first, last);
+      } else {
+        hals_update(rule, x, numer, g, first, last);
+      }
       return 0;
     case Algorithm::bpp: {
       // An iteration solves the same shapes in every half-step: kept per thread, the NNLS arrays are allocated
@@ -38,6 +47,27 @@ int host_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CV
 }
 
 }  // namespace
+
+void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
+                           backend::CView<double> g, index_t first, index_t last) {
+  hals_update(rule, x, numer, g, first, last);
+}
+
+void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
+                           backend::CView<float> g, index_t first, index_t last) {
+  hals_update(rule, x, numer, g, first, last);
+}
+
+void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<double> x,
+                                   backend::CView<double> numer, backend::CView<double> g, index_t first,
+                                   index_t last) {
+  mu_frobenius_update(rule, x, numer, g, first, last);
+}
+
+void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
+                                   backend::CView<float> g, index_t first, index_t last) {
+  mu_frobenius_update(rule, x, numer, g, first, last);
+}
 
 backend::UpdateRule update_rule(Algorithm algorithm, double eps, double l1, double l2) {
   backend::UpdateRule rule{algorithm, eps, l1, l2};

@@ -4,10 +4,13 @@
 // that fill the 4-wide lanes and ranks that leave a tail, list lengths that do and do not fill the blocks of four,
 // coefficients of both signs, float and double rows. Also lanes.hpp's k x k times vector (gram_times) and its
 // two-vector form, and the unmasked MU and HALS column rules that use them (mu_frobenius.hpp, hals.hpp) against
-// plain loops, on column counts that fill their groups and counts that leave a partial group.
+// plain loops, on column counts that fill their groups and counts that leave a partial group, and the AVX-512
+// HALS and MU kernels against the 4-wide ones, bit for bit.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
@@ -289,33 +292,52 @@ void plain_hals_column(const std::vector<double>& g, index_t k, double l1, doubl
   }
 }
 
+// One rule's inputs: G = YᵀY from random rows (component 1 dead where k > 2 and l2 = 0), x0 and a numerator of
+// which some coordinates clamp, all rounded to T.
+template <class T>
+struct ColumnProblem {
+  index_t k, cols;
+  std::vector<double> g_in;  ///< G as the rules see it (rounded to T), in double for the plain loops
+  std::vector<T> g_t, x0, numer;
+  double eps = 1e-16, l1 = 0.05, l2;
+  ColumnProblem(index_t k_, index_t cols_) : k(k_), cols(cols_), l2(k_ % 2 == 0 ? 0.1 : 0.0) {
+    std::mt19937_64 engine(static_cast<unsigned>(k * 1000 + cols));
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const index_t rows = k + 5;
+    std::vector<double> y(static_cast<std::size_t>(k * rows));
+    for (double& v : y) v = u(engine);
+    if (k > 2) {
+      for (index_t r = 0; r < rows; ++r) y[1 + r * k] = 0;  // component 1: G_11 = 0, dead where l2 = 0
+    }
+    std::vector<double> g(static_cast<std::size_t>(k * k), 0.0);
+    for (index_t r = 0; r < rows; ++r)
+      for (index_t q = 0; q < k; ++q)
+        for (index_t p = 0; p < k; ++p) g[p + q * k] += y[p + r * k] * y[q + r * k];
+    g_t.assign(g.begin(), g.end());
+    x0.resize(static_cast<std::size_t>(k * cols));
+    numer = x0;
+    for (T& v : x0) v = static_cast<T>(u(engine));
+    for (T& v : numer) v = static_cast<T>(u(engine) < 0.3 ? 0.0 : 3.0 * u(engine));  // some coordinates clamp
+    g_in.assign(g_t.begin(), g_t.end());  // rounding G to T is part of the input
+  }
+  [[nodiscard]] backend::CView<T> numer_view() const { return {numer.data(), k, cols, k}; }
+  [[nodiscard]] backend::CView<T> g_view() const { return {g_t.data(), k, k, k}; }
+};
+
 template <class T>
 void check_column_rules(index_t k, index_t cols) {
   SCOPED_TRACE("k " + std::to_string(k) + " cols " + std::to_string(cols));
-  std::mt19937_64 engine(static_cast<unsigned>(k * 1000 + cols));
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const index_t rows = k + 5;
-  std::vector<double> y(static_cast<std::size_t>(k * rows));
-  for (double& v : y) v = u(engine);
-  if (k > 2) {
-    for (index_t r = 0; r < rows; ++r) y[1 + r * k] = 0;  // component 1: G_11 = 0, dead where l2 = 0
-  }
-  std::vector<double> g(static_cast<std::size_t>(k * k), 0.0);
-  for (index_t r = 0; r < rows; ++r)
-    for (index_t q = 0; q < k; ++q)
-      for (index_t p = 0; p < k; ++p) g[p + q * k] += y[p + r * k] * y[q + r * k];
-  std::vector<T> g_t(g.begin(), g.end()), x0(static_cast<std::size_t>(k * cols)), numer(x0);
-  for (T& v : x0) v = static_cast<T>(u(engine));
-  for (T& v : numer) v = static_cast<T>(u(engine) < 0.3 ? 0.0 : 3.0 * u(engine));  // some coordinates clamp
-  const double eps = 1e-16, l1 = 0.05, l2 = k % 2 == 0 ? 0.1 : 0.0;
+  const ColumnProblem<T> problem(k, cols);
+  const std::vector<T>& x0 = problem.x0;
+  const std::vector<T>& numer = problem.numer;
+  const std::vector<double>& g_in = problem.g_in;
+  const double eps = problem.eps, l1 = problem.l1, l2 = problem.l2;
   const double tol = std::is_same_v<T, double> ? 1e-12 : 1e-5;
-  // Rounding G, x and b to T is part of the input, so the plain loops start from the rounded values.
-  const std::vector<double> g_in(g_t.begin(), g_t.end());
   for (Algorithm algo : {Algorithm::hals, Algorithm::mu}) {
     std::vector<T> x = x0;
     const backend::UpdateRule rule{algo, eps, l1, l2};
     const backend::View<T> xv{x.data(), k, cols, k};
-    const backend::CView<T> nv{numer.data(), k, cols, k}, gv{g_t.data(), k, k, k};
+    const backend::CView<T> nv = problem.numer_view(), gv = problem.g_view();
     if (algo == Algorithm::hals) {
       hals_update(rule, xv, nv, gv, 0, cols);
     } else {
@@ -349,6 +371,81 @@ TEST(ColumnRules, HalsAndMuMatchPlainLoopsOnFullAndPartialGroups) {
     for (index_t cols : {1, 3, 4, 5, 8, 11, 17}) {
       check_column_rules<double>(k, cols);
       check_column_rules<float>(k, cols);
+    }
+  }
+}
+
+// The AVX-512 column rules (column_rules_avx512.cpp: HALS's G x in registers for k = 8, 16, 24 and 32 and its
+// generic sweep in 8-wide lanes otherwise; MU's denominators in registers for k = 8, 16 and 24) against the library's 4-wide kernels: every
+// column's operations are the same, so the bits must be, on full and partial groups of eight and from a first
+// column that is not a group's; and against the plain loops (the test before checks the 4-wide code that way).
+template <class T>
+void check_wide_rule(Algorithm algo, index_t k, index_t cols, index_t from) {
+  SCOPED_TRACE(to_string(algo) + " k " + std::to_string(k) + " cols " + std::to_string(cols) + " from " +
+               std::to_string(from));
+  const ColumnProblem<T> problem(k, cols);
+  const backend::UpdateRule rule{algo, problem.eps, problem.l1, problem.l2};
+  std::vector<T> four = problem.x0, wide = problem.x0;
+  const backend::View<T> four_v{four.data(), k, cols, k}, wide_v{wide.data(), k, cols, k};
+  if (algo == Algorithm::hals) {
+    hals_update_four_wide(rule, four_v, problem.numer_view(), problem.g_view(), from, cols);
+    avx512::hals_update_wide(rule, wide_v, problem.numer_view(), problem.g_view(), from, cols);
+  } else {
+    mu_frobenius_update_four_wide(rule, four_v, problem.numer_view(), problem.g_view(), from, cols);
+    avx512::mu_frobenius_update_wide(rule, wide_v, problem.numer_view(), problem.g_view(), from, cols);
+  }
+  index_t changed = 0, differ = 0;
+  for (std::size_t i = 0; i < four.size(); ++i) {
+    changed += four[i] != problem.x0[i] ? 1 : 0;
+    using Bits = std::conditional_t<std::is_same_v<T, double>, std::uint64_t, std::uint32_t>;
+    differ += std::bit_cast<Bits>(four[i]) != std::bit_cast<Bits>(wide[i]) ? 1 : 0;
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_GT(changed, 0);  // the rule did something to compare
+  for (index_t i = 0; i < from * k; ++i)
+    EXPECT_EQ(wide[static_cast<std::size_t>(i)], problem.x0[static_cast<std::size_t>(i)]);
+  const double tol = std::is_same_v<T, double> ? 1e-12 : 1e-5;
+  for (index_t c = from; c < cols; ++c) {
+    const auto at = [&](const std::vector<T>& v, index_t l) {
+      return static_cast<double>(v[static_cast<std::size_t>(c * k + l)]);
+    };
+    std::vector<double> want(static_cast<std::size_t>(k)), b(static_cast<std::size_t>(k));
+    for (index_t l = 0; l < k; ++l) {
+      want[static_cast<std::size_t>(l)] = at(problem.x0, l);
+      b[static_cast<std::size_t>(l)] = at(problem.numer, l);
+    }
+    if (algo == Algorithm::hals) {
+      plain_hals_column(problem.g_in, k, problem.l1, problem.l2, problem.eps, b.data(), want.data());
+    } else {
+      const std::vector<double> old = want;
+      for (index_t l = 0; l < k; ++l) {
+        double gx = 0;
+        for (index_t p = 0; p < k; ++p)
+          gx += problem.g_in[static_cast<std::size_t>(l + p * k)] * old[static_cast<std::size_t>(p)];
+        want[static_cast<std::size_t>(l)] =
+            old[static_cast<std::size_t>(l)] * b[static_cast<std::size_t>(l)] /
+            (gx + problem.l1 + problem.l2 * old[static_cast<std::size_t>(l)] + problem.eps);
+      }
+    }
+    for (index_t l = 0; l < k; ++l) {
+      const double w = want[static_cast<std::size_t>(l)];
+      EXPECT_LE(std::abs(at(wide, l) - w), tol * std::max(1.0, std::abs(w))) << "column " << c << " l " << l;
+    }
+  }
+}
+
+TEST(ColumnRules, WideKernelsGiveTheFourWideBits) {
+  if (!listed_gram_wide()) GTEST_SKIP() << "this CPU has no AVX-512F (or DNMF_SKINNY keeps AVX2): one kernel only";
+  for (index_t k : {1, 7, 8, 9, 16, 17, 24, 32, 33}) {
+    for (index_t cols : {1, 7, 8, 9, 16, 17, 23, 40}) {
+      for (index_t from : {0, 1, 3}) {
+        if (from >= cols) continue;
+        for (Algorithm algo : {Algorithm::hals, Algorithm::mu}) {
+          if (algo == Algorithm::mu && !mu_frobenius_wide_for(k)) continue;
+          check_wide_rule<double>(algo, k, cols, from);
+          check_wide_rule<float>(algo, k, cols, from);
+        }
+      }
     }
   }
 }
