@@ -176,7 +176,8 @@ class Iteration {
     ThreadGovernor governor(kernels_.concurrency(), kernels_.name() == "cpu", iteration_flops());
     for (int it = 1; it <= options_.max_iterations; ++it) {
       governor.begin(it);
-      const StepSums sums = (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h();
+      const StepSums sums =
+          (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h(it == options_.max_iterations);
       const Figures f = measure(sums);
       if (kl_) refresh_w_sums();
       if (extrapolate_) next_step_size(f.objective);
@@ -263,17 +264,23 @@ class Iteration {
       allreduce_kl(world_, sums.kl_sums);
       sum_h_rows();
     }
+    update_w(sums);
+    return sums;
+  }
+
+  // W's update from its reduced numerator Qt, its Gram matrix and (not KL) the cross term of the error.
+  void update_w(StepSums& sums) {
     count_cap_hits(kernels_.update(rule_w_, wt_.view(), qt_.cview(), gh_.cview(), h_sums_.data()));
     swap(gw_, gw_prev_);
     kernels_.gram(wt_.cview(), gw_.view(), T(0));
     exchange_.allreduce(world_, gw_.data(), kk());
     if (!kl_) sums.cross = world_.sum(kernels_.dot(wt_.cview(), qt_.cview()));
-    return sums;
   }
 
   // Fused on the W side: H half from the P the previous pass left, then one pass that updates W and forms
-  // the next P.
-  StepSums w_pass_then_h() {
+  // the next P. The last iteration (`last`) needs no next P: its W half forms W's numerator alone, one product
+  // over A where the pass computes two (a fit of one iteration had cost three products instead of two).
+  StepSums w_pass_then_h(bool last) {
     if (extrapolate_w()) {
       update_h(p_hat_->cview(), g_hat_->cview());
     } else {
@@ -281,6 +288,13 @@ class Iteration {
     }
     if (kl_) sum_h_rows();
     gather_h();
+    if (last && !kl_) {  // KL's pass also forms the ratio sums its figures come from: it keeps the pass
+      StepSums sums;
+      form_qt();
+      exchange_.reduce_scatter(row_comm_, qt_full_.data(), qt_.data(), w_counts_);
+      update_w(sums);
+      return sums;
+    }
     swap(gw_, gw_prev_);
     auto pass = a_.fused_pass(Side::W, rule_w_, wt_.view(), h_full_.cview(), gh_.cview(), h_sums_.data(),
                               p_full_.view(), gw_.view());

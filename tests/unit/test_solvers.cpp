@@ -115,6 +115,36 @@ TEST(Solvers, FusedSinglePassGivesTheSameIteratesAsTwoPasses) {
     }
 }
 
+// The last iteration of a fused run forms W's numerator alone (no product for an H half that never comes):
+// its figures and iterates are those the full pass gives, as the run one iteration longer and the two-pass
+// run see them, from one iteration on.
+TEST(Solvers, LastIterationWithoutTheNextProductMatchesTheFullPass) {
+  PlantedOptions po{.rows = 70, .cols = 55, .rank = 4, .density = 1.0, .noise = 0.05, .seed = 3};
+  const auto dense = make_planted<double>(po);
+  po.density = 0.3;
+  const auto sparse = make_planted<double>(po);
+  for (const auto* p : {&dense, &sparse})
+    for (Algorithm algo : kAll)
+      for (int iters : {1, 2, 7}) {
+        SCOPED_TRACE(to_string(algo) + " sparse=" + std::to_string(p->sparse) + " iterations " + std::to_string(iters));
+        FactorOptions o = options_for(algo, 5, iters);
+        const auto last = factorize<double>(p->matrix(), o);
+        o.max_iterations = iters + 1;
+        const auto longer = factorize<double>(p->matrix(), o);
+        ASSERT_EQ(static_cast<int>(last.rel_error_history.size()), iters);
+        ASSERT_EQ(static_cast<int>(longer.rel_error_history.size()), iters + 1);
+        for (int it = 0; it < iters; ++it) {
+          const double want = longer.rel_error_history[static_cast<std::size_t>(it)];
+          EXPECT_NEAR(last.rel_error_history[static_cast<std::size_t>(it)], want, 1e-12 * want) << "iteration " << it;
+        }
+        o.max_iterations = iters;
+        o.fused = false;
+        const auto two = factorize<double>(p->matrix(), o);
+        EXPECT_LE(test::max_relative_difference(last.W, two.W), 1e-10);
+        EXPECT_LE(test::max_relative_difference(last.H, two.H), 1e-10);
+      }
+}
+
 TEST(Solvers, CpuBackendMatchesReferenceBackend) {
   PlantedOptions po{.rows = 70, .cols = 50, .rank = 3, .density = 1.0, .noise = 0.02, .seed = 9};
   const auto dense = make_planted<double>(po);
