@@ -111,6 +111,35 @@ TYPED_TEST(KernelsTest, FactorSizedKernelsMatchReference) {
   }
 }
 
+// The cpu backend's extrapolation (ranges of columns, its own loop) against the reference backend's (the base
+// class's), on blocks wider than one task's 256 columns and with a leading dimension past k: x̂ and x_prev alike.
+TYPED_TEST(KernelsTest, ExtrapolateMatchesReference) {
+  using T = TypeParam;
+  for (const Shape& s : {Shape{0, 600, 5}, Shape{0, 1, 3}, Shape{0, 257, 16}, Shape{0, 0, 2}}) {
+    const index_t ld = s.k + 3;
+    const DenseMatrix<T> x = test::random_dense<T>(ld, s.n, 21);
+    const DenseMatrix<T> prev0 = test::random_dense<T>(ld, s.n, 22);
+    const DenseMatrix<T> hat0 = test::random_dense<T>(ld, s.n, 23);
+    DenseMatrix<T> prev_ref = prev0, prev_cpu = prev0, hat_ref = hat0, hat_cpu = hat0;
+    const auto sub = [&](DenseMatrix<T>& m) { return backend::View<T>{m.data(), s.k, s.n, ld}; };
+    const backend::CView<T> xv{x.data(), s.k, s.n, ld};
+    this->ref.extrapolate(sub(hat_ref), xv, sub(prev_ref), T(0.7));
+    this->cpu.extrapolate(sub(hat_cpu), xv, sub(prev_cpu), T(0.7));
+    EXPECT_LE(test::max_relative_difference(hat_cpu, hat_ref), tolerance<T>()) << "n=" << s.n << " k=" << s.k;
+    EXPECT_LE(test::max_relative_difference(prev_cpu, prev_ref), tolerance<T>()) << "n=" << s.n << " k=" << s.k;
+    for (index_t c = 0; c < s.n; ++c) {
+      for (index_t l = s.k; l < ld; ++l) {  // rows past k are not the view's: left alone
+        EXPECT_EQ(hat_cpu(l, c), hat0(l, c));
+        EXPECT_EQ(prev_cpu(l, c), prev0(l, c));
+      }
+      for (index_t l = 0; l < s.k; ++l) {
+        EXPECT_EQ(prev_cpu(l, c), x(l, c));
+        EXPECT_NE(hat_cpu(l, c), hat0(l, c));
+      }
+    }
+  }
+}
+
 TYPED_TEST(KernelsTest, UpdateRulesMatchReference) {
   using T = TypeParam;
   for (Algorithm algo : {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp}) {

@@ -597,8 +597,22 @@ void CpuKernels<T>::fill(View<T> x, T value) {
 // text-like benchmark's factors: ~5e5 values a step).
 template <class T>
 void CpuKernels<T>::extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T beta) {
-  util::for_each_index(x.cols, parallel_worth(x.size()), [&](index_t c) {
-    Kernels<T>::extrapolate(x_hat.columns(c, c + 1), x.columns(c, c + 1), x_prev.columns(c, c + 1), beta);
+  // Ranges of whole columns per task and the element loop vectorised (the three blocks are distinct): a call per
+  // column, 2k flops each, had been 5% of an extrapolated sparse HALS run. The arithmetic is the base class's.
+  constexpr index_t kColumnsPerTask = 256;
+  const index_t tasks = (x.cols + kColumnsPerTask - 1) / kColumnsPerTask;
+  util::for_each_index(tasks, parallel_worth(x.size()), [&](index_t task) {
+    const index_t last = std::min(x.cols, (task + 1) * kColumnsPerTask);
+    for (index_t c = task * kColumnsPerTask; c < last; ++c) {
+      T* __restrict hat = x_hat.data + c * x_hat.ld;
+      const T* __restrict now = x.data + c * x.ld;
+      T* __restrict prev = x_prev.data + c * x_prev.ld;
+      for (index_t l = 0; l < x.rows; ++l) {
+        const T v = now[l];
+        hat[l] = v + beta * (v - prev[l]);
+        prev[l] = v;
+      }
+    }
   });
 }
 
