@@ -20,8 +20,8 @@
 
 namespace {
 
-using dnmf::index_t;
 using dnmf::Algorithm;
+using dnmf::index_t;
 
 struct Columns {
   index_t k, n;

@@ -33,43 +33,32 @@ bool with_fixed_k(index_t k, F&& f) {
   return called;
 }
 
-/// HALS: the fixed-k kernels where they apply (G·x in registers), else the generic one in 8-wide lanes.
+}  // namespace
+
+/// The fixed-k kernels where they apply (G·x in registers), else the generic one in 8-wide lanes.
 template <class T>
-void hals(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
-          index_t first, index_t last) {
+void hals_update_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
+                      index_t first, index_t last) {
   const bool fixed = with_fixed_k<32>(
       x.rows, [&](auto k) { hals_detail::update_fixed<T, Wide, decltype(k)::value>(rule, x, numer, g, first, last); });
   if (!fixed) hals_detail::update<T, Wide>(rule, x, numer, g, first, last);
 }
 
-/// MU: k = 8, 16 or 24 (mu_frobenius_wide_for; the caller checks it).
+/// k = 8, 16 or 24 (mu_frobenius_wide_for; the caller checks it).
 template <class T>
-void mu(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
-        index_t first, index_t last) {
+void mu_frobenius_update_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                              backend::CView<T> g, index_t first, index_t last) {
   (void)with_fixed_k<24>(
       x.rows, [&](auto k) { mu_detail::update_fixed<T, Wide, decltype(k)::value>(rule, x, numer, g, first, last); });
 }
 
-}  // namespace
-
-void hals_update_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
-                      backend::CView<double> g, index_t first, index_t last) {
-  hals(rule, x, numer, g, first, last);
-}
-
-void hals_update_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                      backend::CView<float> g, index_t first, index_t last) {
-  hals(rule, x, numer, g, first, last);
-}
-
-void mu_frobenius_update_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
-                              backend::CView<double> g, index_t first, index_t last) {
-  mu(rule, x, numer, g, first, last);
-}
-
-void mu_frobenius_update_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                              backend::CView<float> g, index_t first, index_t last) {
-  mu(rule, x, numer, g, first, last);
-}
+template void hals_update_wide(const backend::UpdateRule&, backend::View<double>, backend::CView<double>,
+                               backend::CView<double>, index_t, index_t);
+template void hals_update_wide(const backend::UpdateRule&, backend::View<float>, backend::CView<float>,
+                               backend::CView<float>, index_t, index_t);
+template void mu_frobenius_update_wide(const backend::UpdateRule&, backend::View<double>, backend::CView<double>,
+                                       backend::CView<double>, index_t, index_t);
+template void mu_frobenius_update_wide(const backend::UpdateRule&, backend::View<float>, backend::CView<float>,
+                                       backend::CView<float>, index_t, index_t);
 
 }  // namespace dnmf::solvers::avx512

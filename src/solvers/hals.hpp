@@ -8,8 +8,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "backend/kernels.hpp"
@@ -28,8 +26,8 @@ using lane_rows::load_rows;
 using lane_rows::row_lanes;
 using lane_rows::store_rows;
 
-/// hals_update with the columns in the lanes of V (hals_update: 4-wide; column_rules_avx512.cpp: 8-wide). Per column,
-/// every operation is the same whatever V's width, so both give the same bits.
+/// hals_update with the columns in the lanes of V (hals_update: 4-wide; column_rules_avx512.cpp: 8-wide). Per
+/// column, every operation is the same whatever V's width, so both give the same bits.
 template <class T, class V>
 void update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
             index_t first, index_t last) {
@@ -38,9 +36,9 @@ void update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<
   // kLanes columns are swept side by side, one per lane: a column's coordinates form one dependent chain (u_l,
   // divide, clamp, update of u), and the lanes take kLanes such chains per instruction; two groups are
   // interleaved to overlap their chains. u_c = G x_c is kept up to date (a change δ of x_l adds δ G[:, l]; only
-  // the entries past l are read again) instead of a fresh k-term dot per coordinate. Per column, every operation is the
-  // scalar rule's: the lanes sum G x_c over the components in order as gram_times does, and an unchanged coordinate (δ
-  // = 0) adds zero.
+  // the entries past l are read again) instead of a fresh k-term dot per coordinate. Per column, every operation
+  // is the scalar rule's: the lanes sum G x_c over the components in order as gram_times does, and an unchanged
+  // coordinate (δ = 0) adds zero.
   constexpr index_t kGroups = 2;
   constexpr index_t kBlock = kLanes * kGroups;
   std::vector<V> u(static_cast<std::size_t>(kGroups * k));
@@ -120,20 +118,19 @@ void update_fixed(const backend::UpdateRule& rule, backend::View<T> x, backend::
 }  // namespace hals_detail
 
 namespace avx512 {
-/// hals_update with eight columns per AVX-512 register (column_rules_avx512.cpp, built with -mavx512f: call only where
-/// listed_gram_wide() says the CPU has AVX-512F). Same bits as the 4-wide kernel.
-void hals_update_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
-                      backend::CView<double> g, index_t first, index_t last);
-void hals_update_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                      backend::CView<float> g, index_t first, index_t last);
+/// hals_update with eight columns per AVX-512 register (column_rules_avx512.cpp, built with -mavx512f, for T =
+/// float and double: call only where listed_gram_wide() says the CPU has AVX-512F). Same bits as the 4-wide kernel.
+template <class T>
+void hals_update_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer, backend::CView<T> g,
+                      index_t first, index_t last);
 }  // namespace avx512
 
-/// hals_update with the library's own 4-wide kernel whatever the CPU (for tests comparing the two kernels: a
-/// test file's instantiation of hals_update is built for another instruction set and may round differently).
-void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
-                           backend::CView<double> g, index_t first, index_t last);
-void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                           backend::CView<float> g, index_t first, index_t last);
+/// hals_update with the library's own 4-wide kernel whatever the CPU, for T = float and double (for tests comparing
+/// the two kernels: a test file's instantiation of hals_update is built for another instruction set and may round
+/// differently).
+template <class T>
+void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                           backend::CView<T> g, index_t first, index_t last);
 
 /// Updates columns [first, last) of x in place, four columns per AVX2 register.
 template <class T>

@@ -30,6 +30,8 @@ void update_fixed(const backend::UpdateRule& rule, backend::View<T> x, backend::
     const index_t nc = last - c0 > 8 ? 8 : last - c0;
     V xs[K], d[K];
     lane_rows::load_rows<V, K>(x.data + c0 * x.ld, x.ld, nc, xs);
+    // Lane by lane (the same operations): written as whole vectors, these two loops made k = 24 slower than the
+    // 4-wide kernel (0.64 against 0.52 ms per 10000 columns, bench_column_rules).
     for (index_t l = 0; l < K; ++l)
       for (index_t c = 0; c < 8; ++c) d[l][c] = rule.l1 + rule.l2 * xs[l][c] + rule.eps;
 #pragma GCC unroll 32
@@ -48,23 +50,22 @@ void update_fixed(const backend::UpdateRule& rule, backend::View<T> x, backend::
 
 namespace avx512 {
 /// mu_frobenius_update with eight columns per AVX-512 register for k = 8, 16 or 24 (column_rules_avx512.cpp,
-/// built with -mavx512f: call only where listed_gram_wide() says the CPU has AVX-512F). Same bits as the 4-wide
-/// kernel.
-void mu_frobenius_update_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
-                              backend::CView<double> g, index_t first, index_t last);
-void mu_frobenius_update_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                              backend::CView<float> g, index_t first, index_t last);
+/// built with -mavx512f, for T = float and double: call only where listed_gram_wide() says the CPU has AVX-512F).
+/// Same bits as the 4-wide kernel.
+template <class T>
+void mu_frobenius_update_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                              backend::CView<T> g, index_t first, index_t last);
 }  // namespace avx512
 
-/// True when mu_frobenius_update_wide takes this k (at k = 32 the denominators no longer fit beside the rest in the
-/// registers, and the 8-wide kernel gained 8% on 10000 columns; at 16, 1.4-1.5x).
+/// True when mu_frobenius_update_wide takes this k (`bench_column_rules`: 1.1-1.3x the 4-wide kernel at k = 8, 16
+/// and 24; at k = 32 the denominators no longer fit beside the rest in the registers and it gained 8%).
 inline bool mu_frobenius_wide_for(index_t k) { return k % 8 == 0 && k > 0 && k <= 24; }
 
-/// mu_frobenius_update with the library's own 4-wide kernel (for tests comparing the two kernels).
-void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<double> x,
-                                   backend::CView<double> numer, backend::CView<double> g, index_t first, index_t last);
-void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                                   backend::CView<float> g, index_t first, index_t last);
+/// mu_frobenius_update with the library's own 4-wide kernel, for T = float and double (for tests comparing the two
+/// kernels).
+template <class T>
+void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                                   backend::CView<T> g, index_t first, index_t last);
 
 /// Updates columns [first, last) of x in place.
 template <class T>

@@ -48,26 +48,26 @@ int host_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CV
 
 }  // namespace
 
-void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<double> x, backend::CView<double> numer,
-                           backend::CView<double> g, index_t first, index_t last) {
+template <class T>
+void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                           backend::CView<T> g, index_t first, index_t last) {
   hals_update(rule, x, numer, g, first, last);
 }
 
-void hals_update_four_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                           backend::CView<float> g, index_t first, index_t last) {
-  hals_update(rule, x, numer, g, first, last);
-}
-
-void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<double> x,
-                                   backend::CView<double> numer, backend::CView<double> g, index_t first,
-                                   index_t last) {
+template <class T>
+void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<T> numer,
+                                   backend::CView<T> g, index_t first, index_t last) {
   mu_frobenius_update(rule, x, numer, g, first, last);
 }
 
-void mu_frobenius_update_four_wide(const backend::UpdateRule& rule, backend::View<float> x, backend::CView<float> numer,
-                                   backend::CView<float> g, index_t first, index_t last) {
-  mu_frobenius_update(rule, x, numer, g, first, last);
-}
+template void hals_update_four_wide(const backend::UpdateRule&, backend::View<double>, backend::CView<double>,
+                                    backend::CView<double>, index_t, index_t);
+template void hals_update_four_wide(const backend::UpdateRule&, backend::View<float>, backend::CView<float>,
+                                    backend::CView<float>, index_t, index_t);
+template void mu_frobenius_update_four_wide(const backend::UpdateRule&, backend::View<double>, backend::CView<double>,
+                                            backend::CView<double>, index_t, index_t);
+template void mu_frobenius_update_four_wide(const backend::UpdateRule&, backend::View<float>, backend::CView<float>,
+                                            backend::CView<float>, index_t, index_t);
 
 backend::UpdateRule update_rule(Algorithm algorithm, double eps, double l1, double l2) {
   backend::UpdateRule rule{algorithm, eps, l1, l2};

@@ -376,9 +376,10 @@ TEST(ColumnRules, HalsAndMuMatchPlainLoopsOnFullAndPartialGroups) {
 }
 
 // The AVX-512 column rules (column_rules_avx512.cpp: HALS's G x in registers for k = 8, 16, 24 and 32 and its
-// generic sweep in 8-wide lanes otherwise; MU's denominators in registers for k = 8, 16 and 24) against the library's 4-wide kernels: every
-// column's operations are the same, so the bits must be, on full and partial groups of eight and from a first
-// column that is not a group's; and against the plain loops (the test before checks the 4-wide code that way).
+// generic sweep in 8-wide lanes otherwise; MU's denominators in registers for k = 8, 16 and 24) against the library's
+// 4-wide kernels: every column's operations are the same, so the bits must be, on full and partial groups of eight and
+// from a first column that is not a group's; and against the plain loops (the test before checks the 4-wide code that
+// way).
 template <class T>
 void check_wide_rule(Algorithm algo, index_t k, index_t cols, index_t from) {
   SCOPED_TRACE(to_string(algo) + " k " + std::to_string(k) + " cols " + std::to_string(cols) + " from " +
