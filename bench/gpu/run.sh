@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU machine's script: CUDA tests, then bench_gpu (resident mode), then bench_gpu_stream (A larger than the
-# device budget, tile x depth sweep, overlap timeline, disk -> pinned -> device), then the CLI end to end.
+# The GPU machine's script: CUDA tests, the masked CLI case and masked-vs-unmasked timings (missing values on the
+# GPU), then bench_gpu (resident mode), then bench_gpu_stream (A larger than the device budget, tile x depth
+# sweep, overlap timeline, disk -> pinned -> device), then the CLI end to end.
 #   bash bench/gpu/run.sh [BUILD_DIR]        (from the repository root; BUILD_DIR defaults to build/release)
 # Uses the binaries in BUILD_DIR when they are there (built elsewhere and carried: bench/gpu/carry.sh stages
 # them under .device/), else configures and builds the targets here. Shared libraries the machine lacks
@@ -22,7 +23,7 @@ for cuda_lib in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [[ -d "$cuda_lib" ]] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cuda_lib"
 done
 
-CUDA_TESTS=(test_cuda_kernels test_cuda_streamed test_nccl test_device_stream test_device_planner test_device_exchange)
+CUDA_TESTS=(test_cuda_kernels test_cuda_masked test_cuda_masked_ops test_cuda_streamed test_nccl test_device_stream test_device_planner test_device_exchange)
 BENCH_EXE="$BUILD_DIR/bin/bench_gpu"
 STREAM_EXE="$BUILD_DIR/bin/bench_gpu_stream"
 SCRIPT_START=$(date +%s.%N)
@@ -51,7 +52,7 @@ step() {
 # The summary (tables, then steps) printed last and everything packed into $OUT, also when a step is killed.
 finish() {
   {
-    for table in "$WORK"/bench_gpu.table "$WORK"/bench_gpu_stream.table; do
+    for table in "$WORK"/masked_gpu.table "$WORK"/bench_gpu.table "$WORK"/bench_gpu_stream.table; do
       if [[ -s "$table" ]]; then
         cat "$table"
         echo
@@ -137,6 +138,17 @@ stream() {
     --json "$WORK/bench_gpu_stream.json" --timeline "$WORK/timeline.csv" | tee "$WORK/bench_gpu_stream.table"
 }
 
+# Missing values on the GPU (issue 15): the CLI case that compares --backend cuda with the cpu backend for every
+# masked algorithm (dense --mask, sparse --unstored missing), then masked vs unmasked seconds per iteration.
+masked_cli() {
+  timeout 120 python3 tests/cli/cli_test.py --dnmf "$BUILD_DIR/bin/dnmf" --work "$WORK/masked_cli" masked_cuda &&
+    echo "cli.masked_cuda passed"
+}
+
+masked_speed() {
+  timeout 240 python3 bench/gpu/masked_gpu.py --dnmf "$BUILD_DIR/bin/dnmf" | tee "$WORK/masked_gpu.table"
+}
+
 # The CLI end to end on the GPU: the README's planted problem factored by the cuda and the cpu backends.
 cli() {
   local dnmf="$BUILD_DIR/bin/dnmf" work="$WORK/cli" rc=0
@@ -160,8 +172,16 @@ if [[ $need_build -eq 1 ]]; then
   step build build
 fi
 step libraries libraries
-step tests cuda_tests
-step bench bench
-step stream stream
-step cli cli
+# DNMF_GPU_STEPS picks steps for a shorter rerun (e.g. "tests masked_cli"); all by default.
+for name in ${DNMF_GPU_STEPS:-tests masked_cli masked bench stream cli}; do
+  case "$name" in
+    tests) step tests cuda_tests ;;
+    masked_cli) step masked_cli masked_cli ;;
+    masked) step masked masked_speed ;;
+    bench) step bench bench ;;
+    stream) step stream stream ;;
+    cli) step cli cli ;;
+    *) echo "unknown step $name" && FAILED=1 ;;
+  esac
+done
 exit $FAILED
