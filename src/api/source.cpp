@@ -8,6 +8,25 @@
 
 namespace dnmf::detail {
 
+namespace {
+
+// True when every line's indices are in [0, inner) and strictly increasing. Branch-free over each line, so that
+// the common good case vectorises (the checks with their messages took ~1 ns per stored entry, a tenth of a
+// one-iteration fit from Python on 1e6 entries); a bad matrix is scanned again below for the message.
+bool well_ordered(index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices) {
+  bool good = true;
+  for (index_t i = 0; i < outer; ++i) {
+    const index_t begin = indptr[i], end = indptr[i + 1];
+    if (begin == end) continue;
+    good &= indices[begin] >= 0;
+    good &= static_cast<index_t>(indices[end - 1]) < inner;
+    for (index_t p = begin + 1; p < end; ++p) good &= indices[p] > indices[p - 1];
+  }
+  return good;
+}
+
+}  // namespace
+
 void check_compressed(const char* what, index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices,
                       index_t stored) {
   const std::string where = std::string("sparse ") + what + " matrix: ";
@@ -25,6 +44,7 @@ void check_compressed(const char* what, index_t outer, index_t inner, const inde
     throw DataError(where + "indptr ends at " + std::to_string(indptr[outer]) + " but there are " +
                     std::to_string(stored) + " stored entries");
   if (stored > 0 && indices == nullptr) throw DataError(where + "no indices array");
+  if (well_ordered(outer, inner, indptr, indices)) return;
   for (index_t i = 0; i < outer; ++i)
     for (index_t p = indptr[i]; p < indptr[i + 1]; ++p) {
       if (indices[p] < 0 || indices[p] >= inner)

@@ -83,6 +83,9 @@ void check_nonnegative(DenseView<const T> matrix, const std::string& source, ind
 template <class T>
 void check_nonnegative(CsrView<T> matrix, const std::string& source, index_t row_offset, index_t col_offset,
                        bool transposed) {
+  // All stored values at once first: rows of a few dozen entries each are too short for the per-row check to
+  // run at vector speed.
+  if (matrix.rows == 0 || all_acceptable(matrix.values + matrix.indptr[0], matrix.nnz())) return;
   for (index_t i = 0; i < matrix.rows; ++i) {
     const index_t begin = matrix.indptr[i];
     const index_t end = matrix.indptr[i + 1];

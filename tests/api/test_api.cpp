@@ -208,6 +208,11 @@ TEST(Api, CompressedSourcesWithABadStructureAreRefused) {
   EXPECT_NE(message(indptr, {3, 0, 1, 2, 4}, 5, false).find("indices of row 0 are not sorted and unique (3 then 0)"),
             std::string::npos);
   EXPECT_NE(message(indptr, {0, 3, 1, 2, 2}, 5, true).find("indices of column 2 are not sorted"), std::string::npos);
+  EXPECT_NE(message(indptr, {0, 3, -1, 2, 4}, 5, false).find("index -1 in row 1 is out of range 0..4"),
+            std::string::npos);
+  // In range at both ends of its line, out of range inside it (the order is broken there too).
+  EXPECT_NE(message({0, 3, 3, 5}, {0, 9, 4, 2, 4}, 5, false).find("index 9 in row 0 is out of range 0..4"),
+            std::string::npos);
 }
 
 TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {
