@@ -4,7 +4,9 @@
 //
 // The out-of-line kernels here and in the column rules are hidden: a program that instantiates them itself (the
 // tests, built for another instruction set) would otherwise take over the library's calls at load time, and the
-// library would run code compiled without its FMA contractions (other bits than its own).
+// library would run code compiled without its FMA contractions (other bits than its own). Since dnmf_core is
+// linked with -Bsymbolic-functions (CMakeLists.txt) that holds for every function of the library; hidden also
+// keeps these out of its exported symbols.
 #pragma once
 
 #include <algorithm>
