@@ -7,16 +7,16 @@
 # is NCCL (loaded at run time from the image's copy).
 #   bash bench/gpu/carry.sh [BUILD_DIR]      (BUILD_DIR defaults to build/release; build it first, e.g.
 #     cmake -S . -B BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 &&
-#     ninja -C BUILD_DIR test_cuda_kernels test_cuda_masked test_cuda_masked_ops test_cuda_streamed test_nccl test_device_stream test_device_planner \
-#       test_device_exchange bench_gpu bench_gpu_stream dnmf)
+#     (source bench/gpu/targets.sh && ninja -C BUILD_DIR "${GPU_TESTS[@]}" "${GPU_BINS[@]}"))
 # then on the GPU machine, with .device carried:  bash bench/gpu/run.sh .device/build
 set -euo pipefail
 
 BUILD_DIR="${1:-build/release}"
 DEST="${DNMF_CARRY_DIR:-.device}" # another folder for a dry run; run.sh reads .device
 LIMIT_MIB=60 # what travels to the machine is capped at 64 MiB with the source tree
-TESTS=(test_cuda_kernels test_cuda_masked test_cuda_masked_ops test_cuda_streamed test_nccl test_device_stream test_device_planner test_device_exchange)
-BINS=(bench_gpu bench_gpu_stream dnmf)
+source "$(dirname "${BASH_SOURCE[0]}")/targets.sh"
+TESTS=("${GPU_TESTS[@]}")
+BINS=("${GPU_BINS[@]}")
 
 rm -rf "${DEST:?}/build" "${DEST:?}/lib" "${DEST:?}/payload.tar.xz"
 mkdir -p "$DEST/build/bin" "$DEST/build/tests/cuda" "$DEST/lib"

@@ -23,7 +23,8 @@ for cuda_lib in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [[ -d "$cuda_lib" ]] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cuda_lib"
 done
 
-CUDA_TESTS=(test_cuda_kernels test_cuda_masked test_cuda_masked_ops test_cuda_streamed test_nccl test_device_stream test_device_planner test_device_exchange)
+source "$(dirname "${BASH_SOURCE[0]}")/targets.sh"
+CUDA_TESTS=("${GPU_TESTS[@]}")
 BENCH_EXE="$BUILD_DIR/bin/bench_gpu"
 STREAM_EXE="$BUILD_DIR/bin/bench_gpu_stream"
 SCRIPT_START=$(date +%s.%N)
@@ -97,7 +98,7 @@ machine() {
 
 build() {
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-    cmake --build "$BUILD_DIR" -j16 --target "${CUDA_TESTS[@]}" bench_gpu bench_gpu_stream dnmf
+    cmake --build "$BUILD_DIR" -j16 --target "${CUDA_TESTS[@]}" "${GPU_BINS[@]}"
 }
 
 # Lists shared libraries the executables cannot find; a non-empty list explains a failure to start.
