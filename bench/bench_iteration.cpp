@@ -2,7 +2,9 @@
 // on the same matrix, and next to the floor 4mnk / (this machine's square-GEMM rate, measured here), so every
 // ratio printed is measured on the same machine in the same run. Dense rows come three ways: the skinny
 // kernels (default), the same iteration with every product sent to BLAS, and the matrix in C order (row-major,
-// numpy's default) through the public API.
+// numpy's default) through the public API. Sparse rows come two ways: the default (A's transpose kept beside
+// it, both products gathers: backend/gathering_operand.hpp) and the fused pass over A alone (a gather and a
+// scatter), with the products of each.
 //   bench_iteration [--quick] [--threads N] [--reps R] [--only dense64|dense32|sparse] [--json out.json]
 #include <omp.h>
 
@@ -19,11 +21,16 @@
 #include "backend/cpu/blas.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/skinny_products.hpp"
+#include "backend/gathering_operand.hpp"
+#include "dist/communicator.hpp"
+#include "dist/grid.hpp"
 #include "dnmf/blas.hpp"
 #include "dnmf/factor.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/planted.hpp"
+#include "io/csr_build.hpp"
+#include "solvers/solve.hpp"
 
 namespace {
 
@@ -88,13 +95,37 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
     cpu.multiply(a, dnmf::backend::Side::H, wt.view(), p.view(), T(0));
     cpu.multiply(a, dnmf::backend::Side::W, h.view(), qt.view(), T(0));
   });
-  rows.push_back({name, "WtA + AHt", products, flops / products / 1e9, 1.0, 2 * a_bytes / products,
-                  products / (flops / (gemm_rate * 1e9))});
+  rows.push_back({name, planted.sparse ? "WtA + AHt (scatter)" : "WtA + AHt", products, flops / products / 1e9, 1.0,
+                  2 * a_bytes / products, products / (flops / (gemm_rate * 1e9))});
+  // Sparse: the same products over A's transpose and A, both gathers (the default operand's).
+  dnmf::CsrMatrix<T> transpose;
+  if (planted.sparse) {
+    transpose = dnmf::io::detail::transpose(planted.csr.view());
+    const dnmf::MatrixRef<T> at{transpose.view()};
+    const double gathers = best_of(reps * 3, [&] {
+      cpu.multiply(at, dnmf::backend::Side::W, wt.view(), p.view(), T(0));
+      cpu.multiply(a, dnmf::backend::Side::W, h.view(), qt.view(), T(0));
+    });
+    rows.push_back({name, "WtA + AHt (gathers)", gathers, flops / gathers / 1e9, gathers / products,
+                    2 * a_bytes / gathers, gathers / (flops / (gemm_rate * 1e9))});
+  }
 
-  const auto per_iteration = [&](const dnmf::FactorOptions& o, bool c_order) {
+  // The sparse fused pass over A alone (a ResidentOperand), which factorize() no longer takes on the cpu.
+  const auto scattering = [&](const dnmf::FactorOptions& o) {
+    dnmf::dist::SingleCommunicator self;
+    const dnmf::dist::Grid grid(self, {1, 1});
+    const dnmf::dist::Layout layout = dnmf::dist::make_layout(grid, m, n);
+    dnmf::backend::CpuKernels<T> kernels, host;
+    dnmf::backend::ResidentOperand<T> operand(kernels, a);
+    const auto solution = dnmf::solvers::solve(kernels, host, operand, &a, grid, layout, o);
+    return solution.result.seconds / solution.result.iterations;
+  };
+  const auto per_iteration = [&](const dnmf::FactorOptions& o, bool c_order, bool scatter) {
     double best = 1e300;
     for (int r = 0; r < reps; ++r) {
-      if (c_order) {
+      if (scatter) {
+        best = std::min(best, scattering(o));
+      } else if (c_order) {
         // The same matrix stored row-major, as numpy hands it over: the library iterates on Aᵀ.
         const auto& d = std::get<dnmf::DenseView<const T>>(a);
         static std::vector<T> row_major;
@@ -115,9 +146,10 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
   const double floor = flops / (gemm_rate * 1e9);
   for (auto algo : {dnmf::Algorithm::mu, dnmf::Algorithm::kl, dnmf::Algorithm::hals, dnmf::Algorithm::bpp})
     for (int variant = 0; variant < 4; ++variant) {
-      // 0: fused; 1: two-pass (mu only); 2: fused with BLAS products, 3: fused, C order (dense mu and hals)
-      const bool fused = variant != 1;
-      if (variant == 1 && algo != dnmf::Algorithm::mu) continue;
+      // Dense: 0 fused; 1 two-pass (mu only); 2 fused with BLAS products; 3 fused, C order (mu and hals).
+      // Sparse: 0 the default (gathers over A and its transpose); 1 the fused pass over A alone (scatter).
+      const bool fused = planted.sparse || variant != 1;
+      if (variant == 1 && algo != dnmf::Algorithm::mu && !planted.sparse) continue;
       if (variant >= 2 && (planted.sparse || (algo != dnmf::Algorithm::mu && algo != dnmf::Algorithm::hals))) continue;
       dnmf::FactorOptions o;
       o.rank = k;
@@ -126,12 +158,14 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
       o.tol = 0;
       o.fused = fused;
       dnmf::backend::cpu::skinny_use_blas(variant == 2);
-      const double best = per_iteration(o, variant == 3);
+      const bool scatter = planted.sparse && variant == 1;
+      const double best = per_iteration(o, variant == 3, scatter);
       dnmf::backend::cpu::skinny_use_blas(false);
       static const char* const suffix[] = {" (fused)", " (two-pass)", " (BLAS prod.)", " (C order)"};
-      const double passes = fused ? 1.0 : 2.0;
-      rows.push_back({name, dnmf::to_string(algo) + suffix[variant], best, flops / best / 1e9, best / products,
-                      passes * a_bytes / best, best / floor});
+      static const char* const sparse_suffix[] = {" (gathers)", " (scatter)"};
+      const double passes = planted.sparse ? (scatter ? 1.0 : 2.0) : (fused ? 1.0 : 2.0);
+      rows.push_back({name, dnmf::to_string(algo) + (planted.sparse ? sparse_suffix[variant] : suffix[variant]), best,
+                      flops / best / 1e9, best / products, passes * a_bytes / best, best / floor});
     }
   std::printf("  %s done: copy bandwidth %.1f GB/s\n", name.c_str(), copy_bw / 1e9);
   return rows;

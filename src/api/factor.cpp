@@ -21,6 +21,7 @@
 #include "api/grid_choice.hpp"
 #include "api/memory_plan.hpp"
 #include "api/on_every_rank.hpp"
+#include "backend/gathering_operand.hpp"
 #include "backend/kernels.hpp"
 #include "backend/operand.hpp"
 #include "dist/communicator.hpp"
@@ -95,7 +96,12 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
     io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, transposed, local); });
   }
   local.on_backend = kernels.make_resident(*local.host);
-  local.operand = std::make_unique<backend::ResidentOperand<T>>(kernels, local.on_backend);
+  // Under a budget, A's transpose (the CSR operand's second copy) only where the plan leaves room for it.
+  const double copy_room =
+      local.memory.budget > 0
+          ? static_cast<double>(std::max<std::int64_t>(0, local.memory.budget - local.memory.plan.total))
+          : -1.0;
+  local.operand = backend::make_resident_operand(kernels, local.on_backend, copy_room);
   return local;
 }
 

@@ -2,6 +2,10 @@
 // assemble a block from entries in file order need.
 #pragma once
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <tuple>
 #include <utility>
@@ -9,6 +13,7 @@
 
 #include "dnmf/index.hpp"
 #include "dnmf/matrix.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::io::detail {
 
@@ -70,23 +75,55 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
 
 namespace dnmf::io::detail {
 
-/// The transpose of a CSR matrix (its CSC storage read as CSR): rows come out with their columns increasing.
+/// Column ranges the transpose below fills side by side: one per thread (up to 8) for matrices large enough to
+/// pay for a team. The result does not depend on it.
+inline index_t transpose_parts(index_t nnz) {
+#ifdef _OPENMP
+  const auto threads = static_cast<index_t>(omp_get_max_threads());
+#else
+  const index_t threads = 1;
+#endif
+  return nnz >= (index_t{1} << 16) ? std::clamp<index_t>(threads, 1, 8) : 1;
+}
+
+/// The transpose of a CSR matrix or row range (its CSC storage read as CSR): rows come out with their columns
+/// increasing. Each part of the output's rows (A's columns, cut to hold similar numbers of entries) is filled by
+/// one thread that reads all of A and keeps the entries in its part: A is read once per part, but every output
+/// line is written by one thread in row order (the writes, scattered over the output, are the cost).
+template <class T>
+CsrMatrix<T> transpose(const CsrView<T>& a) {
+  const index_t base = a.rows > 0 ? a.indptr[0] : 0;
+  const index_t nnz = a.nnz();
+  std::vector<index_t> indptr(to_size(a.cols) + 1, 0);
+  for (index_t p = base; p < base + nnz; ++p) ++indptr[to_size(a.indices[p]) + 1];
+  for (index_t j = 0; j < a.cols; ++j) indptr[to_size(j) + 1] += indptr[to_size(j)];
+  const index_t parts = transpose_parts(nnz);
+  std::vector<index_t> first_col(to_size(parts) + 1, a.cols);
+  first_col[0] = 0;
+  for (index_t q = 1; q < parts; ++q)
+    first_col[to_size(q)] =
+        static_cast<index_t>(std::lower_bound(indptr.begin(), indptr.end(), q * nnz / parts) - indptr.begin());
+  std::vector<col_index_t> indices(to_size(nnz));
+  std::vector<T> values(to_size(nnz));
+  util::for_each_index(parts, parts > 1, [&](index_t q) {
+    const index_t c0 = first_col[to_size(q)], c1 = std::max(c0, first_col[to_size(q) + 1]);
+    std::vector<index_t> next(indptr.begin() + c0, indptr.begin() + c1);
+    for (index_t i = 0; i < a.rows; ++i) {
+      for (index_t p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+        const index_t j = a.indices[p];
+        if (j < c0 || j >= c1) continue;
+        const index_t slot = next[to_size(j - c0)]++;
+        indices[to_size(slot)] = static_cast<col_index_t>(i);
+        values[to_size(slot)] = a.values[p];
+      }
+    }
+  });
+  return CsrMatrix<T>(a.cols, a.rows, std::move(indptr), std::move(indices), std::move(values));
+}
+
 template <class T>
 CsrMatrix<T> transpose(const CsrMatrix<T>& a) {
-  std::vector<index_t> indptr(to_size(a.cols()) + 1, 0);
-  for (const col_index_t j : a.indices()) ++indptr[to_size(j) + 1];
-  for (index_t j = 0; j < a.cols(); ++j) indptr[to_size(j) + 1] += indptr[to_size(j)];
-  std::vector<index_t> next(indptr.begin(), indptr.end() - 1);
-  std::vector<col_index_t> indices(a.indices().size());
-  std::vector<T> values(a.values().size());
-  for (index_t i = 0; i < a.rows(); ++i) {
-    for (index_t k = a.indptr()[to_size(i)]; k < a.indptr()[to_size(i) + 1]; ++k) {
-      const index_t slot = next[to_size(a.indices()[to_size(k)])]++;
-      indices[to_size(slot)] = static_cast<col_index_t>(i);
-      values[to_size(slot)] = a.values()[to_size(k)];
-    }
-  }
-  return CsrMatrix<T>(a.cols(), a.rows(), std::move(indptr), std::move(indices), std::move(values));
+  return transpose(a.view());
 }
 
 }  // namespace dnmf::io::detail

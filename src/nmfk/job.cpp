@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "backend/gathering_operand.hpp"
 #include "backend/kernels.hpp"
 #include "nmfk/perturb.hpp"
 #include "solvers/solve.hpp"
@@ -29,9 +30,9 @@ std::optional<JobRecord> run_job(const MatrixBlock<T>& block, const dist::Grid& 
   auto host =
       backend::make_kernels<T>(factor.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   const MatrixRef<T> a = perturbed.ref();
-  backend::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
+  const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a));
   const bool alone = grid.shape().size() == 1;
-  solvers::Solution<T> solution = solvers::solve(*kernels, *host, operand, alone ? &a : nullptr, grid, layout, factor);
+  solvers::Solution<T> solution = solvers::solve(*kernels, *host, *operand, alone ? &a : nullptr, grid, layout, factor);
   DenseMatrix<T> W, H;
   solvers::gather_factors(grid, layout, solution.pieces, W, H, 0);
   if (grid.world().rank() != 0) return std::nullopt;

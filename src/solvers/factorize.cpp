@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/gathering_operand.hpp"
 #include "backend/kernels.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -71,10 +72,10 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   const dist::Grid grid(self, {1, 1});
   const dist::Layout layout = dist::make_layout(grid, m, n);
   const auto resident_start = std::chrono::steady_clock::now();
-  backend::ResidentOperand<T> operand(*kernels, kernels->make_resident(a));
+  const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a));
   const double resident_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - resident_start).count();
-  solvers::Solution<T> solution = solvers::solve(*kernels, *host, operand, &a, grid, layout, options, W0, H0);
+  solvers::Solution<T> solution = solvers::solve(*kernels, *host, *operand, &a, grid, layout, options, W0, H0);
   FactorResult<T> result = std::move(solution.result);
   result.init_seconds += resident_seconds;
   result.W = DenseMatrix<T>(m, options.rank);

@@ -2,7 +2,9 @@
 // gives the same factors and errors on 1, 2 and 3 threads. The cpu backend cuts its accumulations into slots
 // fixed by the problem, never by the threads, and sums them in slot order, so the bits agree, and the tests
 // require exactly that (the bound is 1e-12 in f64; the former per-thread accumulation already differed
-// by 2e-15 after 15 iterations, within that bound, so only equality tells the two apart).
+// by 2e-15 after 15 iterations, within that bound, so only equality tells the two apart). Sparse input on the
+// cpu runs its two gathers (backend/gathering_operand.hpp) whatever `fused` says; the fused pass over CSR alone
+// is checked the same way in test_gathering_operand.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>

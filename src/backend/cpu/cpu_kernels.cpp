@@ -29,6 +29,12 @@ int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
 // and on a loaded machine waiting threads spin on cores the others need (small NMFk problems suffer most).
 bool parallel_worth(index_t operations) { return operations >= 32768; }
 
+// BPP's update() in runs of columns (see there): at most kBppRuns (as the fused pass's slots), of at least
+// kBppRunColumns columns, so that columns with the same passive set (many in early iterations) still share its
+// factorisation within a run.
+constexpr index_t kBppRuns = 16;
+constexpr index_t kBppRunColumns = 1024;
+
 template <class T>
 void scale_columns(View<T> out, T beta, index_t first, index_t last) {
   for (index_t c = first; c < last; ++c) {
@@ -633,8 +639,22 @@ void CpuKernels<T>::row_sums(CView<T> x, T* out) {
 
 template <class T>
 int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) {
-  // NNLS groups columns by passive set and parallelises over groups itself.
-  if (rule.algorithm == Algorithm::bpp) return update_columns(rule, x, numer, g, y_row_sums, 0, x.cols);
+  if (rule.algorithm == Algorithm::bpp) {
+    // Up to kBppRuns runs of at least kBppRunColumns columns, each solved on one thread: one NNLS call over all
+    // columns kept the second thread waiting on its serial bookkeeping (a 20000-column call: 18% of a sparse BPP
+    // run's samples in libgomp's wait). The runs depend on the column count only, never on the thread count,
+    // so the results do not either (a column's bits depend on the columns it is grouped with, not on threads).
+    const index_t run = std::max(kBppRunColumns, (x.cols + kBppRuns - 1) / kBppRuns);
+    if (x.cols <= run) return update_columns(rule, x, numer, g, y_row_sums, 0, x.cols);
+    const index_t runs = (x.cols + run - 1) / run;
+    std::vector<int> hits(to_size(runs), 0);
+    util::for_each_index_dynamic(runs, parallel_worth(x.size() * x.rows), [&](index_t r) {
+      hits[to_size(r)] = update_columns(rule, x, numer, g, y_row_sums, r * run, std::min(x.cols, (r + 1) * run));
+    });
+    int total = 0;
+    for (const int h : hits) total += h;
+    return total;
+  }
   constexpr index_t chunk = 64;
   const index_t n_chunks = (x.cols + chunk - 1) / chunk;
   util::for_each_index(n_chunks, parallel_worth(x.size() * x.rows), [&](index_t c) {

@@ -1,0 +1,40 @@
+// See gathering_operand.hpp.
+
+#include "backend/gathering_operand.hpp"
+
+#include <unistd.h>
+
+#include <limits>
+
+#include "io/csr_build.hpp"
+
+namespace dnmf::backend {
+namespace {
+
+// The machine's physical memory in bytes, 0 where the system does not say.
+double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Operand<T>> make_resident_operand(Kernels<T>& kernels, MatrixRef<T> on_backend, double max_copy_bytes) {
+  const auto* csr = std::get_if<CsrView<T>>(&on_backend);
+  // The transpose's row indices are A's column index type; the copy is made in host memory, the CPU backend's.
+  const bool takes = csr != nullptr && kernels.name() == "cpu" && csr->nnz() > 0 &&
+                     csr->rows <= static_cast<index_t>(std::numeric_limits<col_index_t>::max());
+  if (takes) {
+    const double limit = max_copy_bytes >= 0 ? max_copy_bytes : physical_memory_bytes() / 8;
+    if (transpose_bytes(*csr) <= limit)
+      return std::make_unique<GatheringOperand<T>>(kernels, on_backend, io::detail::transpose(*csr));
+  }
+  return std::make_unique<ResidentOperand<T>>(kernels, on_backend);
+}
+
+template std::unique_ptr<Operand<float>> make_resident_operand(Kernels<float>&, MatrixRef<float>, double);
+template std::unique_ptr<Operand<double>> make_resident_operand(Kernels<double>&, MatrixRef<double>, double);
+
+}  // namespace dnmf::backend
