@@ -16,6 +16,7 @@
 
 namespace dnmf::backend {
 
+/// A CSR block resident in host memory with its transpose: both products gather, the iteration runs unfused.
 template <class T>
 class GatheringOperand final : public Operand<T> {
  public:
