@@ -106,7 +106,7 @@ CsrMatrix<T> transpose(const CsrView<T>& a) {
   std::vector<col_index_t> indices(to_size(nnz));
   std::vector<T> values(to_size(nnz));
   util::for_each_index(parts, parts > 1, [&](index_t q) {
-    const index_t c0 = first_col[to_size(q)], c1 = std::max(c0, first_col[to_size(q) + 1]);
+    const index_t c0 = first_col[to_size(q)], c1 = first_col[to_size(q) + 1];  // non-decreasing: lower bounds
     std::vector<index_t> next(indptr.begin() + c0, indptr.begin() + c1);
     for (index_t i = 0; i < a.rows; ++i) {
       for (index_t p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {

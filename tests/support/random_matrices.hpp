@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "dnmf/matrix.hpp"
@@ -36,6 +37,12 @@ CsrMatrix<T> to_csr(const DenseMatrix<T>& d) {
     indptr.push_back(static_cast<index_t>(values.size()));
   }
   return {d.rows(), d.cols(), std::move(indptr), std::move(indices), std::move(values)};
+}
+
+/// The relative bound a kernel is held to against the reference backend: f64 1e-12, f32 2e-5.
+template <class T>
+double reference_tolerance() {
+  return std::is_same_v<T, float> ? 2e-5 : 1e-12;
 }
 
 /// max |x - y| / max |y| (plain max |x - y| where y is all zero): every test's "equal within a tolerance".

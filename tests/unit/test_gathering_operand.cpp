@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <type_traits>
 
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/gathering_operand.hpp"
@@ -26,11 +25,6 @@ namespace dnmf {
 namespace {
 
 using backend::Side;
-
-template <class T>
-double tolerance() {
-  return std::is_same_v<T, float> ? 2e-5 : 1e-12;
-}
 
 TEST(GatheringOperand, TransposeOfARowRangeHoldsThoseRowsByColumn) {
   const DenseMatrix<double> dense = test::random_dense<double>(40, 23, 5, 0.6);
@@ -114,14 +108,15 @@ TYPED_TEST(GatheringProducts, MatchTheReferenceOnBothSides) {
         DenseMatrix<T> got = want;
         ref.multiply(a, side, y.view(), want.view(), beta);
         operand->multiply(side, y.view(), got.view(), beta);
-        EXPECT_LE(test::max_relative_difference(want, got), tolerance<T>()) << what;
+        EXPECT_LE(test::max_relative_difference(want, got), test::reference_tolerance<T>()) << what;
         // KL: y and x are the two factors (Y·(A ⊘ YᵀX) or its transpose), with positive entries.
         DenseMatrix<T> kl_want = test::random_dense<T>(s.k, outer, seed + 200);
         DenseMatrix<T> kl_got = kl_want;
         const auto sums_want = ref.kl_multiply(a, side, y.view(), x.view(), kl_want.view(), beta);
         const auto sums_got = operand->kl_multiply(side, y.view(), x.view(), kl_got.view(), beta);
-        EXPECT_LE(test::max_relative_difference(kl_want, kl_got), tolerance<T>()) << what;
-        EXPECT_NEAR(sums_got.a_times_m, sums_want.a_times_m, tolerance<T>() * std::abs(sums_want.a_times_m) + 1e-30)
+        EXPECT_LE(test::max_relative_difference(kl_want, kl_got), test::reference_tolerance<T>()) << what;
+        EXPECT_NEAR(sums_got.a_times_m, sums_want.a_times_m,
+                    test::reference_tolerance<T>() * std::abs(sums_want.a_times_m) + 1e-30)
             << what;
       }
     }

@@ -15,11 +15,6 @@ namespace {
 
 using backend::Side;
 
-template <class T>
-double tolerance() {
-  return std::is_same_v<T, float> ? 2e-5 : 1e-12;
-}
-
 struct Shape {
   index_t m, n, k;
 };
@@ -59,7 +54,7 @@ TYPED_TEST(KernelsTest, MultiplyMatchesReferenceBothSidesAndBetas) {
           DenseMatrix<T> out_cpu = out_ref;
           this->ref.multiply(a, side, y.view(), out_ref.view(), beta);
           this->cpu.multiply(a, side, y.view(), out_cpu.view(), beta);
-          EXPECT_LE(test::max_relative_difference(out_cpu, out_ref), tolerance<T>())
+          EXPECT_LE(test::max_relative_difference(out_cpu, out_ref), test::reference_tolerance<T>())
               << layout << " m=" << s.m << " n=" << s.n << " k=" << s.k << " side=" << (side == Side::H ? "H" : "W")
               << " beta=" << beta;
         }
@@ -83,7 +78,7 @@ TYPED_TEST(KernelsTest, KlMultiplyMatchesReference) {
         DenseMatrix<T> out_cpu = out_ref;
         const auto sr = this->ref.kl_multiply(a, side, y.view(), x.view(), out_ref.view(), T(1));
         const auto sc = this->cpu.kl_multiply(a, side, y.view(), x.view(), out_cpu.view(), T(1));
-        EXPECT_LE(test::max_relative_difference(out_cpu, out_ref), tolerance<T>()) << layout;
+        EXPECT_LE(test::max_relative_difference(out_cpu, out_ref), test::reference_tolerance<T>()) << layout;
         EXPECT_NEAR(sc.a_times_m, sr.a_times_m, 1e-4 * (1 + std::abs(sr.a_times_m))) << layout;
         EXPECT_NEAR(sc.a_log_a_over_m, sr.a_log_a_over_m, 1e-4 * (1 + std::abs(sr.a_log_a_over_m))) << layout;
       }
@@ -102,12 +97,13 @@ TYPED_TEST(KernelsTest, FactorSizedKernelsMatchReference) {
     DenseMatrix<T> g_cpu = g_ref;
     this->ref.gram(x.view(), g_ref.view(), T(1));
     this->cpu.gram(x.view(), g_cpu.view(), T(1));
-    EXPECT_LE(test::max_relative_difference(g_cpu, g_ref), tolerance<T>());
-    EXPECT_NEAR(this->cpu.dot(x.view(), y.view()), this->ref.dot(x.view(), y.view()), tolerance<T>() * (1 + s.k * s.n));
+    EXPECT_LE(test::max_relative_difference(g_cpu, g_ref), test::reference_tolerance<T>());
+    EXPECT_NEAR(this->cpu.dot(x.view(), y.view()), this->ref.dot(x.view(), y.view()),
+                test::reference_tolerance<T>() * (1 + s.k * s.n));
     DenseMatrix<T> sums_ref(s.k, 1), sums_cpu(s.k, 1);
     this->ref.row_sums(x.view(), sums_ref.data());
     this->cpu.row_sums(x.view(), sums_cpu.data());
-    EXPECT_LE(test::max_relative_difference(sums_cpu, sums_ref), tolerance<T>());
+    EXPECT_LE(test::max_relative_difference(sums_cpu, sums_ref), test::reference_tolerance<T>());
   }
 }
 
@@ -125,8 +121,10 @@ TYPED_TEST(KernelsTest, ExtrapolateMatchesReference) {
     const backend::CView<T> xv{x.data(), s.k, s.n, ld};
     this->ref.extrapolate(sub(hat_ref), xv, sub(prev_ref), T(0.7));
     this->cpu.extrapolate(sub(hat_cpu), xv, sub(prev_cpu), T(0.7));
-    EXPECT_LE(test::max_relative_difference(hat_cpu, hat_ref), tolerance<T>()) << "n=" << s.n << " k=" << s.k;
-    EXPECT_LE(test::max_relative_difference(prev_cpu, prev_ref), tolerance<T>()) << "n=" << s.n << " k=" << s.k;
+    EXPECT_LE(test::max_relative_difference(hat_cpu, hat_ref), test::reference_tolerance<T>())
+        << "n=" << s.n << " k=" << s.k;
+    EXPECT_LE(test::max_relative_difference(prev_cpu, prev_ref), test::reference_tolerance<T>())
+        << "n=" << s.n << " k=" << s.k;
     for (index_t c = 0; c < s.n; ++c) {
       for (index_t l = s.k; l < ld; ++l) {  // rows past k are not the view's: left alone
         EXPECT_EQ(hat_cpu(l, c), hat0(l, c));
@@ -154,7 +152,8 @@ TYPED_TEST(KernelsTest, UpdateRulesMatchReference) {
       const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.01, 0.02);
       this->ref.update(rule, x_ref.view(), numer.view(), g.view(), sums.data());
       this->cpu.update(rule, x_cpu.view(), numer.view(), g.view(), sums.data());
-      EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), tolerance<T>()) << to_string(algo) << " k=" << s.k;
+      EXPECT_LE(test::max_relative_difference(x_cpu, x_ref), test::reference_tolerance<T>())
+          << to_string(algo) << " k=" << s.k;
       for (T v : x_cpu.storage()) ASSERT_TRUE(v >= T(0)) << to_string(algo);
     }
   }

@@ -29,10 +29,9 @@ int ld_of(index_t ld) { return static_cast<int>(std::max<index_t>(ld, 1)); }
 // and on a loaded machine waiting threads spin on cores the others need (small NMFk problems suffer most).
 bool parallel_worth(index_t operations) { return operations >= 32768; }
 
-// BPP's update() in runs of columns (see there): at most kBppRuns (as the fused pass's slots), of at least
-// kBppRunColumns columns, so that columns with the same passive set (many in early iterations) still share its
-// factorisation within a run.
-constexpr index_t kBppRuns = 16;
+// update()'s runs of columns: 64 for the column rules; for BPP at least 1024 (and at most max_fused_slots runs),
+// so that columns with the same passive set (many in early iterations) still share its factorisation in a run.
+constexpr index_t kRuleRunColumns = 64;
 constexpr index_t kBppRunColumns = 1024;
 
 template <class T>
@@ -639,28 +638,21 @@ void CpuKernels<T>::row_sums(CView<T> x, T* out) {
 
 template <class T>
 int CpuKernels<T>::update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) {
-  if (rule.algorithm == Algorithm::bpp) {
-    // Up to kBppRuns runs of at least kBppRunColumns columns, each solved on one thread: one NNLS call over all
-    // columns kept the second thread waiting on its serial bookkeeping (a 20000-column call: 18% of a sparse BPP
-    // run's samples in libgomp's wait). The runs depend on the column count only, never on the thread count,
-    // so the results do not either (a column's bits depend on the columns it is grouped with, not on threads).
-    const index_t run = std::max(kBppRunColumns, (x.cols + kBppRuns - 1) / kBppRuns);
-    if (x.cols <= run) return update_columns(rule, x, numer, g, y_row_sums, 0, x.cols);
-    const index_t runs = (x.cols + run - 1) / run;
-    std::vector<int> hits(to_size(runs), 0);
-    util::for_each_index_dynamic(runs, parallel_worth(x.size() * x.rows), [&](index_t r) {
-      hits[to_size(r)] = update_columns(rule, x, numer, g, y_row_sums, r * run, std::min(x.cols, (r + 1) * run));
-    });
-    int total = 0;
-    for (const int h : hits) total += h;
-    return total;
-  }
-  constexpr index_t chunk = 64;
-  const index_t n_chunks = (x.cols + chunk - 1) / chunk;
-  util::for_each_index(n_chunks, parallel_worth(x.size() * x.rows), [&](index_t c) {
-    update_columns(rule, x, numer, g, y_row_sums, c * chunk, std::min(x.cols, (c + 1) * chunk));
+  // Fixed runs of columns, each updated on one thread; the runs follow from the column count alone, so results
+  // do not depend on the thread count. BPP's runs are one NNLS call each: one call over all columns kept the
+  // second thread waiting on its serial bookkeeping (a 20000-column call: 18% of a sparse BPP run's samples in
+  // libgomp's wait); a column's bits depend on the columns it is grouped with, never on threads.
+  const index_t run = rule.algorithm == Algorithm::bpp
+                          ? std::max(kBppRunColumns, (x.cols + max_fused_slots - 1) / max_fused_slots)
+                          : kRuleRunColumns;
+  const index_t runs = (x.cols + run - 1) / run;
+  std::vector<int> hits(to_size(runs), 0);
+  util::for_each_index_dynamic(runs, runs > 1 && parallel_worth(x.size() * x.rows), [&](index_t r) {
+    hits[to_size(r)] = update_columns(rule, x, numer, g, y_row_sums, r * run, std::min(x.cols, (r + 1) * run));
   });
-  return 0;
+  int total = 0;
+  for (const int h : hits) total += h;
+  return total;
 }
 
 namespace {
