@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <new>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -13,6 +15,36 @@ namespace dnmf {
 
 /// CSR column indices: 32 bits keep the index stream small; a local block wider than 2^31 is rejected.
 using col_index_t = std::int32_t;
+
+/// Allocator of storage aligned to 64 bytes, a cache line. The kernels read a factor's columns of k values at
+/// random (a sparse gather reads one per stored entry): at k = 16 doubles a column starting on a line takes two
+/// lines where one starting 16 bytes in (malloc's alignment for large blocks) takes three, and the gathers ran
+/// 1.4x slower for it.
+template <class T>
+struct CacheAlignedAllocator {
+  using value_type = T;
+  static constexpr std::size_t alignment = 64;
+  CacheAlignedAllocator() noexcept = default;
+  template <class U>
+  CacheAlignedAllocator(const CacheAlignedAllocator<U>& /*other*/) noexcept {}  // NOLINT(google-explicit-constructor)
+  [[nodiscard]] T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment}));
+  }
+  void deallocate(T* p, std::size_t /*n*/) noexcept { ::operator delete (p, std::align_val_t{alignment}); }
+  template <class U>
+  bool operator==(const CacheAlignedAllocator<U>& /*other*/) const noexcept {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const CacheAlignedAllocator<U>& /*other*/) const noexcept {
+    return false;
+  }
+};
+
+/// A vector whose entries start on a cache line.
+template <class T>
+using AlignedVector = std::vector<T, CacheAlignedAllocator<T>>;
 
 /// Non-owning view of a dense column-major matrix: entry (i, j) lives at data[i + j * ld].
 /// T may be const-qualified for read-only views.
@@ -61,13 +93,13 @@ class DenseMatrix {
   const T& operator()(index_t i, index_t j) const { return storage_[to_size(i + j * rows_)]; }
   [[nodiscard]] DenseView<T> view() { return {data(), rows_, cols_, rows_ > 0 ? rows_ : 1}; }
   [[nodiscard]] DenseView<const T> view() const { return {data(), rows_, cols_, rows_ > 0 ? rows_ : 1}; }
-  [[nodiscard]] std::vector<T>& storage() { return storage_; }
-  [[nodiscard]] const std::vector<T>& storage() const { return storage_; }
+  [[nodiscard]] AlignedVector<T>& storage() { return storage_; }
+  [[nodiscard]] const AlignedVector<T>& storage() const { return storage_; }
 
  private:
   index_t rows_ = 0;
   index_t cols_ = 0;
-  std::vector<T> storage_;
+  AlignedVector<T> storage_;  // on a cache line: see CacheAlignedAllocator
 };
 
 /// Non-owning view of a CSR matrix. indptr has rows + 1 entries; indptr[0] may be non-zero

@@ -7,6 +7,7 @@
 // gathers where the fused pass made one gather and one scatter. The price is a second copy of A's entries.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -44,6 +45,14 @@ class GatheringOperand final : public Operand<T> {
   [[nodiscard]] Side fused_side() const override { return Side::W; }
   /// Never: a fused pass pairs each tile's gather with a scatter, the product this operand exists to avoid.
   [[nodiscard]] bool can_fuse(Side /*side*/) const override { return false; }
+  /// Both sides: a gather over A's rows (along W) or over its transpose's (along H), each tile updated in turn.
+  [[nodiscard]] bool can_update_pass(Side /*side*/) const override { return true; }
+  FusedSums update_pass(Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy, const T* y_row_sums,
+                        View<T> gx) override {
+    const View<T> no_other_numer{gx.data, x.rows, 0, std::max<index_t>(x.rows, 1)};
+    return kernels_.fused_pass(side == Side::H ? at_ref_ : a_, Side::W, rule, x, y, gy, y_row_sums, no_other_numer, gx,
+                               false);
+  }
   /// Not called by the iteration (can_fuse is false); correct all the same, through A's rows.
   FusedSums fused_pass(Side side, const UpdateRule& rule, View<T> x, CView<T> y, CView<T> gy, const T* y_row_sums,
                        View<T> other_numer, View<T> gx) override {

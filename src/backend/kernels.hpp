@@ -125,7 +125,8 @@ class Kernels {
   /// One pass over A, tile by tile along `side`: numerator of the tile, update of X's tile, then the other
   /// side's numerator accumulated into `other_numer` (k x other dim) and X·Xᵀ into `gx`, both overwritten
   /// or, with `accumulate`, added to (a streamed pass calls this once per tile). `gy` and `y_row_sums`
-  /// describe Y as update() needs them.
+  /// describe Y as update() needs them. A CSR pass along W with an `other_numer` of no columns forms no other
+  /// numerator (the cpu backend's update pass, Operand::update_pass).
   virtual FusedSums fused_pass(const MatrixRef<T>& a, Side side, const UpdateRule& rule, View<T> x, CView<T> y,
                                CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate);
 };

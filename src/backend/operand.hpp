@@ -2,6 +2,7 @@
 // whether the block is resident in the backend's memory or streamed through it in tiles (src/stream/).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "backend/kernels.hpp"
@@ -46,6 +47,17 @@ class Operand {
   virtual backend::FusedSums fused_pass(backend::Side side, const backend::UpdateRule& rule, backend::View<T> x,
                                         backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
                                         backend::View<T> other_numer, backend::View<T> gx) = 0;
+  /// Whether update_pass runs along `side`.
+  [[nodiscard]] virtual bool can_update_pass(backend::Side /*side*/) const { return false; }
+  /// One half-step in one pass along `side`, tile by tile: the tile's numerator (Y·A, or Y·Aᵀ along W), its
+  /// update, X·Xᵀ into gx (overwritten) and the cross term Σ x·numer after the update. Where the numerator needs
+  /// no reduction over the grid, it never leaves the cache: it is neither written nor read back, and X is read
+  /// once for the update and its Gram matrix. Only where can_update_pass(side).
+  virtual backend::FusedSums update_pass(backend::Side /*side*/, const backend::UpdateRule& /*rule*/,
+                                         backend::View<T> /*x*/, backend::CView<T> /*y*/, backend::CView<T> /*gy*/,
+                                         const T* /*y_row_sums*/, backend::View<T> /*gx*/) {
+    throw std::logic_error("update_pass on an operand without one");
+  }
   [[nodiscard]] virtual OperandStats operand_stats() const { return {}; }
 };
 

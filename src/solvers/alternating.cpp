@@ -225,6 +225,10 @@ class Iteration {
         fused_ = false;
       }
     }
+    // Unfused, a half whose numerator needs no reduction over the grid takes the operand's update pass where it
+    // has one (not KL, whose figures come from the products' ratio sums).
+    update_pass_h_ = !fused_ && !kl_ && h_whole_ && a_.can_update_pass(Side::H);
+    update_pass_w_ = !fused_ && !kl_ && w_whole_ && a_.can_update_pass(Side::W);
     result_.fused = fused_;
     result_.backend = kernels_.name();
     result_.threads = kernels_.concurrency();
@@ -253,12 +257,26 @@ class Iteration {
     const CView<T> gw_read = hat ? g_hat_->cview() : gw_.cview();
     if (fused_) {
       sums.kl_sums = fused_h_pass(w_read, gw_read);
+    } else if (update_pass_h_) {
+      const auto pass = a_.update_pass(Side::H, rule_h_, h_.view(), w_read, gw_read, w_sums_.data(), gh_.view());
+      count_cap_hits(pass.nnls_cap_hits);
+      exchange_.allreduce(world_, gh_.data(), kk());
+      gather_h();
     } else {
       form_p(w_read);
       update_h(p_.cview(), gw_read);
       gather_h();
-      sums.kl_sums = form_qt();
     }
+    if (update_pass_w_) {
+      swap(gw_, gw_prev_);
+      const auto pass =
+          a_.update_pass(Side::W, rule_w_, wt_.view(), h_full_.cview(), gh_.cview(), h_sums_.data(), gw_.view());
+      count_cap_hits(pass.nnls_cap_hits);
+      exchange_.allreduce(world_, gw_.data(), kk());
+      sums.cross = world_.sum(pass.cross);
+      return sums;
+    }
+    if (!fused_) sums.kl_sums = form_qt();
     exchange_.reduce_scatter(row_comm_, qt_full_.data(), qt_.data(), w_counts_);
     if (kl_) {
       allreduce_kl(world_, sums.kl_sums);
@@ -461,6 +479,8 @@ class Iteration {
   Exchange<T> exchange_;
   Block<T> wt_, h_, wt_full_, h_full_, p_full_, qt_full_, p_, qt_, gw_, gh_, gw_prev_, w_sums_, w_sums_prev_, h_sums_;
   bool fused_ = false;
+  bool update_pass_h_ = false;  // the H half in one pass (Operand::update_pass), and the W half likewise
+  bool update_pass_w_ = false;
   Side pass_side_ = Side::H;
   // Extrapolation (FactorOptions::extrapolate): null unless on; p_hat_ / p_prev_ on the W-pass path only,
   // w_hat_full_ on the others.

@@ -55,7 +55,10 @@ DenseMatrix<double> column(std::vector<double> v) {
   return m;
 }
 
-std::vector<double> values(const Matrix& m) { return m.download().storage(); }
+std::vector<double> values(const Matrix& m) {
+  const DenseMatrix<double> host = m.download();
+  return {host.storage().begin(), host.storage().end()};
+}
 
 TEST_F(Nccl, OneRankCollectivesOnDeviceBuffers) {
   backend::CudaKernels<double> gpu;

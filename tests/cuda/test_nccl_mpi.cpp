@@ -58,9 +58,8 @@ DenseMatrix<double> column(const std::vector<double>& v) {
 }
 
 std::vector<double> values(const Matrix& m, std::size_t n) {
-  auto all = m.download().storage();
-  all.resize(n);
-  return all;
+  const DenseMatrix<double> host = m.download();
+  return {host.storage().begin(), host.storage().begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
 std::vector<std::size_t> counts(int p, std::size_t (*f)(int)) {

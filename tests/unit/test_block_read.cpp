@@ -153,7 +153,7 @@ TYPED_TEST(BlockReadTyped, NpyBlocksSpanningWholeRowsOrColumnsAndVectors) {
   const DenseMatrix<double> row = counting(1, 6);
   const std::string p = this->file(npy_bytes("|u1", false, 1, 6, npy_data<std::uint8_t>(row, false)), "row.npy");
   const DenseMatrix<T> got = dnmf::io::read_npy_block<T>(p, {0, 1}, {2, 5});
-  EXPECT_EQ(got.storage(), (std::vector<T>{2, 3, 4}));
+  EXPECT_EQ(got.storage(), (dnmf::AlignedVector<T>{2, 3, 4}));
 }
 
 TYPED_TEST(BlockReadTyped, NpyLargeBlocksCrossTheReadChunk) {

@@ -19,6 +19,7 @@
 #include "dnmf/planted.hpp"
 #include "io/csr_build.hpp"
 #include "solvers/solve.hpp"
+#include "solvers/update_rule.hpp"
 #include "support/random_matrices.hpp"
 
 namespace dnmf {
@@ -124,6 +125,53 @@ TYPED_TEST(GatheringProducts, MatchTheReferenceOnBothSides) {
     EXPECT_FALSE(operand->can_fuse(Side::H));
     EXPECT_EQ(operand->rows(), s.m);
     EXPECT_EQ(operand->cols(), s.n);
+  }
+}
+
+// One half-step in one pass (update_pass) against the same half-step from the reference backend's product,
+// update, Gram matrix and dot: both sides, mu, hals and bpp, with an L1/L2 penalty, on shapes whose tiles and
+// slots are not whole (the pass cuts A's rows into tiles of about 1 MiB of entries).
+TEST(GatheringOperand, UpdatePassIsTheReferenceHalfStep) {
+  struct Shape {
+    index_t m, n, k;
+    double density;
+  };
+  const Shape shapes[] = {{37, 29, 3, 0.7}, {3001, 1203, 16, 0.05}, {900, 4100, 7, 0.1}};
+  backend::ReferenceKernels<double> ref;
+  backend::CpuKernels<double> cpu;
+  std::uint64_t seed = 70;
+  for (const Shape& s : shapes) {
+    const DenseMatrix<double> dense = test::random_dense<double>(s.m, s.n, seed++, 1.0 - s.density);
+    const CsrMatrix<double> csr = test::to_csr(dense);
+    const MatrixRef<double> a{csr.view()};
+    const auto operand = backend::make_resident_operand<double>(cpu, a);
+    ASSERT_TRUE(operand->can_update_pass(Side::H) && operand->can_update_pass(Side::W));
+    for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
+      for (const Side side : {Side::H, Side::W}) {
+        const index_t inner = side == Side::H ? s.m : s.n;
+        const index_t outer = side == Side::H ? s.n : s.m;
+        const DenseMatrix<double> y = test::random_dense<double>(s.k, inner, seed + 100);
+        const DenseMatrix<double> x0 = test::random_dense<double>(s.k, outer, seed + 200);
+        DenseMatrix<double> gy(s.k, s.k);
+        ref.gram(y.view(), gy.view(), 0.0);
+        const backend::UpdateRule rule = solvers::update_rule(algo, 1e-16, 0.01, 0.02);
+        // Reference: the numerator, the update, X·Xᵀ and Σ x·numer, each a call of its own.
+        DenseMatrix<double> numer(s.k, outer), x_want = x0, g_want(s.k, s.k);
+        ref.multiply(a, side, y.view(), numer.view(), 0.0);
+        ref.update(rule, x_want.view(), numer.view(), gy.view(), nullptr);
+        ref.gram(x_want.view(), g_want.view(), 0.0);
+        const double cross_want = ref.dot(x_want.view(), numer.view());
+        DenseMatrix<double> x_got = x0, g_got(s.k, s.k, 7.0);  // gx is overwritten
+        const backend::FusedSums sums =
+            operand->update_pass(side, rule, x_got.view(), y.view(), gy.view(), nullptr, g_got.view());
+        const std::string what = to_string(algo) + (side == Side::H ? " H" : " W") + " m=" + std::to_string(s.m);
+        // bpp's exact NNLS from the same numerator: only rounding apart (measured below 1e-12).
+        EXPECT_LE(test::max_relative_difference(x_want, x_got), 1e-10) << what;
+        EXPECT_LE(test::max_relative_difference(g_want, g_got), 1e-10) << what;
+        EXPECT_NEAR(sums.cross, cross_want, 1e-10 * std::abs(cross_want)) << what;
+        EXPECT_EQ(sums.nnls_cap_hits, 0) << what;
+      }
+    }
   }
 }
 

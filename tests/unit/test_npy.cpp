@@ -25,7 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using dnmf::DenseMatrix;
 using dnmf::DenseView;
-using dnmf::Error;
 using dnmf::index_t;
 using testing::HasSubstr;
 
@@ -155,7 +154,7 @@ TYPED_TEST(NpyTypedTest, WrittenHeaderIsVersion1AlignedTo64Bytes) {
   EXPECT_THAT(dict, HasSubstr("'fortran_order': True"));
   EXPECT_THAT(dict, HasSubstr("'shape': (7, 3)"));
   EXPECT_EQ(dict.back(), '\n');
-  EXPECT_EQ(bytes.size(), 10 + header_length + 7 * 3 * sizeof(T));
+  EXPECT_EQ(bytes.size(), 10 + header_length + std::size_t{7 * 3} * sizeof(T));
 
   const dnmf::io::NpyHeader header = dnmf::io::read_npy_header(file);
   EXPECT_EQ(header.kind, 'f');
@@ -190,14 +189,14 @@ const std::vector<double> kData23 = {1, 2, 3, 4, 5, 6};  // row-major [[1, 2, 3]
 void expect_2x3_c_order(const DenseMatrix<double>& m) {
   ASSERT_EQ(m.rows(), 2);
   ASSERT_EQ(m.cols(), 3);
-  EXPECT_EQ(m.storage(), (std::vector<double>{1, 4, 2, 5, 3, 6}));  // column-major
+  EXPECT_EQ(m.storage(), (dnmf::AlignedVector<double>{1, 4, 2, 5, 3, 6}));  // column-major
 }
 
 TEST_F(NpyTest, HandWrittenCOrderFileIsTransposedIntoColumnMajor) {
   write_bytes(path("c.npy"), npy_bytes(kDict23C, raw(kData23)));
   expect_2x3_c_order(dnmf::io::read_npy<double>(path("c.npy")));
   const DenseMatrix<float> f = dnmf::io::read_npy<float>(path("c.npy"));
-  EXPECT_EQ(f.storage(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(f.storage(), (dnmf::AlignedVector<float>{1, 4, 2, 5, 3, 6}));
 }
 
 TEST_F(NpyTest, HandWrittenFortranOrderF4File) {
@@ -231,7 +230,7 @@ TEST_F(NpyTest, OneDimensionalArrayIsAColumn) {
     const DenseMatrix<double> m = dnmf::io::read_npy<double>(path("v.npy"));
     EXPECT_EQ(m.rows(), 6);
     EXPECT_EQ(m.cols(), 1);
-    EXPECT_EQ(m.storage(), kData23);
+    EXPECT_EQ(std::vector<double>(m.storage().begin(), m.storage().end()), kData23);
     expect_equal(dnmf::io::read_npy_rows<double>(path("v.npy"), 2, 5), slice(m, 2, 5, 0, 1));
   }
 }
@@ -401,8 +400,9 @@ TYPED_TEST(NpyTypedTest, BlockReadsWithConversion) {
 TEST_F(NpyTest, BlockReadsOfAnIntegerFile) {
   const std::vector<std::int16_t> data = {1, 2, 3, 4, 5, 6};  // row-major 2x3
   write_bytes(path("i.npy"), npy_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }\n", raw(data)));
-  EXPECT_EQ(dnmf::io::read_npy_columns<double>(path("i.npy"), 1, 3).storage(), (std::vector<double>{2, 5, 3, 6}));
-  EXPECT_EQ(dnmf::io::read_npy_rows<float>(path("i.npy"), 1, 2).storage(), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(dnmf::io::read_npy_columns<double>(path("i.npy"), 1, 3).storage(),
+            (dnmf::AlignedVector<double>{2, 5, 3, 6}));
+  EXPECT_EQ(dnmf::io::read_npy_rows<float>(path("i.npy"), 1, 2).storage(), (dnmf::AlignedVector<float>{4, 5, 6}));
 }
 
 TEST_F(NpyTest, BlockRangeOutOfBounds) {
@@ -491,7 +491,7 @@ TEST_F(NpyTest, ReadsFilesWrittenByNumpy) {
   EXPECT_TRUE(dnmf::io::read_npy_header(path("f.npy")).fortran_order);
   expect_equal(dnmf::io::read_npy<double>(path("f.npy")), expected);
   expect_equal(dnmf::io::read_npy_columns<float>(path("c.npy"), 1, 3), slice(expected, 0, 3, 1, 3));
-  EXPECT_EQ(dnmf::io::read_npy<double>(path("v.npy")).storage(), (std::vector<double>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(dnmf::io::read_npy<double>(path("v.npy")).storage(), (dnmf::AlignedVector<double>{0, 1, 2, 3, 4}));
   EXPECT_THAT(error_message([&] { dnmf::io::read_npy<double>(path("b.npy")); }), HasSubstr("unsupported dtype '>f8'"));
 }
 

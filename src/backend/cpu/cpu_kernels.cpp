@@ -442,13 +442,17 @@ int CpuKernels<T>::concurrency() const {
   return omp_get_max_threads();
 }
 
+// On a cache line (CacheAlignedAllocator says why), zeroed.
 template <class T>
 T* CpuKernels<T>::allocate(std::size_t count) {
-  return new T[std::max<std::size_t>(count, 1)]();
+  const std::size_t n = std::max<std::size_t>(count, 1);
+  T* p = CacheAlignedAllocator<T>{}.allocate(n);
+  std::fill_n(p, n, T(0));
+  return p;
 }
 template <class T>
 void CpuKernels<T>::deallocate(T* ptr) noexcept {
-  delete[] ptr;
+  CacheAlignedAllocator<T>{}.deallocate(ptr, 0);
 }
 template <class T>
 void CpuKernels<T>::copy_to_backend(const T* host, T* dst, std::size_t count) {
@@ -851,7 +855,9 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
                 csr_gather(rows, y, numer, T(0), 0, width);
               }
               mine.nnls_cap_hits += update_columns(rule, x_tile, CView<T>(numer), gy, y_row_sums, 0, width);
-              if (kl) {
+              if (other_numer.cols == 0) {
+                // An update pass: no other side's numerator (GatheringOperand gathers it over A's transpose).
+              } else if (kl) {
                 mine.kl_accum += csr_kl(rows, Side::H, CView<T>(x_tile), y, acc.data, acc.ld, T(1), 0, width);
               } else {
                 csr_scatter(rows, CView<T>(x_tile), acc.data, acc.ld, 0, width);
