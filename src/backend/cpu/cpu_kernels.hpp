@@ -43,11 +43,13 @@ class CpuKernels final : public Kernels<T> {
   index_t dense_fused_pass(const DenseView<const T>& a, CView<T> y, View<T> x, View<T> other_numer, bool accumulate,
                            const TileUpdate& update);
 
-  /// Bytes of A per fused tile (default about half of one core's L2). Exposed for the benchmark's sweep.
+  /// Bytes of A per fused tile (default: default_tile_bytes()). Exposed for tests and benchmark sweeps.
   void set_tile_bytes(double bytes) { tile_bytes_ = bytes; }
+  /// One core's L2 cache as the system reports it, within [512 KiB, 1 MiB]; 1 MiB where it does not say.
+  static double default_tile_bytes();
 
  private:
-  double tile_bytes_ = 1024.0 * 1024.0;
+  double tile_bytes_ = default_tile_bytes();
 };
 
 }  // namespace dnmf::backend
