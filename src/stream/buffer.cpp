@@ -1,14 +1,17 @@
 #include "stream/buffer.hpp"
 
-#include <new>
+#include <cstddef>
+
+#include "dnmf/matrix.hpp"
 
 namespace dnmf::stream {
 namespace {
 
-constexpr std::align_val_t kAlignment{64};
-
-void* host_allocate(std::size_t bytes, void* /*context*/) { return ::operator new(bytes, kAlignment); }
-void host_release(void* ptr, void* /*context*/) noexcept { ::operator delete(ptr, kAlignment); }
+// On a cache line, as every dense matrix's storage (dnmf::CacheAlignedAllocator).
+void* host_allocate(std::size_t bytes, void* /*context*/) { return CacheAlignedAllocator<std::byte>{}.allocate(bytes); }
+void host_release(void* ptr, void* /*context*/) noexcept {
+  CacheAlignedAllocator<std::byte>{}.deallocate(static_cast<std::byte*>(ptr), 0);
+}
 
 }  // namespace
 

@@ -59,7 +59,9 @@ DenseMatrix<double> column(const std::vector<double>& v) {
 
 std::vector<double> values(const Matrix& m, std::size_t n) {
   const DenseMatrix<double> host = m.download();
-  return {host.storage().begin(), host.storage().begin() + static_cast<std::ptrdiff_t>(n)};
+  std::vector<double> all(host.storage().begin(), host.storage().end());
+  all.resize(n);
+  return all;
 }
 
 std::vector<std::size_t> counts(int p, std::size_t (*f)(int)) {
