@@ -53,6 +53,14 @@ template <class T>
 /// (v0 + v1) + (v2 + v3): the lanes' fixed summation order.
 [[gnu::always_inline]] inline double lane_sum(Lanes v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
+/// {lane_sum(a0), lane_sum(a1), lane_sum(a2), lane_sum(a3)} in one vector, the same bits: pairs first, then the
+/// pairs' sums (two lane shuffles and three adds for four sums, where four lane_sums take twelve operations).
+[[gnu::always_inline]] inline Lanes lane_sums(Lanes a0, Lanes a1, Lanes a2, Lanes a3) {
+  const Lanes p01 = __builtin_shufflevector(a0, a1, 0, 4, 2, 6) + __builtin_shufflevector(a0, a1, 1, 5, 3, 7);
+  const Lanes p23 = __builtin_shufflevector(a2, a3, 0, 4, 2, 6) + __builtin_shufflevector(a2, a3, 1, 5, 3, 7);
+  return __builtin_shufflevector(p01, p23, 0, 1, 4, 5) + __builtin_shufflevector(p01, p23, 2, 3, 6, 7);
+}
+
 /// yᵀx in double: lane t sums the entries l ≡ t (mod 4), the tail goes to lane 0.
 template <class T, class U>
 [[gnu::always_inline]] inline double lane_dot(const T* y, const U* x, index_t k) {

@@ -79,9 +79,10 @@ double listed_products(const T* yt, index_t k, const index_t* row, const double*
       a2[0] += static_cast<double>(y2[l]) * xl;
       a3[0] += static_cast<double>(y3[l]) * xl;
     }
-    const double d0 = lane_sum(a0), d1 = lane_sum(a1), d2 = lane_sum(a2), d3 = lane_sum(a3);
-    const double c0 = coef[p] * d0, c1 = coef[p + 1] * d1, c2 = coef[p + 2] * d2, c3 = coef[p + 3] * d3;
-    quad += (c0 * d0 + c1 * d1) + (c2 * d2 + c3 * d3);
+    const Lanes d = lane_sums(a0, a1, a2, a3), cd = load_lanes(coef + p) * d;
+    const double c0 = cd[0], c1 = cd[1], c2 = cd[2], c3 = cd[3];
+    const Lanes q = cd * d;
+    quad += (q[0] + q[1]) + (q[2] + q[3]);
     if (weighted != nullptr) {
       const double w[4] = {static_cast<double>(weighted[p]), static_cast<double>(weighted[p + 1]),
                            static_cast<double>(weighted[p + 2]), static_cast<double>(weighted[p + 3])};

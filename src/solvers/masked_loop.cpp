@@ -16,6 +16,8 @@ namespace dnmf::solvers {
 MaskedSums& MaskedSums::operator+=(const MaskedSums& o) {
   cross += o.cross;
   quad += o.quad;
+  cross_before += o.cross_before;
+  quad_before += o.quad_before;
   residual += o.residual;
   kl_log += o.kl_log;
   kl_model += o.kl_model;

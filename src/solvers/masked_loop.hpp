@@ -17,13 +17,15 @@ namespace dnmf::solvers {
 /// The figures one half-step (or pass, or process) leaves, summed in a fixed order so that the result does not
 /// depend on the thread count.
 struct MaskedSums {
-  double cross = 0;        ///< Σ_j x_jᵀ b_j with the new x (Frobenius)
-  double quad = 0;         ///< Σ_j x_jᵀ G_j x_j with the new x (Frobenius)
-  double residual = 0;     ///< Σ w (a - yᵀx)², summed directly (streamed)
-  double kl_log = 0;       ///< KL: Σ w a log(a / q) at the old x
-  double kl_model = 0;     ///< KL: Σ w q at the old x
-  double kl_squared = 0;   ///< KL: Σ w (a - q)² at the old x
-  long long cap_hits = 0;  ///< bpp
+  double cross = 0;         ///< Σ_j x_jᵀ b_j with the new x (Frobenius)
+  double quad = 0;          ///< Σ_j x_jᵀ G_j x_j with the new x (Frobenius)
+  double cross_before = 0;  ///< MU: Σ_j x_jᵀ b_j with the old x, i.e. the previous iteration's cross term
+  double quad_before = 0;   ///< MU: Σ_j x_jᵀ G_j x_j with the old x, i.e. the previous iteration's quadratic term
+  double residual = 0;      ///< Σ w (a - yᵀx)², summed directly (streamed)
+  double kl_log = 0;        ///< KL: Σ w a log(a / q) at the old x
+  double kl_model = 0;      ///< KL: Σ w q at the old x
+  double kl_squared = 0;    ///< KL: Σ w (a - q)² at the old x
+  long long cap_hits = 0;   ///< bpp
   MaskedSums& operator+=(const MaskedSums& o);
 };
 

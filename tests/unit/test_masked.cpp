@@ -422,6 +422,77 @@ TEST(Masked, BadInputIsNamed) {
 }
 
 // A row and a column with no observed entry: their factor rows are zero (never NaN) and counted.
+// sqrt(Σ w (a - WH)² / Σ w a²) over the observed entries, by plain loops (W: m x k, H: k x n).
+double weighted_rel_error(const Mat& a, const Mat& weight, const Mat& w, const Mat& h) {
+  double num = 0, den = 0;
+  for (index_t j = 0; j < a.cols(); ++j)
+    for (index_t i = 0; i < a.rows(); ++i) {
+      const double res = a(i, j) - model(w, h, i, j);
+      num += weight(i, j) * res * res;
+      den += weight(i, j) * a(i, j) * a(i, j);
+    }
+  return std::sqrt(num / den);
+}
+
+// MU records iteration t's figures once the first half of t + 1 has formed them at its old factor
+// (masked_iterate.cpp): each entry of the history must still be the error of the factors after that many
+// iterations, and a run the stopping rule ends must return the factors of the iteration it stopped at, bit for
+// bit those of a run of exactly that many iterations. Both update orders; dense with a mask and sparse with
+// unstored entries missing.
+TEST(Masked, MuHistoryAndStopAreThoseOfTheIterationRecorded) {
+  const Case c = make_case(40, 30, 4, 0.2, 31);
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<double> values;
+  Mat stored(c.a.rows(), c.a.cols(), 0.0);
+  for (index_t i = 0; i < c.a.rows(); ++i) {
+    for (index_t j = 0; j < c.a.cols(); ++j)
+      if (c.weight(i, j) > 0) {
+        indices.push_back(static_cast<col_index_t>(j));
+        values.push_back(c.a(i, j));
+        stored(i, j) = 1.0;
+      }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  const CsrView<double> csr{c.a.rows(), c.a.cols(), indptr.data(), indices.data(), values.data()};
+  constexpr int kIters = 8;
+  for (const bool sparse : {false, true})
+    for (const bool w_first : {false, true}) {
+      SCOPED_TRACE(std::string(sparse ? "sparse" : "dense") + (w_first ? ", w first" : ", h first"));
+      const Mat& weight = sparse ? stored : c.weight;
+      FactorOptions o = masked_options(Algorithm::mu, 4, kIters, weight);
+      o.w_first = w_first;
+      if (sparse) {
+        o.missing.mask.reset();
+        o.missing.unstored = Unstored::missing;
+      }
+      const auto run = [&](int iters, double tol) {
+        o.max_iterations = iters;
+        o.tol = tol;
+        return sparse ? factorize<double>(csr, o, &c.w0, &c.h0) : factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+      };
+      const FactorResult<double> full = run(kIters, 0);
+      ASSERT_EQ(full.rel_error_history.size(), static_cast<std::size_t>(kIters));
+      for (int t = 1; t <= kIters; ++t) {
+        const FactorResult<double> r = run(t, 0);
+        EXPECT_NEAR(full.rel_error_history[to_size(t - 1)], weighted_rel_error(c.a, weight, r.W, r.H), 1e-12) << t;
+      }
+      // A tolerance the change at iteration 5 meets: the run stops there at the latest, three before its end.
+      const std::vector<double>& obj = full.objective_history;
+      const FactorResult<double> stopped = run(kIters, std::abs(obj[4] - obj[3]) / std::abs(obj[3]) * (1 + 1e-9));
+      EXPECT_TRUE(stopped.converged);
+      ASSERT_LE(stopped.iterations, 5);
+      ASSERT_GE(stopped.iterations, 2);
+      const FactorResult<double> plain = run(stopped.iterations, 0);
+      EXPECT_TRUE(std::equal(stopped.W.storage().begin(), stopped.W.storage().end(), plain.W.storage().begin()));
+      EXPECT_TRUE(std::equal(stopped.H.storage().begin(), stopped.H.storage().end(), plain.H.storage().begin()));
+      ASSERT_EQ(stopped.rel_error_history.size(), plain.rel_error_history.size());
+      for (std::size_t t = 0; t < plain.rel_error_history.size(); ++t)
+        EXPECT_NEAR(stopped.rel_error_history[t], plain.rel_error_history[t], 1e-13);
+      EXPECT_EQ(stopped.rel_error, plain.rel_error);
+    }
+}
+
 TEST(Masked, UnobservedRowsAndColumnsGetZeroFactors) {
   for (const Algorithm algo : kAll) {
     SCOPED_TRACE(to_string(algo));
