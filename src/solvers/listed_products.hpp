@@ -65,29 +65,34 @@ double listed_products(const T* yt, index_t k, const index_t* row, const double*
     const T* y2 = yt + row[p + 2] * k;
     const T* y3 = yt + row[p + 3] * k;
     Lanes a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+    // b's sum needs no dot: it is added while the rows are loaded for theirs (one load of each row for both).
+    double w[4] = {0, 0, 0, 0};
+    if (weighted != nullptr)
+      for (int e = 0; e < 4; ++e) w[e] = static_cast<double>(weighted[p + e]);
+    const Lanes w0 = splat(w[0]), w1 = splat(w[1]), w2 = splat(w[2]), w3 = splat(w[3]);
     for (index_t l = 0; l < body; l += 4) {
       const Lanes xv = load_lanes(x + l);
-      a0 += load_lanes(y0 + l) * xv;
-      a1 += load_lanes(y1 + l) * xv;
-      a2 += load_lanes(y2 + l) * xv;
-      a3 += load_lanes(y3 + l) * xv;
+      const Lanes v0 = load_lanes(y0 + l), v1 = load_lanes(y1 + l), v2 = load_lanes(y2 + l), v3 = load_lanes(y3 + l);
+      a0 += v0 * xv;
+      a1 += v1 * xv;
+      a2 += v2 * xv;
+      a3 += v3 * xv;
+      if (weighted != nullptr) store_lanes(b + l, load_lanes(b + l) + ((w0 * v0 + w1 * v1) + (w2 * v2 + w3 * v3)));
     }
     for (index_t l = body; l < k; ++l) {
       const double xl = static_cast<double>(x[l]);
-      a0[0] += static_cast<double>(y0[l]) * xl;
-      a1[0] += static_cast<double>(y1[l]) * xl;
-      a2[0] += static_cast<double>(y2[l]) * xl;
-      a3[0] += static_cast<double>(y3[l]) * xl;
+      const double v0 = static_cast<double>(y0[l]), v1 = static_cast<double>(y1[l]);
+      const double v2 = static_cast<double>(y2[l]), v3 = static_cast<double>(y3[l]);
+      a0[0] += v0 * xl;
+      a1[0] += v1 * xl;
+      a2[0] += v2 * xl;
+      a3[0] += v3 * xl;
+      if (weighted != nullptr) b[l] += (w[0] * v0 + w[1] * v1) + (w[2] * v2 + w[3] * v3);
     }
     const Lanes d = lane_sums(a0, a1, a2, a3), cd = load_lanes(coef + p) * d;
     const double c0 = cd[0], c1 = cd[1], c2 = cd[2], c3 = cd[3];
     const Lanes q = cd * d;
     quad += (q[0] + q[1]) + (q[2] + q[3]);
-    if (weighted != nullptr) {
-      const double w[4] = {static_cast<double>(weighted[p]), static_cast<double>(weighted[p + 1]),
-                           static_cast<double>(weighted[p + 2]), static_cast<double>(weighted[p + 3])};
-      detail::add_four_rows(b, w, y0, y1, y2, y3, k);
-    }
     if (gx == nullptr) continue;
     const double c[4] = {c0, c1, c2, c3};
     detail::add_four_rows(gx, c, y0, y1, y2, y3, k);
