@@ -101,7 +101,7 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
       local.memory.budget > 0
           ? static_cast<double>(std::max<std::int64_t>(0, local.memory.budget - local.memory.plan.total))
           : -1.0;
-  local.operand = backend::make_resident_operand(kernels, local.on_backend, copy_room);
+  local.operand = backend::make_resident_operand(kernels, local.on_backend, copy_room, options.max_iterations);
   return local;
 }
 

@@ -66,12 +66,20 @@ class GatheringOperand final : public Operand<T> {
   MatrixRef<T> at_ref_;
 };
 
+/// Iterations a fit must be allowed before it copies A's transpose. The copy costs what 3 to 5 iterations save:
+/// 4-5 ms on 2 threads for 1e6 entries (its writes are scattered over the transpose's rows), against 0.9 (MU) to
+/// 1.5 ms (HALS) saved per iteration at 20000 x 10000, k = 16 (docs/benchmarks.md). A shorter fit, e.g. the
+/// single iteration a matrix without structure needs to reach its best error, keeps the scatter.
+constexpr int kTransposeMinIterations = 5;
+
 /// The operand of a block made resident on `kernels` (`on_backend`, what make_resident returned): a
-/// GatheringOperand for a CSR block on the CPU backend whose transpose takes at most `max_copy_bytes`, else a
-/// ResidentOperand. `max_copy_bytes` < 0: the default, an eighth of the machine's physical memory.
+/// GatheringOperand for a CSR block on the CPU backend whose transpose takes at most `max_copy_bytes` and a fit of
+/// at least kTransposeMinIterations `max_iterations`, else a ResidentOperand. `max_copy_bytes` < 0: the default,
+/// an eighth of the machine's physical memory.
 template <class T>
 std::unique_ptr<Operand<T>> make_resident_operand(Kernels<T>& kernels, MatrixRef<T> on_backend,
-                                                  double max_copy_bytes = -1);
+                                                  double max_copy_bytes = -1,
+                                                  int max_iterations = kTransposeMinIterations);
 
 /// Bytes the transpose of a CSR block takes (what GatheringOperand adds to the block's own).
 template <class T>

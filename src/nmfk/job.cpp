@@ -30,7 +30,7 @@ std::optional<JobRecord> run_job(const MatrixBlock<T>& block, const dist::Grid& 
   auto host =
       backend::make_kernels<T>(factor.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   const MatrixRef<T> a = perturbed.ref();
-  const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a));
+  const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a), -1, factor.max_iterations);
   const bool alone = grid.shape().size() == 1;
   solvers::Solution<T> solution = solvers::solve(*kernels, *host, *operand, alone ? &a : nullptr, grid, layout, factor);
   DenseMatrix<T> W, H;

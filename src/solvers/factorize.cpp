@@ -72,7 +72,7 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   const dist::Grid grid(self, {1, 1});
   const dist::Layout layout = dist::make_layout(grid, m, n);
   const auto resident_start = std::chrono::steady_clock::now();
-  const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a));
+  const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a), -1, options.max_iterations);
   const double resident_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - resident_start).count();
   solvers::Solution<T> solution = solvers::solve(*kernels, *host, *operand, &a, grid, layout, options, W0, H0);

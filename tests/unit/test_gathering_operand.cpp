@@ -175,7 +175,7 @@ TEST(GatheringOperand, UpdatePassIsTheReferenceHalfStep) {
   }
 }
 
-TEST(GatheringOperand, ChosenOnlyForCsrOnTheCpuWithinItsMemoryLimit) {
+TEST(GatheringOperand, ChosenForCsrOnTheCpuWithinItsMemoryLimitForFitsLongEnough) {
   const DenseMatrix<double> dense = test::random_dense<double>(50, 40, 9, 0.5);
   const CsrMatrix<double> csr = test::to_csr(dense);
   backend::CpuKernels<double> cpu;
@@ -192,6 +192,10 @@ TEST(GatheringOperand, ChosenOnlyForCsrOnTheCpuWithinItsMemoryLimit) {
   EXPECT_FALSE(is_gathering(backend::make_resident_operand<double>(cpu, sparse, bytes - 1)));
   EXPECT_FALSE(is_gathering(backend::make_resident_operand<double>(cpu, full)));
   EXPECT_FALSE(is_gathering(backend::make_resident_operand<double>(ref, sparse)));
+  // A fit too short for the copy to pay keeps the scatter.
+  constexpr int least = backend::kTransposeMinIterations;
+  EXPECT_TRUE(is_gathering(backend::make_resident_operand<double>(cpu, sparse, -1, least)));
+  EXPECT_FALSE(is_gathering(backend::make_resident_operand<double>(cpu, sparse, -1, least - 1)));
 }
 
 // Whole solves: the gathering operand (two gathers per iteration, unfused) against the scattering one (the fused
