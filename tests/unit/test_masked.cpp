@@ -189,6 +189,27 @@ FactorOptions masked_options(Algorithm algo, index_t k, int iters, const Mat& we
   return o;
 }
 
+// A case's observed entries as CSR (unstored = missing) and their weights as 0/1.
+struct StoredEntries {
+  explicit StoredEntries(const Case& c) : weight(c.a.rows(), c.a.cols(), 0.0), rows(c.a.rows()), cols(c.a.cols()) {
+    for (index_t i = 0; i < rows; ++i) {
+      for (index_t j = 0; j < cols; ++j)
+        if (c.weight(i, j) > 0) {
+          indices.push_back(static_cast<col_index_t>(j));
+          values.push_back(c.a(i, j));
+          weight(i, j) = 1.0;
+        }
+      indptr.push_back(static_cast<index_t>(values.size()));
+    }
+  }
+  [[nodiscard]] CsrView<double> view() const { return {rows, cols, indptr.data(), indices.data(), values.data()}; }
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<double> values;
+  Mat weight;
+  index_t rows, cols;
+};
+
 const Algorithm kAll[] = {Algorithm::mu, Algorithm::kl, Algorithm::hals, Algorithm::bpp};
 
 // Dense A, mostly weight 1 (the Gram corrections) and mostly missing (the Grams summed over observed entries).
@@ -236,29 +257,17 @@ TEST(Masked, SparseUnstoredMissingMatchesReference) {
     for (const Algorithm algo : kAll) {
       SCOPED_TRACE(to_string(algo) + " k " + std::to_string(k));
       const Case c = make_case(k == 3 ? 20 : 40, k == 3 ? 15 : 30, k, 0.4, 21);
-      std::vector<index_t> indptr{0};
-      std::vector<col_index_t> indices;
-      std::vector<double> values;
-      Mat weight(c.a.rows(), c.a.cols(), 0.0);
-      for (index_t i = 0; i < c.a.rows(); ++i) {
-        for (index_t j = 0; j < c.a.cols(); ++j)
-          if (c.weight(i, j) > 0) {
-            indices.push_back(static_cast<col_index_t>(j));
-            values.push_back(c.a(i, j));
-            weight(i, j) = 1.0;
-          }
-        indptr.push_back(static_cast<index_t>(values.size()));
-      }
-      const CsrView<double> csr{c.a.rows(), c.a.cols(), indptr.data(), indices.data(), values.data()};
+      const StoredEntries stored(c);
+      const Mat& weight = stored.weight;
       FactorOptions o = masked_options(algo, k, 20, weight);
       o.missing.mask.reset();
       o.missing.unstored = Unstored::missing;
-      const FactorResult<double> r = factorize<double>(csr, o, &c.w0, &c.h0);
+      const FactorResult<double> r = factorize<double>(stored.view(), o, &c.w0, &c.h0);
       Mat w = c.w0, h = c.h0;
       reference_run(algo, c.a, weight, w, h, 20);
       EXPECT_LT(max_rel_diff(r.W, w), 1e-10);
       EXPECT_LT(max_rel_diff(r.H, h), 1e-10);
-      EXPECT_EQ(r.observed, static_cast<index_t>(values.size()));
+      EXPECT_EQ(r.observed, static_cast<index_t>(stored.values.size()));
     }
 }
 
@@ -441,25 +450,12 @@ double weighted_rel_error(const Mat& a, const Mat& weight, const Mat& w, const M
 // unstored entries missing.
 TEST(Masked, MuHistoryAndStopAreThoseOfTheIterationRecorded) {
   const Case c = make_case(40, 30, 4, 0.2, 31);
-  std::vector<index_t> indptr{0};
-  std::vector<col_index_t> indices;
-  std::vector<double> values;
-  Mat stored(c.a.rows(), c.a.cols(), 0.0);
-  for (index_t i = 0; i < c.a.rows(); ++i) {
-    for (index_t j = 0; j < c.a.cols(); ++j)
-      if (c.weight(i, j) > 0) {
-        indices.push_back(static_cast<col_index_t>(j));
-        values.push_back(c.a(i, j));
-        stored(i, j) = 1.0;
-      }
-    indptr.push_back(static_cast<index_t>(values.size()));
-  }
-  const CsrView<double> csr{c.a.rows(), c.a.cols(), indptr.data(), indices.data(), values.data()};
+  const StoredEntries stored(c);
   constexpr int kIters = 8;
   for (const bool sparse : {false, true})
     for (const bool w_first : {false, true}) {
       SCOPED_TRACE(std::string(sparse ? "sparse" : "dense") + (w_first ? ", w first" : ", h first"));
-      const Mat& weight = sparse ? stored : c.weight;
+      const Mat& weight = sparse ? stored.weight : c.weight;
       FactorOptions o = masked_options(Algorithm::mu, 4, kIters, weight);
       o.w_first = w_first;
       if (sparse) {
@@ -469,7 +465,8 @@ TEST(Masked, MuHistoryAndStopAreThoseOfTheIterationRecorded) {
       const auto run = [&](int iters, double tol) {
         o.max_iterations = iters;
         o.tol = tol;
-        return sparse ? factorize<double>(csr, o, &c.w0, &c.h0) : factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+        return sparse ? factorize<double>(stored.view(), o, &c.w0, &c.h0)
+                      : factorize<double>(c.a.view(), o, &c.w0, &c.h0);
       };
       const FactorResult<double> full = run(kIters, 0);
       ASSERT_EQ(full.rel_error_history.size(), static_cast<std::size_t>(kIters));
