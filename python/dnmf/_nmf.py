@@ -333,7 +333,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                              f"but got {H.shape}")
         if np.min(W) < 0 or np.min(H) < 0:
             raise ValueError("Negative values in data passed to NMF (input W or H)")
-        return np.asfortranarray(W), np.asfortranarray(H)
+        return W, H  # in any order: the library copies them by blocks of rows
 
     @staticmethod
     def _nndsvdar(X, k, dtype):

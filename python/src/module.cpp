@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -32,15 +33,22 @@ using namespace nb::literals;
 namespace dnmf::python {
 namespace {
 
-/// A Fortran-order float array of the given precision as a matrix the library owns (initial factors).
+/// A float array of the given precision (any strides) as a matrix the library owns (initial factors).
 template <class T>
 DenseMatrix<T> dense_copy(const AnyMatrix& a, const char* name) {
   if (a.dtype() != nb::dtype<T>())
     throw nb::type_error((std::string("dnmf: ") + name + " must have the input's dtype").c_str());
   DenseMatrix<T> m(static_cast<index_t>(a.shape(0)), static_cast<index_t>(a.shape(1)));
   const auto* data = static_cast<const T*>(a.data());
-  for (index_t j = 0; j < m.cols(); ++j)
-    for (index_t i = 0; i < m.rows(); ++i) m(i, j) = data[i * a.stride(0) + j * a.stride(1)];
+  const index_t s0 = a.stride(0), s1 = a.stride(1);
+  // In blocks of 64 rows, so that a C-order array (numpy's default) is read along its rows and written down
+  // the columns without a pass over the whole array per column.
+  constexpr index_t kRows = 64;
+  for (index_t i0 = 0; i0 < m.rows(); i0 += kRows) {
+    const index_t i1 = std::min(m.rows(), i0 + kRows);
+    for (index_t i = i0; i < i1; ++i)
+      for (index_t j = 0; j < m.cols(); ++j) m(i, j) = data[i * s0 + j * s1];
+  }
   return m;
 }
 

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "util/dense_transpose.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf {
 namespace {
@@ -49,6 +51,46 @@ struct LocalOperand {
   api::MemoryPlan<T> memory;  ///< the budget's plan; budget 0 when none was given
   const stream::StreamedOperand<T>* streamed = nullptr;
 };
+
+/// io::check_nonnegative over a block in kCheckParts parts (row ranges of a CSR block, column ranges of a dense
+/// one) on the threads: one pass over a 1e6-entry block's values took a twentieth of a one-iteration fit from
+/// Python on one thread. The parts are fixed by the block, and the first bad part in order is the one reported,
+/// so the message does not depend on the thread count.
+constexpr index_t kCheckParts = 8;
+
+template <class T>
+void check_in_parts(const CsrView<T>& v, const std::string& name, const dist::Layout& layout, bool transposed) {
+  std::array<int, kCheckParts> good{};
+  const auto part = [&](index_t p) { return v.row_range(p * v.rows / kCheckParts, (p + 1) * v.rows / kCheckParts); };
+  util::for_each_index(kCheckParts, v.nnz() >= (index_t{1} << 16), [&](index_t p) {
+    const CsrView<T> rows = part(p);
+    const T* values = v.values + rows.indptr[0];
+    bool all = true;
+    for (index_t q = 0; q < rows.nnz(); ++q) all &= io::acceptable_entry(values[q]);
+    good[to_size(p)] = all ? 1 : 0;
+  });
+  for (index_t p = 0; p < kCheckParts; ++p)
+    if (good[to_size(p)] == 0 && part(p).rows > 0)
+      io::check_nonnegative<T>(part(p), name, layout.a_rows.first + p * v.rows / kCheckParts, layout.a_cols.first,
+                               transposed);
+}
+
+template <class T>
+void check_in_parts(const DenseView<const T>& v, const std::string& name, const dist::Layout& layout, bool transposed) {
+  std::array<int, kCheckParts> good{};
+  const auto first_col = [&](index_t p) { return p * v.cols / kCheckParts; };
+  util::for_each_index(kCheckParts, v.rows * v.cols >= (index_t{1} << 16), [&](index_t p) {
+    bool all = true;
+    for (index_t j = first_col(p); j < first_col(p + 1); ++j)
+      for (index_t i = 0; i < v.rows; ++i) all &= io::acceptable_entry(v.data[i + j * v.ld]);
+    good[to_size(p)] = all ? 1 : 0;
+  });
+  for (index_t p = 0; p < kCheckParts; ++p)
+    if (good[to_size(p)] == 0) {
+      const DenseView<const T> cols{v.data + first_col(p) * v.ld, v.rows, first_col(p + 1) - first_col(p), v.ld};
+      io::check_nonnegative<T>(cols, name, layout.a_rows.first, layout.a_cols.first + first_col(p), transposed);
+    }
+}
 
 /// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
 /// (no copy), else a sliced (and converted) copy. Entries are checked as the file readers check theirs.
@@ -66,11 +108,7 @@ void take_memory_block(const Source& source, const dist::Layout& layout, bool tr
     local.block = io::slice_block<T>(*source.stored<double>(), layout.a_rows, layout.a_cols);
   }
   if (!local.host) local.host = local.block.ref();
-  std::visit(
-      [&](const auto& v) {
-        io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first, transposed);
-      },
-      *local.host);
+  std::visit([&](const auto& v) { check_in_parts<T>(v, source.name(), layout, transposed); }, *local.host);
 }
 
 /// Reads or slices this rank's block and makes it resident on the kernels, or, when the budget says it does not
@@ -255,6 +293,14 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
 template <class T>
 void gather(Factorization<T>& run, const Context& context) {
   const detail::Distribution<T>& d = *run.distribution;
+  if (api::communicator(context).size() == 1) {
+    // One process holds all of Wᵀ and H, in A's terms whether or not its source was transposed (factor() swapped
+    // the blocks into A's roles): no pieces to collect, and no copies of them on the way (a tenth of a
+    // one-iteration fit of 20000x10000 from Python went to gathering with itself).
+    run.result.W = util::transposed(run.w_block);
+    run.result.H = run.h_block;
+    return;
+  }
   const dist::Grid grid(api::communicator(context), d.shape);
   solvers::Factors<T> pieces;
   // A transposed run's blocks were swapped into A's roles; the grid knows them in Aᵀ's.

@@ -2,6 +2,7 @@
 
 #include "dnmf/source.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "dnmf/error.hpp"
@@ -10,19 +11,28 @@ namespace dnmf::detail {
 
 namespace {
 
-// True when every line's indices are in [0, inner) and strictly increasing. Branch-free over each line, so that
-// the common good case vectorises (the checks with their messages took ~1 ns per stored entry, a tenth of a
-// one-iteration fit from Python on 1e6 entries); a bad matrix is scanned again below for the message.
+// True when every line's indices are in [0, inner) and strictly increasing. One branch-free pass over all the
+// indices counts the places where an index does not exceed its predecessor; a good matrix has such places only
+// where a line starts, and those are counted over the lines. Per line, the loop of a text matrix's few dozen
+// entries ran at scalar speed in its prologue and tail (0.5 ms of a 14 ms one-iteration fit from Python on 1e6
+// entries); a bad matrix is scanned again below for the message.
 bool well_ordered(index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices) {
-  bool good = true;
-  for (index_t i = 0; i < outer; ++i) {
-    const index_t begin = indptr[i], end = indptr[i + 1];
-    if (begin == end) continue;
-    good &= indices[begin] >= 0;
-    good &= static_cast<index_t>(indices[end - 1]) < inner;
-    for (index_t p = begin + 1; p < end; ++p) good &= indices[p] > indices[p - 1];
+  const index_t first = indptr[0], last = indptr[outer];
+  if (last == first) return true;
+  index_t descents = 0;
+  col_index_t low = indices[first], high = indices[first];
+  for (index_t p = first + 1; p < last; ++p) {
+    descents += indices[p] <= indices[p - 1] ? 1 : 0;
+    low = std::min(low, indices[p]);
+    high = std::max(high, indices[p]);
   }
-  return good;
+  if (low < 0 || static_cast<index_t>(high) >= inner) return false;
+  index_t at_line_starts = 0;
+  for (index_t i = 1; i < outer; ++i) {
+    const index_t p = indptr[i];  // counted once, by the non-empty line that starts there
+    if (p > first && p < indptr[i + 1]) at_line_starts += indices[p] <= indices[p - 1] ? 1 : 0;
+  }
+  return descents == at_line_starts;
 }
 
 }  // namespace

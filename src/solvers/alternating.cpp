@@ -33,6 +33,14 @@ class Block {
         rows_(rows),
         cols_(cols),
         data_(kernels.allocate(to_size(std::max<index_t>(rows * cols, 1)))) {}
+  /// The caller's `host` storage itself (rows x cols, not owned) where the kernels compute in host memory and
+  /// it has elements, so that nothing is uploaded or downloaded; else a buffer of the kernels' own.
+  Block(backend::Kernels<T>& kernels, index_t rows, index_t cols, T* host)
+      : kernels_(kernels),
+        rows_(rows),
+        cols_(cols),
+        data_(adopts(kernels, rows, cols, host) ? host : kernels.allocate(to_size(std::max<index_t>(rows * cols, 1)))),
+        owns_(!adopts(kernels, rows, cols, host)) {}
   /// The same storage as `other` when `alias`, else a new block of other's shape.
   Block(Block& other, bool alias)
       : kernels_(other.kernels_),
@@ -55,12 +63,20 @@ class Block {
   [[nodiscard]] CView<T> cview() const { return view(); }
   [[nodiscard]] T* data() const { return data_; }
   [[nodiscard]] std::size_t size() const { return to_size(rows_ * cols_); }
-  void upload(const T* host) { kernels_.copy_to_backend(host, data_, size()); }
-  void download(T* host) const { kernels_.copy_to_host(data_, host, size()); }
+  void upload(const T* host) {
+    if (host != data_) kernels_.copy_to_backend(host, data_, size());
+  }
+  void download(T* host) const {
+    if (host != data_) kernels_.copy_to_host(data_, host, size());
+  }
   /// Exchanges storage with an owning block of the same shape (a Gram matrix and its predecessor, say).
   friend void swap(Block& x, Block& y) noexcept { std::swap(x.data_, y.data_); }
 
  private:
+  static bool adopts(const backend::Kernels<T>& kernels, index_t rows, index_t cols, const T* host) {
+    return kernels.host_memory() && host != nullptr && rows * cols > 0;
+  }
+
   backend::Kernels<T>& kernels_;
   index_t rows_, cols_;
   T* data_;
@@ -130,8 +146,9 @@ class Iteration {
   /// `w_split`: the ranks among which W's block row is split (the grid row); `h_split`: H's (the grid column).
   Iteration(backend::Kernels<T>& kernels, backend::Operand<T>& a, dist::Communicator& world,
             dist::Communicator& w_split, dist::Communicator& h_split, const dist::Layout& layout,
-            const FactorOptions& options, const backend::MatrixStats& stats)
-      : kernels_(kernels),
+            const FactorOptions& options, const backend::MatrixStats& stats, Factors<T>& factors)
+      : factors_(factors),
+        kernels_(kernels),
         a_(a),
         options_(options),
         stats_(stats),
@@ -148,8 +165,8 @@ class Iteration {
         w_counts_(piece_counts(layout.w_piece_sizes, k_)),
         h_counts_(piece_counts(layout.h_piece_sizes, k_)),
         exchange_(kernels),
-        wt_(kernels, k_, layout.w_rows.size()),
-        h_(kernels, k_, layout.h_cols.size()),
+        wt_(kernels, k_, layout.w_rows.size(), factors.wt.data()),  // run() iterates on them in place
+        h_(kernels, k_, layout.h_cols.size(), factors.h.data()),
         wt_full_(kernels, k_, a.rows(), wt_, w_whole_),
         h_full_(kernels, k_, a.cols(), h_, h_whole_),
         p_full_(kernels, k_, a.cols()),
@@ -163,7 +180,9 @@ class Iteration {
         w_sums_prev_(kernels, k_, 1),
         h_sums_(kernels, k_, 1) {}
 
-  FactorResult<T> run(Factors<T>& factors) {
+  /// The iterations from the factors given to the constructor, left in them.
+  FactorResult<T> run() {
+    Factors<T>& factors = factors_;
     upload(factors);
     choose_pass();
     if (extrapolate_) allocate_extrapolation();
@@ -462,6 +481,7 @@ class Iteration {
   [[nodiscard]] std::size_t kk() const { return to_size(k_ * k_); }
   [[nodiscard]] std::size_t ku() const { return to_size(k_); }
 
+  Factors<T>& factors_;  // the starting point, and the result (the CPU iterates in their storage)
   backend::Kernels<T>& kernels_;
   backend::Operand<T>& a_;
   const FactorOptions& options_;
@@ -504,8 +524,8 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, co
   check_block_shape(a.rows(), a.cols(), layout);
   // Aᵀ's iteration updates the caller's W first: that is the order asked for with w_first, or else the view.
   if (a_is_transpose == options.w_first) {
-    Iteration<T> iteration(kernels, a, grid.world(), grid.row_comm(), grid.col_comm(), layout, options, stats);
-    return iteration.run(factors);
+    Iteration<T> iteration(kernels, a, grid.world(), grid.row_comm(), grid.col_comm(), layout, options, stats, factors);
+    return iteration.run();
   }
   // Through the transposed view every role swaps: Aᵀ's operand iterates as A (H first, as a column-major A
   // does), or A's as Aᵀ (the caller's W first). The same updates, in the order asked for.
@@ -515,8 +535,8 @@ FactorResult<T> iterate(backend::Kernels<T>& kernels, backend::Operand<T>& a, co
   std::swap(caller_options.penalties.l2_w, caller_options.penalties.l2_h);
   Factors<T> caller_factors{std::move(factors.h), std::move(factors.wt)};
   Iteration<T> iteration(kernels, a_view, grid.world(), grid.col_comm(), grid.row_comm(), transposed(layout),
-                         caller_options, stats);
-  FactorResult<T> result = iteration.run(caller_factors);
+                         caller_options, stats, caller_factors);
+  FactorResult<T> result = iteration.run();
   factors = {std::move(caller_factors.h), std::move(caller_factors.wt)};
   return result;
 }

@@ -1,11 +1,14 @@
 #include "solvers/init.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "solvers/truncated_svd.hpp"
+#include "util/dense_transpose.hpp"
 #include "util/random.hpp"
 
 namespace dnmf::solvers {
@@ -86,6 +89,12 @@ void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char
   if (x->rows() != rows || x->cols() != cols)
     throw Error(std::string("initial ") + name + " is " + std::to_string(x->rows()) + "x" + std::to_string(x->cols()) +
                 ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
+  // Branch-free over the whole matrix so that the common good case vectorises; a bad one is scanned again.
+  const T* v = x->data();
+  const index_t count = rows * cols;
+  bool good = true;
+  for (index_t p = 0; p < count; ++p) good &= v[p] >= T(0) && v[p] <= std::numeric_limits<T>::max();
+  if (good) return;
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)
       if (!(std::isfinite(static_cast<double>((*x)(i, j))) && (*x)(i, j) >= T(0)))
@@ -116,11 +125,9 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
       check_given(w0, m, k, "W");
       check_given(h0, k, n, "H");
       Factors<T> f{DenseMatrix<T>(k, layout.w_rows.size()), DenseMatrix<T>(k, layout.h_cols.size())};
-      for (index_t l = 0; l < k; ++l)
-        for (index_t i = layout.w_rows.first; i < layout.w_rows.last; ++i)
-          f.wt(l, i - layout.w_rows.first) = (*w0)(i, l);
-      for (index_t j = layout.h_cols.first; j < layout.h_cols.last; ++j)
-        for (index_t l = 0; l < k; ++l) f.h(l, j - layout.h_cols.first) = (*h0)(l, j);
+      util::transpose_into(w0->data() + layout.w_rows.first, std::max<index_t>(m, 1), layout.w_rows.size(), k,
+                           f.wt.data(), std::max<index_t>(k, 1));
+      std::copy_n(h0->data() + layout.h_cols.first * k, layout.h_cols.size() * k, f.h.data());
       return f;
     }
   }

@@ -148,6 +148,40 @@ TEST(Api, ProgressIsToldEveryIterationAndCancelStopsCleanly) {
   EXPECT_EQ(seen, 3);
 }
 
+// Blocks of 65536 entries and more are checked in parts on the threads: the entry reported is still the first
+// bad one in storage order (column-major dense, row by row CSR) at its place in A, for 1 or 2 threads.
+TEST(Api, BadEntriesOfLargeInMemoryMatricesAreReportedWhereTheyAreForAnyThreadCount) {
+  DenseMatrix<double> a = planted_dense(300, 300);
+  a(120, 250) = -2.0;
+  a(200, 100) = std::nan("");
+  a(250, 100) = -1.0;
+  const auto message = [](const Source& source, int threads) {
+    FactorOptions o = options_k4();
+    o.threads = threads;
+    try {
+      (void)factor<double>(source, o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (int threads : {1, 2}) {
+    const std::string dense = message(Source::dense<double>(a.view()), threads);
+    EXPECT_NE(dense.find("row 200, column 100 (0-based) is NaN"), std::string::npos) << dense;
+    const CsrMatrix<double> s = test::to_csr(a);
+    const std::string csr = message(Source::csr<double>(s.view()), threads);
+    EXPECT_NE(csr.find("row 120, column 250 (0-based) is -2"), std::string::npos) << csr;
+    // Aᵀ's CSR given as A's CSC: the storage's first bad line is A's column 100, told in A's terms.
+    DenseMatrix<double> at(300, 300);
+    for (index_t j = 0; j < 300; ++j)
+      for (index_t i = 0; i < 300; ++i) at(j, i) = a(i, j);
+    const CsrMatrix<double> t = test::to_csr(at);
+    const std::string csc =
+        message(Source::csc<double>(300, 300, t.view().indptr, t.view().indices, t.view().values), threads);
+    EXPECT_NE(csc.find("row 200, column 100 (0-based) is NaN"), std::string::npos) << csc;
+  }
+}
+
 TEST(Api, BadInputAndContextsAreClearErrors) {
   DenseMatrix<double> a = planted_dense();
   a(5, 7) = -1.0;
@@ -213,6 +247,16 @@ TEST(Api, CompressedSourcesWithABadStructureAreRefused) {
   // In range at both ends of its line, out of range inside it (the order is broken there too).
   EXPECT_NE(message({0, 3, 3, 5}, {0, 9, 4, 2, 4}, 5, false).find("index 9 in row 0 is out of range 0..4"),
             std::string::npos);
+  // Lines that start lower than the previous one ends are fine, empty lines between them too; a repeat inside a
+  // line after an empty one is not (the whole-array count of descents must match the lines' starts exactly).
+  EXPECT_EQ(message({0, 2, 2, 5}, {3, 4, 0, 1, 2}, 5, false), "accepted");
+  EXPECT_EQ(message({0, 0, 2, 5}, {3, 4, 0, 1, 2}, 5, true), "accepted");
+  EXPECT_NE(
+      message({0, 2, 2, 5}, {3, 4, 0, 0, 2}, 5, false).find("indices of row 2 are not sorted and unique (0 then 0)"),
+      std::string::npos);
+  EXPECT_NE(
+      message({0, 2, 2, 5}, {1, 4, 2, 1, 3}, 5, false).find("indices of row 2 are not sorted and unique (2 then 1)"),
+      std::string::npos);
 }
 
 TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {
