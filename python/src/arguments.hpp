@@ -42,4 +42,14 @@ nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<2>> to_numpy(DenseMatrix<T>
   return {owned->data(), {rows, cols}, owner, {1, static_cast<std::int64_t>(rows)}};
 }
 
+/// mᵀ as a C-order numpy array that owns m's storage (no copy): a k x m block of Wᵀ is numpy's m x k W.
+template <class T>
+nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<2>> to_numpy_transposed(DenseMatrix<T>&& m) {
+  auto* owned = new DenseMatrix<T>(std::move(m));
+  nanobind::capsule owner(owned, [](void* p) noexcept { delete static_cast<DenseMatrix<T>*>(p); });
+  const auto rows = static_cast<std::size_t>(owned->rows());
+  const auto cols = static_cast<std::size_t>(owned->cols());
+  return {owned->data(), {cols, rows}, owner, {static_cast<std::int64_t>(rows), 1}};
+}
+
 }  // namespace dnmf::python

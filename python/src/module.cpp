@@ -70,8 +70,14 @@ nb::dict factorization_dict(Factorization<T>&& run) {
   nb::dict out;
   FactorResult<T>& r = run.result;
   const bool gathered = r.W.rows() > 0 || r.H.cols() > 0;
-  out["W"] = gathered ? nb::cast(to_numpy(std::move(r.W))) : nb::none();
-  out["H"] = gathered ? nb::cast(to_numpy(std::move(r.H))) : nb::none();
+  if (!gathered && run.communication.processes == 1 && run.w_block.cols() == run.m && run.h_block.cols() == run.n) {
+    // One process left its blocks ungathered (factor_as): Wᵀ's storage is a C-order W as it is, H's a Fortran H.
+    out["W"] = nb::cast(to_numpy_transposed(std::move(run.w_block)));
+    out["H"] = nb::cast(to_numpy(std::move(run.h_block)));
+  } else {
+    out["W"] = gathered ? nb::cast(to_numpy(std::move(r.W))) : nb::none();
+    out["H"] = gathered ? nb::cast(to_numpy(std::move(r.H))) : nb::none();
+  }
   out["iterations"] = r.iterations;
   out["converged"] = r.converged;
   out["rel_error"] = r.rel_error;
@@ -97,8 +103,10 @@ nb::dict factor_as(const Source& source, const nb::dict& kwargs, const Context& 
   PythonHooks hooks(std::move(callback), verbose && context.rank() == 0);
   hooks.install(options);
   const auto start = std::chrono::steady_clock::now();
+  // One process hands its blocks over as they are (factorization_dict): gathering W would transpose it first.
+  const Gather gather = context.size() == 1 ? Gather::none : Gather::to_root;
   Factorization<T> run = run_released(
-      hooks, [&] { return dnmf::factor<T>(source, options, context, Gather::to_root, initial ? &*initial : nullptr); });
+      hooks, [&] { return dnmf::factor<T>(source, options, context, gather, initial ? &*initial : nullptr); });
   const double library_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nb::dict out = factorization_dict(std::move(run));
   out["library_seconds"] = library_seconds;  // the call the CLI makes too: the rest is the binding's cost

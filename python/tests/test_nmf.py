@@ -101,10 +101,18 @@ def test_storage_orders_give_the_same_factors(solver_kwargs):
     # Column-major storage of X, and storage of Xᵀ (C order, CSC) that the library iterates on as X: the same
     # computation from the same W and H, up to the order of floating-point sums.
     forms = (np.asfortranarray(X), sp.csr_matrix(X), sp.csr_array(X), np.ascontiguousarray(X), sp.csc_matrix(X))
-    models = [fit(f) for f in forms]
-    for model in models[1:]:
+    models = [dnmf.NMF(**kwargs) for _ in forms]
+    Ws = [model.fit_transform(f) for model, f in zip(models, forms)]
+    for model, W in zip(models[1:], Ws[1:]):
         np.testing.assert_allclose(model.components_, models[0].components_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(W, Ws[0], rtol=1e-9, atol=1e-12)  # W as returned, whatever its memory order
         assert model.reconstruction_err_ == pytest.approx(models[0].reconstruction_err_, rel=1e-9)
+    for model, W in zip(models, Ws):
+        assert W.shape == (X.shape[0], 3) and model.components_.shape == (3, X.shape[1])
+        if "beta_loss" not in solver_kwargs:  # KL's figure is its divergence, not this norm
+            # The returned pair is the one the reported error is of.
+            residual = np.linalg.norm(X - W @ model.components_)
+            assert residual == pytest.approx(model.reconstruction_err_, rel=1e-9)
     if solver_kwargs != dict(solver="hals"):
         return
     exact = planted(50, 30, 3, seed=6)
