@@ -32,24 +32,17 @@ NmfkOptions nmfk_options(const nanobind::dict& kwargs);
 /// device_memory_budget.
 Context make_context(const nanobind::dict& kwargs);
 
-/// A numpy array (Fortran order) that takes over `m`'s storage.
+/// A numpy array that takes over `m`'s storage: m itself (Fortran order), or with `transposed` mᵀ (C order, no
+/// copy: a k x m block of Wᵀ is numpy's m x k W).
 template <class T>
-nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<2>> to_numpy(DenseMatrix<T>&& m) {
+nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<2>> to_numpy(DenseMatrix<T>&& m, bool transposed = false) {
   auto* owned = new DenseMatrix<T>(std::move(m));
   nanobind::capsule owner(owned, [](void* p) noexcept { delete static_cast<DenseMatrix<T>*>(p); });
   const auto rows = static_cast<std::size_t>(owned->rows());
   const auto cols = static_cast<std::size_t>(owned->cols());
-  return {owned->data(), {rows, cols}, owner, {1, static_cast<std::int64_t>(rows)}};
-}
-
-/// mᵀ as a C-order numpy array that owns m's storage (no copy): a k x m block of Wᵀ is numpy's m x k W.
-template <class T>
-nanobind::ndarray<nanobind::numpy, T, nanobind::ndim<2>> to_numpy_transposed(DenseMatrix<T>&& m) {
-  auto* owned = new DenseMatrix<T>(std::move(m));
-  nanobind::capsule owner(owned, [](void* p) noexcept { delete static_cast<DenseMatrix<T>*>(p); });
-  const auto rows = static_cast<std::size_t>(owned->rows());
-  const auto cols = static_cast<std::size_t>(owned->cols());
-  return {owned->data(), {cols, rows}, owner, {static_cast<std::int64_t>(rows), 1}};
+  const auto ld = static_cast<std::int64_t>(rows);
+  if (transposed) return {owned->data(), {cols, rows}, owner, {ld, 1}};
+  return {owned->data(), {rows, cols}, owner, {1, ld}};
 }
 
 }  // namespace dnmf::python

@@ -72,7 +72,7 @@ nb::dict factorization_dict(Factorization<T>&& run) {
   const bool gathered = r.W.rows() > 0 || r.H.cols() > 0;
   if (!gathered && run.communication.processes == 1 && run.w_block.cols() == run.m && run.h_block.cols() == run.n) {
     // One process left its blocks ungathered (factor_as): Wᵀ's storage is a C-order W as it is, H's a Fortran H.
-    out["W"] = nb::cast(to_numpy_transposed(std::move(run.w_block)));
+    out["W"] = nb::cast(to_numpy(std::move(run.w_block), true));
     out["H"] = nb::cast(to_numpy(std::move(run.h_block)));
   } else {
     out["W"] = gathered ? nb::cast(to_numpy(std::move(r.W))) : nb::none();
