@@ -53,9 +53,9 @@ struct LocalOperand {
 };
 
 /// io::check_nonnegative over a block in kCheckParts parts (row ranges of a CSR block, column ranges of a dense
-/// one) on the threads: one pass over a 1e6-entry block's values took a twentieth of a one-iteration fit from
-/// Python on one thread. The parts are fixed by the block, and the first bad part in order is the one reported,
-/// so the message does not depend on the thread count.
+/// one) on the threads, where the statistics pass found a bad entry or did not look (a device's kernels). The
+/// parts are fixed by the block, and the first bad part in order is the one reported, so the message does not
+/// depend on the thread count.
 constexpr index_t kCheckParts = 8;
 
 template <class T>
@@ -93,10 +93,9 @@ void check_in_parts(const DenseView<const T>& v, const std::string& name, const 
 }
 
 /// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
-/// (no copy), else a sliced (and converted) copy. Entries are checked as the file readers check theirs.
-/// `transposed`: the source holds Aᵀ of the caller's A (bad entries are reported at their place in A).
+/// (no copy), else a sliced (and converted) copy. Its entries are checked once its operand exists (make_operand).
 template <class T>
-void take_memory_block(const Source& source, const dist::Layout& layout, bool transposed, LocalOperand<T>& local) {
+void take_memory_block(const Source& source, const dist::Layout& layout, LocalOperand<T>& local) {
   const bool whole = layout.a_rows.size() == layout.m && layout.a_cols.size() == layout.n;
   if (const MatrixRef<T>* same = source.stored<T>(); same != nullptr && whole) {
     local.host = *same;
@@ -108,7 +107,6 @@ void take_memory_block(const Source& source, const dist::Layout& layout, bool tr
     local.block = io::slice_block<T>(*source.stored<double>(), layout.a_rows, layout.a_cols);
   }
   if (!local.host) local.host = local.block.ref();
-  std::visit([&](const auto& v) { check_in_parts<T>(v, source.name(), layout, transposed); }, *local.host);
 }
 
 /// Reads or slices this rank's block and makes it resident on the kernels, or, when the budget says it does not
@@ -131,7 +129,7 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
     local.block = io::read_block<T>(source.name(), layout.a_rows, layout.a_cols, world);
     local.host = local.block.ref();
   } else {
-    io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, transposed, local); });
+    io::detail::run_agreed(world, source.name(), [&] { take_memory_block<T>(source, layout, local); });
   }
   local.on_backend = kernels.make_resident(*local.host);
   // Under a budget, A's transpose (the CSR operand's second copy) only where the plan leaves room for it.
@@ -140,6 +138,15 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
           ? static_cast<double>(std::max<std::int64_t>(0, local.memory.budget - local.memory.plan.total))
           : -1.0;
   local.operand = backend::make_resident_operand(kernels, local.on_backend, copy_room, options.max_iterations);
+  if (!source.is_file()) {
+    // The file readers check entries as they read; an in-memory block is checked by the statistics pass the
+    // solver needs anyway where the kernels check in it (the CPU's), else by a pass of its own.
+    io::detail::run_agreed(world, source.name(), [&] {
+      const backend::MatrixStats stats = local.operand->stats();
+      if (!stats.entries_checked || !stats.entries_acceptable)
+        std::visit([&](const auto& v) { check_in_parts<T>(v, source.name(), layout, transposed); }, *local.host);
+    });
+  }
   return local;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "backend/operand.hpp"
@@ -29,7 +30,11 @@ class GatheringOperand final : public Operand<T> {
   [[nodiscard]] bool sparse() const override { return true; }
   [[nodiscard]] std::string mode() const override { return "resident"; }
   [[nodiscard]] const MatrixRef<T>* resident() const override { return &a_; }
-  [[nodiscard]] MatrixStats stats() override { return kernels_.stats(a_); }
+  /// Taken once: the API's input check reads it before the solver does (MatrixStats::entries_checked).
+  [[nodiscard]] MatrixStats stats() override {
+    if (!stats_) stats_ = kernels_.stats(a_);
+    return *stats_;
+  }
   /// Y·A over Aᵀ's rows (a gather), Y·Aᵀ over A's rows (a gather).
   void multiply(Side side, CView<T> y, View<T> out, T beta) override {
     if (side == Side::H) {
@@ -62,6 +67,7 @@ class GatheringOperand final : public Operand<T> {
  private:
   Kernels<T>& kernels_;
   MatrixRef<T> a_;
+  std::optional<MatrixStats> stats_;
   CsrMatrix<T> at_;
   MatrixRef<T> at_ref_;
 };

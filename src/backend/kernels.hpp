@@ -65,6 +65,10 @@ struct FusedSums {
 struct MatrixStats {
   double sum = 0;
   double squared_norm = 0;
+  /// Whether the same pass checked every entry (the CPU kernels do), and then whether all were finite and >= 0
+  /// (io::acceptable_entry): an in-memory source is then checked by this pass instead of one of its own.
+  bool entries_checked = false;
+  bool entries_acceptable = true;
 };
 
 /// The kernel interface. All views passed in live in the backend's memory space (host for cpu and

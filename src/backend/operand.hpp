@@ -2,6 +2,7 @@
 // whether the block is resident in the backend's memory or streamed through it in tiles (src/stream/).
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -71,7 +72,11 @@ class ResidentOperand final : public Operand<T> {
   [[nodiscard]] bool sparse() const override { return is_sparse(a_); }
   [[nodiscard]] std::string mode() const override { return "resident"; }
   [[nodiscard]] const MatrixRef<T>* resident() const override { return &a_; }
-  [[nodiscard]] backend::MatrixStats stats() override { return kernels_.stats(a_); }
+  /// Taken once: the API's input check reads it before the solver does (MatrixStats::entries_checked).
+  [[nodiscard]] backend::MatrixStats stats() override {
+    if (!stats_) stats_ = kernels_.stats(a_);
+    return *stats_;
+  }
   void multiply(backend::Side side, backend::CView<T> y, backend::View<T> out, T beta) override {
     kernels_.multiply(a_, side, y, out, beta);
   }
@@ -91,6 +96,7 @@ class ResidentOperand final : public Operand<T> {
  private:
   backend::Kernels<T>& kernels_;
   MatrixRef<T> a_;
+  std::optional<backend::MatrixStats> stats_;
 };
 
 /// Aᵀ's operand seen as A: every side swapped. The solver iterates on the caller's A through it when A is

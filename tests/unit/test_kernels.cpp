@@ -235,7 +235,42 @@ TYPED_TEST(KernelsTest, StatsOverManyPiecesMatchReferenceOnAnyThreadCount) {
     EXPECT_NEAR(one.squared_norm, r.squared_norm, tol * r.squared_norm);
     EXPECT_EQ(one.sum, two.sum);
     EXPECT_EQ(one.squared_norm, two.squared_norm);
+    EXPECT_TRUE(one.entries_checked && one.entries_acceptable);
   }
+}
+
+// The statistics pass checks every entry on the way (the API's input check for in-memory matrices): one bad
+// value anywhere, in a piece's body or its tail, a dense column's or a CSR piece's, negative, NaN or infinite,
+// and it says so, on 1 and 2 threads; -0.0 is acceptable.
+TYPED_TEST(KernelsTest, StatsFindABadEntryAnywhere) {
+  using T = TypeParam;
+  const DenseMatrix<T> good = test::random_dense<T>(151, 173, 7, 0.4);
+  const CsrMatrix<T> good_csr = test::to_csr(good);
+  const T bad_values[] = {T(-1e-30), std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity()};
+  const int threads = omp_get_max_threads();
+  for (const int team : {1, 2}) {
+    omp_set_num_threads(team);
+    for (const T bad : bad_values) {
+      for (const index_t place : {index_t{0}, index_t{5000}, good_csr.view().nnz() - 1}) {
+        CsrMatrix<T> csr = good_csr;
+        csr.values()[static_cast<std::size_t>(place)] = bad;
+        const auto s = this->cpu.stats(MatrixRef<T>{csr.view()});
+        EXPECT_TRUE(s.entries_checked);
+        EXPECT_FALSE(s.entries_acceptable) << "CSR entry " << place << " = " << bad;
+      }
+      for (const index_t i : {index_t{0}, index_t{149}}) {
+        DenseMatrix<T> dense = good;
+        dense(i, 172) = bad;
+        const auto s = this->cpu.stats(MatrixRef<T>{dense.view()});
+        EXPECT_FALSE(s.entries_acceptable) << "dense row " << i << " = " << bad;
+      }
+    }
+    DenseMatrix<T> negative_zero = good;
+    negative_zero(3, 4) = -T(0);
+    EXPECT_TRUE(this->cpu.stats(MatrixRef<T>{negative_zero.view()}).entries_acceptable);
+  }
+  omp_set_num_threads(threads);
 }
 
 }  // namespace

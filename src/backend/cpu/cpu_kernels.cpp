@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -325,27 +326,32 @@ std::array<double, N> ordered_sums(index_t count, index_t work, Add add) {
 
 // Σ v and Σ v² over x[0, n), in double: eight running sums each (entry i goes to sum i mod 8, the tail to the
 // first), added pairwise. One running sum waits on the previous addition for every entry (4 cycles), which made
-// the statistics of a dense 4000x3000 cost more than an iteration.
+// the statistics of a dense 4000x3000 cost more than an iteration. The third value is 1 when every entry is
+// finite and >= 0, else 0: the input check rides on this pass (a pass of its own over an in-memory A took as
+// long as these sums).
 template <class T>
-std::array<double, 2> sum_and_squares(const T* x, index_t n) {
+std::array<double, 3> sum_and_squares(const T* x, index_t n) {
   constexpr index_t kWays = 8;  // the pairwise sum below adds eight
   double s[kWays] = {}, q[kWays] = {};
+  bool good = true;
   index_t i = 0;
   for (; i + kWays <= n; i += kWays)
     for (index_t t = 0; t < kWays; ++t) {
       const auto v = static_cast<double>(x[i + t]);
       s[t] += v;
       q[t] += v * v;
+      good &= x[i + t] >= T(0) && x[i + t] <= std::numeric_limits<T>::max();
     }
   for (; i < n; ++i) {
     const auto v = static_cast<double>(x[i]);
     s[0] += v;
     q[0] += v * v;
+    good &= x[i] >= T(0) && x[i] <= std::numeric_limits<T>::max();
   }
   const auto pairwise = [](const double* p) {
     return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
   };
-  return {pairwise(s), pairwise(q)};
+  return {pairwise(s), pairwise(q), good ? 1.0 : 0.0};
 }
 
 template <class T>
@@ -574,12 +580,14 @@ KlSums CpuKernels<T>::kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, 
 
 template <class T>
 MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
-  std::array<double, 2> sums{};
+  // The third sum counts the pieces with a bad entry: added in any order, it is exact.
+  std::array<double, 3> sums{};
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-    sums = ordered_sums<2>(d->cols, d->rows * d->cols, [&](index_t j, std::array<double, 2>& acc) {
+    sums = ordered_sums<3>(d->cols, d->rows * d->cols, [&](index_t j, std::array<double, 3>& acc) {
       const auto column = sum_and_squares(d->data + j * d->ld, d->rows);
       acc[0] += column[0];
       acc[1] += column[1];
+      acc[2] += 1.0 - column[2];
     });
   } else {
     const auto& s = std::get<CsrView<T>>(a);
@@ -587,14 +595,15 @@ MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
     const index_t nnz = s.nnz();
     // Stored values per call of sum_and_squares: a fixed cut, the same for any threads.
     constexpr index_t kPiece = 4096;
-    sums = ordered_sums<2>((nnz + kPiece - 1) / kPiece, nnz, [&](index_t p, std::array<double, 2>& acc) {
+    sums = ordered_sums<3>((nnz + kPiece - 1) / kPiece, nnz, [&](index_t p, std::array<double, 3>& acc) {
       const index_t begin = p * kPiece;
       const auto piece = sum_and_squares(s.values + first + begin, std::min(kPiece, nnz - begin));
       acc[0] += piece[0];
       acc[1] += piece[1];
+      acc[2] += 1.0 - piece[2];
     });
   }
-  return {sums[0], sums[1]};
+  return {sums[0], sums[1], true, sums[2] == 0};
 }
 
 template <class T>
