@@ -7,7 +7,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,7 +35,6 @@
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "util/dense_transpose.hpp"
-#include "util/parallel_loops.hpp"
 
 namespace dnmf {
 namespace {
@@ -51,46 +49,6 @@ struct LocalOperand {
   api::MemoryPlan<T> memory;  ///< the budget's plan; budget 0 when none was given
   const stream::StreamedOperand<T>* streamed = nullptr;
 };
-
-/// io::check_nonnegative over a block in kCheckParts parts (row ranges of a CSR block, column ranges of a dense
-/// one) on the threads, where the statistics pass found a bad entry or did not look (a device's kernels). The
-/// parts are fixed by the block, and the first bad part in order is the one reported, so the message does not
-/// depend on the thread count.
-constexpr index_t kCheckParts = 8;
-
-template <class T>
-void check_in_parts(const CsrView<T>& v, const std::string& name, const dist::Layout& layout, bool transposed) {
-  std::array<int, kCheckParts> good{};
-  const auto part = [&](index_t p) { return v.row_range(p * v.rows / kCheckParts, (p + 1) * v.rows / kCheckParts); };
-  util::for_each_index(kCheckParts, v.nnz() >= (index_t{1} << 16), [&](index_t p) {
-    const CsrView<T> rows = part(p);
-    const T* values = v.values + rows.indptr[0];
-    bool all = true;
-    for (index_t q = 0; q < rows.nnz(); ++q) all &= io::acceptable_entry(values[q]);
-    good[to_size(p)] = all ? 1 : 0;
-  });
-  for (index_t p = 0; p < kCheckParts; ++p)
-    if (good[to_size(p)] == 0 && part(p).rows > 0)
-      io::check_nonnegative<T>(part(p), name, layout.a_rows.first + p * v.rows / kCheckParts, layout.a_cols.first,
-                               transposed);
-}
-
-template <class T>
-void check_in_parts(const DenseView<const T>& v, const std::string& name, const dist::Layout& layout, bool transposed) {
-  std::array<int, kCheckParts> good{};
-  const auto first_col = [&](index_t p) { return p * v.cols / kCheckParts; };
-  util::for_each_index(kCheckParts, v.rows * v.cols >= (index_t{1} << 16), [&](index_t p) {
-    bool all = true;
-    for (index_t j = first_col(p); j < first_col(p + 1); ++j)
-      for (index_t i = 0; i < v.rows; ++i) all &= io::acceptable_entry(v.data[i + j * v.ld]);
-    good[to_size(p)] = all ? 1 : 0;
-  });
-  for (index_t p = 0; p < kCheckParts; ++p)
-    if (good[to_size(p)] == 0) {
-      const DenseView<const T> cols{v.data + first_col(p) * v.ld, v.rows, first_col(p + 1) - first_col(p), v.ld};
-      io::check_nonnegative<T>(cols, name, layout.a_rows.first, layout.a_cols.first + first_col(p), transposed);
-    }
-}
 
 /// An in-memory source's block: the caller's matrix itself when one process of the same precision holds it all
 /// (no copy), else a sliced (and converted) copy. Its entries are checked once its operand exists (make_operand).
@@ -144,7 +102,11 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
     io::detail::run_agreed(world, source.name(), [&] {
       const backend::MatrixStats stats = local.operand->stats();
       if (!stats.entries_checked || !stats.entries_acceptable)
-        std::visit([&](const auto& v) { check_in_parts<T>(v, source.name(), layout, transposed); }, *local.host);
+        std::visit(
+            [&](const auto& v) {
+              io::check_nonnegative<T>(v, source.name(), layout.a_rows.first, layout.a_cols.first, transposed);
+            },
+            *local.host);
     });
   }
   return local;

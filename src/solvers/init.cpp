@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "dnmf/io.hpp"
 #include "solvers/truncated_svd.hpp"
 #include "util/dense_transpose.hpp"
 #include "util/random.hpp"
@@ -93,7 +93,7 @@ void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char
   const T* v = x->data();
   const index_t count = rows * cols;
   bool good = true;
-  for (index_t p = 0; p < count; ++p) good &= v[p] >= T(0) && v[p] <= std::numeric_limits<T>::max();
+  for (index_t p = 0; p < count; ++p) good &= io::acceptable_entry(v[p]);
   if (good) return;
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)

@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "backend/tiles.hpp"
 #include "backend/update_rules.hpp"
 #include "dnmf/index.hpp"
+#include "dnmf/io.hpp"
 #include "util/parallel_loops.hpp"
 
 namespace dnmf::backend {
@@ -340,13 +340,13 @@ std::array<double, 3> sum_and_squares(const T* x, index_t n) {
       const auto v = static_cast<double>(x[i + t]);
       s[t] += v;
       q[t] += v * v;
-      good &= x[i + t] >= T(0) && x[i + t] <= std::numeric_limits<T>::max();
+      good &= io::acceptable_entry(x[i + t]);
     }
   for (; i < n; ++i) {
     const auto v = static_cast<double>(x[i]);
     s[0] += v;
     q[0] += v * v;
-    good &= x[i] >= T(0) && x[i] <= std::numeric_limits<T>::max();
+    good &= io::acceptable_entry(x[i]);
   }
   const auto pairwise = [](const double* p) {
     return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
