@@ -133,12 +133,11 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   for (const index_t k : options.ks) result.ranks.push_back({k, {}, 0, 0, {}});
   for (int fold = 0; fold < options.folds; ++fold) {
     std::vector<char> held(entries.size(), 0);
+    util::for_each_uniform01(options.factor.seed, static_cast<std::uint64_t>(util::Stream::holdout),
+                             static_cast<std::uint64_t>(fold) * entries.size(), static_cast<index_t>(entries.size()),
+                             [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
     index_t count = 0;
-    for (std::size_t e = 0; e < entries.size(); ++e) {
-      const auto index = static_cast<std::uint64_t>(fold) * entries.size() + e;
-      held[e] = util::uniform01(options.factor.seed, util::Stream::holdout, index) <= options.holdout ? 1 : 0;
-      count += held[e];
-    }
+    for (const char h : held) count += h;
     if (count == 0)
       throw UsageError(source.name() + ": --holdout " + std::to_string(options.holdout) + " hides no entry of " +
                        std::to_string(base.observed) + " observed ones");

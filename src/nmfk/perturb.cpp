@@ -1,6 +1,8 @@
 #include "nmfk/perturb.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "dnmf/index.hpp"
 #include "util/random.hpp"
@@ -30,15 +32,17 @@ double poisson_inversion(double lambda, double u) {
   return x;
 }
 
+// The stream word keeps the perturbation purpose in its low byte (never colliding with the other streams of
+// util::Stream) and the perturbation number and draw above it.
+std::uint64_t perturbation_stream(int p, std::uint32_t draw) {
+  return static_cast<std::uint64_t>(util::Stream::perturbation) |
+         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)) << 8) | (static_cast<std::uint64_t>(draw) << 40);
+}
+
 }  // namespace
 
 double perturbation_uniform(std::uint64_t seed, int p, std::uint64_t index, std::uint32_t draw) {
-  // The stream word keeps the perturbation purpose in its low byte (never colliding with the other streams of
-  // util::Stream) and the perturbation number and draw above it.
-  const std::uint64_t stream = static_cast<std::uint64_t>(util::Stream::perturbation) |
-                               (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)) << 8) |
-                               (static_cast<std::uint64_t>(draw) << 40);
-  const auto r = util::philox4x32(seed, stream, index);
+  const auto r = util::philox4x32(seed, perturbation_stream(p, draw), index);
   const std::uint64_t bits = (static_cast<std::uint64_t>(r[0]) << 32 | r[1]) >> 11;
   return static_cast<double>(bits + 1) * 0x1.0p-53;
 }
@@ -67,21 +71,36 @@ double poisson_draw(double lambda, std::uint64_t seed, int p, std::uint64_t inde
 template <class T>
 MatrixBlock<T> perturb_block(const MatrixBlock<T>& block, index_t row0, index_t col0, index_t m, Perturbation kind,
                              double epsilon, std::uint64_t seed, int p) {
-  auto perturbed = [&](double a, index_t i, index_t j) -> T {
-    const auto index =
-        static_cast<std::uint64_t>(row0 + i) + static_cast<std::uint64_t>(col0 + j) * static_cast<std::uint64_t>(m);
-    if (kind == Perturbation::poisson) return static_cast<T>(poisson_draw(a, seed, p, index));
-    if (a == 0) return T(0);
-    return static_cast<T>(a * (1 + epsilon * (2 * perturbation_uniform(seed, p, index) - 1)));
+  const auto counter = [&](index_t i, index_t j) {
+    return static_cast<std::uint64_t>(row0 + i) + static_cast<std::uint64_t>(col0 + j) * static_cast<std::uint64_t>(m);
   };
+  // Uniform noise takes its draws in runs of the vectorised generator (util::uniform01_run / _at: the same
+  // numbers as perturbation_uniform); Poisson draws take one or several each, one entry at a time.
+  const auto scaled = [&](double a, double u) -> T {
+    if (a == 0) return T(0);
+    return static_cast<T>(a * (1 + epsilon * (2 * u - 1)));
+  };
+  const std::uint64_t stream = perturbation_stream(p, 0);
+  constexpr index_t kRun = 1024;
   MatrixBlock<T> out;
   out.sparse = block.sparse;
   if (!block.sparse) {
     const DenseMatrix<T>& a = block.dense;
     out.dense = DenseMatrix<T>(a.rows(), a.cols());
 #pragma omp parallel for schedule(static)
-    for (index_t j = 0; j < a.cols(); ++j)
-      for (index_t i = 0; i < a.rows(); ++i) out.dense(i, j) = perturbed(static_cast<double>(a(i, j)), i, j);
+    for (index_t j = 0; j < a.cols(); ++j) {
+      if (kind == Perturbation::poisson) {
+        for (index_t i = 0; i < a.rows(); ++i)
+          out.dense(i, j) = static_cast<T>(poisson_draw(static_cast<double>(a(i, j)), seed, p, counter(i, j)));
+        continue;
+      }
+      double u[kRun];
+      for (index_t i0 = 0; i0 < a.rows(); i0 += kRun) {  // a column's counters are consecutive
+        const index_t len = std::min(kRun, a.rows() - i0);
+        util::uniform01_run(seed, stream, counter(i0, j), to_size(len), u);
+        for (index_t i = i0; i < i0 + len; ++i) out.dense(i, j) = scaled(static_cast<double>(a(i, j)), u[i - i0]);
+      }
+    }
     return out;
   }
   const CsrMatrix<T>& a = block.csr;
@@ -89,9 +108,24 @@ MatrixBlock<T> perturb_block(const MatrixBlock<T>& block, index_t row0, index_t 
   const auto& indptr = a.indptr();
   const auto& indices = a.indices();
 #pragma omp parallel for schedule(static)
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t q = indptr[to_size(i)]; q < indptr[to_size(i + 1)]; ++q)
-      values[to_size(q)] = perturbed(static_cast<double>(a.values()[to_size(q)]), i, indices[to_size(q)]);
+  for (index_t i = 0; i < a.rows(); ++i) {
+    const index_t begin = indptr[to_size(i)], end = indptr[to_size(i + 1)];
+    if (kind == Perturbation::poisson) {
+      for (index_t q = begin; q < end; ++q)
+        values[to_size(q)] = static_cast<T>(
+            poisson_draw(static_cast<double>(a.values()[to_size(q)]), seed, p, counter(i, indices[to_size(q)])));
+      continue;
+    }
+    std::uint64_t at[kRun];
+    double u[kRun];
+    for (index_t q0 = begin; q0 < end; q0 += kRun) {  // a row's counters are a column stride apart
+      const index_t len = std::min(kRun, end - q0);
+      for (index_t q = 0; q < len; ++q) at[q] = counter(i, indices[to_size(q0 + q)]);
+      util::uniform01_at(seed, stream, at, to_size(len), u);
+      for (index_t q = 0; q < len; ++q)
+        values[to_size(q0 + q)] = scaled(static_cast<double>(a.values()[to_size(q0 + q)]), u[q]);
+    }
+  }
   out.csr = CsrMatrix<T>(a.rows(), a.cols(), indptr, indices, std::move(values));
   return out;
 }

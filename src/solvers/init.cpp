@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "dnmf/error.hpp"
@@ -15,7 +16,8 @@ namespace dnmf::solvers {
 namespace {
 
 // Entry (l, i) of W and (l, j) of H are keyed by their global index, so any split of the factors over ranks
-// draws the same numbers.
+// draws the same numbers. Wᵀ's storage (k x rows) holds W's rows in order, entry (l, i) at l + (i - first)·k:
+// one run of counters from first·k, and so for H's columns.
 template <class T>
 Factors<T> random_factors(dist::Range w_rows, dist::Range h_cols, index_t k, std::uint64_t seed, double mean,
                           bool swap_streams) {
@@ -24,14 +26,12 @@ Factors<T> random_factors(dist::Range w_rows, dist::Range h_cols, index_t k, std
   Factors<T> f{DenseMatrix<T>(k, w_rows.size()), DenseMatrix<T>(k, h_cols.size())};
   const util::Stream w_stream = swap_streams ? util::Stream::init_h : util::Stream::init_w;
   const util::Stream h_stream = swap_streams ? util::Stream::init_w : util::Stream::init_h;
-  for (index_t i = w_rows.first; i < w_rows.last; ++i)
-    for (index_t l = 0; l < k; ++l)
-      f.wt(l, i - w_rows.first) =
-          static_cast<T>(scale * util::uniform01(seed, w_stream, static_cast<std::uint64_t>(i * k + l)));
-  for (index_t j = h_cols.first; j < h_cols.last; ++j)
-    for (index_t l = 0; l < k; ++l)
-      f.h(l, j - h_cols.first) =
-          static_cast<T>(scale * util::uniform01(seed, h_stream, static_cast<std::uint64_t>(j * k + l)));
+  T* wt = f.wt.data();
+  T* h = f.h.data();
+  util::for_each_uniform01(seed, static_cast<std::uint64_t>(w_stream), static_cast<std::uint64_t>(w_rows.first * k),
+                           k * w_rows.size(), [&](index_t q, double u) { wt[q] = static_cast<T>(scale * u); });
+  util::for_each_uniform01(seed, static_cast<std::uint64_t>(h_stream), static_cast<std::uint64_t>(h_cols.first * k),
+                           k * h_cols.size(), [&](index_t q, double u) { h[q] = static_cast<T>(scale * u); });
   return f;
 }
 

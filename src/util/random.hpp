@@ -3,8 +3,13 @@
 // The generator is Philox-4x32 with 10 rounds (Salmon et al., SC'11).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+
+#include "dnmf/index.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::util {
 
@@ -36,6 +41,31 @@ inline double uniform01(std::uint64_t seed, Stream stream, std::uint64_t index) 
   const auto r = philox4x32(seed, static_cast<std::uint64_t>(stream), index);
   const std::uint64_t bits = (static_cast<std::uint64_t>(r[0]) << 32 | r[1]) >> 11;
   return static_cast<double>(bits + 1) * 0x1.0p-53;
+}
+
+/// out[c] = uniform01(seed, stream, first + c) for c in [0, count), with the same bits, several counters per
+/// instruction (random.cpp): random starts, sketches and hold-outs draw hundreds of thousands at a time. `stream`
+/// is a Stream's value or another stream word (the perturbations').
+void uniform01_run(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count, double* out);
+
+/// out[c] = uniform01(seed, stream, index[c]) for c in [0, count), as uniform01_run for counters that are not
+/// consecutive (a sparse matrix's entries).
+void uniform01_at(std::uint64_t seed, std::uint64_t stream, const std::uint64_t* index, std::size_t count, double* out);
+
+/// use(q, u) for every q in [0, count) with u = uniform01(seed, stream, first + q): runs of uniform01_run, on the
+/// team where there are enough of them (each value depends on its counter alone, so not on the threads; use
+/// must be safe to call from several threads for distinct q).
+template <class Use>
+void for_each_uniform01(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, index_t count, Use&& use) {
+  constexpr index_t kRun = 2048;
+  constexpr index_t kParallelCount = index_t{1} << 16;
+  const index_t runs = (count + kRun - 1) / kRun;
+  for_each_index(runs, count >= kParallelCount, [&](index_t r) {
+    double u[kRun];
+    const index_t begin = r * kRun, len = std::min(kRun, count - begin);
+    uniform01_run(seed, stream, first + static_cast<std::uint64_t>(begin), static_cast<std::size_t>(len), u);
+    for (index_t q = 0; q < len; ++q) use(begin + q, u[q]);
+  });
 }
 
 }  // namespace dnmf::util

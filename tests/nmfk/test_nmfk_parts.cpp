@@ -66,6 +66,55 @@ TEST(Perturbation, UniformStaysWithinBoundsAndIsDeterministic) {
   EXPECT_GT(differ, counted * 9 / 10) << "perturbation 2 draws other numbers than perturbation 1";
 }
 
+TEST(Perturbation, UniformBlocksDrawEachEntrysOwnNumber) {
+  // Columns and rows longer than the generator's runs, a block away from the origin: every entry is
+  // a·(1 + ε(2U − 1)) with U = perturbation_uniform at the entry's global counter, dense and sparse alike. To
+  // rounding: the library contracts the expression into multiply-adds where this test's build may not; another
+  // entry's U would be off by about ε.
+  const index_t m = 1300, n = 3, row0 = 2, col0 = 4, m_global = 1400;
+  const DenseMatrix<double> a = test::random_dense<double>(m, n, 7, 0.2);
+  const double eps = 0.03;
+  const MatrixBlock<double> dense =
+      perturb_block(dense_block(a), row0, col0, m_global, Perturbation::uniform, eps, 11, 5);
+  const CsrMatrix<double> at = test::to_csr(a);  // rows of 3: the scattered counters
+  MatrixBlock<double> sparse_in;
+  sparse_in.sparse = true;
+  sparse_in.csr = at;
+  const MatrixBlock<double> sparse = perturb_block(sparse_in, row0, col0, m_global, Perturbation::uniform, eps, 11, 5);
+  const auto expected = [&](index_t i, index_t j) {
+    const double v = a(i, j);
+    if (v == 0) return 0.0;
+    const auto counter = static_cast<std::uint64_t>(row0 + i) + static_cast<std::uint64_t>(col0 + j) * m_global;
+    return v * (1 + eps * (2 * perturbation_uniform(11, 5, counter) - 1));
+  };
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = 0; i < m; ++i) ASSERT_NEAR(dense.dense(i, j), expected(i, j), 1e-15 * a(i, j)) << i << "," << j;
+  const CsrMatrix<double>& s = sparse.csr;
+  for (index_t i = 0; i < m; ++i)
+    for (index_t q = s.indptr()[to_size(i)]; q < s.indptr()[to_size(i + 1)]; ++q)
+      ASSERT_NEAR(s.values()[to_size(q)], expected(i, s.indices()[to_size(q)]), 1e-15 * a(i, s.indices()[to_size(q)]))
+          << i;
+  // A sparse row longer than a run: the transpose's 3 rows of up to 1300 entries.
+  const DenseMatrix<double> t = [&] {
+    DenseMatrix<double> x(n, m);
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < m; ++i) x(j, i) = a(i, j);
+    return x;
+  }();
+  MatrixBlock<double> wide;
+  wide.sparse = true;
+  wide.csr = test::to_csr(t);
+  const MatrixBlock<double> wide_p = perturb_block(wide, 0, 0, n, Perturbation::uniform, eps, 11, 5);
+  for (index_t r = 0; r < n; ++r)
+    for (index_t q = wide.csr.indptr()[to_size(r)]; q < wide.csr.indptr()[to_size(r + 1)]; ++q) {
+      const index_t c = wide.csr.indices()[to_size(q)];
+      const double v = wide.csr.values()[to_size(q)];
+      const auto counter = static_cast<std::uint64_t>(r) + static_cast<std::uint64_t>(c) * n;
+      ASSERT_NEAR(wide_p.csr.values()[to_size(q)], v * (1 + eps * (2 * perturbation_uniform(11, 5, counter) - 1)),
+                  1e-15 * v);
+    }
+}
+
 TEST(Perturbation, ABlockEqualsTheSameBlockOfThePerturbedWhole) {
   // Keyed by global index: the split of A over processes cannot change A_p.
   const DenseMatrix<double> a = test::random_dense<double>(17, 13, 2, 0.4);

@@ -344,6 +344,63 @@ TEST(Solvers, TruncatedSvdCapturesAllEnergyOfAnExactlyLowRankMatrix) {
   for (std::size_t t = 1; t < svd.sigma.size(); ++t) EXPECT_GE(svd.sigma[t - 1], svd.sigma[t]);
 }
 
+TEST(Solvers, TruncatedSvdGivesOrthonormalSingularTriplets) {
+  // The identities a singular triplet satisfies, checked on a rank-6 matrix with 1% noise (a gap after σ_6), taller
+  // than wide and wider than tall: A v_t = σ_t u_t and Aᵀ u_t = σ_t v_t for the leading six, U with orthonormal
+  // columns, V too above the gap (V = BᵀE/σ loses orthogonality like σ_1/σ_t below it), σ non-increasing. Dense and
+  // CSR alike.
+  for (const auto& [rows, cols] : {std::pair<index_t, index_t>{300, 120}, {90, 260}}) {
+    PlantedOptions po{.rows = rows, .cols = cols, .rank = 6, .noise = 0.01, .seed = 21};
+    for (const double density : {1.0, 0.4}) {
+      po.density = density;
+      const auto p = make_planted<double>(po);
+      backend::CpuKernels<double> cpu;
+      const auto svd = solvers::truncated_svd(cpu, p.matrix(), 8, 5);
+      ASSERT_EQ(svd.rank, 8);
+      const index_t m = rows, n = cols;
+      DenseMatrix<double> a(m, n);
+      if (p.sparse) {
+        const auto v = p.csr.view();
+        for (index_t i = 0; i < m; ++i)
+          for (index_t q = v.indptr[i]; q < v.indptr[i + 1]; ++q) a(i, v.indices[q]) = v.values[q];
+      } else {
+        a = p.dense;
+      }
+      const auto u = [&](index_t i, index_t t) { return svd.u[to_size(i + t * m)]; };
+      const auto v = [&](index_t j, index_t t) { return svd.v[to_size(j + t * n)]; };
+      const double s1 = svd.sigma[0];
+      for (index_t t = 0; t < 8; ++t) {
+        if (t > 0) {
+          EXPECT_GE(svd.sigma[to_size(t - 1)], svd.sigma[to_size(t)]);
+        }
+        for (index_t q = 0; q <= t; ++q) {
+          double uu = 0, vv = 0;
+          for (index_t i = 0; i < m; ++i) uu += u(i, t) * u(i, q);
+          for (index_t j = 0; j < n; ++j) vv += v(j, t) * v(j, q);
+          EXPECT_NEAR(uu, q == t ? 1.0 : 0.0, 1e-12) << rows << "x" << cols << " " << density << " U " << t << q;
+          if (t < 6) {
+            EXPECT_NEAR(vv, q == t ? 1.0 : 0.0, 1e-12) << rows << "x" << cols << " " << density << " V " << t << q;
+          }
+        }
+        if (t >= 6) continue;
+        double av = 0, atu = 0;  // squared residuals of the two identities
+        for (index_t i = 0; i < m; ++i) {
+          double s = 0;
+          for (index_t j = 0; j < n; ++j) s += a(i, j) * v(j, t);
+          av += (s - svd.sigma[to_size(t)] * u(i, t)) * (s - svd.sigma[to_size(t)] * u(i, t));
+        }
+        for (index_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (index_t i = 0; i < m; ++i) s += a(i, j) * u(i, t);
+          atu += (s - svd.sigma[to_size(t)] * v(j, t)) * (s - svd.sigma[to_size(t)] * v(j, t));
+        }
+        EXPECT_LT(std::sqrt(av), 1e-6 * s1) << rows << "x" << cols << " " << density << " triplet " << t;
+        EXPECT_LT(std::sqrt(atu), 1e-6 * s1) << rows << "x" << cols << " " << density << " triplet " << t;
+      }
+    }
+  }
+}
+
 TEST(Random, CounterBasedValuesDependOnlyOnTheirKey) {
   const double a = util::uniform01(7, util::Stream::init_w, 123);
   for (int i = 0; i < 1000; ++i) (void)util::uniform01(7, util::Stream::init_w, static_cast<std::uint64_t>(i));
