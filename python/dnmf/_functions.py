@@ -35,11 +35,17 @@ def _context(backend, n_threads, memory_budget, grid, comm):
             "grid": grid, "comm": comm_handle(comm)}
 
 
+_PENALTY_KEYS = frozenset({"l1_w", "l2_w", "l1_h", "l2_h"})
+
+
 def _solver(algorithm, max_iter, tol, init, seed, penalties, fused):
     if algorithm not in _ALGORITHMS:
         raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
     options = {"algorithm": algorithm, "max_iter": max_iter, "tol": tol, "init": init, "seed": seed,
                "fused": fused}
+    unknown = sorted(set(penalties or {}) - _PENALTY_KEYS)
+    if unknown:  # a misspelt key would otherwise fit without its penalty
+        raise ValueError(f"unknown penalties {unknown}: the keys are {sorted(_PENALTY_KEYS)}")
     options.update({key: float(value) for key, value in (penalties or {}).items()})
     return options
 

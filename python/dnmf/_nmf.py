@@ -28,6 +28,8 @@ def _seed(random_state):
 
 def project(X, components, backend):
     """W ≥ 0 minimising ‖X − W components‖_F, each row exactly (block principal pivoting), in X's precision."""
+    # Checked here, not only in the library, so that a bad entry is named where it is in X (the library sees Xᵀ).
+    _check_masked_input(X, None, None, None)
     basis = np.asfortranarray(components.T, dtype=X.dtype)
     # The library solves H for A ≈ W H with W fixed; here A = Xᵀ, whose column-major storage is X's C order
     # (the CSR of Xᵀ is the CSC of X).
@@ -41,8 +43,9 @@ def _transposed(X):
     return X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
 
 
-def _first_bad(values, bad, what, why=""):
-    """DataError naming the first bad entry in X's orientation (the library sees Xᵀ and would name it swapped)."""
+def _first_bad(values, bad, what, why="", nan_hint=""):
+    """DataError naming the first bad entry in X's orientation (the library sees Xᵀ and would name it swapped);
+    `nan_hint` is added when that entry is NaN."""
     if hasattr(values, "tocoo"):
         coo = values.tocoo()
         at = np.flatnonzero(bad)
@@ -50,12 +53,13 @@ def _first_bad(values, bad, what, why=""):
     else:
         i, j = (int(x) for x in np.argwhere(bad)[0])
         v = values[i, j]
-    raise _core.DataError(f"{what} at row {i}, column {j} (0-based) is {v}{why}")
+    raise _core.DataError(f"{what} at row {i}, column {j} (0-based) is {v}{why}{nan_hint if np.isnan(v) else ''}")
 
 
 def _check_masked_input(X, weights, missing, unstored):
     """The checks the library makes, with places in X's orientation: weights finite and >= 0; observed entries
-    of X finite and >= 0 (a hidden entry may hold anything)."""
+    of X finite and >= 0 (a hidden entry may hold anything; without a mask, missing or unstored every entry is
+    observed)."""
     sparse = hasattr(X, "tocoo")
     if weights is not None:
         w = weights.tocoo().data if hasattr(weights, "tocoo") else weights
@@ -81,9 +85,8 @@ def _check_masked_input(X, weights, missing, unstored):
         observed &= ~np.isnan(X)
     bad = observed & ~(np.isfinite(X) & (X >= 0))
     if bad.any():
-        why = "; observed entries must be finite and >= 0"
-        _first_bad(X, bad, "X: observed entry", why + (" (missing='nan' takes NaN entries as missing)"
-                                                       if missing is None else ""))
+        _first_bad(X, bad, "X: observed entry", "; observed entries must be finite and >= 0",
+                   " (missing='nan' takes NaN entries as missing)" if missing is None else "")
 
 
 def project_masked(X, components, backend, mask=None, missing=None, unstored=None):
@@ -187,9 +190,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 return H.shape[0]
             if self.init == "custom" and W is not None:
                 return W.shape[1]
-            return n_features
+            return min(n_samples, n_features)
         if k is None:
-            return n_features
+            # scikit-learn keeps n_features; the library refuses k > min(m, n), whose factors are not determined
+            # by the data, so a wide X would fail at the default (docs/python.md).
+            return min(n_samples, n_features)
         if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(f"n_components must be a positive integer or 'auto', got {k!r}")
         return int(k)
@@ -331,8 +336,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if H.shape != (k, n_features):
             raise ValueError(f"Array with wrong shape passed to NMF (input H). Expected {(k, n_features)}, "
                              f"but got {H.shape}")
-        if np.min(W) < 0 or np.min(H) < 0:
-            raise ValueError("Negative values in data passed to NMF (input W or H)")
+        for name, x in (("W", W), ("H", H)):
+            # min and max catch NaN (it propagates) and ±inf without a temporary of the array's size.
+            if x.size and not (np.min(x) >= 0 and np.max(x) <= np.finfo(x.dtype).max):
+                i, j = (int(v) for v in np.argwhere(~(np.isfinite(x) & (x >= 0)))[0])
+                raise ValueError(f"Negative or non-finite values in data passed to NMF (input {name}): "
+                                 f"{name}[{i}, {j}] is {x[i, j]}")
         return W, H  # in any order: the library copies them by blocks of rows
 
     @staticmethod

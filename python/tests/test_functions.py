@@ -118,3 +118,10 @@ def test_nmfk_plot(tmp_path):
     ax.figure.savefig(tmp_path / "nmfk.png")
     assert (tmp_path / "nmfk.png").stat().st_size > 10_000
     assert len(ax.lines) >= 3
+
+
+def test_a_misspelt_penalty_is_refused():
+    X = np.random.default_rng(0).random((20, 15))
+    with pytest.raises(ValueError, match=r"unknown penalties \['l1_W'\]"):
+        dnmf.factor(X, 3, max_iter=5, penalties={"l1_W": 1.0})
+    assert dnmf.factor(X, 3, max_iter=5, penalties={"l1_w": 1.0}).rel_error > 0

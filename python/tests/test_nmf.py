@@ -253,3 +253,67 @@ def test_feature_names_and_output_names():
     model = dnmf.NMF(2, max_iter=20).fit(X)
     assert list(model.feature_names_in_) == ["a", "b", "c", "d"]
     assert list(model.get_feature_names_out()) == ["nmf0", "nmf1"]
+
+
+def test_transform_names_a_bad_entry_where_it_is_in_x():
+    X = planted(40, 30, 3, seed=4, noise=0.02)
+    model = dnmf.NMF(3, random_state=0, max_iter=30).fit(X)
+    bad = X[:5].copy()
+    bad[2, 7] = -1.5
+    with pytest.raises(dnmf.DataError, match=r"row 2, column 7 \(0-based\) is -1.5"):
+        model.transform(bad)
+    bad[2, 7] = np.nan
+    with pytest.raises(dnmf.DataError, match=r"row 2, column 7 \(0-based\) is nan.*missing='nan'"):
+        model.transform(bad)
+    with pytest.raises(dnmf.DataError, match=r"row 2, column 7"):
+        model.transform(sp.csr_matrix(np.where(np.isnan(bad), -1.0, bad)))
+
+
+def test_a_wide_matrix_fits_at_the_default_rank():
+    X = planted(12, 50, 3, seed=5, noise=0.02)
+    model = dnmf.NMF(random_state=0, max_iter=20).fit(X)
+    assert model.n_components_ == 12 and model.components_.shape == (12, 50)
+
+
+def test_a_bad_custom_start_is_named_as_given():
+    X = planted(30, 20, 3, seed=6, noise=0.02)
+    rng = np.random.default_rng(0)
+    W0, H0 = rng.random((30, 3)), rng.random((3, 20))
+    for name, arrays in (("W", (W0, H0)), ("H", (H0, W0))):
+        bad = arrays[0].copy()
+        bad[2, 1] = np.nan if name == "W" else np.inf
+        W, H = (bad, H0) if name == "W" else (W0, bad)
+        with pytest.raises(ValueError, match=rf"input {name}\): {name}\[2, 1\] is"):
+            dnmf.NMF(3, init="custom", max_iter=5).fit(X, W=W, H=H)
+
+
+def test_kl_reconstruction_error_is_that_of_the_returned_factors():
+    # sqrt(2 · KL(X ‖ WH)) of the W and H returned, computed here (scikit-learn's definition); the library's KL
+    # figures during the iterations are half a step behind.
+    X = planted(50, 40, 4, seed=7, noise=0.05)
+    for iters in (1, 9):
+        model = dnmf.NMF(4, solver="mu", beta_loss="kullback-leibler", max_iter=iters, tol=0, random_state=1)
+        W = model.fit_transform(X)
+        M = W @ model.components_
+        kl = np.sum(X * np.log(X / M) - X + M)
+        assert model.reconstruction_err_ == pytest.approx(np.sqrt(2 * kl), rel=1e-10)
+        # With a mask: the weighted KL over the observed entries.
+        mask = (np.random.default_rng(iters).random(X.shape) > 0.2).astype(float)
+        W = model.fit_transform(X, mask=mask)
+        M = W @ model.components_
+        kl = np.sum(mask * (X * np.log(X / M) - X + M))
+        assert model.reconstruction_err_ == pytest.approx(np.sqrt(2 * kl), rel=1e-10)
+
+
+def test_the_fit_does_not_depend_on_the_data_scale():
+    # A multiple c·X is fitted to the same relative error (the divisions' guard scales with the data): at
+    # c = 1e-12 the guard once exceeded MU's divisors and the factors came back zero.
+    X = planted(40, 30, 3, seed=8, noise=0.02)
+    for solver in ("mu", "cd", "bpp"):
+        errors = []
+        for c in (1.0, 1e-12, 1e12):
+            model = dnmf.NMF(3, solver=solver, max_iter=50, tol=0, random_state=3, init="random")
+            W = model.fit_transform(c * X)
+            errors.append(np.linalg.norm(c * X - W @ model.components_) / np.linalg.norm(c * X))
+        assert errors[1] == pytest.approx(errors[0], rel=1e-8) and errors[2] == pytest.approx(errors[0], rel=1e-8)
+        assert errors[0] < 0.1

@@ -222,6 +222,25 @@ void scale_rows(DenseMatrix<T>& x, const std::vector<double>& scale, bool divide
     }
 }
 
+// The stored run sees the initial factors of a transposed source swapped and transposed, and would name them so:
+// they are checked here first, as the caller gave them (shapes against A where it is in memory).
+template <class T>
+void check_initial_as_given(const Source& source, index_t k, const InitialFactors<T>& initial) {
+  const auto shape_error = [&](const char* name, index_t rows, index_t cols, index_t want_rows, index_t want_cols) {
+    if (rows != want_rows || cols != want_cols)
+      throw UsageError(source.name() + ": initial " + name + " is " + std::to_string(rows) + "x" +
+                       std::to_string(cols) + ", expected " + std::to_string(want_rows) + "x" +
+                       std::to_string(want_cols));
+  };
+  if (const MatrixRef<T>* stored = source.stored<T>(); stored != nullptr) {
+    const index_t m = cols_of(*stored), n = rows_of(*stored);  // the stored matrix is Aᵀ
+    shape_error("W", initial.W.rows(), initial.W.cols(), m, k);
+    shape_error("H", initial.H.rows(), initial.H.cols(), k, n);
+  }
+  io::check_nonnegative(initial.W.view(), source.name() + ": initial W");
+  io::check_nonnegative(initial.H.view(), source.name() + ": initial H");
+}
+
 }  // namespace
 
 template <class T>
@@ -231,7 +250,10 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   if (!source.transposed()) return factor_stored<T>(source, false, options, context, gather_mode, initial);
   // Aᵀ ≈ H'ᵀ... : factoring the stored Aᵀ = W' H' gives A = H'ᵀ W'ᵀ, so W = H'ᵀ and H = W'ᵀ, with no copy of A.
   std::optional<InitialFactors<T>> initial_t;
-  if (initial != nullptr) initial_t = InitialFactors<T>{util::transposed(initial->H), util::transposed(initial->W)};
+  if (initial != nullptr) {
+    check_initial_as_given(source, options.rank, *initial);
+    initial_t = InitialFactors<T>{util::transposed(initial->H), util::transposed(initial->W)};
+  }
   FactorOptions options_t = options;  // W's penalties are H's of the stored run, and the other way round
   std::swap(options_t.penalties.l1_w, options_t.penalties.l1_h);
   std::swap(options_t.penalties.l2_w, options_t.penalties.l2_h);

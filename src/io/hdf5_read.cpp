@@ -397,8 +397,9 @@ MatrixShape hdf5_shape(const std::string& path) {
   const Hdf5Path parts = split_hdf5_path(path);
   const h5::QuietErrors quiet;
   check_file(parts.file);
-  const Id file = h5::checked(H5Fopen(parts.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
-                              parts.file + ": cannot open as HDF5");
+  const hid_t opened = H5Fopen(parts.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (opened < 0) h5::fail_data(parts.file + ": cannot open as HDF5");
+  const Id file(opened, H5Fclose);
   const Matrix m = locate(file.get(), parts.file, parts.object);
   return {m.rows, m.cols, m.stored, m.sparse};
 }
@@ -414,7 +415,7 @@ LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::R
   // The object's metadata: the same on every rank (identical calls on the same file).
   std::optional<Matrix> matrix;
   detail::run_agreed(comm, path, [&] {
-    if (!file.valid()) h5::fail(parts.file + ": cannot open as HDF5");
+    if (!file.valid()) h5::fail_data(parts.file + ": cannot open as HDF5");
     matrix.emplace(locate(file.get(), parts.file, parts.object));
   });
   // This rank's rows: independent reads.

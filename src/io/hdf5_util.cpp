@@ -36,6 +36,11 @@ void fail(const std::string& what) {
   throw Error(reason.empty() ? what : what + ": " + reason);
 }
 
+void fail_data(const std::string& what) {
+  const std::string reason = last_error();
+  throw DataError(reason.empty() ? what : what + ": " + reason);
+}
+
 Id checked(hid_t id, Id::Close close, const std::string& what) {
   if (id < 0) fail(what);
   return Id(id, close);

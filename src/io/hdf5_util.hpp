@@ -63,6 +63,8 @@ std::string last_error();
 
 /// Throws dnmf::Error "<what>: <HDF5's reason>".
 [[noreturn]] void fail(const std::string& what);
+/// fail() for a file that is not readable HDF5 (truncated, damaged, another format): a DataError, exit 3.
+[[noreturn]] void fail_data(const std::string& what);
 
 /// `id` when valid, else fail(what).
 Id checked(hid_t id, Id::Close close, const std::string& what);

@@ -58,7 +58,9 @@ std::string describe_bad_entry(index_t row, index_t col, T value) {
                              "(the smallest is 1.4e-45)";
     message += "; use --precision f64, or rescale the matrix";
   } else if (std::isnan(value)) {
-    message += "NaN; input must be finite and non-negative";
+    message +=
+        "NaN; input must be finite and non-negative (to fit NaN entries as missing values: --missing nan, "
+        "or missing='nan' in Python)";
   } else if (std::isinf(value)) {
     message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";
   } else {

@@ -108,7 +108,8 @@ std::string ZipArchive::read_bytes(std::size_t index, std::uint64_t count, bool 
   }
   const std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive_, index, 0), zip_fclose);
   if (!file) throw DataError(where + ": cannot open the member: " + zip_strerror(archive_));
-  const auto failed = [&] { return Error(where + ": cannot uncompress: " + zip_file_strerror(file.get())); };
+  // A CRC or zlib stream error: the archive's bytes are damaged (bad input data, exit 3).
+  const auto failed = [&] { return DataError(where + ": cannot uncompress: " + zip_file_strerror(file.get())); };
   std::uint64_t got = 0;
   while (got < count) {
     const zip_int64_t n = zip_fread(file.get(), bytes.data() + got, count - got);

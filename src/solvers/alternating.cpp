@@ -155,8 +155,10 @@ class Iteration {
         k_(options.rank),
         kl_(options.algorithm == Algorithm::kl),
         extrapolate_(options.extrapolate),
-        rule_h_(update_rule(options.algorithm, kEps, options.penalties.l1_h, options.penalties.l2_h)),
-        rule_w_(update_rule(options.algorithm, kEps, options.penalties.l1_w, options.penalties.l2_w)),
+        rule_h_(update_rule(options.algorithm, guard(options, stats, layout), options.penalties.l1_h,
+                            options.penalties.l2_h)),
+        rule_w_(update_rule(options.algorithm, guard(options, stats, layout), options.penalties.l1_w,
+                            options.penalties.l2_w)),
         world_(world),
         row_comm_(w_split),
         col_comm_(h_split),
@@ -216,7 +218,10 @@ class Iteration {
   }
 
  private:
-  static constexpr double kEps = std::is_same_v<T, float> ? 1e-12 : 1e-16;
+  static double guard(const FactorOptions& options, const backend::MatrixStats& stats, const dist::Layout& layout) {
+    return division_guard(options.algorithm, std::is_same_v<T, float>, stats.squared_norm,
+                          static_cast<double>(layout.m) * static_cast<double>(layout.n));
+  }
 
   void upload(const Factors<T>& factors) {
     wt_.upload(factors.wt.data());

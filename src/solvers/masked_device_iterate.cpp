@@ -310,7 +310,8 @@ class DeviceIteration {
 template <class T>
 FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f,
                                          backend::MaskedDevice<T>& device) {
-  constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the host iteration
+  const double eps = division_guard(options.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm,
+                                    static_cast<double>(p.observed));  // as the host iteration
   const auto& pen = options.penalties;
   const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
   const backend::UpdateRule rule_w = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);

@@ -81,7 +81,8 @@ class GridIteration {
         full_gram_(!direct_ && !kl_),
         record_(options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp ? k_ + k_ * (k_ + 1) / 2
                                                                                             : 2 * k_) {
-    constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the unmasked iteration
+    const double eps = division_guard(options.algorithm, std::is_same_v<T, float>, p_.weighted_squared_norm,
+                                      static_cast<double>(p_.observed));  // as on one process
     const auto& pen = options.penalties;
     h_.half = &p_.h_half;
     h_.along = &grid.col_comm();

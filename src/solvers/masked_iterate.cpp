@@ -517,17 +517,24 @@ FactorResult<T> run_deferred_figures_loop(const MaskedProblem<T>& p, const Facto
 }  // namespace
 
 template <class T>
-double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt, const DenseMatrix<T>& h) {
+double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt, const DenseMatrix<T>& h,
+                             double* kl_objective) {
   const MaskedHalf<T>& half = p.h_half;
   const index_t k = wt.rows();
-  std::vector<double> per_column(to_size(half.cols), 0.0);  // summed in order: independent of the schedule
+  // Per column, summed in order: independent of the schedule.
+  std::vector<double> per_column(to_size(half.cols), 0.0), kl_column(kl_objective ? to_size(half.cols) : 0, 0.0);
 #pragma omp parallel for schedule(static)
   for (index_t j = 0; j < half.cols; ++j) {
     const T* hj = h.data() + j * k;
     double& num = per_column[to_size(j)];
     const auto add = [&](index_t i, double wa, double w) {
-      const double r = wa / w - lane_dot(wt.data() + i * k, hj, k);
+      const double q = lane_dot(wt.data() + i * k, hj, k);
+      const double r = wa / w - q;
       num += w * r * r;
+      if (kl_objective != nullptr) {  // w·(a·log(a / q) − a + q), as the iterations' KL figures sum it
+        const double log_term = wa == 0 ? 0.0 : wa * std::log(wa / w / std::max(q, backend::kl_model_floor));
+        kl_column[to_size(j)] += log_term - wa + w * q;
+      }
     };
     if (half.dense) {
       for (index_t i = 0; i < half.rows; ++i) {
@@ -542,13 +549,21 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
   }
   double num = 0;
   for (const double v : per_column) num += v;
+  if (kl_objective != nullptr) {
+    *kl_objective = 0;
+    for (const double v : kl_column) *kl_objective += v;
+  }
   return std::sqrt(num / p.weighted_squared_norm);
 }
 
 template <class T>
 void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f, FactorResult<T>& result) {
   if (options.normalize) normalise(f);
-  set_final_figures(result, masked_relative_error(p, f.wt, f.h), p.weighted_squared_norm);
+  // KL's iteration figures are of the pair before the last H update: its objective is taken at the returned one.
+  const bool kl = options.algorithm == Algorithm::kl && !result.objective_history.empty();
+  double kl_objective = 0;
+  set_final_figures(result, masked_relative_error(p, f.wt, f.h, kl ? &kl_objective : nullptr), p.weighted_squared_norm);
+  if (kl) result.objective = kl_objective;
 }
 
 template <class T>
@@ -559,7 +574,8 @@ void zero_unobserved(const MaskedProblem<T>& p, Factors<T>& f) {
 
 template <class T>
 FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f) {
-  constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the unmasked iteration
+  const double eps = division_guard(options.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm,
+                                    static_cast<double>(p.observed));
   const auto& pen = options.penalties;
   const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
   const backend::UpdateRule rule_w = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);
@@ -621,8 +637,8 @@ template void finish_masked<double>(const MaskedProblem<double>&, const FactorOp
 template void zero_unobserved<float>(const MaskedProblem<float>&, Factors<float>&);
 template void zero_unobserved<double>(const MaskedProblem<double>&, Factors<double>&);
 template double masked_relative_error<float>(const MaskedProblem<float>&, const DenseMatrix<float>&,
-                                             const DenseMatrix<float>&);
+                                             const DenseMatrix<float>&, double*);
 template double masked_relative_error<double>(const MaskedProblem<double>&, const DenseMatrix<double>&,
-                                              const DenseMatrix<double>&);
+                                              const DenseMatrix<double>&, double*);
 
 }  // namespace dnmf::solvers

@@ -26,8 +26,10 @@ void finish_masked(const MaskedProblem<T>& problem, const FactorOptions& options
 template <class T>
 void zero_unobserved(const MaskedProblem<T>& problem, Factors<T>& factors);
 
-/// sqrt(Σ w (a - (WH)_ij)² / Σ w a²) over the observed entries, computed directly (Wt: k x m, H: k x n).
+/// sqrt(Σ w (a - (WH)_ij)² / Σ w a²) over the observed entries, computed directly (Wt: k x m, H: k x n); with
+/// `kl_objective`, also the weighted KL(A ‖ WH) = Σ w (a·log(a / m) − a + m) over them, stored there.
 template <class T>
-double masked_relative_error(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt, const DenseMatrix<T>& h);
+double masked_relative_error(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt, const DenseMatrix<T>& h,
+                             double* kl_objective = nullptr);
 
 }  // namespace dnmf::solvers

@@ -184,7 +184,8 @@ class Iteration {
  public:
   Iteration(StreamedMaskedProblem<T>& p, const FactorOptions& o, Factors<T>& f)
       : p_(p), o_(o), f_(f), side_(p.tiles->direction()), k_(o.rank) {
-    constexpr double eps = std::is_same_v<T, float> ? 1e-12 : 1e-16;  // as the unmasked iteration
+    const double eps = division_guard(o.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm,
+                                      static_cast<double>(p.observed));  // as the in-memory iteration
     const auto& pen = o.penalties;
     const backend::UpdateRule rule_h = update_rule(o.algorithm, eps, pen.l1_h, pen.l2_h);
     const backend::UpdateRule rule_w = update_rule(o.algorithm, eps, pen.l1_w, pen.l2_w);

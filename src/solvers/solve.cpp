@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -68,11 +69,15 @@ template <class T>
 constexpr double kIdentityNoiseFloor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
 
 // ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity; small values are recomputed
-// directly where the whole matrix is at hand and that costs no more than a few products.
+// directly where the whole matrix is at hand and that costs no more than a few products. With `kl_objective`
+// the product is KL's ratio pass, whose sums give the cross term and also KL(A ‖ WH) = Σ a·log(a / m) − Σ a + Σ m
+// (m = (WH)_ij; Σ m is Σ_l of W's column sums times H's row sums), stored there: the iterations' KL figures are of
+// the pair before the last H update, half a step behind what is returned.
 template <class T>
 double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                             const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
-                            const Factors<T>& f, double squared_norm_a) {
+                            const Factors<T>& f, const backend::MatrixStats& stats, double* kl_objective = nullptr) {
+  const double squared_norm_a = stats.squared_norm;
   const index_t k = f.wt.rows();
   DenseMatrix<T> wt_full(k, a.rows()), h_full(k, a.cols());
   grid.row_comm().allgather(f.wt.data(), wt_full.data(), piece_counts(layout.w_piece_sizes, k), dist::scalar_of<T>());
@@ -81,8 +86,25 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   {
     const BackendBuffer<T> wt_dev(kernels, wt_full), h_dev(kernels, h_full);
     const BackendBuffer<T> p(kernels, k, a.cols());
-    a.multiply(backend::Side::H, wt_dev.view(), p.view(), T(0));
-    cross = grid.world().sum(kernels.dot(p.view(), h_dev.view()));
+    if (kl_objective != nullptr) {
+      const backend::KlSums sums = a.kl_multiply(backend::Side::H, wt_dev.view(), h_dev.view(), p.view(), T(0));
+      double both[2] = {sums.a_times_m, sums.a_log_a_over_m};
+      grid.world().allreduce_sum(both, 2);
+      cross = both[0];
+      // Each rank's pieces of W and H are its own: their sums over the world are the factors' sums.
+      std::vector<double> sums_wh(to_size(2 * k), 0.0);
+      for (index_t i = 0; i < f.wt.cols(); ++i)
+        for (index_t l = 0; l < k; ++l) sums_wh[to_size(l)] += static_cast<double>(f.wt(l, i));
+      for (index_t j = 0; j < f.h.cols(); ++j)
+        for (index_t l = 0; l < k; ++l) sums_wh[to_size(k + l)] += static_cast<double>(f.h(l, j));
+      grid.world().allreduce_sum(sums_wh.data(), sums_wh.size());
+      double model_sum = 0;
+      for (index_t l = 0; l < k; ++l) model_sum += sums_wh[to_size(l)] * sums_wh[to_size(k + l)];
+      *kl_objective = both[1] - stats.sum + model_sum;
+    } else {
+      a.multiply(backend::Side::H, wt_dev.view(), p.view(), T(0));
+      cross = grid.world().sum(kernels.dot(p.view(), h_dev.view()));
+    }
   }
   DenseMatrix<T> gw(k, k), gh(k, k);
   host.gram(f.wt.view(), gw.view(), T(0));
@@ -134,7 +156,16 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   double sums[2] = {local.sum, local.squared_norm};
   world.allreduce_sum(sums, 2);
   out.stats = {sums[0], sums[1]};
-  if (!(out.stats.squared_norm > 0)) throw DataError("the matrix is all zeros: there is nothing to factorise");
+  if (!(out.stats.squared_norm > 0)) {
+    if (out.stats.sum > 0) {  // entries so small that their squares underflow (below about 1e-162)
+      char sum[32];
+      std::snprintf(sum, sizeof sum, "%.3g", out.stats.sum);
+      throw DataError(std::string("the matrix's entries are too small to factorise: their squares underflow to zero "
+                                  "(the entries sum to ") +
+                      sum + "); multiply the matrix by a large constant first");
+    }
+    throw DataError("the matrix is all zeros: there is nothing to factorise");
+  }
   // Every error figure and stopping decision is relative to ||A||²; once that overflows, the iteration would
   // report NaN or inf errors at best, so say what happened instead.
   if (!std::isfinite(out.stats.squared_norm))
@@ -155,13 +186,16 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
   // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.
   const std::vector<double>& history = out.result.rel_error_history;
+  out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
   if (options.algorithm != Algorithm::kl && !history.empty() && history.back() >= kIdentityNoiseFloor<T>) {
     out.result.rel_error = history.back();
   } else {
-    out.result.rel_error =
-        final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats.squared_norm);
+    double kl_objective = 0;
+    const bool kl = options.algorithm == Algorithm::kl && !history.empty();
+    out.result.rel_error = final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats,
+                                                kl ? &kl_objective : nullptr);
+    if (kl) out.result.objective = kl_objective;
   }
-  out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
   return out;
 }
 

@@ -1,9 +1,11 @@
 #include <cmath>
 #include <string>
+#include <variant>
 
 #include "backend/kernels.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
+#include "dnmf/io.hpp"
 #include "dnmf/nnls.hpp"
 
 namespace dnmf {
@@ -15,6 +17,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   const index_t k = w.cols;
   if (w.rows != m) throw Error("transform: W has " + std::to_string(w.rows) + " rows but A has " + std::to_string(m));
   if (k < 1) throw Error("transform: W has no columns");
+  // A is the caller's data: a negative or non-finite entry is refused where it is, as factor() refuses it.
+  std::visit([](const auto& view) { io::check_nonnegative(view, "transform: A"); }, a);
   // The basis is given by the caller, so it is checked like input data.
   DenseMatrix<T> wt(k, m);
   for (index_t l = 0; l < k; ++l)

@@ -2,6 +2,9 @@
 
 #include "solvers/update_rule.hpp"
 
+#include <cmath>
+#include <limits>
+
 #include "solvers/bpp.hpp"
 #include "solvers/hals.hpp"
 #include "solvers/listed_products.hpp"
@@ -74,6 +77,16 @@ backend::UpdateRule update_rule(Algorithm algorithm, double eps, double l1, doub
   rule.host_f32 = &host_update<float>;
   rule.host_f64 = &host_update<double>;
   return rule;
+}
+
+double division_guard(Algorithm algorithm, bool single, double squared_norm, double count) {
+  const double base = single ? 1e-12 : 1e-16;
+  const double rms = count > 0 ? std::sqrt(squared_norm / count) : 0.0;
+  if (!(rms > 0) || !std::isfinite(rms)) return base;
+  const double power = algorithm == Algorithm::mu ? 1.5 : algorithm == Algorithm::kl ? 0.5 : 1.0;
+  const double guard = base * std::pow(rms, power);
+  // A guard that underflows to zero guards nothing: the smallest normal double is the floor.
+  return guard > std::numeric_limits<double>::min() ? guard : std::numeric_limits<double>::min();
 }
 
 }  // namespace dnmf::solvers

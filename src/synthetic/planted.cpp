@@ -34,12 +34,13 @@ double noisy(double value, double noise, std::uint64_t seed, std::uint64_t index
 
 template <class T>
 Planted<T> make_planted(const PlantedOptions& o) {
-  if (o.rows < 1 || o.cols < 1) throw Error("planted matrix needs rows >= 1 and cols >= 1");
+  if (o.rows < 1 || o.cols < 1) throw UsageError("planted matrix needs rows >= 1 and cols >= 1");
   if (o.rank < 1 || o.rank > std::min(o.rows, o.cols))
-    throw Error("planted rank " + std::to_string(o.rank) +
-                " must be between 1 and min(rows, cols) = " + std::to_string(std::min(o.rows, o.cols)));
-  if (!(o.density > 0) || o.density > 1) throw Error("density must be in (0, 1], got " + std::to_string(o.density));
-  if (!(o.noise >= 0) || !std::isfinite(o.noise)) throw Error("noise must be >= 0");
+    throw UsageError("planted rank " + std::to_string(o.rank) +
+                     " must be between 1 and min(rows, cols) = " + std::to_string(std::min(o.rows, o.cols)));
+  if (!(o.density > 0) || o.density > 1)
+    throw UsageError("density must be in (0, 1], got " + std::to_string(o.density));
+  if (!(o.noise >= 0) || !std::isfinite(o.noise)) throw UsageError("noise must be >= 0");
   const index_t m = o.rows, n = o.cols, r = o.rank;
   Planted<T> p;
   p.sparse = o.density < 1;

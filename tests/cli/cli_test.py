@@ -482,6 +482,9 @@ def h5ad_input(ctx):
     check((j["format"], j["rows"], j["cols"]) == ("hdf5", 40, 30), "info --json S.h5ad: %r" % j)
     ctx.expect_error(["factor", "S.h5ad:/layers/counts", "-k", 2, "-o", "out"],
                      ["S.h5ad", "no object '/layers/counts'"])
+    # A file cut short is bad input data (exit 3), as a cut .npy is.
+    write_bytes(ctx.path("cut.h5"), open(ctx.path("S.h5"), "rb").read()[:3000])
+    ctx.expect_error(["factor", "cut.h5", "-k", 2, "-o", "out"], ["cut.h5", "cannot open as HDF5"], code=3)
 
 
 @case
@@ -495,7 +498,7 @@ def err_npz_damaged(ctx):
     at = data.index(b"data.npy") + len("data.npy")
     at = data.index(NPY_MAGIC, at) + 64 + 3
     write_bytes(ctx.path("crc.npz"), data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1:])
-    ctx.expect_error(["factor", "crc.npz", "-k", 2, "-o", "out"], ["crc.npz:data.npy", "CRC"])
+    ctx.expect_error(["factor", "crc.npz", "-k", 2, "-o", "out"], ["crc.npz:data.npy", "CRC"], code=3)
     rows[1][0] = -3.0
     scipy_npz(ctx.path("neg.npz"), rows)
     ctx.expect_error(["factor", "neg.npz", "-k", 2, "-o", "out"], ["neg.npz", "row 1", "column 0", "-3"])
@@ -951,6 +954,10 @@ def err_gen_sparse_npy_name(ctx):
     ctx.expect_error(["gen", "--rows", 50, "--cols", 40, "--rank", 2, "--density", 0.1, "-o", "S.npy"],
                      ["S.npy", ".mtx"], out_dir=None)
     check(os.listdir(ctx.work) == [], "gen must write nothing on a bad -o name: %s" % os.listdir(ctx.work))
+    # Planted options that cannot be met are usage errors (exit 2).
+    for bad, needle in ((("--rank", 20, "--rows", 10, "--cols", 12, "--density", 0.5), "planted rank 20"),
+                        (("--rank", 2, "--rows", 10, "--cols", 12, "--density", 0.5, "--noise", -1), "noise")):
+        ctx.expect_error(["gen", *bad, "-o", "S.mtx"], [needle], out_dir=None, code=2)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -482,7 +482,8 @@ TEST_F(Hdf5Test, BadFilesAndDatasets) {
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":A", {3, 6}, {1, 4});
             }),
-            p + ":/A: entry at row 4, column 2 (0-based) is NaN; input must be finite and non-negative");
+            p + ":/A: entry at row 4, column 2 (0-based) is NaN; input must be finite and non-negative (to fit NaN "
+                "entries as missing values: --missing nan, or missing='nan' in Python)");
   EXPECT_NO_THROW(read<double>(p + ":A", {0, 4}, {0, 5}));
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":A", {0, 7}, {0, 5});

@@ -317,6 +317,25 @@ TEST(Masked, ZeroWeightEntriesAreIgnored) {
   }
 }
 
+// The masked iteration's guard scales with the observed entries as the unmasked one's does: data 1e-12 times as
+// large is fitted to the same relative error, with the starting factors scaled by 1e-6 (MU, HALS, BPP; KL too,
+// whose model floor of 1e-30 stays far below this).
+TEST(Masked, ScaledDataGivesTheSameFit) {
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    const Case c = make_case(24, 17, 3, 0.2, 43);
+    const FactorOptions o = masked_options(algo, 3, 30, c.weight);
+    const FactorResult<double> base = factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+    Mat a = c.a, w0 = c.w0, h0 = c.h0;
+    for (double& v : a.storage()) v *= 1e-12;
+    for (double& v : w0.storage()) v *= 1e-6;
+    for (double& v : h0.storage()) v *= 1e-6;
+    const FactorResult<double> r = factorize<double>(a.view(), o, &w0, &h0);
+    EXPECT_NEAR(r.rel_error, base.rel_error, 1e-9 * base.rel_error);
+    EXPECT_LT(r.rel_error, 0.5);
+  }
+}
+
 // Weights of 1 everywhere are no mask: factorize() gives the unmasked run's results exactly, and the masked
 // iteration itself (forced) agrees with it to rounding.
 TEST(Masked, AllOnesWeightsReproduceTheUnmaskedRun) {

@@ -322,6 +322,79 @@ TEST(Solvers, BadOptionsAreClearErrors) {
   EXPECT_THROW((void)factorize<double>(a.view(), o), Error);
 }
 
+DenseMatrix<double> wh_product(const DenseMatrix<double>& w, const DenseMatrix<double>& h) {
+  DenseMatrix<double> out(w.rows(), h.cols());
+  for (index_t j = 0; j < h.cols(); ++j)
+    for (index_t l = 0; l < w.cols(); ++l)
+      for (index_t i = 0; i < w.rows(); ++i) out(i, j) += w(i, l) * h(l, j);
+  return out;
+}
+
+TEST(Solvers, ScaledDataGivesTheSameFitAtItsScale) {
+  // NMF is scale-equivariant: c·A is fitted by factors whose product is c times A's fit. With the divisions'
+  // guard fixed at 1e-16, data of 1e-12 met MU divisors below it and came back as zero factors; the guard now
+  // scales with the data (solvers::division_guard), so every algorithm gives the same relative error and c·WH at
+  // both ends of double's range, dense and sparse. (KL's model floor is 1e-30: its data is counts.)
+  PlantedOptions po{.rows = 60, .cols = 45, .rank = 4, .noise = 0.01, .seed = 17};
+  for (const double density : {1.0, 0.5}) {
+    po.density = density;
+    const auto p = make_planted<double>(po);
+    for (const Algorithm algo : kAll) {
+      const FactorOptions o = options_for(algo, 4, 40);
+      const FactorResult<double> base = factorize<double>(p.matrix(), o);
+      const DenseMatrix<double> base_wh = wh_product(base.W, base.H);
+      for (const double c : {1e-12, 1e-40, 1e12}) {
+        if (algo == Algorithm::kl && c < 1e-20) continue;
+        Planted<double> scaled = p;
+        if (scaled.sparse) {
+          for (double& v : scaled.csr.values()) v *= c;
+        } else {
+          for (double& v : scaled.dense.storage()) v *= c;
+        }
+        const FactorResult<double> fit = factorize<double>(scaled.matrix(), o);
+        const DenseMatrix<double> wh = wh_product(fit.W, fit.H);
+        double diff = 0, norm = 0;
+        for (index_t q = 0; q < wh.rows() * wh.cols(); ++q) {
+          const double want = c * base_wh.data()[q];
+          diff += (wh.data()[q] - want) * (wh.data()[q] - want);
+          norm += want * want;
+        }
+        EXPECT_NEAR(fit.rel_error, base.rel_error, 1e-9 * base.rel_error)
+            << to_string(algo) << " density " << density << " c " << c;
+        EXPECT_LT(std::sqrt(diff), 1e-8 * std::sqrt(norm)) << to_string(algo) << " density " << density << " c " << c;
+      }
+    }
+  }
+}
+
+TEST(Solvers, KlObjectiveIsThatOfTheReturnedFactors) {
+  // The iterations' KL figures are of the pair before the last H update; the reported objective is KL(A ‖ WH) of
+  // the factors returned, summed here directly over every entry (0·log 0 = 0), dense and sparse, 1 and 7 steps.
+  PlantedOptions po{.rows = 40, .cols = 30, .rank = 3, .noise = 0.05, .seed = 23};
+  for (const double density : {1.0, 0.5}) {
+    po.density = density;
+    const auto p = make_planted<double>(po);
+    for (const int iters : {1, 7}) {
+      const FactorResult<double> r = factorize<double>(p.matrix(), options_for(Algorithm::kl, 3, iters));
+      const DenseMatrix<double> m = wh_product(r.W, r.H);
+      double kl = 0;
+      for (index_t j = 0; j < po.cols; ++j)
+        for (index_t i = 0; i < po.rows; ++i) {
+          double a = 0;
+          if (p.sparse) {
+            const auto v = p.csr.view();
+            for (index_t q = v.indptr[i]; q < v.indptr[i + 1]; ++q)
+              if (v.indices[q] == j) a = v.values[q];
+          } else {
+            a = p.dense(i, j);
+          }
+          kl += (a > 0 ? a * std::log(a / m(i, j)) : 0.0) - a + m(i, j);
+        }
+      EXPECT_NEAR(r.objective, kl, 1e-10 * kl) << "density " << density << ", " << iters << " iterations";
+    }
+  }
+}
+
 TEST(Solvers, NndsvdStartsCloserThanRandom) {
   PlantedOptions po{.rows = 200, .cols = 120, .rank = 5, .seed = 4};
   const auto p = make_planted<double>(po);
