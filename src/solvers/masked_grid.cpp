@@ -147,6 +147,7 @@ class GridIteration {
     traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
     if (options_.normalize) normalise();
     set_final_figures(result, final_error(), p_.weighted_squared_norm);
+    if (kl_ && !result.objective_history.empty()) result.objective = kl_objective_;
     return result;
   }
 
@@ -382,25 +383,32 @@ class GridIteration {
     apply_scales(*w_.piece, *h_.piece, s);
   }
 
-  /// sqrt(Σ w (a - (WH)_rc)² / Σ w a²) over the observed entries of all blocks, computed directly.
+  /// sqrt(Σ w (a - (WH)_rc)² / Σ w a²) over the observed entries of all blocks, computed directly; for KL also
+  /// the weighted KL(A ‖ WH) at the returned pair into kl_objective_ (the iterations' figures are of the pair
+  /// before the last H update).
   double final_error() {
     for (Side<T>* s : {&h_, &w_}) publish(*s);
     const MaskedHalf<T>& h = p_.h_half;
-    std::vector<double> per_column(to_size(h.cols), 0.0);
+    std::vector<double> per_column(to_size(h.cols), 0.0), kl_column(to_size(kl_ ? h.cols : 0), 0.0);
 #pragma omp parallel for schedule(static)
     for (index_t j = 0; j < h.cols; ++j) {
       const T* hj = h_.full.data() + j * k_;
-      double s = 0;
+      double s = 0, kl = 0;
       for_each_observed(h, j, [&](index_t r, double wa, double w) {
-        const double d = wa / w - dot_column(w_.full.data() + r * k_, hj, k_);
+        const double q = dot_column(w_.full.data() + r * k_, hj, k_);
+        const double d = wa / w - q;
         s += w * d * d;
+        if (kl_) kl += (wa == 0 ? 0.0 : wa * std::log(wa / w / std::max(q, backend::kl_model_floor))) - wa + w * q;
       });
       per_column[to_size(j)] = s;
+      if (kl_) kl_column[to_size(j)] = kl;
     }
-    double num = 0;
-    for (const double v : per_column) num += v;
-    num = grid_.world().sum(num);
-    return std::sqrt(num / p_.weighted_squared_norm);
+    double sums[2] = {0, 0};
+    for (const double v : per_column) sums[0] += v;
+    for (const double v : kl_column) sums[1] += v;
+    grid_.world().allreduce_sum(sums, 2);
+    kl_objective_ = sums[1];
+    return std::sqrt(sums[0] / p_.weighted_squared_norm);
   }
 
   const MaskedProblem<T>& p_;
@@ -408,9 +416,10 @@ class GridIteration {
   const FactorOptions& options_;
   const index_t k_;
   const bool kl_;
-  const bool direct_;     // the lists hold the observed entries (else corrections of YᵀY)
-  const bool full_gram_;  // the Gram matrices YᵀY are needed (corrected lists, not KL)
-  const index_t record_;  // values per column in the reduce-scatter
+  double kl_objective_ = 0;  // final_error()'s KL objective
+  const bool direct_;        // the lists hold the observed entries (else corrections of YᵀY)
+  const bool full_gram_;     // the Gram matrices YᵀY are needed (corrected lists, not KL)
+  const index_t record_;     // values per column in the reduce-scatter
   Side<T> h_, w_;
 };
 

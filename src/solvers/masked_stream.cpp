@@ -273,10 +273,18 @@ class Iteration {
       for (index_t l = 0; l < tile.lines; ++l) {
         T* xl = x.data() + (tile.first + l) * k_;
         Sums& out = per_line[to_size(l)];
+        // A pass that updates nothing (the final one) also sums KL's figures at the state it reads: the
+        // iterations' are of the pair before the last update.
+        const bool kl_terms = algorithm == Algorithm::kl && !update;
         const auto residual = [&] {
           tile.each(l, [&](index_t r, double a, double w) {
-            const double d = a - dot(y.data() + r * k_, xl, k_);
+            const double q = dot(y.data() + r * k_, xl, k_);
+            const double d = a - q;
             out.residual += w * d * d;
+            if (kl_terms) {
+              if (a > 0) out.kl_log += w * a * std::log(a / std::max(q, backend::kl_model_floor));
+              out.kl_model += w * q;
+            }
           });
         };
         if (before) residual();
@@ -478,6 +486,8 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   if (options.normalize) normalise(f);
   const Sums final_pass = run.pass(true, false, false, false).own;
   set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm);
+  if (options.algorithm == Algorithm::kl && !result.objective_history.empty())
+    result.objective = final_pass.kl_log - p.weighted_sum + final_pass.kl_model;
   return result;
 }
 

@@ -69,6 +69,7 @@ template <class T>
 Outcome outcome_of(const FactorResult<T>& r, const solvers::Factors<T>& f) {
   Outcome out;
   out.result.rel_error = r.rel_error;
+  out.result.objective = r.objective;
   out.result.iterations = r.iterations;
   out.result.converged = r.converged;
   out.result.rel_error_history = r.rel_error_history;
@@ -131,6 +132,8 @@ void expect_same(const Outcome& s, const Outcome& r, double tol, const std::stri
         << what << ": objective at iteration " << i + 1;
   }
   EXPECT_NEAR(s.result.rel_error, r.result.rel_error, 100 * tol * r.result.rel_error) << what;
+  // The final objective, KL's included, is of the returned pair on both paths.
+  EXPECT_NEAR(s.result.objective, r.result.objective, 100 * tol * std::abs(r.result.objective)) << what;
 }
 
 class MaskedStream : public test::TempDirTest {
