@@ -77,11 +77,12 @@ DevicePlan plan_device(const DevicePlanInput& in) {
   };
   p.minimum_budget = cost(min_tile, 2);
   if (in.budget < p.minimum_budget)
-    throw Error("device memory budget " + describe_bytes(in.budget) +
-                " is too small: streaming this block through the device needs at least " +
-                describe_bytes(p.minimum_budget) + " (library reserve " + human_bytes(static_cast<double>(p.reserve)) +
-                " + factors " + human_bytes(static_cast<double>(p.factors)) + " + two tiles of one line, " +
-                human_bytes(static_cast<double>(min_tile)) + " each, and their scratch)");
+    throw UsageError("device memory budget " + describe_bytes(in.budget) +
+                     " is too small: streaming this block through the device needs at least " +
+                     describe_bytes(p.minimum_budget) + " (library reserve " +
+                     human_bytes(static_cast<double>(p.reserve)) + " + factors " +
+                     human_bytes(static_cast<double>(p.factors)) + " + two tiles of one line, " +
+                     human_bytes(static_cast<double>(min_tile)) + " each, and their scratch)");
   const std::size_t whole = std::max<std::size_t>(to_size(a_bytes), min_tile);
   // The largest tile (in whole lines, at most the cap and the block) whose ring of `depth` fits the budget.
   const auto largest = [&](int depth) {

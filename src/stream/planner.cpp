@@ -87,12 +87,12 @@ Plan plan_memory(const PlanInput& in) {
     return p;
   }
   if (in.budget < p.minimum_budget)
-    throw Error("memory budget " + describe_bytes(in.budget) + " is too small: streaming this block needs at least " +
-                describe_bytes(p.minimum_budget) + " (baseline " + human_bytes(static_cast<double>(p.baseline)) +
-                " + runtime " + human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
-                human_bytes(static_cast<double>(p.factors)) + " + workspaces " +
-                human_bytes(static_cast<double>(p.workspace)) + " + two tiles of " +
-                human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
+    throw UsageError(
+        "memory budget " + describe_bytes(in.budget) + " is too small: streaming this block needs at least " +
+        describe_bytes(p.minimum_budget) + " (baseline " + human_bytes(static_cast<double>(p.baseline)) +
+        " + runtime " + human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
+        human_bytes(static_cast<double>(p.factors)) + " + workspaces " + human_bytes(static_cast<double>(p.workspace)) +
+        " + two tiles of " + human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
   p.streamed = true;
   p.staging = static_cast<std::int64_t>(in.staging_bytes);
   const auto available = to_size(in.budget - fixed - p.staging);
