@@ -120,6 +120,24 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   return relative_error_direct<T>(*host_whole, w.view(), f.h.view());
 }
 
+bool kl_run(const FactorOptions& options) { return options.algorithm == Algorithm::kl; }
+
+// l1·Σ + ½·l2·‖·‖² of W and of H, summed over the world's pieces (the Frobenius objective's penalty terms).
+template <class T>
+double start_penalty(dist::Communicator& world, const Factors<T>& f, const Penalties& p) {
+  double sums[4] = {0, 0, 0, 0};  // ΣW, ‖W‖², ΣH, ‖H‖²
+  for (const T v : f.wt.storage()) {
+    sums[0] += static_cast<double>(v);
+    sums[1] += static_cast<double>(v) * static_cast<double>(v);
+  }
+  for (const T v : f.h.storage()) {
+    sums[2] += static_cast<double>(v);
+    sums[3] += static_cast<double>(v) * static_cast<double>(v);
+  }
+  world.allreduce_sum(sums, 4);
+  return p.l1_w * sums[0] + 0.5 * p.l2_w * sums[1] + p.l1_h * sums[2] + 0.5 * p.l2_h * sums[3];
+}
+
 }  // namespace
 
 void check_options(const FactorOptions& o, index_t m, index_t n) {
@@ -182,6 +200,9 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   out.iteration_traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
   out.result.init_seconds = init_seconds;
   out.result.norm_a = std::sqrt(out.stats.squared_norm);
+  // No iteration (--iters 0): the start's penalty terms, taken before normalising as an iteration's are.
+  const bool no_iteration = out.result.objective_history.empty();
+  const double start_penalties = no_iteration ? start_penalty(world, out.pieces, options.penalties) : 0.0;
   if (options.normalize) normalise(world, out.pieces);
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
   // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.
@@ -191,10 +212,14 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
     out.result.rel_error = history.back();
   } else {
     double kl_objective = 0;
-    const bool kl = options.algorithm == Algorithm::kl && !history.empty();
+    const bool kl = options.algorithm == Algorithm::kl;
     out.result.rel_error = final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats,
                                                 kl ? &kl_objective : nullptr);
     if (kl) out.result.objective = kl_objective;
+  }
+  if (!kl_run(options) && no_iteration) {  // the start's objective, as an iteration would have reported it
+    const double e = out.result.rel_error * out.result.norm_a;
+    out.result.objective = 0.5 * e * e + start_penalties;
   }
   return out;
 }

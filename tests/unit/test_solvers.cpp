@@ -395,6 +395,37 @@ TEST(Solvers, KlObjectiveIsThatOfTheReturnedFactors) {
   }
 }
 
+TEST(Solvers, NoIterationReportsTheStartsObjective) {
+  // --iters 0 returns the start: its objective (Frobenius with its penalty terms, or KL) is the start's, summed
+  // here directly, not 0.
+  PlantedOptions po{.rows = 30, .cols = 20, .rank = 3, .noise = 0.05, .seed = 29};
+  const auto p = make_planted<double>(po);
+  for (const Algorithm algo : {Algorithm::mu, Algorithm::kl}) {
+    FactorOptions o = options_for(algo, 3, 0);
+    o.normalize = false;  // the penalties are taken before normalising, as an iteration's are
+    if (algo == Algorithm::mu) o.penalties = {.l1_w = 0.3, .l2_w = 0.2, .l1_h = 0.1, .l2_h = 0.4};
+    const FactorResult<double> r = factorize<double>(p.matrix(), o);
+    ASSERT_EQ(r.iterations, 0);
+    const DenseMatrix<double> m = wh_product(r.W, r.H);
+    double want = 0;
+    for (index_t j = 0; j < po.cols; ++j)
+      for (index_t i = 0; i < po.rows; ++i) {
+        const double a = p.dense(i, j), q = m(i, j);
+        want += algo == Algorithm::kl ? (a > 0 ? a * std::log(a / q) : 0.0) - a + q : 0.5 * (a - q) * (a - q);
+      }
+    const auto penalty = [](const DenseMatrix<double>& x, double l1, double l2) {
+      double sum = 0, squares = 0;
+      for (const double v : x.storage()) {
+        sum += v;
+        squares += v * v;
+      }
+      return l1 * sum + 0.5 * l2 * squares;
+    };
+    if (algo == Algorithm::mu) want += penalty(r.W, 0.3, 0.2) + penalty(r.H, 0.1, 0.4);
+    EXPECT_NEAR(r.objective, want, 1e-10 * want) << to_string(algo);
+  }
+}
+
 TEST(Solvers, NndsvdStartsCloserThanRandom) {
   PlantedOptions po{.rows = 200, .cols = 120, .rank = 5, .seed = 4};
   const auto p = make_planted<double>(po);
