@@ -212,7 +212,8 @@ void check_matrix_descr(const std::string& path, const std::string& descr, NpyHe
   if (size_ok) size = std::stoul(std::string(rest.substr(1)));
 
   const bool supported_size = (kind == 'f' && (size == 4 || size == 8)) ||
-                              ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8));
+                              ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8)) ||
+                              (kind == 'b' && size == 1);
   const bool big_endian = order == '>' && size > 1;
   if (!supported_size || big_endian) {
     std::string reason;
@@ -226,9 +227,10 @@ void check_matrix_descr(const std::string& path, const std::string& descr, NpyHe
       reason = "half precision; ";
     }
     fail(path, "unsupported dtype '" + printable(descr) + "' (" + reason +
-                   "expected little-endian f4 or f8, or an integer type i1..i8/u1..u8)");
+                   "expected little-endian f4 or f8, an integer type i1..i8/u1..u8, or bool)");
   }
-  header.kind = kind;
+  // numpy stores a bool as one byte holding 0 or 1: read as u1 (a boolean mask saved as it is, True = observed).
+  header.kind = kind == 'b' ? 'u' : kind;
   header.word_size = size;
   header.little_endian = true;
 }

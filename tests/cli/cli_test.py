@@ -662,6 +662,13 @@ def masked_factor(ctx):
                "".join("%d %d %g\n" % (i + 1, j + 1, v) for i, j, v in entries))
     ctx.ok("factor", "A.npy", "-k", 2, "--mask", "M.mtx", "-o", "out_mtx")
     check(ctx.report("out_mtx")["observed"] == observed, "observed with the .mtx mask")
+    # The same mask as numpy saves a boolean array ('|b1', one byte per entry): the same fit as the 0/1 float one.
+    flags = bytes(1 if v > 0 else 0 for row in mask for v in row)
+    write_bytes(ctx.path("B.npy"), npy_array("|b1", (m, n), flags))
+    ctx.ok("factor", "A.npy", "-k", 2, "--mask", "B.npy", "--algo", "bpp", "-o", "out_bool")
+    check(ctx.report("out_bool")["observed"] == observed, "observed with the boolean mask")
+    check(same_factors(Npy(ctx.path("out_bool", "W.npy")), Npy(ctx.path("out", "W.npy"))),
+          "the boolean mask's W differs from the float mask's")
     # NaN entries as missing.
     nan_data = [row[:] for row in data]
     nan_data[2][3] = float("nan")
