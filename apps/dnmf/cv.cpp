@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/cross_validation.hpp"
+#include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/nmfk.hpp"
 #include "dnmf/source.hpp"
@@ -39,7 +40,11 @@ std::string csv_text(const CrossValidationResult& r) {
 
 template <class T>
 int run_cv(CvArgs args) {
-  Context context;
+  // The world, so that cross_validate refuses mpirun (every rank would otherwise run the whole sweep and write
+  // the same folder).
+  Context context = Context::world();
+  if (context.size() > 1)  // before any rank makes the output folder
+    throw CollectiveError(UsageError("cross-validation runs on one process (run dnmf cv without mpirun)"));
   CrossValidationOptions& o = args.options;
   on_every_process([&] {
     resolve_solver_options(args.solver, context);

@@ -104,6 +104,8 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   const auto start = std::chrono::steady_clock::now();
   if (api::communicator(context).size() > 1)
     throw CollectiveError(UsageError("cross-validation runs on one process (run without mpirun)"));
+  if (context.grid != "auto" && context.grid != "1x1")
+    throw UsageError("--grid " + context.grid + ": cross-validation runs on one process (grid auto or 1x1)");
   if (context.memory_budget > 0) throw UsageError("cross-validation is not supported with --memory-budget yet");
   CrossValidationOptions options = requested;
   options.factor = api::resolve(requested.factor, context);

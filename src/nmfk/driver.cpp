@@ -122,6 +122,13 @@ Fingerprint make_fingerprint(const NmfkOptions& o, index_t m, index_t n, double 
                {"l2_w", number(s.penalties.l2_w)},
                {"l1_h", number(s.penalties.l1_h)},
                {"l2_h", number(s.penalties.l2_h)}};
+  // Options that change a job's numbers but were not recorded before: listed only where they differ from their
+  // default, so that earlier checkpoints (made at the defaults) still resume and any other setting is refused.
+  const FactorOptions defaults;
+  if (s.extrapolate != defaults.extrapolate) f.options.emplace_back("extrapolate", s.extrapolate ? "on" : "off");
+  if (s.fused != defaults.fused) f.options.emplace_back("fused", s.fused ? "on" : "off");
+  if (s.w_first != defaults.w_first) f.options.emplace_back("w_first", s.w_first ? "on" : "off");
+  if (s.normalize != defaults.normalize) f.options.emplace_back("normalize", s.normalize ? "on" : "off");
   return f;
 }
 

@@ -50,6 +50,8 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
   opts["iters"] = o.factor.max_iterations;
   opts["tol"] = o.factor.tol;
   opts["init"] = to_string(o.factor.init);
+  opts["extrapolate"] = o.factor.extrapolate;
+  opts["fused"] = o.factor.fused;
   opts["seed"] = o.factor.seed;
   opts["precision"] = run.precision;
   opts["backend"] = to_string(o.factor.backend);

@@ -734,6 +734,9 @@ def cv(ctx):
     with open(ctx.path("out", "cv.csv")) as f:
         lines = f.read().splitlines()
     check(lines[0] == "k,mean_heldout_error,standard_error,selected" and len(lines) == 5, "cv.csv: %s" % lines)
+    # One process only: a grid other than 1x1 is refused rather than ignored.
+    ctx.expect_error(["cv", "A.npy", "--k", "2:3", "--grid", "2x2", "-o", "out_grid"], ["--grid 2x2", "one process"],
+                     out_dir=None, code=2)
     ctx.expect_error(["cv", "A.npy", "--k", "2:50", "-o", "out"], ["k=50"], code=2)
 
 

@@ -157,6 +157,19 @@ def grid_mismatch_reported_once(ctx):
 
 
 @case
+def cv_refused_under_mpirun(ctx):
+    """dnmf cv runs on one process: under mpirun it is refused once, with the usage status and no output (every
+    rank once ran the whole cross-validation and wrote the same folder)."""
+    gen(ctx, "A.npy", 30, 20, 3)
+    completed = ctx.run(["cv", "A.npy", "--k", "2:3", "--folds", 2, "-o", "out"], 2, timeout=60)
+    check(completed.returncode == 2, "exit status %d, expected 2 (usage)" % completed.returncode)
+    lines = [e for e in completed.stderr.splitlines() if e.startswith("dnmf: error:")]
+    check(len(lines) == 1, "the error must be printed once, got:\n" + completed.stderr)
+    check("one process" in lines[0], "unclear message: " + lines[0])
+    check(not os.path.exists(ctx.path("out")), "no output may be left behind")
+
+
+@case
 def corrupt_block_ends_job(ctx):
     """A NaN in the rows only rank 1 reads: the job ends with rank 1's error, no hang, no output."""
     rows, cols = 12, 6

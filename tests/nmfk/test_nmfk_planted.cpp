@@ -156,6 +156,11 @@ TEST_F(NmfkRuns, CheckpointedRunResumesWithIdenticalResults) {
   // A wider range and more perturbations reuse what exists; another epsilon is refused, then restarted.
   o.ks = {2, 3, 4, 5};
   EXPECT_EQ(nmfk<double>(planted_.matrix(), o).jobs_loaded, 12);
+  // Extrapolated iterations change every job's numbers: refused as well (they were once reused silently).
+  o.factor.extrapolate = true;  // (hals, as small_options runs)
+  EXPECT_THAT(test::error_message([&] { (void)nmfk<double>(planted_.matrix(), o); }),
+              testing::HasSubstr("extrapolate (none) -> on"));
+  o.factor.extrapolate = false;
   o.epsilon = 0.05;
   EXPECT_THAT(test::error_message([&] { (void)nmfk<double>(planted_.matrix(), o); }), testing::HasSubstr("epsilon"));
   o.restart = true;
