@@ -125,6 +125,7 @@ def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None):
     if threshold is not None:
         ax.axhline(threshold, color="gray", linestyle=":", label="silhouette threshold")
     ax.set_xlabel("k")
+    ax.xaxis.get_major_locator().set_params(integer=True)  # k is a count: no ticks at 2.5
     ax.set_ylabel("silhouette")
     ax.set_ylim(min(-0.05, float(np.min(table["min_silhouette"])) - 0.05), 1.05)
     err = ax.twinx()
