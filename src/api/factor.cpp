@@ -32,6 +32,7 @@
 #include "io/block_read.hpp"
 #include "io/collective_failure.hpp"
 #include "io/hdf5_io.hpp"
+#include "solvers/init.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "util/dense_transpose.hpp"
@@ -223,22 +224,13 @@ void scale_rows(DenseMatrix<T>& x, const std::vector<double>& scale, bool divide
 }
 
 // The stored run sees the initial factors of a transposed source swapped and transposed, and would name them so:
-// they are checked here first, as the caller gave them (shapes against A where it is in memory).
+// they are checked here first, as the caller gave them: against A's shape where it is in memory, else for k and
+// their values alone.
 template <class T>
 void check_initial_as_given(const Source& source, index_t k, const InitialFactors<T>& initial) {
-  const auto shape_error = [&](const char* name, index_t rows, index_t cols, index_t want_rows, index_t want_cols) {
-    if (rows != want_rows || cols != want_cols)
-      throw UsageError(source.name() + ": initial " + name + " is " + std::to_string(rows) + "x" +
-                       std::to_string(cols) + ", expected " + std::to_string(want_rows) + "x" +
-                       std::to_string(want_cols));
-  };
-  if (const MatrixRef<T>* stored = source.stored<T>(); stored != nullptr) {
-    const index_t m = cols_of(*stored), n = rows_of(*stored);  // the stored matrix is Aᵀ
-    shape_error("W", initial.W.rows(), initial.W.cols(), m, k);
-    shape_error("H", initial.H.rows(), initial.H.cols(), k, n);
-  }
-  io::check_nonnegative(initial.W.view(), source.name() + ": initial W");
-  io::check_nonnegative(initial.H.view(), source.name() + ": initial H");
+  const MatrixRef<T>* stored = source.stored<T>();  // Aᵀ
+  solvers::check_initial_factor(&initial.W, stored != nullptr ? cols_of(*stored) : initial.W.rows(), k, "W");
+  solvers::check_initial_factor(&initial.H, k, stored != nullptr ? rows_of(*stored) : initial.H.cols(), "H");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "backend/kernels.hpp"
@@ -17,6 +18,12 @@ inline constexpr double kl_model_floor = 1e-30;
 
 /// One entry of A ⊘ (WH): zero where A is zero (0·log 0 = 0 and no contribution to the gradient).
 inline double kl_ratio(double a, double m) { return a == 0 ? 0.0 : a / std::max(m, kl_model_floor); }
+
+/// A weighted entry's a·log(a / m) term of KL(A ‖ WH), w·a·log(a / m) from wa = w·a and the weight w, the model
+/// floored as kl_ratio floors it; zero where A is zero. The masked solvers' figures and final objectives sum it.
+inline double kl_log_term(double wa, double w, double m) {
+  return wa == 0 ? 0.0 : wa * std::log(wa / w / std::max(m, kl_model_floor));
+}
 
 /// Updates columns [first, last) of x in place by the rule's host implementation (stated in its own file under
 /// solvers/ and handed down in the rule). Returns the NNLS round-cap hits (bpp), else 0.

@@ -31,15 +31,19 @@ std::string last_error() {
   return message;
 }
 
-void fail(const std::string& what) {
+namespace {
+
+// "<what>: <HDF5's reason>", or `what` alone when the error stack is empty.
+std::string with_reason(const std::string& what) {
   const std::string reason = last_error();
-  throw Error(reason.empty() ? what : what + ": " + reason);
+  return reason.empty() ? what : what + ": " + reason;
 }
 
-void fail_data(const std::string& what) {
-  const std::string reason = last_error();
-  throw DataError(reason.empty() ? what : what + ": " + reason);
-}
+}  // namespace
+
+void fail(const std::string& what) { throw Error(with_reason(what)); }
+
+void fail_data(const std::string& what) { throw DataError(with_reason(what)); }
 
 Id checked(hid_t id, Id::Close close, const std::string& what) {
   if (id < 0) fail(what);

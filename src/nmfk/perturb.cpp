@@ -42,9 +42,8 @@ std::uint64_t perturbation_stream(int p, std::uint32_t draw) {
 }  // namespace
 
 double perturbation_uniform(std::uint64_t seed, int p, std::uint64_t index, std::uint32_t draw) {
-  const auto r = util::philox4x32(seed, perturbation_stream(p, draw), index);
-  const std::uint64_t bits = (static_cast<std::uint64_t>(r[0]) << 32 | r[1]) >> 11;
-  return static_cast<double>(bits + 1) * 0x1.0p-53;
+  // Stream's underlying type is the whole stream word: any perturbation's word is a valid value of it.
+  return util::uniform01(seed, static_cast<util::Stream>(perturbation_stream(p, draw)), index);
 }
 
 double poisson_draw(double lambda, std::uint64_t seed, int p, std::uint64_t index) {

@@ -83,8 +83,10 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
   return f;
 }
 
+}  // namespace
+
 template <class T>
-void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
+void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
   if (x == nullptr) throw Error(std::string("init 'given' needs ") + name);
   if (x->rows() != rows || x->cols() != cols)
     throw Error(std::string("initial ") + name + " is " + std::to_string(x->rows()) + "x" + std::to_string(x->cols()) +
@@ -101,8 +103,6 @@ void check_given(const DenseMatrix<T>* x, index_t rows, index_t cols, const char
         throw Error(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
                     std::to_string(j) + " is negative or not finite");
 }
-
-}  // namespace
 
 template <class T>
 Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
@@ -122,8 +122,8 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
                     " needs the whole matrix in memory on one process; use --init random on a grid or when streaming");
       return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0);
     case InitMethod::given: {
-      check_given(w0, m, k, "W");
-      check_given(h0, k, n, "H");
+      check_initial_factor(w0, m, k, "W");
+      check_initial_factor(h0, k, n, "H");
       Factors<T> f{DenseMatrix<T>(k, layout.w_rows.size()), DenseMatrix<T>(k, layout.h_cols.size())};
       util::transpose_into(w0->data() + layout.w_rows.first, std::max<index_t>(m, 1), layout.w_rows.size(), k,
                            f.wt.data(), std::max<index_t>(k, 1));
@@ -134,6 +134,8 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
   throw Error("unknown init method");
 }
 
+template void check_initial_factor<float>(const DenseMatrix<float>*, index_t, index_t, const char*);
+template void check_initial_factor<double>(const DenseMatrix<double>*, index_t, index_t, const char*);
 template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>*, const dist::Layout&,
                                           const FactorOptions&, const backend::MatrixStats&, const DenseMatrix<float>*,
                                           const DenseMatrix<float>*, bool);

@@ -15,6 +15,11 @@ struct Factors {
   DenseMatrix<T> h;
 };
 
+/// Throws dnmf::Error unless the given factor `x` ("W" or "H" in messages) is rows x cols with every entry finite
+/// and >= 0, naming the first bad entry's row and column.
+template <class T>
+void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name);
+
 /// Builds this rank's pieces of the initial factors on the host (Wt: k x layout.w_rows, H: k x layout.h_cols).
 /// `whole` is the whole matrix when it is resident on one process (NNDSVD needs it; nullptr otherwise: NNDSVD
 /// is then refused). `stats` is A's global sum and squared norm (the random init is scaled to A's mean).

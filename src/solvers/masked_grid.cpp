@@ -398,7 +398,7 @@ class GridIteration {
         const double q = dot_column(w_.full.data() + r * k_, hj, k_);
         const double d = wa / w - q;
         s += w * d * d;
-        if (kl_) kl += (wa == 0 ? 0.0 : wa * std::log(wa / w / std::max(q, backend::kl_model_floor))) - wa + w * q;
+        if (kl_) kl += backend::kl_log_term(wa, w, q) - wa + w * q;
       });
       per_column[to_size(j)] = s;
       if (kl_) kl_column[to_size(j)] = kl;

@@ -268,11 +268,9 @@ inline double kl_entry(double wa, double w, double q, bool figures, HalfSums& ou
   if (figures) {
     const double a = wa / w;
     out.kl_squared += w * (a - q) * (a - q);
+    out.kl_log += backend::kl_log_term(wa, w, q);
   }
-  if (wa == 0) return 0.0;
-  const double qf = std::max(q, backend::kl_model_floor);
-  if (figures) out.kl_log += wa * std::log(wa / w / qf);
-  return wa / qf;
+  return backend::kl_ratio(wa, q);
 }
 
 /// KL on a sparse column: one pass over its entries, q = y_iᵀx and the ratio product together.
@@ -531,10 +529,8 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
       const double q = lane_dot(wt.data() + i * k, hj, k);
       const double r = wa / w - q;
       num += w * r * r;
-      if (kl_objective != nullptr) {  // w·(a·log(a / q) − a + q), as the iterations' KL figures sum it
-        const double log_term = wa == 0 ? 0.0 : wa * std::log(wa / w / std::max(q, backend::kl_model_floor));
-        kl_column[to_size(j)] += log_term - wa + w * q;
-      }
+      // w·(a·log(a / q) − a + q), as the iterations' KL figures sum it.
+      if (kl_objective != nullptr) kl_column[to_size(j)] += backend::kl_log_term(wa, w, q) - wa + w * q;
     };
     if (half.dense) {
       for (index_t i = 0; i < half.rows; ++i) {

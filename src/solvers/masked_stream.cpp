@@ -282,7 +282,7 @@ class Iteration {
             const double d = a - q;
             out.residual += w * d * d;
             if (kl_terms) {
-              if (a > 0) out.kl_log += w * a * std::log(a / std::max(q, backend::kl_model_floor));
+              out.kl_log += backend::kl_log_term(w * a, w, q);
               out.kl_model += w * q;
             }
           });

@@ -9,6 +9,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "solvers/alternating.hpp"
+#include "solvers/masked_loop.hpp"
 #include "util/dense_transpose.hpp"
 
 namespace dnmf::solvers {
@@ -92,11 +93,9 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
       grid.world().allreduce_sum(both, 2);
       cross = both[0];
       // Each rank's pieces of W and H are its own: their sums over the world are the factors' sums.
-      std::vector<double> sums_wh(to_size(2 * k), 0.0);
-      for (index_t i = 0; i < f.wt.cols(); ++i)
-        for (index_t l = 0; l < k; ++l) sums_wh[to_size(l)] += static_cast<double>(f.wt(l, i));
-      for (index_t j = 0; j < f.h.cols(); ++j)
-        for (index_t l = 0; l < k; ++l) sums_wh[to_size(k + l)] += static_cast<double>(f.h(l, j));
+      std::vector<double> sums_wh = factor_scales(f.wt);
+      const std::vector<double> h_sums = factor_scales(f.h);
+      sums_wh.insert(sums_wh.end(), h_sums.begin(), h_sums.end());
       grid.world().allreduce_sum(sums_wh.data(), sums_wh.size());
       double model_sum = 0;
       for (index_t l = 0; l < k; ++l) model_sum += sums_wh[to_size(l)] * sums_wh[to_size(k + l)];
@@ -120,20 +119,11 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   return relative_error_direct<T>(*host_whole, w.view(), f.h.view());
 }
 
-bool kl_run(const FactorOptions& options) { return options.algorithm == Algorithm::kl; }
-
 // l1·Σ + ½·l2·‖·‖² of W and of H, summed over the world's pieces (the Frobenius objective's penalty terms).
 template <class T>
 double start_penalty(dist::Communicator& world, const Factors<T>& f, const Penalties& p) {
-  double sums[4] = {0, 0, 0, 0};  // ΣW, ‖W‖², ΣH, ‖H‖²
-  for (const T v : f.wt.storage()) {
-    sums[0] += static_cast<double>(v);
-    sums[1] += static_cast<double>(v) * static_cast<double>(v);
-  }
-  for (const T v : f.h.storage()) {
-    sums[2] += static_cast<double>(v);
-    sums[3] += static_cast<double>(v) * static_cast<double>(v);
-  }
+  const PenaltySums w = penalty_sums(f.wt), h = penalty_sums(f.h);
+  double sums[4] = {w.sum, w.squares, h.sum, h.squares};
   world.allreduce_sum(sums, 4);
   return p.l1_w * sums[0] + 0.5 * p.l2_w * sums[1] + p.l1_h * sums[2] + 0.5 * p.l2_h * sums[3];
 }
@@ -207,17 +197,17 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
   // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.
   const std::vector<double>& history = out.result.rel_error_history;
+  const bool kl = options.algorithm == Algorithm::kl;
   out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
-  if (options.algorithm != Algorithm::kl && !history.empty() && history.back() >= kIdentityNoiseFloor<T>) {
+  if (!kl && !history.empty() && history.back() >= kIdentityNoiseFloor<T>) {
     out.result.rel_error = history.back();
   } else {
     double kl_objective = 0;
-    const bool kl = options.algorithm == Algorithm::kl;
     out.result.rel_error = final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats,
                                                 kl ? &kl_objective : nullptr);
     if (kl) out.result.objective = kl_objective;
   }
-  if (!kl_run(options) && no_iteration) {  // the start's objective, as an iteration would have reported it
+  if (!kl && no_iteration) {  // the start's objective, as an iteration would have reported it
     const double e = out.result.rel_error * out.result.norm_a;
     out.result.objective = 0.5 * e * e + start_penalties;
   }

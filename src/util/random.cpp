@@ -31,12 +31,6 @@ struct RoundKeys {
   }
 };
 
-// uniform01's mapping of the block's first two words.
-double to_unit(std::uint32_t r0, std::uint32_t r1) {
-  const std::uint64_t bits = (static_cast<std::uint64_t>(r0) << 32 | r1) >> 11;
-  return static_cast<double>(bits + 1) * 0x1.0p-53;
-}
-
 #if defined(__AVX2__)
 // Four counters per 256-bit register, each word in the low half of a 64-bit lane (the form _mm256_mul_epu32
 // multiplies), the high halves kept zero.
@@ -61,7 +55,7 @@ inline void philox_rounds(Lanes4& s, const RoundKeys& keys) {
   }
 }
 
-// to_unit in four lanes: bits < 2^53 + 1 is converted as its two 32-bit halves (each exact through the 2^52
+// unit_from_words in four lanes: bits < 2^53 + 1 is converted as its two 32-bit halves (each exact through the 2^52
 // exponent trick), whose recombination hi·2^32 + lo is an integer below 2^53 + 1 and so exact too.
 inline __m256d lanes_to_unit(const Lanes4& s) {
   const __m256i bits = _mm256_add_epi64(_mm256_srli_epi64(_mm256_or_si256(_mm256_slli_epi64(s.c0, 32), s.c1), 11),
@@ -111,7 +105,7 @@ void uniform01_run(std::uint64_t seed, std::uint64_t stream, std::uint64_t first
 #endif
   for (; c < count; ++c) {
     const auto r = philox4x32(seed, stream, first + c);
-    out[c] = to_unit(r[0], r[1]);
+    out[c] = unit_from_words(r[0], r[1]);
   }
 }
 
@@ -125,7 +119,7 @@ void uniform01_at(std::uint64_t seed, std::uint64_t stream, const std::uint64_t*
 #endif
   for (; c < count; ++c) {
     const auto r = philox4x32(seed, stream, index[c]);
-    out[c] = to_unit(r[0], r[1]);
+    out[c] = unit_from_words(r[0], r[1]);
   }
 }
 

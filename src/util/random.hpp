@@ -36,11 +36,16 @@ inline std::array<std::uint32_t, 4> philox4x32(std::uint64_t seed, std::uint64_t
   return {c0, c1, c2, c3};
 }
 
+/// A block's first two words as a double in (0, 1]: their top 53 bits plus one, times 2^-53.
+inline double unit_from_words(std::uint32_t r0, std::uint32_t r1) {
+  const std::uint64_t bits = (static_cast<std::uint64_t>(r0) << 32 | r1) >> 11;
+  return static_cast<double>(bits + 1) * 0x1.0p-53;
+}
+
 /// Uniform double in (0, 1]: never exactly zero, so a random factor has no entry stuck at zero under MU.
 inline double uniform01(std::uint64_t seed, Stream stream, std::uint64_t index) {
   const auto r = philox4x32(seed, static_cast<std::uint64_t>(stream), index);
-  const std::uint64_t bits = (static_cast<std::uint64_t>(r[0]) << 32 | r[1]) >> 11;
-  return static_cast<double>(bits + 1) * 0x1.0p-53;
+  return unit_from_words(r[0], r[1]);
 }
 
 /// out[c] = uniform01(seed, stream, first + c) for c in [0, count), with the same bits, several counters per
