@@ -45,6 +45,10 @@ inline constexpr const char* kInputFormats =
 /// CLI11's own range validators print their (huge) default bounds.
 CLI::Validator at_least(double bound);
 
+/// A validator accepting a whole decimal number from 0 to 2^64 - 1 (a random seed): CLI11 would clamp a larger
+/// one to 2^64 - 1, so that two different seeds given would silently run the same stream.
+CLI::Validator seed_value();
+
 /// Adds `--precision f32|f64` (default f64) bound to `precision`.
 void add_precision_option(CLI::App& app, std::string& precision);
 

@@ -55,6 +55,8 @@ int run_cv(CvArgs args) {
   stop_on_signals();
   o.factor.cancel = [] { return stop_signal() != 0; };
   const CrossValidationResult result = cross_validate<T>(Source::file(args.input), o, context);
+  if (const std::string warning = cross_validation_warning(result); !warning.empty())
+    std::fprintf(stderr, "dnmf: warning: %s: %s\n", args.input.c_str(), warning.c_str());
   const std::string json = cross_validation_json(result, o);
   const std::string csv = csv_text(result);
   io::write_file_atomically(out.file("cv.json"), [&json](std::ostream& s) { s << json; });
@@ -90,7 +92,7 @@ Command add_cv(CLI::App& parent) {
   // iterations.
   args->solver.algo = to_string(Algorithm::bpp);
   args->solver.options.max_iterations = 500;
-  add_solver_options(*app, args->solver);
+  add_solver_options(*app, args->solver, {.memory_budget = false, .grid = false});
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
   return {app, [args] { return args->solver.precision == "f32" ? run_cv<float>(*args) : run_cv<double>(*args); }};
 }

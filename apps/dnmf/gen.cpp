@@ -93,7 +93,7 @@ Command add_gen(CLI::App& parent) {
                   "fraction of non-zero entries; below 1 writes a sparse matrix (.mtx, or a CSR group in .h5)")
       ->capture_default_str();
   app->add_option("--noise", args->planted.noise, "relative multiplicative noise")->capture_default_str();
-  app->add_option("--seed", args->planted.seed, "random seed")->check(at_least(0))->capture_default_str();
+  app->add_option("--seed", args->planted.seed, "random seed")->check(seed_value())->capture_default_str();
   add_precision_option(*app, args->precision);
   app->add_option("-o,--output", args->output,
                   "A.npy (dense), A.mtx (sparse) or A.h5 (either, as /X); truth goes to A.W.npy, A.H.npy")

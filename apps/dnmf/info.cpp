@@ -49,7 +49,8 @@ int show_info(const InfoArgs& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("file      %s\n", args.path.c_str());
-    const std::string layout = sparse                           ? "CSR, values read as f8"
+    const std::string layout = format == io::FileFormat::dcsr   ? "CSR, " + dtype + " values"
+                               : sparse                         ? "CSR, values read as f8"
                                : format == io::FileFormat::hdf5 ? "dense dataset, read as f8"
                                : format == io::FileFormat::npz
                                    ? "dense array, read as f8"

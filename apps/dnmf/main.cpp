@@ -3,6 +3,7 @@
 // a failure every process sees alike is printed once (by rank 0); a failure of one process is printed with its rank and
 // ends the whole job (MPI_Abort), so no other process is left waiting in a collective.
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -171,6 +172,19 @@ CLI::Validator at_least(double bound) {
         return {};
       },
       name.str());
+}
+
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits) return "must be a whole number from 0 to 18446744073709551615, got '" + text + "'";
+        errno = 0;
+        (void)std::strtoull(text.c_str(), nullptr, 10);
+        if (errno == ERANGE) return "must be at most 18446744073709551615 (2^64 - 1), got " + text;
+        return {};
+      },
+      "0..2^64-1");
 }
 
 void add_precision_option(CLI::App& app, std::string& precision) {

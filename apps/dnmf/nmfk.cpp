@@ -95,6 +95,8 @@ int run_nmfk(NmfkArgs args) {
     std::printf("no k passed; best candidate k=%lld\n", static_cast<long long>(s.best_candidate));
   if (result.cv) {
     const CrossValidationResult& cv = *result.cv;
+    if (const std::string warning = cross_validation_warning(cv); !warning.empty())
+      std::fprintf(stderr, "dnmf: warning: %s: %s\n", args.input.c_str(), warning.c_str());
     std::printf("%6s  %18s  %14s\n", "k", "held-out error", "std. error");
     for (const auto& k : cv.ranks)
       std::printf("%6lld  %18.6g  %14.3g%s\n", static_cast<long long>(k.k), k.mean, k.standard_error,
@@ -117,8 +119,8 @@ Command add_nmfk(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("nmfk", "choose k: NMFk stability analysis over a range of k");
   app->add_option("FILE", args->input, std::string("input matrix: ") + kInputFormats)->required();
   app->add_option("--k", args->k_range, "the k to try: FIRST:LAST[:STEP] (inclusive) or one K")->required();
-  app->add_option("--perturbations", o.perturbations, "perturbed copies of A per k")
-      ->check(at_least(1))
+  app->add_option("--perturbations", o.perturbations,
+                  "perturbed copies of A per k (at least 2: the silhouettes compare them)")
       ->capture_default_str();
   app->add_option("--epsilon", o.epsilon, "uniform perturbation amplitude: a(1 + eps(2U - 1)), 0 <= eps < 1")
       ->check(at_least(0))
@@ -157,7 +159,7 @@ Command add_nmfk(CLI::App& parent) {
   // generous cap reaches the tolerance in tens of iterations where MU's 200 often do not (docs/nmfk.md).
   args->solver.algo = to_string(Algorithm::hals);
   args->solver.options.max_iterations = 1000;
-  add_solver_options(*app, args->solver);
+  add_solver_options(*app, args->solver, {.memory_budget = false, .missing = false});
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
   return {app, [args] { return args->solver.precision == "f32" ? run_nmfk<float>(*args) : run_nmfk<double>(*args); }};
 }

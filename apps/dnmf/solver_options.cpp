@@ -36,8 +36,10 @@ std::string threads_warning(int threads, int cores) {
          std::to_string(cores) + " or fewer";
 }
 
-void add_solver_options(CLI::App& app, SolverArgs& args) {
+void add_solver_options(CLI::App& app, SolverArgs& args, SolverOptionScope scope) {
   FactorOptions& o = args.options;
+  // CLI11 leaves options of the empty group out of the help.
+  const auto group = [&app](bool shown) { return shown ? app.option_defaults()->get_group() : std::string(); };
   app.add_option("--algo", args.algo, "update rule")
       ->check(CLI::IsMember({"mu", "kl", "hals", "bpp"}))
       ->capture_default_str();
@@ -48,7 +50,7 @@ void add_solver_options(CLI::App& app, SolverArgs& args) {
   app.add_option("--init", args.init, "initialisation (nndsvd/nndsvda need one process and a resident matrix)")
       ->check(CLI::IsMember({"random", "nndsvd", "nndsvda"}))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "random seed")->check(at_least(0))->capture_default_str();
+  app.add_option("--seed", o.seed, "random seed")->check(seed_value())->capture_default_str();
   add_precision_option(app, args.precision);
   app.add_option("--backend", args.backend, "where the kernels run")
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
@@ -65,18 +67,23 @@ void add_solver_options(CLI::App& app, SolverArgs& args) {
   app.add_option("--l2-h", o.penalties.l2_h, "L2 penalty on H")->check(at_least(0));
   app.add_option("--memory-budget", args.memory_budget,
                  "host memory budget per process, e.g. 256M or 2G (K/M/G/T are powers of 1024): stream A from the "
-                 "file in tiles when it does not fit");
+                 "file in tiles when it does not fit")
+      ->group(group(scope.memory_budget));
   app.add_option("--grid", args.grid, "process grid: auto, or PRxPC matching the number of MPI processes")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(group(scope.grid));
   app.add_option("--mask", args.mask,
-                 "weights of A's shape (.npy, .mtx, .dcsr, ...): 0 = missing, positive = weight (docs/masked.md)");
+                 "weights of A's shape (.npy, .mtx, .dcsr, ...): 0 = missing, positive = weight (docs/masked.md)")
+      ->group(group(scope.missing));
   app.add_option("--missing", args.missing, "nan: NaN entries of A are missing (none: a NaN is an error)")
       ->check(CLI::IsMember({"none", "nan"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(group(scope.missing));
   app.add_option("--unstored", args.unstored,
                  "sparse A: unstored entries are observed zeros (zero) or missing (missing: fit stored entries only)")
       ->check(CLI::IsMember({"zero", "missing"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(group(scope.missing));
   app.add_flag("-q,--quiet", args.quiet, "no progress lines on stderr");
 }
 

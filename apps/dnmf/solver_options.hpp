@@ -26,9 +26,18 @@ struct SolverArgs {
   bool quiet = false;
 };
 
+/// Which of the shared options a command can use. Those it cannot are still parsed, so that the command refuses
+/// them with its reason, but left out of its --help.
+struct SolverOptionScope {
+  bool memory_budget = true;  ///< --memory-budget
+  bool grid = true;           ///< --grid
+  bool missing = true;        ///< --mask --missing --unstored
+};
+
 /// Adds --algo --iters --tol --init --seed --precision --backend --threads --no-fuse --tf32 --l1-w --l2-w --l1-h
-/// --l2-h --memory-budget --grid --mask --missing --unstored -q/--quiet, bound to `args`.
-void add_solver_options(CLI::App& app, SolverArgs& args);
+/// --l2-h --memory-budget --grid --mask --missing --unstored -q/--quiet, bound to `args`; those outside `scope`
+/// are hidden from --help.
+void add_solver_options(CLI::App& app, SolverArgs& args, SolverOptionScope scope = {});
 
 /// Fills args.options from the names, and `context` with how the job runs (backend, threads, grid, memory
 /// budget), warning on stderr (rank 0) when --threads is far beyond the cores (threads_warning); throws

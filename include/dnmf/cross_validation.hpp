@@ -34,8 +34,12 @@ struct CrossValidationRank {
 /// What cross_validate() returns.
 struct CrossValidationResult {
   index_t rows = 0, cols = 0;
-  index_t observed = 0;                    ///< observed entries before any hold-out
-  std::vector<index_t> held_out;           ///< entries hidden in each fold
+  index_t observed = 0;           ///< observed entries before any hold-out
+  std::vector<index_t> held_out;  ///< entries hidden in each fold
+  /// Per fold: rows and columns of A observed before the hold-out but left with no observed entry by it. Their
+  /// factor rows are zero in that fold's fits, so their held-out entries score as predicted zeros for every k (a
+  /// warning: use a smaller holdout or a denser matrix).
+  std::vector<index_t> emptied_rows, emptied_cols;
   std::vector<CrossValidationRank> ranks;  ///< ascending k
   index_t best_k = 0;                      ///< the k with the lowest mean held-out error
   index_t selected_k = 0;                  ///< the smallest k whose mean is within one standard error of best_k's
@@ -48,6 +52,10 @@ struct CrossValidationResult {
 template <class T>
 CrossValidationResult cross_validate(const Source& source, const CrossValidationOptions& options,
                                      const Context& context = Context());
+
+/// The warning a result deserves ("" when none): folds whose hold-out left rows or columns with no observed
+/// entry, named with the largest such count over the folds.
+std::string cross_validation_warning(const CrossValidationResult& result);
 
 /// The result as JSON (cv.json of `dnmf cv`): options, per-k errors, the rule and the chosen k.
 std::string cross_validation_json(const CrossValidationResult& result, const CrossValidationOptions& options);

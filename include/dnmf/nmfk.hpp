@@ -57,7 +57,7 @@ struct NmfkProgress {
 /// is the NMFk seed from which every perturbation and initialisation is derived).
 struct NmfkOptions {
   std::vector<index_t> ks;  ///< the k values to try (any order, duplicates ignored), each 1 ≤ k ≤ min(m, n)
-  int perturbations = 20;   ///< P ≥ 1
+  int perturbations = 20;   ///< P ≥ 2: the silhouettes compare the factors of different perturbations
   double epsilon = 0.03;    ///< uniform perturbation amplitude, 0 ≤ ε < 1
   Perturbation perturbation = Perturbation::uniform;
   double sil_threshold = 0.75;          ///< minimum silhouette a k needs to be accepted

@@ -2,6 +2,7 @@
 memory budget, read block by block under MPI) or of a matrix in memory, with the CLI's options and defaults."""
 
 import os
+import warnings
 
 import numpy as np
 
@@ -107,6 +108,8 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     **_context(backend, n_threads, None, grid, comm)})
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))
+    if out.get("cv") and out["cv"]["warning"]:
+        warnings.warn("dnmf.nmfk: " + out["cv"]["warning"], RuntimeWarning, stacklevel=2)
     return NmfkResult({**out, "sil_threshold": sil_threshold})
 
 

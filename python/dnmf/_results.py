@@ -73,7 +73,7 @@ class NmfkResult:
     of an MPI run; other ranks get the selection only.
 
     With ``cv=True``: ``cv_k`` (the cross-validation's choice, one-standard-error rule; it never changes ``k``)
-    and ``cv`` (dict: ks, mean, standard_error, fold_errors, held_out, best_k, selected_k, seconds); the table
+    and ``cv`` (dict: ks, mean, standard_error, fold_errors, held_out, warning, best_k, selected_k, seconds); the table
     gets the columns cv_mean_heldout_error and cv_standard_error. Both are None without it.
     """
 

@@ -205,6 +205,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
     cv["standard_error"] = standard_error;
     cv["fold_errors"] = fold_errors;
     cv["held_out"] = result.cv->held_out;
+    cv["warning"] = cross_validation_warning(*result.cv);
     cv["best_k"] = result.cv->best_k;
     cv["selected_k"] = result.cv->selected_k;
     cv["seconds"] = result.cv->seconds;

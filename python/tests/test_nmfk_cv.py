@@ -57,3 +57,18 @@ def test_bad_cv_options_are_refused():
         dnmf.NMFk(k_range=(2, 3), n_perturbations=2, cv=True, cv_folds=0).fit(X)
     with pytest.raises(dnmf.UsageError, match="--cv-holdout"):
         dnmf.NMFk(k_range=(2, 3), n_perturbations=2, cv=True, cv_holdout=1.5).fit(X)
+
+
+def test_a_holdout_that_empties_rows_warns():
+    X = planted(30, 20, 2, seed=6)
+    with pytest.warns(RuntimeWarning, match="smaller --holdout"):
+        model = dnmf.NMFk(k_range=(2, 3), n_perturbations=2, random_state=1, n_threads=1, max_iter=20, cv=True,
+                          cv_folds=2, cv_holdout=0.95).fit(X)
+    assert model.cv_k_ in (2, 3)
+
+
+def test_an_ordinary_holdout_does_not_warn(fitted, recwarn):
+    X = planted(30, 20, 2, seed=6)
+    dnmf.NMFk(k_range=(2, 3), n_perturbations=2, random_state=1, n_threads=1, cv=True, cv_folds=2,
+              cv_holdout=0.05).fit(X)
+    assert not [w for w in recwarn if "hold-out" in str(w.message)]

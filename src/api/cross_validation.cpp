@@ -149,6 +149,8 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
     missing.mask.reset();  // the fold's mask carries the base weights
     const solvers::MaskedProblem<T> problem =
         solvers::build_masked_problem<T>(stored_a, solvers::StoredMatrix<T>{&fm.ref, false, "<fold mask>"}, missing);
+    result.emptied_rows.push_back(problem.unobserved_rows - base.unobserved_rows);
+    result.emptied_cols.push_back(problem.unobserved_cols - base.unobserved_cols);
     for (CrossValidationRank& rank : result.ranks) {
       FactorOptions fo = options.factor;
       fo.rank = rank.k;
@@ -191,6 +193,23 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   return result;
 }
 
+std::string cross_validation_warning(const CrossValidationResult& r) {
+  int folds = 0;
+  index_t rows = 0, cols = 0;
+  for (std::size_t f = 0; f < r.emptied_rows.size(); ++f) {
+    if (r.emptied_rows[f] + r.emptied_cols[f] == 0) continue;
+    ++folds;
+    rows = std::max(rows, r.emptied_rows[f]);
+    cols = std::max(cols, r.emptied_cols[f]);
+  }
+  if (folds == 0) return {};
+  return "cross-validation: in " + std::to_string(folds) + " of " + std::to_string(r.emptied_rows.size()) +
+         " folds the hold-out hid every observed entry of some rows or columns (up to " + std::to_string(rows) +
+         " rows and " + std::to_string(cols) +
+         " columns in one fold); they cannot be fitted, and their hidden entries score as zeros for every k: use a "
+         "smaller --holdout";
+}
+
 std::string cross_validation_json(const CrossValidationResult& r, const CrossValidationOptions& o) {
   nlohmann::ordered_json j;
   j["rows"] = r.rows;
@@ -199,6 +218,9 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
   j["folds"] = o.folds;
   j["holdout"] = o.holdout;
   j["held_out_per_fold"] = r.held_out;
+  j["emptied_rows_per_fold"] = r.emptied_rows;
+  j["emptied_cols_per_fold"] = r.emptied_cols;
+  if (const std::string warning = cross_validation_warning(r); !warning.empty()) j["warning"] = warning;
   j["algo"] = to_string(o.factor.algorithm);
   j["max_iterations"] = o.factor.max_iterations;
   j["tol"] = o.factor.tol;

@@ -6,6 +6,8 @@
 #include <limits>
 #include <variant>
 
+#include "io/dcsr.hpp"
+
 namespace dnmf {
 namespace {
 
@@ -58,12 +60,14 @@ EntryStats entry_stats(const MatrixRef<T>& matrix) {
 MatrixInfo inspect(const std::string& path) {
   MatrixInfo info;
   info.format = io::format_of(path);
-  info.dtype = "f8";  // Matrix Market, HDF5 and .dcsr values are reported as read (float64)
+  info.dtype = "f8";  // Matrix Market and HDF5 values are reported as read (float64)
   if (info.format == io::FileFormat::npy) {
     const io::NpyHeader header = io::read_npy_header(path);
     info.fortran_order = header.fortran_order;
     info.dtype.assign(1, header.kind);
     info.dtype += std::to_string(header.word_size);
+  } else if (info.format == io::FileFormat::dcsr) {
+    info.dtype = io::read_dcsr_header(path).value_bytes == 4 ? "f4" : "f8";
   }
   // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
   const io::LoadedMatrix<double> matrix = io::load_matrix<double>(path);

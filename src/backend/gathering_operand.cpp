@@ -2,23 +2,12 @@
 
 #include "backend/gathering_operand.hpp"
 
-#include <unistd.h>
-
 #include <limits>
 
 #include "io/csr_build.hpp"
+#include "util/memory.hpp"
 
 namespace dnmf::backend {
-namespace {
-
-// The machine's physical memory in bytes, 0 where the system does not say.
-double physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
-}
-
-}  // namespace
 
 template <class T>
 std::unique_ptr<Operand<T>> make_resident_operand(Kernels<T>& kernels, MatrixRef<T> on_backend, double max_copy_bytes,
@@ -29,7 +18,7 @@ std::unique_ptr<Operand<T>> make_resident_operand(Kernels<T>& kernels, MatrixRef
                      csr->rows <= static_cast<index_t>(std::numeric_limits<col_index_t>::max()) &&
                      max_iterations >= kTransposeMinIterations;
   if (takes) {
-    const double limit = max_copy_bytes >= 0 ? max_copy_bytes : physical_memory_bytes() / 8;
+    const double limit = max_copy_bytes >= 0 ? max_copy_bytes : util::physical_memory_bytes() / 8;
     if (transpose_bytes(*csr) <= limit)
       return std::make_unique<GatheringOperand<T>>(kernels, on_backend, io::detail::transpose(*csr));
   }

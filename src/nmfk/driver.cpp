@@ -36,6 +36,7 @@
 #include "nmfk/selection.hpp"
 #include "nmfk/silhouette.hpp"
 #include "solvers/solve.hpp"
+#include "util/memory.hpp"
 
 namespace dnmf {
 namespace rank_search {
@@ -59,6 +60,17 @@ std::string number(double v) {
 // Option checks fail identically on every rank, and are the user's to fix: exit status 2.
 [[noreturn]] void throw_usage(const std::string& message) { throw CollectiveError(message, ErrorKind::usage); }
 
+// Bytes world rank 0 holds for the clustering: every job's W (and H with h_silhouettes), once as gathered
+// payload and once as records, and for the largest k the stacked unit vectors and their (P·k)² cosine Gram.
+double ensemble_bytes(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, index_t n) {
+  const double p = o.perturbations;
+  const double per_column = static_cast<double>(m) + (o.h_silhouettes ? static_cast<double>(n) : 0.0);
+  double columns = 0;
+  for (index_t k : ks) columns += static_cast<double>(k);
+  const double vectors = p * static_cast<double>(ks.back());
+  return 8 * (2 * p * columns * per_column + vectors * per_column + vectors * vectors);
+}
+
 // Every check that can fail for reasons the user controls, identical on every rank (no rank waits forever
 // for one that gave up).
 void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, index_t n, int processes) {
@@ -70,7 +82,23 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
     if (k < 1 || k > std::min(m, n))
       throw_usage("nmfk: k=" + std::to_string(k) + " does not fit a " + std::to_string(m) + "x" + std::to_string(n) +
                   " matrix: need 1 <= k <= " + std::to_string(std::min(m, n)));
-  if (o.perturbations < 1) throw_usage("nmfk: --perturbations must be >= 1, got " + std::to_string(o.perturbations));
+  // One perturbation per k gives clusters of one member, whose silhouettes are 0: no k could ever pass.
+  if (o.perturbations < 2)
+    throw_usage(
+        "nmfk: --perturbations must be >= 2 (the silhouettes compare the factors of different "
+        "perturbations), got " +
+        std::to_string(o.perturbations));
+  // Refused before any job runs: otherwise a sweep too large to cluster fails only after all its fits.
+  const double need = ensemble_bytes(o, ks, m, n);
+  const double have = util::physical_memory_bytes();
+  if (have > 0 && need > have) {
+    std::ostringstream message;
+    message.precision(3);
+    message << "nmfk: " << o.perturbations << " perturbations of k up to " << ks.back() << " on a " << m << "x" << n
+            << " matrix need about " << need / (1 << 30) << " GiB on rank 0 to cluster, more than this machine's "
+            << have / (1 << 30) << " GiB: use fewer --perturbations or fewer k";
+    throw_usage(message.str());
+  }
   if (!(o.epsilon >= 0 && o.epsilon < 1)) throw_usage("nmfk: --epsilon must be in [0, 1), got " + number(o.epsilon));
   if (!std::isfinite(o.sil_threshold) || o.sil_threshold > 1)
     throw_usage("nmfk: --sil-threshold must be a finite number <= 1, got " + number(o.sil_threshold));

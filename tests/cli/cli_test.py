@@ -552,6 +552,13 @@ def info_json(ctx):
                 "negative": 0}
     for key, value in expected.items():
         check(j.get(key) == value, "info --json (mtx) %s = %r, expected %r" % (key, j.get(key), value))
+    # A .dcsr names the precision its values are stored in, in JSON and in the text's layout line.
+    for precision, dtype in (("f32", "f4"), ("f64", "f8")):
+        ctx.ok("convert", "s.mtx", "s_%s.dcsr" % precision, "--precision", precision)
+        j = json.loads(ctx.ok("info", "s_%s.dcsr" % precision, "--json").stdout)
+        check(j["dtype"] == dtype and j["sum"] == 7.5, "info --json (dcsr %s): %r" % (precision, j))
+        text = ctx.ok("info", "s_%s.dcsr" % precision).stdout
+        check("CSR, %s values" % dtype in text, "info (dcsr %s) layout: %r" % (precision, text))
 
 
 @case
@@ -617,6 +624,18 @@ def help(ctx):
     for flag in ("--algo", "--iters", "--tol", "--init", "--seed", "--precision", "--backend", "--threads",
                  "--no-fuse", "--l1-w", "--l2-h", "--memory-budget", "--grid", "--quiet", "--output"):
         check(flag in result.stdout, "dnmf factor --help lacks %s" % flag)
+    # nmfk and cv list only what they can use; what they refuse is still parsed, so they can say why.
+    shown = {"nmfk": ("--grid", "--perturbations", "--algo"), "cv": ("--mask", "--missing", "--unstored", "--folds")}
+    hidden = {"nmfk": ("--memory-budget", "--mask", "--missing", "--unstored"), "cv": ("--memory-budget", "--grid")}
+    for command in ("nmfk", "cv"):
+        text = ctx.ok(command, "--help").stdout
+        for flag in shown[command]:
+            check(flag in text, "dnmf %s --help lacks %s" % (command, flag))
+        for flag in hidden[command]:
+            check(flag not in text, "dnmf %s --help lists %s, which it refuses" % (command, flag))
+    small_dense(ctx)
+    ctx.expect_error(["cv", "A.npy", "--k", 2, "--memory-budget", "1G", "-o", "out"], ["--memory-budget"], code=2)
+    ctx.expect_error(["nmfk", "A.npy", "--k", 2, "--memory-budget", "1G", "-o", "out"], ["streaming"], code=2)
     ctx.expect_error([], ["subcommand"], out_dir=None, code=2)
 
 
@@ -734,6 +753,16 @@ def cv(ctx):
     with open(ctx.path("out", "cv.csv")) as f:
         lines = f.read().splitlines()
     check(lines[0] == "k,mean_heldout_error,standard_error,selected" and len(lines) == 5, "cv.csv: %s" % lines)
+    check(report["emptied_rows_per_fold"] == [0, 0, 0] and "warning" not in report and "warning" not in
+          result.stderr, "a 10%% hold-out of 40x30 empties no row: %s / %s" % (report, result.stderr))
+    # A hold-out so large that it hides whole rows: those cannot be fitted, and the run says so.
+    result = ctx.ok("cv", "A.npy", "--k", "2:3", "--folds", 2, "--holdout", 0.95, "--iters", 20, "-q", "-o", "out95")
+    with open(ctx.path("out95", "cv.json")) as f:
+        report = json.load(f)
+    emptied = report["emptied_rows_per_fold"]
+    check(len(emptied) == 2 and max(emptied) > 0 and "warning" in report, "cv.json, 95%% hidden: %s" % report)
+    check("dnmf: warning: A.npy: cross-validation: in" in result.stderr and "rows" in result.stderr and
+          "smaller --holdout" in result.stderr, "stderr: " + result.stderr)
     # One process only: a grid other than 1x1 is refused rather than ignored.
     ctx.expect_error(["cv", "A.npy", "--k", "2:3", "--grid", "2x2", "-o", "out_grid"], ["--grid 2x2", "one process"],
                      out_dir=None, code=2)
@@ -1177,6 +1206,18 @@ def exit_codes(ctx):
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--algo", "nope", "-o", "out"], ["nope"], code=2)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--iters", -1, "-o", "out"], ["iters"], code=2)
     ctx.expect_error(["nmfk", "A.npy", "--k", "3:1", "-o", "out"], ["--k", "empty"], code=2)
+    # One perturbation can never give a silhouette; a sweep too large to cluster is refused before any fit.
+    ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--perturbations", 1, "-o", "out"],
+                     ["--perturbations must be >= 2", "silhouettes"], code=2)
+    ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--perturbations", 2000000000, "-o", "out"],
+                     ["2000000000 perturbations", "GiB", "fewer --perturbations"], code=2, timeout=30)
+    # A seed beyond 64 bits is refused, not clamped to 2^64 - 1 (two such seeds would run one stream).
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--seed", "18446744073709551616", "-o", "out"],
+                     ["--seed", "18446744073709551616", "at most"], code=2)
+    ctx.expect_error(["gen", "--rows", 4, "--cols", 4, "--rank", 1, "--seed", "-3", "-o", "g.npy"],
+                     ["--seed", "-3"], out_dir=None, code=2)
+    ctx.ok("factor", "A.npy", "-k", 2, "--iters", 1, "--seed", "18446744073709551615", "-q", "-o", "seeded")
+    check(json.load(open(ctx.path("seeded/report.json")))["seed"] == 2 ** 64 - 1, "the largest seed is kept")
     # Data, then I/O.
     write_bytes(ctx.path("zero.npy"), npy_bytes([[0.0, 0.0], [0.0, 0.0]]))
     ctx.expect_error(["factor", "zero.npy", "-k", 1, "-o", "out"], ["zero.npy", "zeros"], code=3)

@@ -204,6 +204,9 @@ TEST_F(NmfkRuns, RefusesBadOptions) {
   EXPECT_THAT(message([](NmfkOptions& o) { o.ks = {2, 41}; }), testing::HasSubstr("k=41 does not fit"));
   EXPECT_THAT(message([](NmfkOptions& o) { o.ks.clear(); }), testing::HasSubstr("no k"));
   EXPECT_THAT(message([](NmfkOptions& o) { o.perturbations = 0; }), testing::HasSubstr("--perturbations"));
+  EXPECT_THAT(message([](NmfkOptions& o) { o.perturbations = 1; }), testing::HasSubstr("must be >= 2"));
+  // Far more than any machine holds: refused before the first fit, with the size it would need.
+  EXPECT_THAT(message([](NmfkOptions& o) { o.perturbations = 1 << 30; }), testing::HasSubstr("GiB on rank 0"));
   EXPECT_THAT(message([](NmfkOptions& o) { o.epsilon = 1.5; }), testing::HasSubstr("--epsilon"));
   EXPECT_THAT(message([](NmfkOptions& o) { o.groups = 2; }), testing::HasSubstr("--groups 2"));
   EXPECT_THAT(message([](NmfkOptions& o) { o.grid = "2x1"; }), testing::HasSubstr("--grid 2x1"));
