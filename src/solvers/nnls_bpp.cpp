@@ -22,6 +22,8 @@
 #include "solvers/cholesky.hpp"
 #include "solvers/lanes.hpp"
 #include "solvers/nnls_buffers.hpp"
+#include "solvers/nnls_lawson_hanson.hpp"
+#include "solvers/nnls_shifted.hpp"
 #include "solvers/passive_lanes.hpp"
 #include "util/parallel_loops.hpp"
 #include "util/radix_sort.hpp"
@@ -33,19 +35,14 @@
 namespace dnmf {
 namespace {
 
-// Shift added to the unit diagonal of Gs. Pivots of Gs + a I are >= a in exact arithmetic (Schur complements
-// of a PSD matrix are PSD), and the rounding error of a pivot is about k * 1e-16, so 1e-12 keeps the
-// factorisation reliable for k up to a few hundred while biasing x by only ~1e-12 * cond(Gs).
-constexpr double kAutoShift = 1e-12;
-// A pivot below this fraction of its shift cannot come from a PSD matrix, so the shift is raised.
-constexpr double kPivotFraction = 0.25;
-constexpr double kShiftGrowth = 100;
-// Growth up to 1e12 takes the automatic shift to 1, i.e. doubling the diagonal; a G that still fails is not
-// PSD in any useful sense, and the columns involved get zero.
-constexpr double kMaxGrowth = 1e12;
-// Infeasibilities smaller than this (relative to the column's scale) are rounding noise. Treating them as
-// real makes degenerate indices (x_i = 0 and y_i = 0 at the optimum) flip back and forth between rounds.
-constexpr double kFeasTol = 1e-12;
+using nnls_detail::cholesky_solve;
+using nnls_detail::factorise;
+using nnls_detail::kAutoShift;
+using nnls_detail::kFeasTol;
+using nnls_detail::kPivotFraction;
+using nnls_detail::Scaled;
+using nnls_detail::Workspace;
+
 // Largest k whose columns are solved in lanes (passive_lanes.hpp): a passive set is then one word, and a batch's
 // arrays (about 2·k² lanes) stay in the first-level caches.
 constexpr index_t kLaneMaxK = 32;
@@ -64,33 +61,12 @@ constexpr int kAlpha = 3;
 template <class T>
 constexpr double kInverseCond = std::is_same_v<T, float> ? 1e7 : 1e5;
 
-using solvers::cholesky;
 using solvers::cholesky_detail::fnma;
 using Word = std::uint64_t;
 constexpr index_t kWordBits = 64;
 
 bool bit(const Word* w, index_t i) { return ((w[i / kWordBits] >> (i % kWordBits)) & 1U) != 0; }
 void flip(Word* w, index_t i) { w[i / kWordBits] ^= Word{1} << (i % kWordBits); }
-
-// Solves L L' x = r in place for the m x m factor left by cholesky(), stored with leading dimension ld (the
-// leading block of a larger factor is the factor of the leading submatrix). Every update is one fused
-// multiply-add, written out: left to the compiler, which ones fuse depended on how it vectorised each loop, and
-// cholesky_solve4 must round as this does.
-void cholesky_solve(const double* l, index_t m, index_t ld, double* x) {
-  for (index_t j = 0; j < m; ++j) {
-    const double* cj = l + j * ld;
-    const double xj = x[j] / cj[j];
-    x[j] = xj;
-    if (xj == 0) continue;
-    for (index_t i = j + 1; i < m; ++i) x[i] = std::fma(-cj[i], xj, x[i]);
-  }
-  for (index_t j = m - 1; j >= 0; --j) {
-    const double* cj = l + j * ld;
-    double s = x[j];
-    for (index_t i = j + 1; i < m; ++i) s = std::fma(-cj[i], x[i], s);
-    x[j] = s / cj[j];
-  }
-}
 
 // cholesky_solve for four right-hand sides at once (x4[4·r + u]: entry r of side u; sides u >= used are padding
 // whose results are not read): on each used side the operations of cholesky_solve in the same order, so the same
@@ -231,16 +207,6 @@ void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseVi
   finite("B", b);
 }
 
-// The equilibrated problem shared read-only by all threads.
-struct Scaled {
-  index_t k = 0;
-  std::vector<double> gs;         // k x k, unit diagonal on live variables, zero rows/cols on dead ones
-  std::vector<double> inv_d;      // x_i = inv_d[i] * z_i
-  std::vector<double> shift;      // per-variable addition to Gs's diagonal before retries
-  std::vector<double> abs_shift;  // the same addition in G's units, for NnlsStats::shift
-  std::vector<char> live;
-};
-
 template <class T>
 void equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats, Scaled& s) {
   const index_t k = g.rows;
@@ -286,44 +252,6 @@ void equilibrate(DenseView<const T> g, double tikhonov, NnlsStats& stats, Scaled
   }
 }
 
-// Per-thread buffers, sized once before the parallel region so that nothing inside it allocates (an
-// exception escaping an OpenMP region terminates the program).
-struct Workspace {
-  std::vector<double> chol, min_pivot, rhs, gz, t;
-  std::vector<double> rhs4;     // four right-hand sides interleaved (cholesky_solve4)
-  std::vector<double> schur;    // the inverse's complement block and its factor (solve_group_by_inverse)
-  std::vector<double> lambda;   // the multipliers of the complement's zero constraints
-  std::vector<double> u, coef;  // solve_group_by_inverse's column (padded to whole lanes) and its weights
-  std::vector<index_t> idx;
-  std::vector<index_t> cidx;  // the live variables outside the passive set
-  std::vector<char> in_p, blocked;
-  // solve_lane_batch's arrays, sized by Pivoting when it solves in lanes: b, z and gz (kp each) and the systems
-  // (passive_lanes_work(k)); each lane's passive indices
-  std::vector<solvers::ColumnLanes> lanes;
-  std::vector<solvers::ColumnMask> lane_idx;
-  index_t chol_ld = 0;  // leading dimension of the factor in chol
-  explicit Workspace(index_t k)
-      : chol(to_size(std::max<index_t>(k * k, 1))),
-        min_pivot(to_size(std::max<index_t>(k, 1))),
-        rhs(to_size(std::max<index_t>(k, 1))),
-        gz(to_size(std::max<index_t>(k, 1))),
-        t(to_size(std::max<index_t>(k, 1))),
-        rhs4(to_size(4 * std::max<index_t>(k, 1))),
-        schur(to_size(std::max<index_t>(k * k, 1))),
-        lambda(to_size(std::max<index_t>(k, 1))),
-        u(to_size(std::max<index_t>((k + 3) / 4 * 4, 4))),
-        coef(to_size(std::max<index_t>(k, 1))),
-        idx(to_size(std::max<index_t>(k, 1))),
-        cidx(to_size(std::max<index_t>(k, 1))),
-        in_p(to_size(std::max<index_t>(k, 1))),
-        blocked(to_size(std::max<index_t>(k, 1))),
-        k_(k) {}
-  index_t size() const { return k_; }
-
- private:
-  index_t k_;
-};
-
 // Per-column pivoting state.
 struct ColumnState {
   int ninf = 0;  // smallest infeasible-set size seen so far
@@ -343,182 +271,6 @@ struct PivotingStore {
   std::vector<index_t> active, group_start;
   std::vector<index_t> big_groups, lane_columns;  // a round's groups solved one at a time, and columns in lanes
   std::vector<index_t> lane_sorted;               // order_by_passive_count's scratch
-};
-
-// Factorises Gs restricted to idx[0..m) plus its shift times growth, raising growth on breakdown. Returns the
-// growth used, or 0 when every retry failed.
-double factorise(const Scaled& s, index_t m, double growth, Workspace& ws, index_t& retries) {
-  const index_t k = s.k;
-  for (bool first = true; growth <= kMaxGrowth; growth *= kShiftGrowth, first = false) {
-    if (!first) ++retries;
-    for (index_t c = 0; c < m; ++c) {
-      const index_t jc = ws.idx[c];
-      const double* gcol = s.gs.data() + jc * k;
-      double* acol = ws.chol.data() + c * m;
-      for (index_t r = c; r < m; ++r) acol[r] = gcol[ws.idx[r]];
-      const double add = s.shift[jc] * growth;
-      acol[c] += add;
-      ws.min_pivot[c] = kPivotFraction * add;
-    }
-    ws.chol_ld = m;
-    if (cholesky(ws.chol.data(), m, ws.min_pivot.data())) return growth;
-  }
-  return 0;
-}
-
-// Lawson-Hanson active set on 0.5 z'Mz - bs'z, M = Gs + growth * diag(shift): the fallback for columns that reach
-// the round cap. On degenerate problems (rank-deficient G, ties) full exchanges stop shrinking the infeasible set
-// and Murty's rule, though finite, can need thousands of single-index rounds. Lawson-Hanson never increases the
-// objective, so it cannot wander, and it adds one index per outer step. It starts from z = 0: starting from the
-// last pivoting iterate saved nothing measurable, and that iterate can be far off on exactly these problems.
-class LawsonHanson {
- public:
-  LawsonHanson(const Scaled& s, double growth, const double* bs, double* z, Workspace& ws, index_t& retries)
-      : s_(s),
-        k_(s.k),
-        growth_(growth),
-        bs_(bs),
-        z_(z),
-        ws_(ws),
-        retries_(retries),
-        in_p_(ws.in_p.data()),
-        blocked_(ws.blocked.data()),
-        w_(ws.gz.data()),
-        t_(ws.t.data()) {}
-
-  void solve() {
-    double bscale = 0;
-    for (index_t i = 0; i < k_; ++i) bscale = std::max(bscale, std::abs(bs_[i]));
-    std::fill(z_, z_ + k_, 0.0);
-    std::fill(in_p_, in_p_ + k_, 0);
-    std::fill(blocked_, blocked_ + k_, 0);
-    bool ok = true;
-    for (index_t outer = 0; ok && outer < 3 * k_ + 10; ++outer) {
-      update_gradient();
-      const index_t enter = entering_index(bscale);
-      if (enter < 0) break;
-      in_p_[enter] = 1;
-      bool entered = true;
-      ok = settle(enter, entered);
-      if (entered) std::fill(blocked_, blocked_ + k_, 0);
-    }
-    reject_if_objective_rose();
-  }
-
- private:
-  double z_scale() const {
-    double zscale = 0;
-    for (index_t i = 0; i < k_; ++i) zscale = std::max(zscale, z_[i]);
-    return zscale;
-  }
-
-  // w = bs - M z, the negative gradient.
-  void update_gradient() {
-    for (index_t i = 0; i < k_; ++i) w_[i] = bs_[i] - s_.shift[i] * growth_ * z_[i];
-    for (index_t j = 0; j < k_; ++j) {
-      if (z_[j] == 0) continue;
-      const double* gj = s_.gs.data() + j * k_;
-      for (index_t i = 0; i < k_; ++i) w_[i] -= gj[i] * z_[j];
-    }
-  }
-
-  // The live, inactive, unblocked index of steepest descent, or -1 when none beats rounding noise.
-  index_t entering_index(double bscale) const {
-    index_t enter = -1;
-    double best = kFeasTol * (bscale + z_scale());
-    for (index_t i = 0; i < k_; ++i) {
-      if (s_.live[i] && !in_p_[i] && !blocked_[i] && w_[i] > best) {
-        best = w_[i];
-        enter = i;
-      }
-    }
-    return enter;
-  }
-
-  // Moves z to the minimiser over the passive set, or as far towards it as z >= 0 allows, dropping the indices
-  // that block, until the passive-set minimiser is positive. Each step lowers the objective (the segment from z
-  // to the minimiser is descent). Returns false when the factorisation or the solve broke down. Enter is the
-  // index just added, which must come out positive (else it is blocked and entered is false).
-  bool settle(index_t enter, bool& entered) {
-    entered = true;
-    const double zscale = z_scale();
-    for (index_t inner = 0; inner <= k_; ++inner) {
-      const index_t m = passive_indices();
-      bool all_positive = true;
-      if (!solve_passive(m, all_positive)) return false;
-      if (inner == 0 && !(t_[enter] > 0)) {
-        // Rounding made the entering direction useless (a column dependent on the passive ones).
-        in_p_[enter] = 0;
-        blocked_[enter] = 1;
-        entered = false;
-        return true;
-      }
-      if (all_positive) {
-        for (index_t r = 0; r < m; ++r) z_[ws_.idx[r]] = t_[ws_.idx[r]];
-        return true;
-      }
-      step_towards_t(m, zscale);
-    }
-    return true;
-  }
-
-  index_t passive_indices() {
-    index_t m = 0;
-    for (index_t i = 0; i < k_; ++i) {
-      if (in_p_[i]) ws_.idx[m++] = i;
-    }
-    return m;
-  }
-
-  // t = the minimiser over the passive set; false on breakdown.
-  bool solve_passive(index_t m, bool& all_positive) {
-    if (factorise(s_, m, growth_, ws_, retries_) == 0) return false;
-    for (index_t r = 0; r < m; ++r) ws_.rhs[r] = bs_[ws_.idx[r]];
-    cholesky_solve(ws_.chol.data(), m, ws_.chol_ld, ws_.rhs.data());
-    for (index_t r = 0; r < m; ++r) {
-      t_[ws_.idx[r]] = ws_.rhs[r];
-      if (!std::isfinite(ws_.rhs[r])) return false;
-      if (!(ws_.rhs[r] > 0)) all_positive = false;
-    }
-    return true;
-  }
-
-  // The longest step from z towards t that keeps z >= 0; the indices it stops at leave the passive set.
-  void step_towards_t(index_t m, double zscale) {
-    double alpha = 1;
-    for (index_t r = 0; r < m; ++r) {
-      const index_t i = ws_.idx[r];
-      if (t_[i] <= 0) alpha = std::min(alpha, z_[i] - t_[i] > 0 ? z_[i] / (z_[i] - t_[i]) : 0.0);
-    }
-    for (index_t r = 0; r < m; ++r) {
-      const index_t i = ws_.idx[r];
-      z_[i] += alpha * (t_[i] - z_[i]);
-      if (z_[i] <= 0 || (t_[i] <= 0 && z_[i] <= kFeasTol * zscale)) {
-        z_[i] = 0;
-        in_p_[i] = 0;
-      }
-    }
-  }
-
-  // The objective 0.5 z'Mz - bs'z = -0.5 z'(bs + w) started at 0 and only fell; rounding aside, this holds.
-  void reject_if_objective_rose() {
-    update_gradient();
-    double f = 0;
-    for (index_t i = 0; i < k_; ++i) f -= 0.5 * z_[i] * (bs_[i] + w_[i]);
-    if (!(f <= 0)) std::fill(z_, z_ + k_, 0.0);
-  }
-
-  const Scaled& s_;
-  const index_t k_;
-  const double growth_;
-  const double* bs_;
-  double* z_;
-  Workspace& ws_;
-  index_t& retries_;
-  char* in_p_;
-  char* blocked_;
-  double* w_;
-  double* t_;
 };
 
 void check_nnls_options(const NnlsOptions& options) {
@@ -1255,7 +1007,7 @@ class Pivoting {
     const double flops = static_cast<double>(k_) * k_ * k_ * static_cast<double>(left);
     const auto finish = [&](index_t c, Workspace& ws, index_t& retries) {
       const index_t j = active_[c];
-      LawsonHanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, ws, retries).solve();
+      nnls_detail::lawson_hanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, ws, retries);
     };
     if (worth_threads(flops)) {
 #pragma omp parallel for schedule(dynamic) reduction(+ : retries)
