@@ -64,7 +64,8 @@ TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, Backen
 /// (W h_j)_i)², h_j ≥ 0, over A's observed entries only (the masked H half-step, exact by block principal
 /// pivoting on the column's weighted Gram matrix). `missing` says what is observed as for factor(): a mask of A's
 /// shape (0 = missing, > 0 = weight), NaN entries as missing, a sparse A's unstored entries as missing. A column
-/// with no observed entry gets zeros; rel_error is sqrt(Σ w (a − WH)² / Σ w a²) over observed entries. Runs on
+/// with no observed entry gets zeros, even when no column has one; rel_error is sqrt(Σ w (a − WH)² / Σ w a²)
+/// over observed entries (0 when they are all zero). Runs on
 /// the host (UsageError for the cuda backend); DataError naming the file and place for a bad mask or entry,
 /// Error for a bad W as above.
 template <class T>

@@ -59,7 +59,9 @@ def source_of(x):
     x = as_float_matrix(x)
     if _is_sparse(x):
         rows, cols = x.shape
-        return _core.Source.sparse(rows, cols, x.indptr, x.indices, x.data, x.format == "csr")
+        # Strided views (scipy keeps them with copy=False) are copied: the library reads contiguous arrays.
+        return _core.Source.sparse(rows, cols, np.ascontiguousarray(x.indptr), np.ascontiguousarray(x.indices),
+                                   np.ascontiguousarray(x.data), x.format == "csr")
     return _core.Source.dense(x)
 
 

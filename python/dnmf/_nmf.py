@@ -80,7 +80,12 @@ def _check_masked_input(X, weights, missing, unstored):
         if bad.any():
             _first_bad(X, bad, "X: observed entry", "; observed entries must be finite and >= 0")
         return
-    observed = np.ones(X.shape, bool) if weights is None else np.asarray(weights) > 0
+    if weights is None:
+        observed = np.ones(X.shape, bool)
+    elif hasattr(weights, "toarray"):  # a sparse mask of a dense X: its unstored weights are 0 (missing)
+        observed = weights.toarray() > 0
+    else:
+        observed = np.asarray(weights) > 0
     if missing == "nan":
         observed &= ~np.isnan(X)
     bad = observed & ~(np.isfinite(X) & (X >= 0))
@@ -256,7 +261,15 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         init = self.init
         if init is None:
-            init = "nndsvda" if k <= min(n_samples, n_features) else "random"
+            # NNDSVD needs the whole matrix: with only the stored entries of a sparse X observed there is none.
+            whole = unstored != "missing"
+            init = "nndsvda" if k <= min(n_samples, n_features) and whole else "random"
+        elif init in ("nndsvd", "nndsvda") and unstored == "missing":
+            raise ValueError(f"init={init!r} is not supported with unstored='missing' (NNDSVD needs the whole "
+                             "matrix): use init='random' or init=None")
+        if init != "custom" and (W is not None or H is not None):
+            warnings.warn("When init!='custom', provided W or H are ignored. Set init='custom' to use them as "
+                          "initialization.", RuntimeWarning, stacklevel=3)
         options = {"k": k, "algorithm": algorithm, "max_iter": self.max_iter, "tol": self.tol,
                    "seed": _seed(self.random_state), "normalize": False, "w_first": True,
                    "extrapolate": bool(self.extrapolate),
@@ -344,13 +357,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                  f"{name}[{i}, {j}] is {x[i, j]}")
         return W, H  # in any order: the library copies them by blocks of rows
 
-    @staticmethod
-    def _nndsvdar(X, k, dtype):
+    def _nndsvdar(self, X, k, dtype):
         # NNDSVD with its zeros filled by small random values: scikit-learn's own initialiser (dnmf computes
-        # NNDSVD and NNDSVDa itself).
+        # NNDSVD and NNDSVDa itself), with the estimator's random_state as scikit-learn passes it.
         from sklearn.decomposition._nmf import _initialize_nmf
 
-        W, H = _initialize_nmf(X, k, init="nndsvdar", random_state=0)
+        W, H = _initialize_nmf(X, k, init="nndsvdar", random_state=self.random_state)
         return np.asfortranarray(W, dtype=dtype), np.asfortranarray(H, dtype=dtype)
 
     # ---------------------------------------------------------------- using the model
@@ -374,9 +386,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """X ≈ W @ components_ for W = transform(X)."""
         if Xt is not None:
             X = Xt
+        if X is None:
+            raise TypeError("inverse_transform() missing 1 required positional argument: 'X'")
         check_is_fitted(self)
-        W = np.asarray(X)
-        return W @ self.components_
+        if hasattr(X, "tocsr"):  # a sparse W (scikit-learn takes one): the product is dense
+            return np.asarray(X.tocsr() @ self.components_)
+        return np.asarray(X) @ self.components_
 
     @property
     def _n_features_out(self):

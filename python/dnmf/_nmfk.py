@@ -80,6 +80,9 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = as_float_matrix(X)
         if self.solver not in _SOLVERS or self.beta_loss not in _BETA_LOSSES:
             raise ValueError(f"Invalid solver/beta_loss: {self.solver!r}/{self.beta_loss!r}")
+        if _BETA_LOSSES[self.beta_loss] == "kl" and self.solver != "mu":
+            raise ValueError(f"Invalid beta_loss parameter: solver {self.solver!r} does not handle beta_loss = "
+                             "'kullback-leibler'; use solver='mu' (as dnmf.NMF)")
         algorithm = "kl" if _BETA_LOSSES[self.beta_loss] == "kl" else _SOLVERS[self.solver]
         precision = self.precision if self.precision is not None else ("f32" if X.dtype == np.float32 else "f64")
         try:

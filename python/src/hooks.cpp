@@ -29,7 +29,10 @@ void PythonHooks::on_iteration(const IterationInfo& info) {
     }
     if (!callback_.is_none()) {
       const nb::object answer = callback_(info.iteration, info.rel_error);
-      if (PyObject_IsTrue(answer.ptr()) == 1) stop_requested_ = true;
+      // -1: the answer's truth value raised (a NumPy array, say); that error is the callback's to report.
+      const int truth = PyObject_IsTrue(answer.ptr());
+      if (truth < 0) throw nb::python_error();
+      if (truth == 1) stop_requested_ = true;
     }
   } catch (nb::python_error& e) {
     fail(std::move(e));

@@ -60,28 +60,39 @@ Source dense_of(const AnyMatrix& a) {
   throw nb::type_error("dnmf: the array is neither C- nor Fortran-contiguous (pass np.ascontiguousarray(X))");
 }
 
-/// indptr as int64: borrowed when it is int64 already, else widened into `widened`.
-const index_t* indptr_of(const AnyVector& indptr, std::vector<index_t>& widened) {
-  if (is<std::int64_t>(indptr) && indptr.stride(0) == 1) return static_cast<const index_t*>(indptr.data());
-  if (!is<std::int32_t>(indptr))
+/// Whether a vector's entries lie next to each other (an empty or one-entry vector's stride says nothing: numpy
+/// gives an empty one stride 0).
+bool contiguous(const AnyVector& v) { return v.shape(0) <= 1 || v.stride(0) == 1; }
+
+/// Entry i of an int32 or int64 vector, whatever its stride.
+std::int64_t entry(const AnyVector& v, std::size_t i) {
+  const std::size_t at = i * static_cast<std::size_t>(v.stride(0));
+  if (is<std::int32_t>(v)) return static_cast<const std::int32_t*>(v.data())[at];
+  return static_cast<const std::int64_t*>(v.data())[at];
+}
+
+void check_index_dtype(const AnyVector& v, const char* what) {
+  if (!is<std::int32_t>(v) && !is<std::int64_t>(v))
     throw nb::type_error(
-        ("dnmf: indptr of dtype " + dtype_name(indptr.dtype()) + " (expected int32 or int64)").c_str());
-  const auto* p = static_cast<const std::int32_t*>(indptr.data());
+        ("dnmf: " + std::string(what) + " of dtype " + dtype_name(v.dtype()) + " (expected int32 or int64)").c_str());
+}
+
+/// indptr as int64: borrowed when it is contiguous int64 already, else copied into `widened`.
+const index_t* indptr_of(const AnyVector& indptr, std::vector<index_t>& widened) {
+  check_index_dtype(indptr, "indptr");
+  if (is<std::int64_t>(indptr) && contiguous(indptr)) return static_cast<const index_t*>(indptr.data());
   widened.resize(indptr.shape(0));
-  for (std::size_t i = 0; i < widened.size(); ++i) widened[i] = p[i * static_cast<std::size_t>(indptr.stride(0))];
+  for (std::size_t i = 0; i < widened.size(); ++i) widened[i] = entry(indptr, i);
   return widened.data();
 }
 
-/// indices as int32: borrowed when they are int32 already, else narrowed into `narrowed`.
+/// indices as int32: borrowed when they are contiguous int32 already, else copied into `narrowed`.
 const col_index_t* indices_of(const AnyVector& indices, std::vector<col_index_t>& narrowed) {
-  if (is<std::int32_t>(indices) && indices.stride(0) == 1) return static_cast<const col_index_t*>(indices.data());
-  if (!is<std::int64_t>(indices))
-    throw nb::type_error(
-        ("dnmf: indices of dtype " + dtype_name(indices.dtype()) + " (expected int32 or int64)").c_str());
-  const auto* p = static_cast<const std::int64_t*>(indices.data());
+  check_index_dtype(indices, "indices");
+  if (is<std::int32_t>(indices) && contiguous(indices)) return static_cast<const col_index_t*>(indices.data());
   narrowed.resize(indices.shape(0));
   for (std::size_t i = 0; i < narrowed.size(); ++i) {
-    const std::int64_t v = p[i * static_cast<std::size_t>(indices.stride(0))];
+    const std::int64_t v = entry(indices, i);
     if (v < 0 || v > std::numeric_limits<col_index_t>::max())
       throw Error("sparse matrix: index " + std::to_string(v) + " at position " + std::to_string(i) +
                   " does not fit the int32 indices dnmf uses");
@@ -117,7 +128,7 @@ Source sparse_source(std::int64_t rows, std::int64_t cols, const AnyVector& indp
   if (indices.shape(0) != data.shape(0))
     throw Error("sparse matrix: " + std::to_string(indices.shape(0)) + " indices but " + std::to_string(data.shape(0)) +
                 " values");
-  if (data.stride(0) != 1 && data.shape(0) > 1) throw nb::type_error("dnmf: sparse values must be contiguous");
+  if (!contiguous(data)) throw nb::type_error("dnmf: sparse values must be contiguous");
   if (!is<double>(data) && !is<float>(data))
     throw nb::type_error(
         ("dnmf: sparse values of dtype " + dtype_name(data.dtype()) + " (expected float32 or float64)").c_str());

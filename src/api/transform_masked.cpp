@@ -24,7 +24,9 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
   const solvers::StoredMatrix<T> stored_a{&a.ref, source.transposed(), source.name()};
   const solvers::StoredMatrix<T> stored_mask{mask ? &mask->ref : nullptr, mask && missing.mask->transposed(),
                                              mask ? missing.mask->name() : std::string()};
-  const solvers::MaskedProblem<T> problem = solvers::build_masked_problem<T>(stored_a, stored_mask, missing);
+  // New data with nothing observed (a user without ratings) gets zeros, as its rows would one by one.
+  const solvers::MaskedProblem<T> problem =
+      solvers::build_masked_problem<T>(stored_a, stored_mask, missing, /*to_fit=*/false);
   const index_t k = w.cols;
   if (w.rows != problem.m)
     throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but " + source.name() + " has " +

@@ -549,7 +549,8 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
     *kl_objective = 0;
     for (const double v : kl_column) *kl_objective += v;
   }
-  return std::sqrt(num / p.weighted_squared_norm);
+  // Observed entries all zero (new data given to transform): relative to nothing, as the unmasked transform says.
+  return p.weighted_squared_norm > 0 ? std::sqrt(num / p.weighted_squared_norm) : 0.0;
 }
 
 template <class T>

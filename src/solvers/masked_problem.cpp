@@ -27,7 +27,7 @@ std::pair<index_t, index_t> shape_of(const StoredMatrix<T>& s) {
 
 template <class T>
 MaskedProblem<T> build_masked_problem(const StoredMatrix<T>& a, const StoredMatrix<T>& mask,
-                                      const MissingValues& missing) {
+                                      const MissingValues& missing, bool to_fit) {
   const auto [m, n] = shape_of(a);
   if (mask.matrix != nullptr) {
     const auto [mr, mc] = shape_of(mask);
@@ -42,7 +42,7 @@ MaskedProblem<T> build_masked_problem(const StoredMatrix<T>& a, const StoredMatr
   // The whole matrix as the one block of a 1 x 1 grid: the same checks, messages and choices.
   MaskedBlock<T> whole = build_masked_block(a, mask, missing, {0, m}, {0, n});
   MaskedProblem<T>& p = whole.problem;
-  require_observed(p.observed, p.weighted_squared_norm, a.name);
+  if (to_fit) require_observed(p.observed, p.weighted_squared_norm, a.name);
   choose_gram_lists(whole);
   for (MaskedHalf<T>* h : {&p.h_half, &p.w_half}) {
     const std::vector<unsigned char> seen = observed_columns(*h);
@@ -55,8 +55,8 @@ MaskedProblem<T> build_masked_problem(const StoredMatrix<T>& a, const StoredMatr
 }
 
 template MaskedProblem<float> build_masked_problem<float>(const StoredMatrix<float>&, const StoredMatrix<float>&,
-                                                          const MissingValues&);
+                                                          const MissingValues&, bool);
 template MaskedProblem<double> build_masked_problem<double>(const StoredMatrix<double>&, const StoredMatrix<double>&,
-                                                            const MissingValues&);
+                                                            const MissingValues&, bool);
 
 }  // namespace dnmf::solvers

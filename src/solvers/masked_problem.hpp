@@ -61,10 +61,11 @@ struct StoredMatrix {
 
 /// Builds the problem from A, an optional mask (matrix == nullptr: none) and the flags. Throws DataError naming
 /// the file and place for a mask of another shape, a negative, NaN or infinite weight, a bad observed entry of A
-/// (NaN without nan_missing says so), or no observed entry at all; UsageError for flags that do not fit A
-/// (nan_missing with a sparse A is accepted: stored NaN entries are missing).
+/// (NaN without nan_missing says so), or (`to_fit`) no observed entry at all or only zeros; UsageError for flags
+/// that do not fit A (nan_missing with a sparse A is accepted: stored NaN entries are missing). transform()
+/// passes to_fit = false: new data with nothing observed is answered with zeros, not refused.
 template <class T>
 MaskedProblem<T> build_masked_problem(const StoredMatrix<T>& a, const StoredMatrix<T>& mask,
-                                      const MissingValues& missing);
+                                      const MissingValues& missing, bool to_fit = true);
 
 }  // namespace dnmf::solvers

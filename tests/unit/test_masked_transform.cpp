@@ -242,6 +242,30 @@ TEST(MaskedTransform, SparseUnstoredMissingAndEmptyColumn) {
   EXPECT_NEAR(r.rel_error, reference_error(d, reference_h(d)), 1e-10);
 }
 
+TEST(MaskedTransform, NothingObservedGivesZeros) {
+  // New data with no observed entry at all (a user with no ratings) is answered, not refused as factor() does;
+  // and so is data whose observed entries are all zero.
+  const Data d = make_data();
+  const Source a = Source::dense<double>(DenseView<const double>(d.a.data(), kM, kN));
+  const std::vector<double> none(d.weight.size(), 0.0);
+  MissingValues missing;
+  missing.mask = Source::dense<double>(DenseView<const double>(none.data(), kM, kN));
+  const TransformResult<double> r = transform<double>(a, DenseView<const double>(d.w.data(), kM, kK), missing);
+  EXPECT_EQ(r.unobserved_cols, kN);
+  EXPECT_EQ(r.observed, 0);
+  EXPECT_EQ(r.rel_error, 0.0);
+  for (index_t j = 0; j < kN; ++j)
+    for (index_t l = 0; l < kK; ++l) EXPECT_EQ(r.H(l, j), 0.0);
+  const std::vector<double> zeros(d.a.size(), 0.0);
+  missing.mask = Source::dense<double>(DenseView<const double>(d.weight.data(), kM, kN));
+  const TransformResult<double> z =
+      transform<double>(Source::dense<double>(DenseView<const double>(zeros.data(), kM, kN)),
+                        DenseView<const double>(d.w.data(), kM, kK), missing);
+  EXPECT_EQ(z.rel_error, 0.0);
+  for (index_t j = 0; j < kN; ++j)
+    for (index_t l = 0; l < kK; ++l) EXPECT_EQ(z.H(l, j), 0.0);
+}
+
 TEST(MaskedTransform, SinglePrecision) {
   const Data d = make_data();
   const std::vector<double> h = reference_h(d);

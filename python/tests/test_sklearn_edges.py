@@ -1,0 +1,105 @@
+"""Where a user moving from scikit-learn's NMF trips first: sparse W and masks in the methods that take dense
+ones, the defaults with missing values, warnings scikit-learn gives, callbacks that misbehave, empty sparse
+input, strided scipy arrays and nndsvdar's random_state."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.decomposition import NMF as SkNMF
+
+import dnmf
+from conftest import planted
+
+
+def test_transform_takes_a_sparse_mask_of_a_dense_x():
+    rng = np.random.default_rng(0)
+    X = planted(30, 20, 3, seed=1)
+    M = (rng.random(X.shape) > 0.3).astype(float)
+    model = dnmf.NMF(3, random_state=0).fit(X)
+    dense = model.transform(X, mask=M)
+    for mask in (sp.csr_matrix(M), sp.csc_matrix(M)):
+        np.testing.assert_array_equal(model.transform(X, mask=mask), dense)
+
+
+def test_inverse_transform_takes_a_sparse_w_as_scikit_learn_does():
+    X = planted(30, 20, 3, seed=2)
+    model = dnmf.NMF(3, random_state=0).fit(X)
+    W = model.transform(X)
+    W[W < np.median(W)] = 0
+    expected = W @ model.components_
+    for sparse in (sp.csr_matrix(W), sp.csc_matrix(W), sp.csr_array(W)):
+        out = model.inverse_transform(sparse)
+        assert isinstance(out, np.ndarray)
+        np.testing.assert_allclose(out, expected, rtol=1e-14)
+    with pytest.raises(TypeError, match="'X'"):
+        model.inverse_transform()
+
+
+def test_unstored_missing_runs_at_the_default_init_and_names_the_parameter_otherwise():
+    S = sp.random(50, 40, density=0.3, random_state=0, format="csr")
+    default = dnmf.NMF(3, random_state=0, max_iter=30).fit(S, unstored="missing")
+    explicit = dnmf.NMF(3, init="random", random_state=0, max_iter=30).fit(S, unstored="missing")
+    np.testing.assert_array_equal(default.components_, explicit.components_)
+    with pytest.raises(ValueError, match="init='random'"):
+        dnmf.NMF(3, init="nndsvda", random_state=0).fit(S, unstored="missing")
+
+
+def test_a_callback_whose_answer_has_no_truth_value_raises_its_own_error():
+    X = planted(30, 20, 3, seed=3)
+    with pytest.raises(ValueError, match="truth value"):
+        dnmf.NMF(3, callback=lambda i, e: np.array([1.0, 2.0])).fit(X)
+
+
+def test_empty_sparse_input():
+    S = sp.random(60, 40, density=0.2, random_state=0, format="csr")
+    S = S[np.diff(S.indptr) > 0]
+    model = dnmf.NMF(3, random_state=0).fit(S)
+    empty_row = sp.csr_matrix(np.zeros((1, 40)))
+    assert empty_row.nnz == 0
+    np.testing.assert_array_equal(model.transform(empty_row), np.zeros((1, 3)))
+    np.testing.assert_array_equal(model.transform(empty_row, unstored="missing"), np.zeros((1, 3)))
+    with pytest.raises(dnmf.DataError, match="zeros"):
+        dnmf.NMF(3).fit(sp.csr_matrix((20, 10)))
+
+
+def test_strided_scipy_arrays_are_read_as_their_values():
+    S = sp.random(40, 30, density=0.2, random_state=1, format="csr", dtype=np.float64)
+    indices = np.empty(2 * S.nnz, dtype=np.int32)
+    indices[::2] = S.indices
+    values = np.empty(2 * S.nnz)
+    values[::2] = S.data
+    strided = sp.csr_matrix((values[::2], indices[::2], S.indptr), shape=S.shape, copy=False)
+    assert strided.indices.strides != (4,) and strided.data.strides != (8,)
+    a = dnmf.NMF(3, init="random", random_state=0, max_iter=20, tol=0).fit(S)
+    b = dnmf.NMF(3, init="random", random_state=0, max_iter=20, tol=0).fit(strided)
+    np.testing.assert_array_equal(a.components_, b.components_)
+
+
+def test_nndsvdar_follows_random_state_as_scikit_learn_does():
+    X = np.random.default_rng(0).random((60, 40))
+    options = dict(init="nndsvdar", solver="mu", max_iter=5, tol=0)
+    ours = {seed: dnmf.NMF(5, random_state=seed, **options).fit(X).components_ for seed in (1, 2)}
+    assert np.abs(ours[1] - ours[2]).max() > 1e-6
+    theirs = SkNMF(5, random_state=1, **options).fit(X).components_
+    np.testing.assert_allclose(ours[1], theirs, rtol=1e-9, atol=1e-12)
+
+
+def test_w_and_h_without_init_custom_are_ignored_with_scikit_learns_warning():
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 40))
+    W0, H0 = rng.random((60, 5)), rng.random((5, 40))
+    with pytest.warns(RuntimeWarning, match="init='custom'"):
+        dnmf.NMF(5, max_iter=5).fit_transform(X, W=W0, H=H0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        dnmf.NMF(5, init="custom", max_iter=5).fit_transform(X, W=W0, H=H0)
+
+
+def test_nmfk_refuses_kullback_leibler_with_a_solver_that_does_not_minimise_it():
+    X = np.random.default_rng(0).random((40, 10))
+    with pytest.raises(ValueError, match="solver='mu'"):
+        dnmf.NMFk((2, 3), beta_loss="kullback-leibler", n_perturbations=2).fit(X)
+    model = dnmf.NMFk((2, 3), solver="mu", beta_loss="kullback-leibler", n_perturbations=2, max_iter=20,
+                      random_state=0).fit(X)
+    assert model.k_ in (2, 3) or model.k_ is None
