@@ -49,6 +49,9 @@ CLI::Validator at_least(double bound);
 /// one to 2^64 - 1, so that two different seeds given would silently run the same stream.
 CLI::Validator seed_value();
 
+/// A validator refusing an empty value: `--mask "$MASK"` with the variable unset would otherwise run unmasked.
+CLI::Validator not_empty();
+
 /// Adds `--precision f32|f64` (default f64) bound to `precision`.
 void add_precision_option(CLI::App& app, std::string& precision);
 

@@ -49,11 +49,10 @@ int show_info(const InfoArgs& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("file      %s\n", args.path.c_str());
-    const std::string layout = format == io::FileFormat::dcsr   ? "CSR, " + dtype + " values"
-                               : sparse                         ? "CSR, values read as f8"
-                               : format == io::FileFormat::hdf5 ? "dense dataset, read as f8"
-                               : format == io::FileFormat::npz
-                                   ? "dense array, read as f8"
+    const std::string layout = format == io::FileFormat::dcsr ? "CSR, " + dtype + " values"
+                               : sparse                       ? "CSR, values read as f8"
+                               : format == io::FileFormat::hdf5
+                                   ? "dense dataset, read as f8"
                                    : dtype + (fortran_order ? ", Fortran order" : ", C order");
     std::printf("format    %s (%s)\n", io::format_name(format).c_str(), layout.c_str());
     std::printf("shape     %lld x %lld\n", static_cast<long long>(s.rows), static_cast<long long>(s.cols));

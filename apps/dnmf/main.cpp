@@ -174,6 +174,11 @@ CLI::Validator at_least(double bound) {
       name.str());
 }
 
+CLI::Validator not_empty() {
+  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "must not be empty" : ""; },
+                        "NOT EMPTY");
+}
+
 CLI::Validator seed_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

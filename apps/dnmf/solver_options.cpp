@@ -68,12 +68,14 @@ void add_solver_options(CLI::App& app, SolverArgs& args, SolverOptionScope scope
   app.add_option("--memory-budget", args.memory_budget,
                  "host memory budget per process, e.g. 256M or 2G (K/M/G/T are powers of 1024): stream A from the "
                  "file in tiles when it does not fit")
+      ->check(not_empty())
       ->group(group(scope.memory_budget));
   app.add_option("--grid", args.grid, "process grid: auto, or PRxPC matching the number of MPI processes")
       ->capture_default_str()
       ->group(group(scope.grid));
   app.add_option("--mask", args.mask,
                  "weights of A's shape (.npy, .mtx, .dcsr, ...): 0 = missing, positive = weight (docs/masked.md)")
+      ->check(not_empty())
       ->group(group(scope.missing));
   app.add_option("--missing", args.missing, "nan: NaN entries of A are missing (none: a NaN is an error)")
       ->check(CLI::IsMember({"none", "nan"}))

@@ -164,11 +164,13 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   const dist::Grid grid = api::on_every_rank([&] { return dist::Grid(world, grid_shape); });
   if (world.rank() != 0) options.progress = nullptr;  // progress is rank 0's to tell
   if ((options.init == InitMethod::given) != (initial != nullptr))
-    throw CollectiveError(name + (initial != nullptr
-                                      ? ": initial factors were given but the init method is " + to_string(options.init)
-                                      : ": the init method 'given' needs initial factors"));
+    throw CollectiveError(
+        name + (initial != nullptr ? ": initial factors were given but the init method is " + to_string(options.init)
+                                   : ": the init method 'given' needs initial factors"),
+        ErrorKind::usage);
   if (options.init != InitMethod::random && options.init != InitMethod::given && grid_shape.size() > 1)
-    throw CollectiveError("--init " + to_string(options.init) + " needs one process; use --init random on a grid");
+    throw CollectiveError("--init " + to_string(options.init) + " needs one process; use --init random on a grid",
+                          ErrorKind::usage);
 
   // From here on a failure may be one rank's own (its part of the file is corrupt, say).
   const dist::Layout layout = dist::make_layout(grid, shape.rows, shape.cols);

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <variant>
 
 #include "io/dcsr.hpp"
+#include "io/npz.hpp"
 
 namespace dnmf {
 namespace {
@@ -66,6 +68,12 @@ MatrixInfo inspect(const std::string& path) {
     info.fortran_order = header.fortran_order;
     info.dtype.assign(1, header.kind);
     info.dtype += std::to_string(header.word_size);
+  } else if (info.format == io::FileFormat::npz) {
+    if (const std::optional<io::NpyHeader> header = io::npz_array_header(path)) {
+      info.fortran_order = header->fortran_order;
+      info.dtype.assign(1, header->kind);
+      info.dtype += std::to_string(header->word_size);
+    }
   } else if (info.format == io::FileFormat::dcsr) {
     info.dtype = io::read_dcsr_header(path).value_bytes == 4 ? "f4" : "f8";
   }

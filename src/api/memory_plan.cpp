@@ -66,9 +66,10 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
       unlimited.budget = std::numeric_limits<std::int64_t>::max() / 4;
       const std::int64_t needed = stream::plan_memory(unlimited).resident_total;
       if (!allow_resident || needed > budget)
-        throw Error(path + ": this block needs " + stream::describe_bytes(needed) +
-                    " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
-                    "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx, HDF5 or .npz)");
+        throw UsageError(
+            path + ": this block needs " + stream::describe_bytes(needed) +
+            " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
+            "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx, HDF5 or .npz)");
     }
     try {
       return stream::plan_memory(in);

@@ -140,6 +140,37 @@ std::string listing(hid_t file) {
   return text;
 }
 
+/// The filter of the dataset this HDF5 library cannot apply (h5py's LZF, a plugin filter not installed), named
+/// as the file names it, or "" when every filter is available. HDF5 reports such a filter only when a read
+/// fails, and then with its plugin loader's last complaint ("can't open directory"); a filter marked optional
+/// that was skipped when the chunks were written does not stop a read, so this is asked only after one failed.
+std::string unavailable_filter(hid_t dataset) {
+  const hid_t plist = H5Dget_create_plist(dataset);
+  if (plist < 0) return {};
+  const Id owned(plist, H5Pclose);
+  const int filters = H5Pget_nfilters(plist);
+  for (int f = 0; f < filters; ++f) {
+    unsigned flags = 0;
+    std::size_t values = 0;
+    char name[256] = {};
+    unsigned config = 0;
+    const H5Z_filter_t id =
+        H5Pget_filter2(plist, static_cast<unsigned>(f), &flags, &values, nullptr, sizeof name, name, &config);
+    if (id >= 0 && H5Zfilter_avail(id) <= 0)
+      return (name[0] != '\0' ? "'" + std::string(name) + "' " : std::string()) + "(id " + std::to_string(id) + ")";
+  }
+  return {};
+}
+
+/// After a failed H5Dread: a DataError naming an unavailable compression filter, else h5::fail(what).
+[[noreturn]] void fail_read(hid_t dataset, const std::string& what) {
+  if (const std::string filter = unavailable_filter(dataset); !filter.empty())
+    throw DataError(what + ": the data are compressed with the HDF5 filter " + filter +
+                    ", which this build of HDF5 cannot decode; rewrite the dataset uncompressed or with gzip "
+                    "(h5py: compression='gzip')");
+  h5::fail(what);
+}
+
 Id open_dataset(hid_t group, const char* name, const std::string& where) {
   return h5::checked(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose, where + ": cannot open dataset '" + name + "'");
 }
@@ -150,7 +181,7 @@ void read_1d(hid_t dataset, hid_t memory_type, hsize_t first, hsize_t count, voi
   const Id space = h5::checked(H5Dget_space(dataset), H5Sclose, what);
   if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &first, nullptr, &count, nullptr) < 0) h5::fail(what);
   const Id memory = h5::checked(H5Screate_simple(1, &count, nullptr), H5Sclose, what);
-  if (H5Dread(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, out) < 0) h5::fail(what);
+  if (H5Dread(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, out) < 0) fail_read(dataset, what);
 }
 
 void open_dense(Matrix& m, Id object) {
@@ -332,7 +363,7 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
     if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) h5::fail(what);
     const Id memory = h5::checked(H5Screate_simple(2, count, nullptr), H5Sclose, what);
     if (H5Dread(m.dataset.get(), h5::native_type<T>(), memory.get(), space.get(), H5P_DEFAULT, buffer.data()) < 0) {
-      h5::fail(what);
+      fail_read(m.dataset.get(), what);
     }
     // Tiles of 64 columns keep the strided writes into the column-major block within cache.
     for (index_t j0 = 0; j0 < cb; j0 += 64) {

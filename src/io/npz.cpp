@@ -306,6 +306,14 @@ MatrixShape npz_shape(const std::string& path) {
   return {m.rows, m.cols, m.stored, m.sparse};
 }
 
+std::optional<NpyHeader> npz_array_header(const std::string& path) {
+  const MemberPath parts = split_npz_path(path);
+  const ZipArchive zip(parts.file);
+  const Located m = locate(zip, parts.member);
+  if (m.sparse) return std::nullopt;
+  return m.dense_header;
+}
+
 template <class T>
 LocalBlock<T> read_npz_block(const std::string& path, dist::Range rows, dist::Range cols) {
   const MemberPath parts = split_npz_path(path);

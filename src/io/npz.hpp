@@ -5,6 +5,7 @@
 // (no streaming) and keeping the block.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "dist/grid.hpp"
@@ -24,6 +25,10 @@ namespace dnmf::io {
 /// Errors (not a zip archive, a missing member, several arrays and none named, a bad dtype or shape, ...) name
 /// the file and, where one is at fault, the member.
 MatrixShape npz_shape(const std::string& path);
+
+/// The .npy header of the array `path` names (its dtype and order, for `dnmf info`), or nullopt when it names a
+/// scipy sparse matrix. Errors as npz_shape().
+std::optional<NpyHeader> npz_array_header(const std::string& path);
 
 /// Rows `rows` x columns `cols` (global, half-open) of the matrix `path` names, in precision T: dense for an
 /// array, CSR for a scipy sparse matrix (a CSC one transposed on the way). Uncompresses the matrix's members

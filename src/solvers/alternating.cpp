@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -238,10 +239,20 @@ class Iteration {
 
   // The single pass needs no reduction between a tile's numerator and its update: the H side when the grid
   // has one row (pr = 1), the W side when it has one column (pc = 1).
+  //
+  // Every rank must take the same path, since the paths call different collectives, but each operand answers
+  // for its own block: a rank whose CSR block holds no entry keeps no transpose and could fuse where the others
+  // cannot (the ranks then waited on each other's collectives forever). So a path is taken only where every
+  // rank's operand can take it, and a side is preferred only where every rank prefers it.
   void choose_pass() {
+    double answers[] = {a_.fused_side() == Side::W ? 0.0 : 1.0, w_whole_ && a_.can_fuse(Side::W) ? 0.0 : 1.0,
+                        h_whole_ && a_.can_fuse(Side::H) ? 0.0 : 1.0, a_.can_update_pass(Side::W) ? 0.0 : 1.0,
+                        a_.can_update_pass(Side::H) ? 0.0 : 1.0};
+    world_.allreduce_sum(answers, std::size(answers));  // per question, the ranks that answer no
+    const auto everywhere = [&](int question) { return answers[question] == 0.0; };
     fused_ = options_.fused;
-    pass_side_ = a_.fused_side();
-    auto fusable = [&](Side s) { return (s == Side::H ? h_whole_ : w_whole_) && a_.can_fuse(s); };
+    pass_side_ = everywhere(0) ? Side::W : Side::H;
+    auto fusable = [&](Side s) { return everywhere(s == Side::W ? 1 : 2); };
     if (fused_ && !fusable(pass_side_)) {
       if (fusable(backend::other(pass_side_))) {
         pass_side_ = backend::other(pass_side_);
@@ -251,8 +262,8 @@ class Iteration {
     }
     // Unfused, a half whose numerator needs no reduction over the grid takes the operand's update pass where it
     // has one (not KL, whose figures come from the products' ratio sums).
-    update_pass_h_ = !fused_ && !kl_ && h_whole_ && a_.can_update_pass(Side::H);
-    update_pass_w_ = !fused_ && !kl_ && w_whole_ && a_.can_update_pass(Side::W);
+    update_pass_h_ = !fused_ && !kl_ && h_whole_ && everywhere(4);
+    update_pass_w_ = !fused_ && !kl_ && w_whole_ && everywhere(3);
     result_.fused = fused_;
     result_.backend = kernels_.name();
     result_.threads = kernels_.concurrency();

@@ -118,8 +118,9 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
     case InitMethod::nndsvd:
     case InitMethod::nndsvda:
       if (whole == nullptr)
-        throw Error("--init " + to_string(options.init) +
-                    " needs the whole matrix in memory on one process; use --init random on a grid or when streaming");
+        throw UsageError("--init " + to_string(options.init) +
+                         " needs the whole matrix in memory on one process; use --init random on a grid or when "
+                         "streaming");
       return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0);
     case InitMethod::given: {
       check_initial_factor(w0, m, k, "W");

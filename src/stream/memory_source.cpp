@@ -113,7 +113,7 @@ void MemorySource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validat
     for (index_t p = s.indptr[row]; p < s.indptr[row + 1]; ++p) {
       const index_t col = s.indices[p];
       const T v = s.values[p];
-      if (validate && !io::acceptable_entry(v)) throw Error("memory: " + io::describe_bad_entry(row, col, v));
+      if (validate && !io::acceptable_entry(v)) throw DataError("memory: " + io::describe_bad_entry(row, col, v));
       if (col < cols_.first || col >= cols_.last) continue;
       if (to_size(kept) >= tile.values.capacity()) throw Error("internal: tile larger than its slot");
       tile.indices.data()[kept] = static_cast<col_index_t>(col - cols_.first);

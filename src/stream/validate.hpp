@@ -20,7 +20,7 @@ void check_dense_entries(const std::string& source, DenseView<const T> tile, ind
     if (good) continue;
     for (index_t i = 0; i < tile.rows; ++i)
       if (!io::acceptable_entry(column[i]))
-        throw Error(source + ": " + io::describe_bad_entry(row0 + i, col0 + j, column[i]));
+        throw DataError(source + ": " + io::describe_bad_entry(row0 + i, col0 + j, column[i]));
   }
 }
 

@@ -451,6 +451,11 @@ def npz_inputs(ctx):
     ctx.expect_error(["factor", "T.npz", "-k", 2, "-o", "out"], ["T.npz", "several arrays (A, B)", "T.npz:A"])
     j = json.loads(ctx.ok("info", "--json", "T.npz:B").stdout)
     check((j["rows"], j["cols"]) == (15, 11), "info T.npz:B shape %r" % ((j["rows"], j["cols"]),))
+    # info names an array member's dtype and order as for a .npy (a scipy matrix's values are read as f8).
+    write_npz(ctx.path("F.npz"), [("arr_0.npy", npy_bytes(rows, descr="<f4", fortran=True))])
+    j = json.loads(ctx.ok("info", "--json", "F.npz").stdout)
+    check(j["dtype"] == "f4" and j["fortran_order"] is True, "info F.npz: %r" % j)
+    check("f4, Fortran order" in ctx.ok("info", "F.npz").stdout, "info F.npz text layout")
     ctx.ok("nmfk", "T.npz:A", "--k", "2:3", "--perturbations", 2, "--iters", 20, "--quiet", "-o", "nmfk")
 
 
@@ -804,6 +809,32 @@ def masked_stream(ctx):
             diff = max(abs(a(i, j) - b(i, j)) for i in range(b.shape[0]) for j in range(b.shape[1]))
             check(diff <= 1e-10 * scale, "%s %s: streamed differs from in-memory by %g (scale %g)" %
                   (algo, name, diff, scale))
+
+
+@case
+def stream_error_classes(ctx):
+    """Under a memory budget, errors keep the class they have in memory (docs/reliability.md): a bad entry met
+    while streaming is bad input data (3), options that cannot stream are usage errors (2)."""
+    ctx.gen(1000, 600, 4, "A.npy")
+    with open(ctx.path("A.npy"), "rb") as f:
+        raw = bytearray(f.read())
+    header = Npy(ctx.path("A.npy"))
+    length, start = (struct.unpack("<H", raw[8:10])[0], 10) if raw[6] == 1 else (struct.unpack("<I", raw[8:12])[0], 12)
+    i, j = 700, 500
+    at = i + j * 1000 if header.header["fortran_order"] else i * 600 + j
+    raw[start + length + 8 * at:start + length + 8 * at + 8] = struct.pack("<d", -0.5)
+    write_bytes(ctx.path("bad.npy"), bytes(raw))
+    refused = ctx.expect_error(["factor", "A.npy", "-k", 4, "--memory-budget", "1K", "-o", "out"],
+                               ["needs at least"], code=2)
+    minimum = int(re.search(r"needs at least (\d+) bytes", refused).group(1))
+    budget = minimum + (4 << 20)  # streams: holding A (4.8 MB) would need more
+    ctx.expect_error(["factor", "bad.npy", "-k", 4, "--iters", 2, "--memory-budget", budget, "-o", "out"],
+                     ["bad.npy", "row 700, column 500", "-0.5"], code=3)
+    ctx.expect_error(["factor", "A.npy", "-k", 4, "--init", "nndsvd", "--memory-budget", budget, "-o", "out"],
+                     ["--init nndsvd", "--init random"], code=2)
+    ctx.gen(300, 200, 3, "S.mtx", "--density", 0.2)
+    ctx.expect_error(["factor", "S.mtx", "-k", 3, "--memory-budget", "1K", "-o", "out"],
+                     ["S.mtx", "to be held in memory", "dnmf convert"], code=2)
 
 
 @case
@@ -1211,6 +1242,10 @@ def exit_codes(ctx):
                      ["--perturbations must be >= 2", "silhouettes"], code=2)
     ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--perturbations", 2000000000, "-o", "out"],
                      ["2000000000 perturbations", "GiB", "fewer --perturbations"], code=2, timeout=30)
+    # An empty mask or budget (an unset shell variable) is refused, not taken as none.
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "", "-o", "out"], ["--mask", "empty"], code=2)
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "", "-o", "out"], ["--memory-budget", "empty"],
+                     code=2)
     # A seed beyond 64 bits is refused, not clamped to 2^64 - 1 (two such seeds would run one stream).
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--seed", "18446744073709551616", "-o", "out"],
                      ["--seed", "18446744073709551616", "at most"], code=2)

@@ -125,6 +125,28 @@ def sparse_mu(ctx):
 
 
 @case
+def sparse_empty_blocks(ctx):
+    """A sparse matrix whose lower half stores nothing: on 2x1 and 3x1 grids some ranks hold empty blocks. Their
+    operands differ from the others' (no transpose to keep), yet every rank must take the same iteration path:
+    the ranks used to wait on different collectives forever. Results equal one process's."""
+    rows, cols = 40, 30
+    entries = [(i, j, 0.5 + ((i * 7 + j * 11) % 13) / 13.0) for i in range(rows // 2) for j in range(cols)
+               if (i * 5 + j * 3) % 4 == 0]
+    with open(ctx.path("half.mtx"), "w") as f:
+        f.write("%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (rows, cols, len(entries)))
+        for i, j, v in entries:
+            f.write("%d %d %.17g\n" % (i + 1, j + 1, v))
+    for algo in ("mu", "kl", "hals", "bpp"):
+        common = ["factor", "half.mtx", "-k", 2, "--algo", algo, "--iters", 20, "--tol", 0, "-q"]
+        ctx.ok(common + ["-o", "one_" + algo])
+        for processes, grid in ((2, "2x1"), (3, "3x1"), (2, "1x2")):
+            out = "np%d_%s_%s" % (processes, grid, algo)
+            completed = ctx.run(common + ["--grid", grid, "-o", out], processes, timeout=60)
+            check(completed.returncode == 0, "%s on %s failed or hung" % (algo, grid))
+            same_factors(ctx, "one_" + algo, out)
+
+
+@case
 def grid_auto(ctx):
     gen(ctx, "A.npy", 400, 24, 3)
     completed = ctx.ok(["factor", "A.npy", "-k", 3, "--iters", 5, "-q", "-o", "out"], 4)

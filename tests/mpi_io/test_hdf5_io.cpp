@@ -251,6 +251,49 @@ TEST_F(Hdf5Test, IntegerAndCompressedDatasets) {
   EXPECT_EQ(read<double>(p + ":/zipped", {4, 9}, {0, 3}).dense.storage(), slice(whole, {4, 9}, {0, 3}).storage());
 }
 
+// A filter this test registers under LZF's id to write chunks with it, and then removes, so that the library
+// meets data compressed with a filter it cannot decode (h5py's default compression='lzf' on a machine without
+// h5py's plugin). The filter itself leaves the bytes as they are.
+std::size_t pass_through(unsigned /*flags*/, std::size_t /*cd_nelmts*/, const unsigned* /*cd_values*/,
+                         std::size_t nbytes, std::size_t* /*buf_size*/, void** /*buf*/) {
+  return nbytes;
+}
+
+TEST_F(Hdf5Test, DataCompressedWithAnUnavailableFilterIsNamed) {
+  constexpr H5Z_filter_t kLzf = 32000;
+  ASSERT_LE(H5Zfilter_avail(kLzf), 0) << "this HDF5 build decodes LZF itself: nothing to test";
+  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, kLzf, 1, 1, "lzf", nullptr, nullptr, pass_through};
+  ASSERT_GE(H5Zregister(&filter), 0);
+  const DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 6, 3, 0.2);
+  const std::string p = path("lzf.h5");
+  {
+    RawFile f(p);
+    const hsize_t dims[2] = {9, 6}, chunk[2] = {3, 3};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, chunk);
+    H5Pset_filter(dcpl, kLzf, H5Z_FLAG_OPTIONAL, 0, nullptr);  // as h5py sets it
+    const hid_t set = H5Dcreate2(f.id(), "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    const std::vector<double> values = dnmf::test::row_major_as<double>(whole);
+    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+    H5Dclose(set);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+  }
+  // While the filter is there the file reads as written.
+  EXPECT_EQ(read<double>(p + ":X", {0, 9}, {0, 6}).dense.storage(), whole.storage());
+  ASSERT_GE(H5Zunregister(kLzf), 0);
+  const std::string message = error_message([&] { (void)read<double>(p + ":X", {0, 9}, {0, 6}); });
+  EXPECT_THAT(message, HasSubstr("lzf.h5:/X"));
+  EXPECT_THAT(message, HasSubstr("filter 'lzf' (id 32000)"));
+  EXPECT_THAT(message, HasSubstr("compression='gzip'"));
+  try {
+    (void)read<double>(p + ":X", {0, 9}, {0, 6});
+  } catch (const dnmf::Error& e) {
+    EXPECT_EQ(e.kind(), dnmf::ErrorKind::data);  // bad input data: exit 3, not an internal failure
+  }
+}
+
 TEST_F(Hdf5Test, ScipyStyleCsrWithUnsortedIndicesAndDuplicates) {
   // 3 x 5: row 0 = {4: 1, 0: 2, 4: 3} (unsorted, a duplicate), row 1 empty, row 2 = {2: 5, 1: 6}.
   const std::string p = path("A.h5");
