@@ -5,7 +5,9 @@
 // numpy's default) through the public API. Sparse rows come two ways: the default (A's transpose kept beside
 // it, both products gathers: backend/gathering_operand.hpp) and the fused pass over A alone (a gather and a
 // scatter), with the products of each.
-//   bench_iteration [--quick] [--threads N] [--reps R] [--only dense64|dense32|sparse] [--json out.json]
+//   bench_iteration [--quick] [--threads N] [--reps R] [--iters N] [--only dense64|dense32|sparse] [--json out.json]
+// Each solver's seconds per iteration is the best of R fits of --iters iterations (20; 5 with --quick) from the
+// same random start.
 #include <omp.h>
 
 #include <algorithm>
@@ -174,7 +176,7 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
 
 int run(int argc, char** argv) {
   bool quick = false;
-  int threads = 2, reps = 5;
+  int threads = 2, reps = 5, iters_given = 0;
   std::string json_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -184,6 +186,8 @@ int run(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     else if (arg == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
+    else if (arg == "--iters" && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+      iters_given = std::atoi(argv[++i]);
     else if (arg == "--json" && i + 1 < argc)
       json_path = argv[++i];
     else if (arg == "--only" && i + 1 < argc &&
@@ -192,13 +196,13 @@ int run(int argc, char** argv) {
       only = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: bench_iteration [--quick] [--threads N] [--reps R] [--only dense64|dense32|sparse] "
-                   "[--json FILE]\n");
+                   "usage: bench_iteration [--quick] [--threads N] [--reps R] [--iters N] [--only "
+                   "dense64|dense32|sparse] [--json FILE]\n");
       return 2;
     }
   }
   omp_set_num_threads(threads);
-  const int iters = quick ? 5 : 20;
+  const int iters = iters_given > 0 ? iters_given : quick ? 5 : 20;
   const double copy_bw = copy_bandwidth(reps);
   const double rate64 = square_gemm_rate<double>(reps), rate32 = square_gemm_rate<float>(reps);
   const index_t scale = quick ? 4 : 1;
