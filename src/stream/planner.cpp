@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/cpu/cpu_kernels.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "stream/bytes.hpp"
@@ -61,12 +62,34 @@ std::int64_t workspace_bytes(const PlanInput& in) {
   const std::int64_t k = in.rank;
   const std::int64_t widest = std::max(l.a_rows.size(), l.a_cols.size());
   const std::int64_t threads = std::max(in.threads, 1);
-  // cpu kernels: every thread but the first accumulates a k x (other side) product privately.
+  // cpu kernels: every thread but the first accumulates a k x (other side) product privately (a resident block
+  // may need more: resident_accumulator_bytes).
   std::int64_t bytes = (threads - 1) * k * widest * static_cast<std::int64_t>(in.scalar_bytes);
   bytes += threads * kPerThreadScratch;
   // NNLS (bpp) works in float64 on the scaled right-hand sides and solutions, plus per-column state.
   if (in.algorithm == Algorithm::bpp) bytes += (16 * k + 48) * widest;  // two float64 k-vectors per column
   return bytes;
+}
+
+std::int64_t resident_accumulator_bytes(const PlanInput& in) {
+  const dist::Layout& l = in.layout;
+  const std::int64_t k = in.rank;
+  const auto scalar = static_cast<std::int64_t>(in.scalar_bytes);
+  const std::int64_t threads = std::max(in.threads, 1);
+  // A pass over the resident block sums the other side's numerator into slots fixed by the problem, not by the
+  // threads (backend/cpu/cpu_kernels.cpp), each after the first a private k x (that side) buffer: a 200000 x 20
+  // block has two on one thread, which workspace_bytes' threads - 1 missed (the run peaked at 1.13x its budget).
+  // The iteration may run on A or Aᵀ, so either side may be the other. A streamed pass works a tile at a time,
+  // whose few slots the thread term covers.
+  const double work = static_cast<double>(k) * static_cast<double>(std::max<index_t>(in.stored, 0));
+  std::int64_t slot_buffers = 0;
+  for (const std::int64_t extent : {l.a_rows.size(), l.a_cols.size()}) {
+    const std::int64_t buffer = k * extent * scalar;
+    const index_t slots = backend::cpu_accumulator_slots(static_cast<double>(buffer), work, in.scalar_bytes);
+    slot_buffers = std::max(slot_buffers, (slots - 1) * buffer);
+  }
+  const std::int64_t per_thread = (threads - 1) * k * std::max(l.a_rows.size(), l.a_cols.size()) * scalar;
+  return std::max<std::int64_t>(0, slot_buffers - per_thread);
 }
 
 Plan plan_memory(const PlanInput& in) {
@@ -79,10 +102,13 @@ Plan plan_memory(const PlanInput& in) {
   p.workspace = workspace_bytes(in);
   const std::int64_t fixed = p.baseline + p.runtime_reserve + p.factors + p.workspace;
   const std::int64_t a_bytes = matrix_bytes(in);
-  p.resident_total = fixed + static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
+  const std::int64_t resident_extra = resident_accumulator_bytes(in);
+  p.resident_total =
+      fixed + resident_extra + static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
   p.minimum_budget = fixed + static_cast<std::int64_t>(in.staging_bytes + 2 * in.min_tile_bytes);
   if (in.allow_resident && p.resident_total <= in.budget) {
-    p.matrix = p.resident_total - fixed;
+    p.workspace += resident_extra;
+    p.matrix = p.resident_total - fixed - resident_extra;
     p.total = p.resident_total;
     return p;
   }

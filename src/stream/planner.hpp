@@ -62,6 +62,10 @@ struct Plan {
 /// Bytes of the kernels' per-call scratch (private accumulators of all but one thread, NNLS workspaces).
 [[nodiscard]] std::int64_t workspace_bytes(const PlanInput& input);
 
+/// What a resident block's passes hold beyond workspace_bytes: the private accumulators of the CPU's fixed
+/// slots (set by the problem, not the threads) beyond the threads' count. Part of the resident plan's workspace.
+[[nodiscard]] std::int64_t resident_accumulator_bytes(const PlanInput& input);
+
 /// The largest tile the planner hands out: beyond it, bigger tiles gain nothing and delay the first one.
 constexpr std::size_t kMaxTileBytes = std::size_t{64} << 20;
 

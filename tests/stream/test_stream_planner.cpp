@@ -82,6 +82,22 @@ TEST(Planner, WorkspaceCountsPrivateAccumulators) {
   EXPECT_GT(workspace_bytes(in), base + 8 * 1000 * 8);
 }
 
+TEST(Planner, ResidentPlanCountsTheFixedSlotsOfATallBlock) {
+  // 200000 x 20, k = 5, f64: the pass over the 20 columns sums k x 200000 (1e6 entries, 8 MB) over 2e7 element
+  // operations: at least 8 operations per accumulator entry, less than 32 per entry per slot beyond two, so two
+  // slots whatever the threads (backend/cpu/cpu_kernels.cpp): one private 8 MB buffer. On one thread the
+  // threads' count (none) misses it; on two it covers it.
+  PlanInput in = single(200000, 20, 5, 1LL << 30);
+  in.threads = 1;
+  EXPECT_EQ(resident_accumulator_bytes(in), 5 * 200000 * 8);
+  const Plan one = plan_memory(in);
+  EXPECT_FALSE(one.streamed);
+  EXPECT_EQ(one.workspace, workspace_bytes(in) + 5 * 200000 * 8);
+  EXPECT_EQ(one.total, one.baseline + one.runtime_reserve + one.factors + one.workspace + one.matrix);
+  in.threads = 2;
+  EXPECT_EQ(resident_accumulator_bytes(in), 0);
+}
+
 TEST(Planner, ResidentWhenEverythingFits) {
   const Plan p = plan_memory(single(2000, 1000, 8, 1LL << 30));
   EXPECT_FALSE(p.streamed);

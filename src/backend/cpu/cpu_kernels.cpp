@@ -909,6 +909,10 @@ FusedSums CpuKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upda
   return total;
 }
 
+index_t cpu_accumulator_slots(double acc_bytes, double work, std::size_t element_bytes) {
+  return slot_count(kSlots, acc_bytes, work, element_bytes);  // fewer tiles than kSlots only lowers it
+}
+
 template class CpuKernels<float>;
 template class CpuKernels<double>;
 

@@ -52,4 +52,9 @@ class CpuKernels final : public Kernels<T> {
   double tile_bytes_ = default_tile_bytes();
 };
 
+/// The private accumulators ("slots") of a CPU pass that sums into a block of `acc_bytes` over `work` element
+/// operations, at most: fixed by the problem, never by the threads (so that results do not depend on them), and
+/// each slot after the first holds a buffer of acc_bytes. The memory planner counts them (stream/planner.cpp).
+[[nodiscard]] index_t cpu_accumulator_slots(double acc_bytes, double work, std::size_t element_bytes);
+
 }  // namespace dnmf::backend
