@@ -29,8 +29,8 @@ EntryStats entry_stats(const MatrixRef<T>& matrix);
 /// What inspect() learns about a matrix file.
 struct MatrixInfo {
   io::FileFormat format = io::FileFormat::npy;
-  std::string
-      dtype;  ///< the stored element type as numpy writes it ("f8", "f4", "i4"); "f8" for .mtx, HDF5, a scipy .npz
+  /// The stored element type as numpy writes it ("f8", "f4", "i4"); "f8" for .mtx, HDF5 and a scipy .npz.
+  std::string dtype;
   bool fortran_order = false;  ///< .npy and .npz arrays: column-major on disk
   bool sparse = false;         ///< read as CSR (.mtx, .dcsr, a scipy .npz, an HDF5 CSR or CSC group)
   EntryStats stats;            ///< from the entries read as float64

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "io/dcsr.hpp"
+#include "io/npy_header.hpp"
 #include "io/npz.hpp"
 
 namespace dnmf {
@@ -62,20 +63,18 @@ EntryStats entry_stats(const MatrixRef<T>& matrix) {
 MatrixInfo inspect(const std::string& path) {
   MatrixInfo info;
   info.format = io::format_of(path);
-  info.dtype = "f8";  // Matrix Market and HDF5 values are reported as read (float64)
+  info.dtype = "f8";                   // Matrix Market and HDF5 values are reported as read (float64)
+  std::optional<io::NpyHeader> array;  // a .npy, or an array member of a .npz (not a scipy matrix)
   if (info.format == io::FileFormat::npy) {
-    const io::NpyHeader header = io::read_npy_header(path);
-    info.fortran_order = header.fortran_order;
-    info.dtype.assign(1, header.kind);
-    info.dtype += std::to_string(header.word_size);
+    array = io::read_npy_header(path);
   } else if (info.format == io::FileFormat::npz) {
-    if (const std::optional<io::NpyHeader> header = io::npz_array_header(path)) {
-      info.fortran_order = header->fortran_order;
-      info.dtype.assign(1, header->kind);
-      info.dtype += std::to_string(header->word_size);
-    }
+    array = io::npz_array_header(path);
   } else if (info.format == io::FileFormat::dcsr) {
     info.dtype = io::read_dcsr_header(path).value_bytes == 4 ? "f4" : "f8";
+  }
+  if (array) {
+    info.fortran_order = array->fortran_order;
+    info.dtype = io::dtype_name(*array);
   }
   // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
   const io::LoadedMatrix<double> matrix = io::load_matrix<double>(path);

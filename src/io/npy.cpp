@@ -25,6 +25,9 @@
 #include "io/npy_header.hpp"
 
 namespace dnmf::io {
+
+std::string dtype_name(const NpyHeader& header) { return header.kind + std::to_string(header.word_size); }
+
 namespace {
 
 // Every target we build for is little-endian; supporting byte swaps would be dead, untested code.
@@ -305,8 +308,6 @@ std::uint32_t little_endian_u32(const unsigned char* bytes, std::size_t count) {
   for (std::size_t k = count; k-- > 0;) value = (value << 8) | bytes[k];
   return value;
 }
-
-std::string dtype_name(const NpyHeader& header) { return header.kind + std::to_string(header.word_size); }
 
 void check_data_size(const std::string& path, std::uint64_t size, const NpyHeader& header) {
   const auto rows = static_cast<std::uint64_t>(header.rows);

@@ -20,6 +20,9 @@ struct NpyArrayHeader {
   std::size_t data_offset = 0;       ///< byte offset of the first element
 };
 
+/// numpy's short name of the header's element type: "f8", "f4", "i2", ...
+std::string dtype_name(const NpyHeader& header);
+
 /// Parses the magic, version and dict of the .npy image `bytes` (the data need not be complete); the errors
 /// read_npy_header gives for a file, starting with `where` ("A.npz:data.npy").
 NpyArrayHeader parse_npy_array_header(std::string_view bytes, const std::string& where);

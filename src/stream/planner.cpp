@@ -57,15 +57,24 @@ std::int64_t factor_bytes(const PlanInput& in) {
   return std::max({iteration, final_check, gather}) * static_cast<std::int64_t>(in.scalar_bytes);
 }
 
+namespace {
+
+// cpu kernels: every thread but the first accumulates a k x (other side) product privately (a resident block
+// may need more: resident_accumulator_bytes).
+std::int64_t thread_accumulator_bytes(const PlanInput& in) {
+  const dist::Layout& l = in.layout;
+  const std::int64_t widest = std::max(l.a_rows.size(), l.a_cols.size());
+  return (std::max(in.threads, 1) - 1) * in.rank * widest * static_cast<std::int64_t>(in.scalar_bytes);
+}
+
+}  // namespace
+
 std::int64_t workspace_bytes(const PlanInput& in) {
   const dist::Layout& l = in.layout;
   const std::int64_t k = in.rank;
   const std::int64_t widest = std::max(l.a_rows.size(), l.a_cols.size());
   const std::int64_t threads = std::max(in.threads, 1);
-  // cpu kernels: every thread but the first accumulates a k x (other side) product privately (a resident block
-  // may need more: resident_accumulator_bytes).
-  std::int64_t bytes = (threads - 1) * k * widest * static_cast<std::int64_t>(in.scalar_bytes);
-  bytes += threads * kPerThreadScratch;
+  std::int64_t bytes = thread_accumulator_bytes(in) + threads * kPerThreadScratch;
   // NNLS (bpp) works in float64 on the scaled right-hand sides and solutions, plus per-column state.
   if (in.algorithm == Algorithm::bpp) bytes += (16 * k + 48) * widest;  // two float64 k-vectors per column
   return bytes;
@@ -75,7 +84,6 @@ std::int64_t resident_accumulator_bytes(const PlanInput& in) {
   const dist::Layout& l = in.layout;
   const std::int64_t k = in.rank;
   const auto scalar = static_cast<std::int64_t>(in.scalar_bytes);
-  const std::int64_t threads = std::max(in.threads, 1);
   // A pass over the resident block sums the other side's numerator into slots fixed by the problem, not by the
   // threads (backend/cpu/cpu_kernels.cpp), each after the first a private k x (that side) buffer: a 200000 x 20
   // block has two on one thread, which workspace_bytes' threads - 1 missed (the run peaked at 1.13x its budget).
@@ -88,8 +96,7 @@ std::int64_t resident_accumulator_bytes(const PlanInput& in) {
     const index_t slots = backend::cpu_accumulator_slots(static_cast<double>(buffer), work, in.scalar_bytes);
     slot_buffers = std::max(slot_buffers, (slots - 1) * buffer);
   }
-  const std::int64_t per_thread = (threads - 1) * k * std::max(l.a_rows.size(), l.a_cols.size()) * scalar;
-  return std::max<std::int64_t>(0, slot_buffers - per_thread);
+  return std::max<std::int64_t>(0, slot_buffers - thread_accumulator_bytes(in));
 }
 
 Plan plan_memory(const PlanInput& in) {
