@@ -78,12 +78,15 @@ int factor(FactorArgs args) {
       if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
     };
   }
-  // Said before the run: with a fallback kernel every product runs at a fraction of the machine's rate.
+  // Said before the run: with a fallback kernel every BLAS product runs at a fraction of the machine's rate. Two
+  // causes were seen: OPENBLAS_CORETYPE set to an older core, and OpenBLAS 0.3.21 taking a CPU newer than it knows
+  // (an Emerald Rapids Xeon) for Prescott; the remedy for both is the variable, naming a core the CPU can run.
   if (root && options.backend != BackendKind::cuda && blas_info().generic_kernel)
     std::fprintf(stderr,
-                 "dnmf: warning: the BLAS runs a generic kernel on a CPU with %s (%s); products will be several "
-                 "times slower than this CPU allows (is OPENBLAS_CORETYPE set?)\n",
-                 blas_info().cpu_vector_isa.c_str(), blas_summary().c_str());
+                 "dnmf: warning: the BLAS runs a generic kernel on a CPU with %s (%s); its products will be several "
+                 "times slower than this CPU allows (set OPENBLAS_CORETYPE=%s, or configure with -DDNMF_BLAS=blis)\n",
+                 blas_info().cpu_vector_isa.c_str(), blas_summary().c_str(),
+                 blas_info().cpu_vector_isa == "avx512" ? "SkylakeX" : "Haswell");
   const bool h5_factors = args.factors_format == "h5";
   Factorization<T> run =
       dnmf::factor<T>(Source::file(args.input), options, context, h5_factors ? Gather::none : Gather::to_root);

@@ -89,50 +89,60 @@ namespace {
 
 /// Columns of A per block of dense_squared_residual: each loaded lane vector of W serves four columns.
 constexpr index_t kResidualColumns = 4;
+/// Rows of W per panel of dense_squared_residual (a multiple of four): the float64 copy of W is one panel, not
+/// all of W. A whole copy (and the transposed W it was made from) were two W-sized buffers the memory plan did
+/// not count: a resident 1500007 x 1 block at k = 1 peaked at 1.07x its budget.
+constexpr index_t kResidualPanelRows = 4096;
 
-/// Σ (a − (WH)_ij)² and Σ a² over a dense A, in double, for relative_error_direct. W is first copied into a
-/// double column-major array padded to whole lane vectors with zero rows, so that four rows of W H come from k
-/// lane multiply-adds per column (the plain loop's dot per entry read W's rows across its columns, one strided
-/// scalar at a time: 65 ms at 4000x3000, k = 16, where this takes a few). Each block of columns keeps its own
-/// sums, added in block order, so the result does not depend on the thread count.
-template <class T>
-std::pair<double, double> dense_squared_residual(const DenseView<const T>& a, DenseView<const T> W,
+/// Σ (a − (WH)_ij)² and Σ a² over a dense A, in double, for relative_error_direct; w_at(i, l) is W(i, l). W is
+/// copied a panel of rows at a time into a double column-major array padded to whole lane vectors with zero rows,
+/// so that four rows of W H come from k lane multiply-adds per column (the plain loop's dot per entry read W's
+/// rows across its columns, one strided scalar at a time: 65 ms at 4000x3000, k = 16, where this takes a few).
+/// Each block of columns keeps its own sums, added panel by panel and then in block order, so the result does
+/// not depend on the thread count.
+template <class T, class WAt>
+std::pair<double, double> dense_squared_residual(const DenseView<const T>& a, index_t k, const WAt& w_at,
                                                  DenseView<const T> H) {
   using solvers::Lanes, solvers::load_lanes, solvers::splat, solvers::lane_sum;
-  const index_t m = a.rows, n = a.cols, k = W.cols, mp = (m + 3) / 4 * 4;
-  std::vector<double> wd(to_size(mp * k), 0.0);
-  for (index_t l = 0; l < k; ++l)
-    for (index_t i = 0; i < m; ++i) wd[to_size(l * mp + i)] = static_cast<double>(W(i, l));
+  const index_t m = a.rows, n = a.cols;
   const index_t blocks = (n + kResidualColumns - 1) / kResidualColumns;
-  std::vector<double> num(to_size(blocks)), den(to_size(blocks));
-#pragma omp parallel for schedule(static)
-  for (index_t blk = 0; blk < blocks; ++blk) {
-    const index_t j0 = blk * kResidualColumns, nc = std::min(kResidualColumns, n - j0);
-    std::vector<double> h(to_size(kResidualColumns * k), 0.0);  // h[c·k + l] = H(l, j0 + c), zeros past n
-    for (index_t c = 0; c < nc; ++c)
-      for (index_t l = 0; l < k; ++l) h[to_size(c * k + l)] = static_cast<double>(H(l, j0 + c));
-    Lanes nv = splat(0), dv = splat(0);
-    for (index_t i0 = 0; i0 < mp; i0 += 4) {
-      Lanes model[kResidualColumns] = {splat(0), splat(0), splat(0), splat(0)};
-      for (index_t l = 0; l < k; ++l) {
-        const Lanes wv = load_lanes(wd.data() + l * mp + i0);
-        for (index_t c = 0; c < kResidualColumns; ++c) model[c] += wv * splat(h[to_size(c * k + l)]);
-      }
-      for (index_t c = 0; c < nc; ++c) {
-        const T* col = a.data + (j0 + c) * a.ld + i0;
-        Lanes av = splat(0);
-        if (i0 + 4 <= m) {
-          av = load_lanes(col);
-        } else {
-          for (index_t u = 0; i0 + u < m; ++u) av[u] = static_cast<double>(col[u]);
+  std::vector<double> num(to_size(blocks), 0.0), den(to_size(blocks), 0.0);
+  const index_t panel = std::min(kResidualPanelRows, (m + 3) / 4 * 4);
+  std::vector<double> wd(to_size(panel * k));
+  for (index_t p0 = 0; p0 < m; p0 += panel) {
+    const index_t rows = std::min(panel, m - p0), rp = (rows + 3) / 4 * 4;
+    std::fill(wd.begin(), wd.end(), 0.0);
+    for (index_t l = 0; l < k; ++l)
+      for (index_t i = 0; i < rows; ++i) wd[to_size(l * rp + i)] = static_cast<double>(w_at(p0 + i, l));
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (index_t blk = 0; blk < blocks; ++blk) {
+      const index_t j0 = blk * kResidualColumns, nc = std::min(kResidualColumns, n - j0);
+      std::vector<double> h(to_size(kResidualColumns * k), 0.0);  // h[c·k + l] = H(l, j0 + c), zeros past n
+      for (index_t c = 0; c < nc; ++c)
+        for (index_t l = 0; l < k; ++l) h[to_size(c * k + l)] = static_cast<double>(H(l, j0 + c));
+      Lanes nv = splat(0), dv = splat(0);
+      for (index_t i0 = 0; i0 < rp; i0 += 4) {
+        Lanes model[kResidualColumns] = {splat(0), splat(0), splat(0), splat(0)};
+        for (index_t l = 0; l < k; ++l) {
+          const Lanes wv = load_lanes(wd.data() + l * rp + i0);
+          for (index_t c = 0; c < kResidualColumns; ++c) model[c] += wv * splat(h[to_size(c * k + l)]);
         }
-        const Lanes r = av - model[c];  // zero in the padding rows: a and W are zero there
-        nv += r * r;
-        dv += av * av;
+        for (index_t c = 0; c < nc; ++c) {
+          const T* col = a.data + (j0 + c) * a.ld + p0 + i0;
+          Lanes av = splat(0);
+          if (i0 + 4 <= rows) {
+            av = load_lanes(col);
+          } else {
+            for (index_t u = 0; i0 + u < rows; ++u) av[u] = static_cast<double>(col[u]);
+          }
+          const Lanes r = av - model[c];  // zero in the padding rows: a and W are zero there
+          nv += r * r;
+          dv += av * av;
+        }
       }
+      num[to_size(blk)] += lane_sum(nv);
+      den[to_size(blk)] += lane_sum(dv);
     }
-    num[to_size(blk)] = lane_sum(nv);
-    den[to_size(blk)] = lane_sum(dv);
   }
   double total_num = 0, total_den = 0;
   for (index_t blk = 0; blk < blocks; ++blk) {
@@ -142,21 +152,18 @@ std::pair<double, double> dense_squared_residual(const DenseView<const T>& a, De
   return {total_num, total_den};
 }
 
-}  // namespace
-
-template <class T>
-double relative_error_direct(const MatrixRef<T>& a, DenseView<const T> W, DenseView<const T> H) {
+template <class T, class WAt>
+double direct_error(const MatrixRef<T>& a, index_t k, const WAt& w_at, DenseView<const T> H) {
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-    const auto [residual, norm] = dense_squared_residual(*d, W, H);
+    const auto [residual, norm] = dense_squared_residual(*d, k, w_at, H);
     return norm > 0 ? std::sqrt(residual / norm) : 0.0;
   }
   // Sparse: Σ over stored entries of (a - wh)² plus Σ over absent entries of wh².
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
-  const index_t k = W.cols;
   const auto model = [&](index_t i, index_t j) {
     double s = 0;
-    for (index_t l = 0; l < k; ++l) s += static_cast<double>(W(i, l)) * static_cast<double>(H(l, j));
+    for (index_t l = 0; l < k; ++l) s += static_cast<double>(w_at(i, l)) * static_cast<double>(H(l, j));
     return s;
   };
   const auto& s = std::get<CsrView<T>>(a);
@@ -175,6 +182,26 @@ double relative_error_direct(const MatrixRef<T>& a, DenseView<const T> W, DenseV
   }
   return den > 0 ? std::sqrt(num / den) : 0.0;
 }
+
+}  // namespace
+
+template <class T>
+double relative_error_direct(const MatrixRef<T>& a, DenseView<const T> W, DenseView<const T> H) {
+  return direct_error(
+      a, W.cols, [&](index_t i, index_t l) { return W(i, l); }, H);
+}
+
+namespace solvers {
+template <class T>
+double relative_error_direct_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h) {
+  return direct_error(
+      a, wt.rows, [&](index_t i, index_t l) { return wt(l, i); }, h);
+}
+template double relative_error_direct_wt<float>(const MatrixRef<float>&, DenseView<const float>,
+                                                DenseView<const float>);
+template double relative_error_direct_wt<double>(const MatrixRef<double>&, DenseView<const double>,
+                                                 DenseView<const double>);
+}  // namespace solvers
 
 template FactorResult<float> factorize<float>(const MatrixRef<float>&, const FactorOptions&, const DenseMatrix<float>*,
                                               const DenseMatrix<float>*);

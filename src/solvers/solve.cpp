@@ -115,8 +115,7 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   if (identity >= kIdentityNoiseFloor<T> || host_whole == nullptr || grid.shape().size() != 1) return identity;
   const index_t m = rows_of(*host_whole), n = cols_of(*host_whole);
   if (is_sparse(*host_whole) && static_cast<double>(m) * static_cast<double>(n) > 5e7) return identity;
-  const DenseMatrix<T> w = util::transposed(f.wt);
-  return relative_error_direct<T>(*host_whole, w.view(), f.h.view());
+  return relative_error_direct_wt<T>(*host_whole, f.wt.view(), f.h.view());
 }
 
 // l1·Σ + ½·l2·‖·‖² of W and of H, summed over the world's pieces (the Frobenius objective's penalty terms).

@@ -36,6 +36,10 @@ template <class T>
 void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Factors<T>& pieces, DenseMatrix<T>& W,
                     DenseMatrix<T>& H, int root = 0);
 
+/// relative_error_direct with W given as Wᵀ (k x m), as the solvers hold it: no m x k copy of W.
+template <class T>
+double relative_error_direct_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h);
+
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);
 

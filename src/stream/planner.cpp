@@ -87,14 +87,16 @@ std::int64_t resident_accumulator_bytes(const PlanInput& in) {
   // A pass over the resident block sums the other side's numerator into slots fixed by the problem, not by the
   // threads (backend/cpu/cpu_kernels.cpp), each after the first a private k x (that side) buffer: a 200000 x 20
   // block has two on one thread, which workspace_bytes' threads - 1 missed (the run peaked at 1.13x its budget).
+  // Where the dense pass sums transposed the first slot has a buffer too (a 1500007 x 1 block at k = 1: 1.07x).
   // The iteration may run on A or Aᵀ, so either side may be the other. A streamed pass works a tile at a time,
   // whose few slots the thread term covers.
   const double work = static_cast<double>(k) * static_cast<double>(std::max<index_t>(in.stored, 0));
   std::int64_t slot_buffers = 0;
   for (const std::int64_t extent : {l.a_rows.size(), l.a_cols.size()}) {
     const std::int64_t buffer = k * extent * scalar;
-    const index_t slots = backend::cpu_accumulator_slots(static_cast<double>(buffer), work, in.scalar_bytes);
-    slot_buffers = std::max(slot_buffers, (slots - 1) * buffer);
+    const index_t buffers =
+        backend::cpu_accumulator_buffers(!in.sparse, k, static_cast<double>(buffer), work, in.scalar_bytes);
+    slot_buffers = std::max(slot_buffers, buffers * buffer);
   }
   return std::max<std::int64_t>(0, slot_buffers - thread_accumulator_bytes(in));
 }

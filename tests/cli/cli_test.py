@@ -154,16 +154,23 @@ def mtx_size_line(path):
 # Running dnmf
 
 
+# The machine's own condition, not the command's: `dnmf factor` warns when the BLAS runs a fallback kernel on a CPU
+# with AVX2 or AVX-512 (OpenBLAS 0.3.21 picks Prescott on CPUs newer than it knows). Only blas_named checks it.
+BLAS_WARNING = "dnmf: warning: the BLAS runs a generic kernel"
+
+
 class Result:
     def __init__(self, args, completed):
         self.args = args
         self.rc = completed.returncode
         self.stdout = completed.stdout
-        self.stderr = completed.stderr
+        self.raw_stderr = completed.stderr
+        self.stderr = "".join(line for line in completed.stderr.splitlines(keepends=True)
+                              if not line.startswith(BLAS_WARNING))
 
     def describe(self):
         return "dnmf %s -> rc %d\n--- stdout\n%s--- stderr\n%s" % (" ".join(self.args), self.rc, self.stdout,
-                                                                   self.stderr)
+                                                                   self.raw_stderr)
 
 
 class Context:
@@ -356,8 +363,8 @@ def blas_named(ctx):
     blas = ctx.report("out")["blas"]
     check(blas["name"] == name and blas["version"] == blas_version and blas["kernel"] == kernel
           and blas["cpu_vector_isa"] == isa, "report.json blas %r against --version %r" % (blas, version[1]))
-    check(("generic kernel" in result.stderr) == blas["generic_kernel"],
-          "the warning must appear exactly when report.json says generic_kernel: %r" % result.stderr)
+    check((BLAS_WARNING in result.raw_stderr) == blas["generic_kernel"],
+          "the warning must appear exactly when report.json says generic_kernel: %r" % result.raw_stderr)
     if name != "OpenBLAS" or isa not in ("avx2", "avx512"):
         print("SKIPPED part: forcing a fallback kernel needs OpenBLAS on an AVX2 CPU (here %s, %s)" % (name, isa))
         return
@@ -370,7 +377,8 @@ def blas_named(ctx):
         print("SKIPPED part: this OpenBLAS ignored OPENBLAS_CORETYPE (kernel %s)" % report["kernel"])
         return
     check(report["generic_kernel"] is True, "Prescott on %s must count as generic: %r" % (isa, report))
-    check("dnmf: warning: the BLAS runs a generic kernel" in forced.stderr, "no warning:\n" + forced.describe())
+    check(BLAS_WARNING in forced.raw_stderr, "no warning:\n" + forced.describe())
+    check("OPENBLAS_CORETYPE=" in forced.raw_stderr, "the warning must name the remedy:\n" + forced.describe())
 
 
 @case

@@ -60,9 +60,12 @@ double relative_difference(const std::vector<T>& got, const std::vector<double>&
 struct Case {
   index_t k, m, n;
 };
-// m above the row block (1024) with k in several panels exercises the YA product's row blocks.
-const Case kCases[] = {{1, 13, 5},   {7, 257, 11}, {16, 300, 37}, {16, 1, 3},    {33, 129, 14}, {64, 77, 25},
-                       {64, 513, 2}, {5, 1000, 1}, {12, 7, 200},  {24, 40, 197}, {40, 2100, 3}, {16, 2500, 4}};
+// m above the row block (1024) with k in several panels exercises the YA product's row blocks. The last four
+// are longer than one packed piece of the k-wide operand (at most 1 MiB of it per kernel call): YA over m,
+// XAᵀ over n, with one panel (k = 1, 2: f32 rows in pairs) and with several (k = 33).
+const Case kCases[] = {{1, 13, 5},    {7, 257, 11},  {16, 300, 37}, {16, 1, 3},    {33, 129, 14}, {64, 77, 25},
+                       {64, 513, 2},  {5, 1000, 1},  {12, 7, 200},  {24, 40, 197}, {40, 2100, 3}, {16, 2500, 4},
+                       {1, 40001, 2}, {2, 70001, 3}, {3, 2, 40001}, {33, 20001, 2}};
 
 template <class T>
 class SkinnyTest : public ::testing::Test {};

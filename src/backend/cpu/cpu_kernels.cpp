@@ -913,6 +913,13 @@ index_t cpu_accumulator_slots(double acc_bytes, double work, std::size_t element
   return slot_count(kSlots, acc_bytes, work, element_bytes);  // fewer tiles than kSlots only lowers it
 }
 
+index_t cpu_accumulator_buffers(bool dense, index_t k, double acc_bytes, double work, std::size_t element_bytes) {
+  const index_t slots = cpu_accumulator_slots(acc_bytes, work, element_bytes);
+  const bool transposed =
+      dense && (element_bytes == sizeof(float) ? cpu::skinny_pays<float>(k) : cpu::skinny_pays<double>(k));
+  return transposed ? slots : slots - 1;  // dense_fused_pass's `transposed`
+}
+
 template class CpuKernels<float>;
 template class CpuKernels<double>;
 

@@ -57,4 +57,9 @@ class CpuKernels final : public Kernels<T> {
 /// each slot after the first holds a buffer of acc_bytes. The memory planner counts them (stream/planner.cpp).
 [[nodiscard]] index_t cpu_accumulator_slots(double acc_bytes, double work, std::size_t element_bytes);
 
+/// Buffers of acc_bytes (about) that such a pass allocates beside the accumulator itself: one per slot after the
+/// first, and one for the first too where a dense pass at rank k sums transposed (the skinny kernels' panels).
+[[nodiscard]] index_t cpu_accumulator_buffers(bool dense, index_t k, double acc_bytes, double work,
+                                              std::size_t element_bytes);
+
 }  // namespace dnmf::backend

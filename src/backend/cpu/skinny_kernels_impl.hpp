@@ -200,15 +200,6 @@ void xat_panel(const T* x, index_t ldx, const T* a, index_t lda, index_t m, inde
   fetch_lines(ahead.data, fetched, lines);
 }
 
-// Rows of A per block of the YA product when k takes several panels: the block of A is read once per panel, and
-// stays in cache between them. With one panel (every k that skinny_pays) the columns run whole: the hardware
-// prefetcher then follows NC long streams instead of short pieces (AVX-512, k = 16, A 4000x3000 from memory:
-// 55 GFLOP/s with 256-row blocks, 75 whole, on one Zen 5 core).
-constexpr index_t kRowBlock = 1024;
-// Columns of A per block of the XAᵀ product: the lines of A it touches (one per column) stay in L1 across the
-// row blocks.
-constexpr index_t kColBlock = 192;
-
 // The XAᵀ product written transposed, Dt (rows x L) (+)= A · Xᵀ over n columns of A, with rows of A on the lanes
 // (IV vectors) and one broadcast of X per component. Per column IV loads and L broadcasts feed IV·L multiply-adds;
 // xat_block needs a broadcast per NC multiply-adds instead, and with k = 16 f32 (one AVX-512 vector of k) that is

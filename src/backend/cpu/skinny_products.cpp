@@ -51,6 +51,18 @@ const T* packed(index_t k, index_t cols, const T* src, index_t ld, index_t padde
   return buffer.data();
 }
 
+// Columns of the k-wide operand packed per call of a kernel, a multiple of `unit`: the packed copy is at most
+// kPackBytes (the planner's per-thread scratch covers it), not a copy of the whole factor. Packed whole, a
+// 1500007 x 1 block at k = 1 held four W-sized copies (f64, AVX2: k padded to 4 lanes) per call and peaked at
+// 1.9x its memory budget.
+constexpr std::size_t kPackBytes = std::size_t{1} << 20;
+
+template <class T>
+index_t pack_columns(index_t padded, index_t unit) {
+  const auto fit = static_cast<index_t>(kPackBytes / (sizeof(T) * static_cast<std::size_t>(padded)));
+  return std::max<index_t>(unit, fit / unit * unit);
+}
+
 std::atomic<bool> blas_forced{false};
 
 }  // namespace
@@ -101,15 +113,21 @@ void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T
   if constexpr (std::is_same_v<T, float>) {
     if (2 * k <= lanes<T>() && m >= 2) {  // two rows per vector (skinny_kernels_impl.hpp, ya_pairs_block)
       const index_t vl = lanes<T>(), pairs = m / 2;
-      buffer.assign(static_cast<std::size_t>(pairs * vl), T(0));
-      for (index_t q = 0; q < pairs; ++q)
-        for (index_t r = 0; r < 2; ++r)
-          for (index_t l = 0; l < k; ++l)
-            buffer[static_cast<std::size_t>(q * vl + 2 * l + r)] = y[l + (2 * q + r) * ldy];
-      if (isa() == Isa::avx512)
-        avx512::ya_pairs(k, pairs, n, buffer.data(), a, lda, beta, c, ldc);
-      else
-        avx2::ya_pairs(k, pairs, n, buffer.data(), a, lda, beta, c, ldc);
+      const index_t chunk = pack_columns<T>(vl, 1);
+      buffer.resize(static_cast<std::size_t>(std::min(pairs, chunk) * vl));
+      for (index_t q0 = 0; q0 < pairs; q0 += chunk) {
+        const index_t q1 = std::min(pairs, q0 + chunk);
+        std::fill(buffer.begin(), buffer.end(), T(0));
+        for (index_t q = q0; q < q1; ++q)
+          for (index_t r = 0; r < 2; ++r)
+            for (index_t l = 0; l < k; ++l)
+              buffer[static_cast<std::size_t>((q - q0) * vl + 2 * l + r)] = y[l + (2 * q + r) * ldy];
+        const T part_beta = q0 == 0 ? beta : T(1);  // later pieces add to the first's sums
+        if (isa() == Isa::avx512)
+          avx512::ya_pairs(k, q1 - q0, n, buffer.data(), a + 2 * q0, lda, part_beta, c, ldc);
+        else
+          avx2::ya_pairs(k, q1 - q0, n, buffer.data(), a + 2 * q0, lda, part_beta, c, ldc);
+      }
       if (m % 2 != 0)  // the last row, added after the pairs
         for (index_t j = 0; j < n; ++j)
           for (index_t l = 0; l < k; ++l) c[l + j * ldc] += y[l + (m - 1) * ldy] * a[m - 1 + j * lda];
@@ -117,11 +135,18 @@ void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T
     }
   }
   const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
-  const T* p = packed(k, m, y, ldy, padded, buffer);
-  if (isa() == Isa::avx512)
-    avx512::ya(k, m, n, p, padded, a, lda, beta, c, ldc);
-  else
-    avx2::ya(k, m, n, p, padded, a, lda, beta, c, ldc);
+  // Pieces of whole row blocks: where k takes several panels each piece's sums are the kernel's own (the same
+  // bits as one call); with one panel a long column is summed per piece, then the pieces in order.
+  const index_t chunk = ldy == padded ? m : pack_columns<T>(padded, kRowBlock);
+  for (index_t i0 = 0; i0 < m; i0 += chunk) {
+    const index_t rows = std::min(m, i0 + chunk) - i0;
+    const T* p = packed(k, rows, y + i0 * ldy, ldy, padded, buffer);
+    const T part_beta = i0 == 0 ? beta : T(1);
+    if (isa() == Isa::avx512)
+      avx512::ya(k, rows, n, p, padded, a + i0, lda, part_beta, c, ldc);
+    else
+      avx2::ya(k, rows, n, p, padded, a + i0, lda, part_beta, c, ldc);
+  }
 }
 
 template <class T>
@@ -135,12 +160,19 @@ void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const 
     return;
   }
   const index_t padded = (k + lanes<T>() - 1) / lanes<T>() * lanes<T>();
+  // Pieces of whole column blocks, whose sums the kernel adds block by block anyway: the same bits as one call.
+  const index_t chunk = ldx == padded ? n : pack_columns<T>(padded, kColBlock);
   std::vector<T> buffer;
-  const T* p = packed(k, n, x, ldx, padded, buffer);
-  if (isa() == Isa::avx512)
-    avx512::xat(k, m, n, p, padded, a, lda, beta, d, ldd, ahead);
-  else
-    avx2::xat(k, m, n, p, padded, a, lda, beta, d, ldd, ahead);
+  for (index_t j0 = 0; j0 < n; j0 += chunk) {
+    const index_t cols = std::min(n, j0 + chunk) - j0;
+    const T* p = packed(k, cols, x + j0 * ldx, ldx, padded, buffer);
+    const T part_beta = j0 == 0 ? beta : T(1);
+    if (isa() == Isa::avx512)
+      avx512::xat(k, m, cols, p, padded, a + j0 * lda, lda, part_beta, d, ldd, ahead);
+    else
+      avx2::xat(k, m, cols, p, padded, a + j0 * lda, lda, part_beta, d, ldd, ahead);
+    ahead = Ahead{};  // requested during the first piece
+  }
 }
 
 template <class T>
