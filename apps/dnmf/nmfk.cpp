@@ -146,15 +146,20 @@ Command add_nmfk(CLI::App& parent) {
                   "leave out of the clustering factorisations whose error exceeds this times the best of their k")
       ->check(at_least(1))
       ->capture_default_str();
-  app->add_flag("--cv", o.cv,
-                "also choose k by cross-validation: held-out error per k beside the silhouettes (one process)");
+  CLI::Option* cv = app->add_flag(
+      "--cv", o.cv, "also choose k by cross-validation: held-out error per k beside the silhouettes (one process)");
+  // Without --cv they would be ignored silently: a run the user believes cross-validated.
   app->add_option("--cv-folds", o.cv_folds, "--cv: independent random hold-outs (keyed by --seed)")
       ->check(at_least(1))
+      ->needs(cv)
       ->capture_default_str();
   app->add_option("--cv-holdout", o.cv_holdout, "--cv: fraction of the entries hidden in each fold")
       ->check(CLI::Range(0.0, 1.0))
+      ->needs(cv)
       ->capture_default_str();
-  app->add_flag("--restart", o.restart, "discard checkpoints made with other data or options instead of refusing");
+  app->add_flag("--restart", o.restart,
+                "discard checkpoints made with other data or options instead of refusing (deleted when the run "
+                "starts, even if it is then interrupted)");
   // NMFk needs every perturbed factorisation converged (an unconverged one looks unstable): HALS with a
   // generous cap reaches the tolerance in tens of iterations where MU's 200 often do not (docs/nmfk.md).
   args->solver.algo = to_string(Algorithm::hals);

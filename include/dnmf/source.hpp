@@ -17,6 +17,23 @@ namespace detail {
 /// outside the arrays, so Source::csr and Source::csc check it once (O(stored)) before anything else runs.
 void check_compressed(const char* what, index_t outer, index_t inner, const index_t* indptr, const col_index_t* indices,
                       index_t stored);
+
+/// Throws UsageError unless a dense matrix's shape and leading dimension describe storage of its own: rows and cols
+/// >= 0, and ld at least a line's length (rows, or cols when row_major) when there is more than one line. A
+/// smaller ld would overlap the lines (another matrix, silently) and a negative one read before the array.
+/// `what` starts the message.
+void check_dense(const char* what, index_t rows, index_t cols, index_t ld, bool row_major = false);
+
+/// check_dense or check_compressed, as the view is: what the entry points taking views run first.
+template <class T>
+void check_view(const char* what, const MatrixRef<T>& a) {
+  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
+    check_dense(what, d->rows, d->cols, d->ld);
+    return;
+  }
+  const auto& s = std::get<CsrView<T>>(a);
+  check_compressed("CSR", s.rows, s.cols, s.indptr, s.indices, s.rows > 0 ? s.indptr[s.rows] : 0);
+}
 }  // namespace detail
 
 /// The input of factor() and nmfk(): a matrix file, or a dense or CSR matrix in memory. In-memory sources
@@ -32,15 +49,17 @@ class Source {
   /// CSR). Nothing is opened until the source is used.
   static Source file(std::string path);
 
-  /// A dense column-major matrix (entry (i, j) at data[i + j·ld]).
+  /// A dense column-major matrix (entry (i, j) at data[i + j·ld]); UsageError for ld < rows (detail::check_dense).
   template <class T>
   static Source dense(DenseView<const T> a, std::shared_ptr<const void> owner = {}) {
+    detail::check_dense("dense matrix", a.rows, a.cols, a.ld);
     return Source(MatrixRef<T>{a}, false, std::move(owner));
   }
-  /// A dense row-major matrix (entry (i, j) at data[i·ld + j]), e.g. a C-order numpy array.
+  /// A dense row-major matrix (entry (i, j) at data[i·ld + j]), e.g. a C-order numpy array; ld >= cols.
   template <class T>
   static Source dense_row_major(const T* data, index_t rows, index_t cols, index_t ld,
                                 std::shared_ptr<const void> owner = {}) {
+    detail::check_dense("row-major dense matrix", rows, cols, ld, true);
     return Source(MatrixRef<T>{DenseView<const T>(data, cols, rows, ld)}, true, std::move(owner));
   }
   /// A CSR matrix (column indices sorted and unique within each row); its structure is checked here

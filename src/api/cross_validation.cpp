@@ -140,9 +140,15 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
                              [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
     index_t count = 0;
     for (const char h : held) count += h;
+    // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's.
+    const std::string fraction = source.name() + ": the hold-out fraction " + std::to_string(options.holdout) +
+                                 " (--holdout, --cv-holdout) hides ";
     if (count == 0)
-      throw UsageError(source.name() + ": --holdout " + std::to_string(options.holdout) + " hides no entry of " +
-                       std::to_string(base.observed) + " observed ones");
+      throw UsageError(fraction + "no entry of " + std::to_string(base.observed) + " observed ones in fold " +
+                       std::to_string(fold));
+    if (count == static_cast<index_t>(entries.size()))
+      throw UsageError(fraction + "every one of the " + std::to_string(base.observed) + " observed entries in fold " +
+                       std::to_string(fold) + ", leaving nothing to fit");
     result.held_out.push_back(count);
     const FoldMask<T> fm = fold_mask(base, entries, held);
     MissingValues missing = options.factor.missing;

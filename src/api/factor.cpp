@@ -277,6 +277,7 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
 
 template <class T>
 void gather(Factorization<T>& run, const Context& context) {
+  if (!run.distribution) throw UsageError("gather: this Factorization does not come from factor()");
   const detail::Distribution<T>& d = *run.distribution;
   if (api::communicator(context).size() == 1) {
     // One process holds all of Wᵀ and H, in A's terms whether or not its source was transposed (factor() swapped
@@ -305,6 +306,7 @@ void gather(Factorization<T>& run, const Context& context) {
 
 template <class T>
 void write_factors_h5(const Factorization<T>& run, const std::string& path, const Context& context) {
+  if (!run.distribution) throw UsageError(path + ": this Factorization does not come from factor()");
   const detail::Distribution<T>& d = *run.distribution;
   if (d.transposed)
     throw CollectiveError(path + ": factors of a transposed (row-major or CSC) source are written by gather()");

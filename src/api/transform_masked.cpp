@@ -18,6 +18,7 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
                              BackendKind backend) {
   if (backend == BackendKind::cuda)
     throw UsageError("transform with missing values runs on the host: use the cpu or reference backend");
+  detail::check_dense("transform: W", w.rows, w.cols, w.ld);
   const api::Held<T> a = api::hold<T>(source);
   std::optional<api::Held<T>> mask;
   if (missing.mask) mask = api::hold<T>(*missing.mask);

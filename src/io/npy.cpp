@@ -19,6 +19,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
+#include "dnmf/source.hpp"
 #include "io/input_file.hpp"
 #include "io/npy_block.hpp"
 #include "io/npy_convert.hpp"
@@ -556,6 +557,7 @@ DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::R
 
 template <class T>
 void write_npy(const std::string& path, DenseView<const T> matrix) {
+  dnmf::detail::check_dense(path.c_str(), matrix.rows, matrix.cols, matrix.ld);
   check_shape(path, matrix.rows, matrix.cols);
   const std::string header = npy_header(descr_of<T>(), true, matrix.rows, matrix.cols);
   write_file_atomically(path, [&](std::ostream& out) {

@@ -14,6 +14,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/source.hpp"
 #include "solvers/lanes.hpp"
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
@@ -58,6 +59,7 @@ FactorResult<T> factorize_masked(const MatrixRef<T>& a, const FactorOptions& opt
 template <class T>
 FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, const DenseMatrix<T>* W0,
                           const DenseMatrix<T>* H0) {
+  detail::check_view("factorize: A", a);  // a view's structure is the caller's, as a Source's is
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
   solvers::check_options(options, m, n);
@@ -187,6 +189,13 @@ double direct_error(const MatrixRef<T>& a, index_t k, const WAt& w_at, DenseView
 
 template <class T>
 double relative_error_direct(const MatrixRef<T>& a, DenseView<const T> W, DenseView<const T> H) {
+  detail::check_view("relative_error_direct: A", a);
+  detail::check_dense("relative_error_direct: W", W.rows, W.cols, W.ld);
+  detail::check_dense("relative_error_direct: H", H.rows, H.cols, H.ld);
+  if (W.rows != rows_of(a) || H.cols != cols_of(a) || W.cols != H.rows)
+    throw UsageError("relative_error_direct: W (" + std::to_string(W.rows) + "x" + std::to_string(W.cols) +
+                     ") and H (" + std::to_string(H.rows) + "x" + std::to_string(H.cols) + ") do not fit A (" +
+                     std::to_string(rows_of(a)) + "x" + std::to_string(cols_of(a)) + ")");
   return direct_error(
       a, W.cols, [&](index_t i, index_t l) { return W(i, l); }, H);
 }

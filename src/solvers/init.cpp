@@ -87,10 +87,11 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
 
 template <class T>
 void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
-  if (x == nullptr) throw Error(std::string("init 'given' needs ") + name);
+  // The caller's mistakes (a missing or misshapen factor: usage) and its data (bad entries: data), as for A.
+  if (x == nullptr) throw UsageError(std::string("init 'given' needs ") + name);
   if (x->rows() != rows || x->cols() != cols)
-    throw Error(std::string("initial ") + name + " is " + std::to_string(x->rows()) + "x" + std::to_string(x->cols()) +
-                ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
+    throw UsageError(std::string("initial ") + name + " is " + std::to_string(x->rows()) + "x" +
+                     std::to_string(x->cols()) + ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
   // Branch-free over the whole matrix so that the common good case vectorises; a bad one is scanned again.
   const T* v = x->data();
   const index_t count = rows * cols;
@@ -100,8 +101,8 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)
       if (!(std::isfinite(static_cast<double>((*x)(i, j))) && (*x)(i, j) >= T(0)))
-        throw Error(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
-                    std::to_string(j) + " is negative or not finite");
+        throw DataError(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
+                        std::to_string(j) + " is negative or not finite");
 }
 
 template <class T>

@@ -198,7 +198,11 @@ void check_shapes_and_values(DenseView<const T> g, DenseView<const T> b, DenseVi
           std::ostringstream s;
           s << "nnls_bpp: " << name << " has " << (std::isnan(v) ? "a NaN" : "an infinite value") << " at (row " << i
             << ", column " << j << ")";
-          throw Error(s.str());
+          // Inside a fit that is its products overflowing (float entries above ~1e25 at small sizes): a
+          // numerical breakdown, as the other solvers report it, with the remedy.
+          s << ": the products overflowed or the data is not finite; rescale the matrix (e.g. divide it by its "
+               "largest entry) or compute in float64";
+          throw NumericalError(s.str());
         }
       }
     }

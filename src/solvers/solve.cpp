@@ -192,9 +192,10 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // No iteration (--iters 0): the start's penalty terms, taken before normalising as an iteration's are.
   const bool no_iteration = out.result.objective_history.empty();
   const double start_penalties = no_iteration ? start_penalty(world, out.pieces, options.penalties) : 0.0;
-  if (options.normalize) normalise(world, out.pieces);
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
   // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.
+  // The check runs before normalising, on the factors the iterations balanced: normalised, H's rows carry all
+  // the scale, and in float HHᵀ overflowed for entries of 1e18 (a finite fit reported rel_error inf).
   const std::vector<double>& history = out.result.rel_error_history;
   const bool kl = options.algorithm == Algorithm::kl;
   out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
@@ -206,6 +207,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
                                                 kl ? &kl_objective : nullptr);
     if (kl) out.result.objective = kl_objective;
   }
+  if (options.normalize) normalise(world, out.pieces);
   if (!kl && no_iteration) {  // the start's objective, as an iteration would have reported it
     const double e = out.result.rel_error * out.result.norm_a;
     out.result.objective = 0.5 * e * e + start_penalties;

@@ -7,16 +7,20 @@
 #include "dnmf/factorize.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/nnls.hpp"
+#include "dnmf/source.hpp"
 
 namespace dnmf {
 
 template <class T>
 TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, BackendKind backend) {
+  detail::check_view("transform: A", a);
+  detail::check_dense("transform: W", w.rows, w.cols, w.ld);
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
   const index_t k = w.cols;
-  if (w.rows != m) throw Error("transform: W has " + std::to_string(w.rows) + " rows but A has " + std::to_string(m));
-  if (k < 1) throw Error("transform: W has no columns");
+  if (w.rows != m)
+    throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but A has " + std::to_string(m));
+  if (k < 1) throw UsageError("transform: W has no columns");
   // A is the caller's data: a negative or non-finite entry is refused where it is, as factor() refuses it.
   std::visit([](const auto& view) { io::check_nonnegative(view, "transform: A"); }, a);
   // The basis is given by the caller, so it is checked like input data.

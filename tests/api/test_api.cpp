@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -257,6 +258,62 @@ TEST(Api, CompressedSourcesWithABadStructureAreRefused) {
   EXPECT_NE(
       message({0, 2, 2, 5}, {1, 4, 2, 1, 3}, 5, false).find("indices of row 2 are not sorted and unique (2 then 1)"),
       std::string::npos);
+}
+
+// Views handed to the entry points directly are checked as sources are: a leading dimension that would overlap a
+// dense matrix's lines (a different matrix, silently, or reads before the array) and a CSR structure that would
+// send the kernels outside the arrays (a crash in factorize()'s transpose) are refused, naming the problem.
+TEST_F(ApiTest, ViewsWithABadLayoutAreRefusedByEveryEntryPoint) {
+  const std::vector<double> data(30, 1.0);  // room for a 6 x 5 column-major matrix
+  const auto usage = [](auto&& call) {
+    try {
+      call();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (const index_t ld : {index_t{3}, index_t{0}, index_t{-1}}) {
+    const DenseView<const double> a(data.data(), 6, 5, ld);
+    EXPECT_NE(usage([&] { (void)Source::dense<double>(a); }).find("leading dimension"), std::string::npos) << ld;
+    EXPECT_NE(usage([&] { (void)factorize<double>(MatrixRef<double>{a}, options_k4()); }).find("would overlap"),
+              std::string::npos)
+        << ld;
+    EXPECT_NE(usage([&] { (void)Source::dense_row_major<double>(data.data(), 5, 6, ld); }).find("each row"),
+              std::string::npos)
+        << ld;
+  }
+  EXPECT_EQ(usage([&] { (void)Source::dense<double>(DenseView<const double>(data.data(), 6, 1, 0)); }), "accepted")
+      << "one column never steps by ld";
+  const DenseView<const double> good(data.data(), 6, 5, 6);
+  const DenseView<const double> w_overlapping(data.data(), 6, 2, 1);
+  EXPECT_NE(usage([&] { (void)transform<double>(MatrixRef<double>{good}, w_overlapping); }).find("transform: W"),
+            std::string::npos);
+  EXPECT_NE(usage([&] { io::write_npy<double>(path("overlap.npy"), w_overlapping); }).find("overlap.npy"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(path("overlap.npy")));
+  EXPECT_NE(usage([&] {
+              (void)transform<double>(MatrixRef<double>{good}, DenseView<const double>(data.data(), 5, 2, 5));
+            }).find("W has 5 rows but A has 6"),
+            std::string::npos);
+
+  // A column index far outside the matrix, through factorize() and transform() (Source::csr refuses it already).
+  const std::vector<index_t> indptr = {0, 1, 2, 3, 4};
+  const std::vector<col_index_t> indices = {0, 1, 1000000, 3};
+  const std::vector<double> values = {1, 2, 3, 4};
+  const CsrView<double> bad{4, 4, indptr.data(), indices.data(), values.data()};
+  FactorOptions o = options_k4();
+  o.rank = 2;
+  EXPECT_THROW((void)factorize<double>(MatrixRef<double>{bad}, o), DataError);
+  const std::vector<double> w(8, 1.0);
+  EXPECT_THROW((void)transform<double>(MatrixRef<double>{bad}, DenseView<const double>(w.data(), 4, 2, 4)), DataError);
+
+  // A Factorization that factor() did not make has no distribution to gather or write.
+  Factorization<double> empty;
+  EXPECT_NE(
+      usage([&] { write_factors_h5<double>(empty, path("f.h5"), Context()); }).find("does not come from factor()"),
+      std::string::npos);
+  EXPECT_NE(usage([&] { gather<double>(empty, Context()); }).find("does not come from factor()"), std::string::npos);
 }
 
 TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {

@@ -1352,6 +1352,33 @@ def numeric_edges(ctx):
 
 
 @case
+def float_scale_edges(ctx):
+    # Entries float32 holds but whose products it may not: KL's final error was computed after normalising, where
+    # H's rows carry all the scale and HHᵀ overflowed float (a finite fit reported rel_error inf with exit 0);
+    # BPP's overflowed products ended as an internal error (exit 1) where the other solvers report a numerical
+    # breakdown (exit 5).
+    def scaled(scale):
+        return [[scale * (1 + (i * 7919 + j * 104729) % 997) / 997.0 for j in range(20)] for i in range(30)]
+    write_bytes(ctx.path("e18.npy"), npy_bytes(scaled(1e18)))
+    errors = {}
+    for precision in ("f32", "f64"):
+        out = "kl_" + precision
+        ctx.ok("factor", "e18.npy", "-k", 4, "--algo", "kl", "--precision", precision, "--threads", 1, "--iters", 30,
+               "-q", "-o", out)
+        errors[precision] = ctx.report(out)["rel_error"]
+    check(errors["f64"] is not None and 0 < errors["f64"] < 1, "f64 KL error %r" % errors["f64"])
+    check(errors["f32"] is not None and abs(errors["f32"] - errors["f64"]) < 1e-3,
+          "f32 KL error %r against f64's %r" % (errors["f32"], errors["f64"]))
+    write_bytes(ctx.path("e30.npy"), npy_bytes(scaled(1e30)))
+    ctx.expect_error(["factor", "e30.npy", "-k", 4, "--algo", "bpp", "--precision", "f32", "--threads", 1, "-o", "b"],
+                     ["overflowed", "rescale"], out_dir="b", code=5)
+    # A hold-out fraction that hides every observed entry is the option's fault (exit 2), not the data's.
+    ctx.gen(60, 40, 3, "C.npy")
+    ctx.expect_error(["cv", "C.npy", "--k", "2:4", "--holdout", 0.9999, "--folds", 1, "--threads", 1, "-o", "cv"],
+                     ["C.npy", "hides every one of the 2400 observed entries"], out_dir="cv", code=2)
+
+
+@case
 def truncated_during_run(ctx):
     # A streamed run whose input shrinks under it: a mapped .npy (SIGBUS caught), a .npy read by pread (an f8
     # file computed in f32 is converted on the way) and a .dcsr. Each must end with exit 4 and a message naming

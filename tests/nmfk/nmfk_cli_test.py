@@ -338,6 +338,16 @@ def cross_validation(ctx):
     r = ctx.run(["nmfk", a, "--k", "2:4", "--cv", "--cv-folds", 0, "-o", ctx.path("bad")], expect=None)
     check(r.returncode != 0 and len(error_lines(r.stderr)) == 1 and "--cv-folds" in r.stderr,
           "--cv-folds 0: %r" % r.stderr)
+    # The fold options without --cv would be ignored: a run the user believes cross-validated.
+    for option, value in (("--cv-folds", 3), ("--cv-holdout", 0.1)):
+        r = ctx.run(["nmfk", a, "--k", "2:4", option, value, "-o", ctx.path("bad")], expect=None)
+        check(r.returncode == 2 and len(error_lines(r.stderr)) == 1 and "requires --cv" in r.stderr,
+              "%s without --cv: rc %d, %r" % (option, r.returncode, r.stderr))
+    # A hold-out that hides every observed entry leaves nothing to fit: the option's fault (exit 2).
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--perturbations", 3, "--cv", "--cv-folds", 1, "--cv-holdout", 0.99999,
+                 "-o", ctx.path("bad")], expect=None)
+    check(r.returncode == 2 and "hides every one of the 3000 observed entries" in r.stderr,
+          "--cv-holdout 0.99999: rc %d, %r" % (r.returncode, r.stderr))
 
 
 @case
