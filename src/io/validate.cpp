@@ -10,6 +10,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "dnmf/source.hpp"
 #include "io/hdf5_path.hpp"
 #include "io/narrow.hpp"
 #include "io/npz.hpp"
@@ -141,3 +142,20 @@ template std::string describe_bad_entry<float>(index_t, index_t, float);
 template std::string describe_bad_entry<double>(index_t, index_t, double);
 
 }  // namespace dnmf::io
+
+namespace dnmf::detail {
+
+// Here, not beside check_compressed in the api layer: io::write_npy checks its view too, and io sits below api.
+void check_dense(const char* what, index_t rows, index_t cols, index_t ld, bool row_major) {
+  const std::string where = std::string(what) + ": ";
+  if (rows < 0 || cols < 0)
+    throw UsageError(where + "negative shape " + std::to_string(rows) + "x" + std::to_string(cols));
+  const index_t length = row_major ? cols : rows, lines = row_major ? rows : cols;
+  // One line never steps by ld; an empty matrix reads nothing.
+  if (length > 0 && lines > 1 && ld < length)
+    throw UsageError(where + "leading dimension " + std::to_string(ld) + " is smaller than the " +
+                     std::to_string(length) + " entries of each " + (row_major ? "row" : "column") + " (" +
+                     std::to_string(rows) + "x" + std::to_string(cols) + "): they would overlap");
+}
+
+}  // namespace dnmf::detail
