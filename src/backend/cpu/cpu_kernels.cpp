@@ -399,6 +399,13 @@ std::vector<index_t> csr_chunks(const CsrView<T>& s) {
 // 2..8 threads balanced within ~15%.
 constexpr index_t kSlots = CpuKernels<double>::max_fused_slots;
 
+// Whether a dense pass over `rows` rows of A sums Qᵀ += H_j·A_jᵀ transposed, rows of A on the lanes: where the
+// skinny kernels run. Every slot, the first too, then has a panel buffer of its own (cpu_accumulator_buffers).
+template <class T>
+bool sums_transposed(index_t rows, index_t k) {
+  return rows > 0 && cpu::skinny_pays<T>(k);
+}
+
 // Slots for `tiles` tiles whose accumulator holds `acc_bytes`, for a pass of `work` element operations: at most
 // 256 MiB of extra buffers, and few enough that zeroing and summing the buffers (about 3 sequential operations
 // per accumulator entry and slot) stays under a tenth of the pass's own work. A sparse scatter into a wide
@@ -735,9 +742,8 @@ index_t CpuKernels<T>::dense_fused_pass(const DenseView<const T>& d, CView<T> y,
   const FusedPlan plan = plan_fused<T>(MatrixRef<T>{d}, Side::H, k, other_numer.cols, tile_bytes_);
   const std::vector<index_t>& bounds = plan.bounds;
   const std::vector<index_t>& first_tile = plan.first_tile;
-  // Qᵀ += H_j·A_jᵀ accumulates transposed (rows of A on the lanes) where the skinny kernels run: then every slot,
-  // the first too, has a cols x k buffer, summed into other_numer at the end.
-  const bool transposed = m_rows > 0 && cpu::skinny_pays<T>(k);
+  // Transposed, each slot's cols x k buffer is summed into other_numer at the end.
+  const bool transposed = sums_transposed<T>(m_rows, k);
   std::vector<std::vector<T>>& privates = slot_buffers<T>(transposed ? plan.slots : plan.slots - 1);
   if (!accumulate) fill(other_numer, T(0));
   const bool fetch_ahead = sizeof(T) == 8 && k >= 16;
@@ -915,9 +921,10 @@ index_t cpu_accumulator_slots(double acc_bytes, double work, std::size_t element
 
 index_t cpu_accumulator_buffers(bool dense, index_t k, double acc_bytes, double work, std::size_t element_bytes) {
   const index_t slots = cpu_accumulator_slots(acc_bytes, work, element_bytes);
+  const index_t rows = dense ? 1 : 0;  // any rows: the rule depends on k and the precision only
   const bool transposed =
-      dense && (element_bytes == sizeof(float) ? cpu::skinny_pays<float>(k) : cpu::skinny_pays<double>(k));
-  return transposed ? slots : slots - 1;  // dense_fused_pass's `transposed`
+      element_bytes == sizeof(float) ? sums_transposed<float>(rows, k) : sums_transposed<double>(rows, k);
+  return transposed ? slots : slots - 1;
 }
 
 template class CpuKernels<float>;
