@@ -70,7 +70,9 @@ struct NmfkOptions {
   /// Perturbations whose relative error exceeds accept_factor times the best one of the same k (stuck in a poor
   /// local minimum) are left out of the clustering, as NMFk.jl's acceptfactor does; infinity keeps all.
   double accept_factor = 2.0;
-  std::string grid = "auto";  ///< each group's process grid: "auto" or "PRxPC" (= the group's size)
+  /// Each group's process grid: "auto" or "PRxPC" (= the group's size). Context::grid sets it too; where both are
+  /// set they must agree.
+  std::string grid = "auto";
   FactorOptions factor;
   /// Folder of the checkpoints (one file per finished job plus a manifest); empty: none are kept.
   std::string checkpoint_dir;

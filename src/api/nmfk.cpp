@@ -47,7 +47,16 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
   NmfkOptions options = requested;
   const io::MatrixShape shape = api::on_every_rank([&] {
     options.factor = api::resolve(requested.factor, context);
-    options.grid = context.grid;
+    // The group grid may be given in either place (Context::grid is where factor() takes it); given in both, the
+    // two must agree rather than one silently winning.
+    if (requested.grid != "auto") {
+      check_grid(requested.grid);
+      if (context.grid != "auto" && context.grid != requested.grid)
+        throw UsageError("nmfk: NmfkOptions::grid '" + requested.grid + "' and Context::grid '" + context.grid +
+                         "' disagree: set one of them");
+    } else {
+      options.grid = context.grid;
+    }
     if (requested.factor.missing.any())
       throw UsageError(name +
                        ": missing values (--mask, --missing nan, --unstored missing) are not supported by "

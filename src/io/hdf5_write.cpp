@@ -43,6 +43,29 @@ std::string temporary_name(const std::string& path) {
 
 [[noreturn]] void fail_errno(const std::string& what, int error) { throw IoError(what + ": " + std::strerror(error)); }
 
+/// Why `path` could not be created, where the folder explains it (HDF5's own message names only errno): the
+/// folder is absent, not a folder, or not writable; otherwise HDF5's reason.
+[[noreturn]] void fail_create(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? "." : parent.string();
+  std::error_code ec;
+  if (!std::filesystem::exists(folder, ec))
+    throw IoError(path + ": cannot create: the directory '" + folder + "' does not exist");
+  if (!std::filesystem::is_directory(folder, ec))
+    throw IoError(path + ": cannot create: '" + folder + "' is not a directory");
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw IoError(path + ": cannot create: the directory '" + folder + "' is not writable (" + std::strerror(errno) +
+                  ")");
+  h5::fail(path + ": cannot create");
+}
+
+/// A new HDF5 file at `name` (mode H5F_ACC_EXCL or H5F_ACC_TRUNC), or fail_create's error for `path`.
+Id create_file(const std::string& name, unsigned mode, hid_t access, const std::string& path) {
+  Id file(H5Fcreate(name.c_str(), mode, H5P_DEFAULT, access), H5Fclose);
+  if (!file.valid()) fail_create(path);
+  return file;
+}
+
 /// Runs `fill(file)` on a new file that replaces `path` atomically (append=false), or on `path` itself,
 /// created when absent (append=true).
 template <class Fill>
@@ -52,16 +75,14 @@ void with_output_file(const std::string& path, bool append, Fill&& fill) {
     const bool present = std::filesystem::exists(path);
     const Id file = present ? h5::checked(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose,
                                           path + ": cannot open for writing")
-                            : h5::checked(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                                          path + ": cannot create");
+                            : create_file(path, H5F_ACC_EXCL, H5P_DEFAULT, path);
     fill(file.get());
     return;
   }
   const std::string temp = temporary_name(path);
   try {
     {
-      const Id file = h5::checked(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                                  path + ": cannot create");
+      const Id file = create_file(temp, H5F_ACC_EXCL, H5P_DEFAULT, path);
       fill(file.get());
       if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) h5::fail(path + ": cannot write");
     }
@@ -199,7 +220,7 @@ void write_factors_h5(const std::string& path, const dist::Grid& grid, const dis
     Id access = detail::run_agreed(comm, path, [&] { return h5::file_access(comm); });
     Id file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose);  // collective
     detail::run_agreed(comm, path, [&] {
-      if (!file.valid()) h5::fail(path + ": cannot create (as " + temp + ")");
+      if (!file.valid()) fail_create(path);
     });
     Id w, hd, transfer;
     detail::run_agreed(comm, path, [&] {

@@ -75,6 +75,14 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
     for (index_t j = 0; j < n; ++j) f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[to_size(j)] / nv : 0.0);
   }
   if (fill > 0) {
+    // scikit-learn's fill is A's mean, which grows with A's scale while the factors grow with its square root: at
+    // 1e104 the filled start overflowed, and far below that a fill 1e3 times the factors' entries left BPP stuck at
+    // 20% error. Capped at the factors' largest entry, the start keeps their scale; data of about unit scale (mean
+    // below that entry) keep scikit-learn's fill.
+    double largest = 0;
+    for (const T x : f.wt.storage()) largest = std::max(largest, static_cast<double>(x));
+    for (const T x : f.h.storage()) largest = std::max(largest, static_cast<double>(x));
+    if (largest > 0) fill = std::min(fill, largest);
     for (auto& x : f.wt.storage())
       if (x == T(0)) x = static_cast<T>(fill);
     for (auto& x : f.h.storage())

@@ -316,6 +316,30 @@ TEST_F(ApiTest, ViewsWithABadLayoutAreRefusedByEveryEntryPoint) {
   EXPECT_NE(usage([&] { gather<double>(empty, Context()); }).find("does not come from factor()"), std::string::npos);
 }
 
+// HDF5 names only an errno when it cannot create a file; the error says what is wrong with the folder.
+TEST_F(ApiTest, FactorsIntoAMissingFolderAreAClearError) {
+  const DenseMatrix<double> a = planted_dense();
+  const Factorization<double> run = factor<double>(Source::dense(a.view()), options_k4(), Context());
+  // Every rank takes part in the write, so its failure arrives as the ranks' common error, of kind io (exit 4).
+  const auto io_error = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::io ? e.what() : "not an io error";
+    }
+    return "no error";
+  };
+  const std::string absent = path("absent") + "/f.h5";
+  EXPECT_EQ(io_error([&] { write_factors_h5<double>(run, absent, Context()); }),
+            absent + ": cannot create: the directory '" + path("absent") + "' does not exist");
+  io::write_npy<double>(path("plain.npy"), a.view());
+  const std::string under_file = path("plain.npy") + "/f.h5";
+  EXPECT_EQ(io_error([&] { write_factors_h5<double>(run, under_file, Context()); }),
+            under_file + ": cannot create: '" + path("plain.npy") + "' is not a directory");
+  write_factors_h5<double>(run, path("f.h5"), Context());  // and where the folder is there, it is written
+  EXPECT_TRUE(std::filesystem::exists(path("f.h5")));
+}
+
 TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {
   const DenseMatrix<double> a = planted_dense();
   const CsrMatrix<double> s = test::to_csr(a);
@@ -356,6 +380,31 @@ TEST(Api, NmfkOnASourceFindsThePlantedRank) {
   EXPECT_EQ(*r.selection.selected_k, 3);
   const std::vector<double> rm = row_major(a);
   EXPECT_THROW((void)nmfk<double>(Source::dense_row_major<double>(rm.data(), 80, 60, 60), o), CollectiveError);
+
+  // The group grid, in NmfkOptions or in the Context: checked wherever it is given (it was ignored in the options).
+  o.ks = {2, 3};
+  o.perturbations = 2;
+  o.factor.max_iterations = 5;
+  const Source source = Source::dense<double>(a.view());
+  const auto message = [&](const NmfkOptions& options, const Context& context) -> std::string {
+    try {
+      (void)nmfk<double>(source, options, context);
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::usage ? e.what() : "not a usage error";
+    }
+    return "no error";
+  };
+  Context two_by_one;
+  two_by_one.grid = "2x1";
+  NmfkOptions bad = o;
+  bad.grid = "x";
+  EXPECT_NE(message(bad, Context()).find("expected auto or PRxPC"), std::string::npos);
+  bad.grid = "2x1";
+  EXPECT_NE(message(bad, Context()).find("as many ranks as each group"), std::string::npos);
+  EXPECT_NE(message(o, two_by_one).find("as many ranks as each group"), std::string::npos);
+  bad.grid = "1x1";
+  EXPECT_NE(message(bad, two_by_one).find("disagree"), std::string::npos);
+  EXPECT_EQ(message(bad, Context()), "no error");
 }
 
 }  // namespace
