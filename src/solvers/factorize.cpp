@@ -19,6 +19,7 @@
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
 #include "solvers/solve.hpp"
+#include "util/dense_transpose.hpp"
 
 namespace dnmf {
 
@@ -47,9 +48,7 @@ FactorResult<T> factorize_masked(const MatrixRef<T>& a, const FactorOptions& opt
   }
   solvers::Factors<T> f;
   FactorResult<T> result = solvers::solve_masked<T>(problem, options, f, W0, H0);
-  result.W = DenseMatrix<T>(problem.m, options.rank);
-  for (index_t l = 0; l < options.rank; ++l)
-    for (index_t i = 0; i < problem.m; ++i) result.W(i, l) = f.wt(l, i);
+  result.W = util::transposed(f.wt);
   result.H = std::move(f.h);
   return result;
 }
@@ -80,9 +79,9 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   solvers::Solution<T> solution = solvers::solve(*kernels, *host, *operand, &a, grid, layout, options, W0, H0);
   FactorResult<T> result = std::move(solution.result);
   result.init_seconds += resident_seconds;
-  result.W = DenseMatrix<T>(m, options.rank);
-  for (index_t l = 0; l < options.rank; ++l)
-    for (index_t i = 0; i < m; ++i) result.W(i, l) = solution.pieces.wt(l, i);
+  // In blocks (util::transposed): the plain loop strode through W a cache line per entry, 0.7 ms of a 1-iteration
+  // 20000 x 10000 sparse fit.
+  result.W = util::transposed(solution.pieces.wt);
   result.H = std::move(solution.pieces.h);
   return result;
 }

