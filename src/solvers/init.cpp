@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
@@ -44,10 +45,13 @@ double norm2(const double* x, index_t len) {
 // Boutsidis & Gallopoulos (2008): each singular pair contributes its dominant non-negative part.
 template <class T>
 Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, index_t k, std::uint64_t seed,
-                          double fill) {
+                          double fill, bool transposed) {
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
-  const TruncatedSvd svd = truncated_svd(kernels, a, k, seed);
+  // The triplets of the caller's matrix, whose transpose `a` may be (a C-order array): its U then belongs to a's
+  // columns and its V to a's rows. The rule below treats U and V alike, so swapped they give a's factors.
+  TruncatedSvd svd = truncated_svd(kernels, a, k, seed, 4, transposed);
+  if (transposed) std::swap(svd.u, svd.v);
   Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
   std::vector<double> up(to_size(m)), un(to_size(m));
   std::vector<double> vp(to_size(n)), vn(to_size(n));
@@ -116,21 +120,22 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
 template <class T>
 Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
                       const FactorOptions& options, const backend::MatrixStats& stats, const DenseMatrix<T>* w0,
-                      const DenseMatrix<T>* h0, bool swap_random_streams) {
+                      const DenseMatrix<T>* h0, bool transposed) {
   const index_t m = layout.m;
   const index_t n = layout.n;
   const index_t k = options.rank;
   const double mean = stats.sum / (static_cast<double>(m) * static_cast<double>(n));
   switch (options.init) {
     case InitMethod::random:
-      return random_factors<T>(layout.w_rows, layout.h_cols, k, options.seed, mean, swap_random_streams);
+      return random_factors<T>(layout.w_rows, layout.h_cols, k, options.seed, mean, transposed);
     case InitMethod::nndsvd:
     case InitMethod::nndsvda:
       if (whole == nullptr)
         throw UsageError("--init " + to_string(options.init) +
                          " needs the whole matrix in memory on one process; use --init random on a grid or when "
                          "streaming");
-      return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0);
+      return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0,
+                            transposed);
     case InitMethod::given: {
       check_initial_factor(w0, m, k, "W");
       check_initial_factor(h0, k, n, "H");

@@ -24,11 +24,12 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
 /// `whole` is the whole matrix when it is resident on one process (NNDSVD needs it; nullptr otherwise: NNDSVD
 /// is then refused). `stats` is A's global sum and squared norm (the random init is scaled to A's mean).
 /// Given factors are the full W (m x k) and H (k x n), checked for shape and sign (dnmf::Error otherwise).
-/// `swap_random_streams`: the matrix is the transpose of the caller's, so W is drawn from H's random stream and
-/// H from W's (the caller's W and H then start where they would for the untransposed matrix).
+/// `transposed`: the matrix is the transpose of the caller's, so W is drawn from H's random stream and H from W's,
+/// and NNDSVD sketches the caller's matrix (the caller's W and H then start where they would for the untransposed
+/// matrix, NNDSVD's up to the order of sums).
 template <class T>
 Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
                       const FactorOptions& options, const backend::MatrixStats& stats, const DenseMatrix<T>* w0,
-                      const DenseMatrix<T>* h0, bool swap_random_streams = false);
+                      const DenseMatrix<T>* h0, bool transposed = false);
 
 }  // namespace dnmf::solvers

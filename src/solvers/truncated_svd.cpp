@@ -65,25 +65,30 @@ std::vector<double> multiply_rows(backend::Kernels<T>& kernels, const MatrixRef<
 
 template <class T>
 TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, index_t rank, std::uint64_t seed,
-                           int power_iterations) {
-  const index_t m = rows_of(a);
-  const index_t n = cols_of(a);
-  const index_t r = std::min<index_t>(rank + 10, std::min(m, n));
+                           int power_iterations, bool transposed) {
+  // m x n: the matrix whose triplets are wanted (a's transpose when `transposed`). The products below are
+  // Ωᵀ-style rows times its transpose (to_rows: r x n times n x m) and times itself (to_cols: r x m times m x n);
+  // on its transpose the two swap sides.
   using backend::Side;
+  const index_t m = transposed ? cols_of(a) : rows_of(a);
+  const index_t n = transposed ? rows_of(a) : cols_of(a);
+  const Side to_rows = transposed ? Side::H : Side::W;
+  const Side to_cols = transposed ? Side::W : Side::H;
+  const index_t r = std::min<index_t>(rank + 10, std::min(m, n));
   // Sketch: rows of Ωᵀ (r x n) uniform in [-1, 1); Yᵀ = Ωᵀ·Aᵀ spans (nearly) A's leading column space.
   std::vector<double> omega(to_size(r * n));
   util::for_each_uniform01(seed, static_cast<std::uint64_t>(util::Stream::svd_sketch), 0, r * n,
                            [&](index_t i, double u) { omega[to_size(i)] = 2.0 * u - 1.0; });
-  std::vector<double> qt = multiply_rows(kernels, a, Side::W, omega, r, n, m);
+  std::vector<double> qt = multiply_rows(kernels, a, to_rows, omega, r, n, m);
   orthonormalise_rows(qt, r, m);
   for (int it = 0; it < power_iterations; ++it) {
-    std::vector<double> zt = multiply_rows(kernels, a, Side::H, qt, r, m, n);
+    std::vector<double> zt = multiply_rows(kernels, a, to_cols, qt, r, m, n);
     orthonormalise_rows(zt, r, n);
-    qt = multiply_rows(kernels, a, Side::W, zt, r, n, m);
+    qt = multiply_rows(kernels, a, to_rows, zt, r, n, m);
     orthonormalise_rows(qt, r, m);
   }
   // B = Qᵀ A (r x n); the eigenvectors of B Bᵀ rotate Q onto the left singular vectors.
-  const std::vector<double> b = multiply_rows(kernels, a, Side::H, qt, r, m, n);
+  const std::vector<double> b = multiply_rows(kernels, a, to_cols, qt, r, m, n);
   // Column by column of B (each in cache), every entry of C summed over j in order.
   std::vector<double> c(to_size(r * r), 0.0);
   for (index_t j = 0; j < n; ++j) {
@@ -131,8 +136,8 @@ TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, 
 }
 
 template TruncatedSvd truncated_svd<float>(backend::Kernels<float>&, const MatrixRef<float>&, index_t, std::uint64_t,
-                                           int);
+                                           int, bool);
 template TruncatedSvd truncated_svd<double>(backend::Kernels<double>&, const MatrixRef<double>&, index_t, std::uint64_t,
-                                            int);
+                                            int, bool);
 
 }  // namespace dnmf::solvers
