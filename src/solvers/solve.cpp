@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -152,6 +153,31 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 }
 
 template <class T>
+void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm) {
+  // The factors' entries are of about sqrt(scale / k) and the iterations multiply three of them (G·x), so their
+  // products are of about scale^1.5. In float those fell below its smallest normal number (1.2e-38) for data of
+  // 1e-30 and every algorithm returned zero factors with "converged". KL floors its model values at
+  // backend::kl_model_floor (1e-30), far below ordinary data and not scaled with it: data of 1e-30 fitted to
+  // nothing. Both are refused with the remedy rather than run.
+  const double cells = static_cast<double>(m) * static_cast<double>(n);
+  if (!(cells > 0)) return;
+  const double rms = std::sqrt(stats.squared_norm / cells), mean = stats.sum / cells;
+  char text[32];
+  if (std::is_same_v<T, float> && rms < 1e-25) {
+    std::snprintf(text, sizeof text, "%.3g", rms);
+    throw DataError(std::string("the matrix's entries are too small for float32 (root mean square ") + text +
+                    "): products of its factors fall below float's smallest normal number; run in float64 "
+                    "(--precision f64) or multiply the matrix by a large constant first");
+  }
+  if (algorithm == Algorithm::kl && mean < 1e-28) {
+    std::snprintf(text, sizeof text, "%.3g", mean);
+    throw DataError(std::string("the matrix's entries are too small for KL (mean ") + text +
+                    "): its model values are floored at 1e-30 to keep a / (WH) finite; multiply the matrix by a "
+                    "large constant first");
+  }
+}
+
+template <class T>
 Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
                   const MatrixRef<T>* host_whole, const dist::Grid& grid, const dist::Layout& layout,
                   const FactorOptions& options, const DenseMatrix<T>* W0, const DenseMatrix<T>* H0,
@@ -180,6 +206,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
     throw NumericalError(
         "the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot be "
         "squared): rescale the matrix, e.g. divide it by its largest entry");
+  check_scale<T>(out.stats, layout.m, layout.n, options.algorithm);
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
