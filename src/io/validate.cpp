@@ -61,7 +61,7 @@ std::string describe_bad_entry(index_t row, index_t col, T value) {
   } else if (std::isnan(value)) {
     message +=
         "NaN; input must be finite and non-negative (to fit NaN entries as missing values: --missing nan, "
-        "or missing='nan' in Python)";
+        "MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))";
   } else if (std::isinf(value)) {
     message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";
   } else {

@@ -11,6 +11,7 @@
 #include "io/block_read.hpp"
 #include "io/dcsr.hpp"
 #include "io/narrow.hpp"
+#include "util/text.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -79,17 +80,19 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
 
 template <class T>
 MatrixShape convert_matrix(const std::string& input, const std::string& output) {
-  if (input.ends_with(".dcsr")) {
-    if (!output.ends_with(".mtx") && !output.ends_with(".dcsr"))
+  // Extensions in any case, as format_of reads them (an upper-case .DCSR input was refused as an output).
+  const std::string out_name = util::lower_file_name(output);
+  if (util::lower_file_name(input).ends_with(".dcsr")) {
+    if (!out_name.ends_with(".mtx") && !out_name.ends_with(".dcsr"))
       throw UsageError(output + ": a .dcsr file converts to .mtx (or to .dcsr: rewritten with checksums)");
     const CsrMatrix<T> a = read_dcsr<T>(input);
-    if (output.ends_with(".dcsr"))
+    if (out_name.ends_with(".dcsr"))
       write_dcsr<T>(output, a.view());  // the current version: how a version-1 file gains its checksums
     else
       write_mtx<T>(output, a.view());
     return {a.rows(), a.cols(), a.nnz(), true};
   }
-  if (!output.ends_with(".dcsr"))
+  if (!out_name.ends_with(".dcsr"))
     throw UsageError(output + ": the output must end in .dcsr (or convert a .dcsr to .mtx)");
   dist::SingleCommunicator self;
   const MatrixShape shape = read_shape(input, self);

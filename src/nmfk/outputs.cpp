@@ -176,12 +176,12 @@ NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, con
   const fs::path dir(directory);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error(directory + ": cannot create the output folder: " + ec.message());
+  if (ec) throw IoError(directory + ": cannot create the output folder: " + ec.message());
   NmfkOutputs files;
   for (const auto& k : r.ranks) {
     const fs::path sub = dir / ("k_" + std::to_string(k.k));
     fs::create_directories(sub, ec);
-    if (ec) throw Error(sub.string() + ": cannot create: " + ec.message());
+    if (ec) throw IoError(sub.string() + ": cannot create: " + ec.message());
     io::write_npy<T>((sub / "W.npy").string(), k.W.view());
     io::write_npy<T>((sub / "H.npy").string(), k.H.view());
     const DenseView<const double> errors(k.column_errors.data(), static_cast<index_t>(k.column_errors.size()), 1);

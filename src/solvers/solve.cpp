@@ -1,5 +1,7 @@
 #include "solvers/solve.hpp"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -143,6 +145,13 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
   for (double v : {p.l1_w, p.l2_w, p.l1_h, p.l2_h})
     if (!(v >= 0) || !std::isfinite(v)) throw UsageError("penalties must be finite and >= 0");
   if (o.threads < 0) throw UsageError("threads must be >= 0");
+  // libgomp failed to create 40000 threads ("Thread creation failed", the run ended with exit 1 and a stray
+  // temporary folder) and crashed at 100000; no machine gives one process that many cores.
+  const int asked = o.threads > 0 ? o.threads : omp_get_max_threads();
+  if (asked > kMaxThreads)
+    throw UsageError((o.threads > 0 ? "--threads " : "OpenMP's thread count (OMP_NUM_THREADS) ") +
+                     std::to_string(asked) + " is more than dnmf runs in one process (at most " +
+                     std::to_string(kMaxThreads) + "); use one thread per core, and MPI processes beyond one node");
   // MU would divide by sums of an extrapolated factor that may be negative; HALS and BPP clamp or solve exactly.
   if (o.extrapolate && o.algorithm != Algorithm::hals && o.algorithm != Algorithm::bpp)
     throw UsageError("extrapolation applies to hals and bpp, not to " + to_string(o.algorithm));

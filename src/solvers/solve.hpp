@@ -40,6 +40,9 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
 template <class T>
 double relative_error_direct_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h);
 
+/// Most OpenMP threads one process runs (FactorOptions::threads, or OMP_NUM_THREADS where that is 0).
+inline constexpr int kMaxThreads = 4096;
+
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);
 

@@ -203,9 +203,10 @@ class Context:
         with open(self.path(out_dir, "report.json")) as f:
             return json.load(f)
 
-    def expect_error(self, args, needles, out_dir="out", code=None, env=None, timeout=240):
+    def expect_error(self, args, needles, out_dir="out", code=None, env=None, timeout=240, stderr_filter=None):
         """A failure: non-zero exit (`code` when given: the class of the error, docs/reliability.md), one line
-        `dnmf: error: ...` on stderr containing every needle, no output."""
+        `dnmf: error: ...` on stderr containing every needle, no output. Lines starting with `stderr_filter` (a
+        warning the case expects before the error) are set aside first."""
         if out_dir and os.path.isdir(self.path(out_dir)):
             before = sorted(os.listdir(self.path(out_dir)))
         else:
@@ -213,7 +214,8 @@ class Context:
         result = self.run(*args, env=env, timeout=timeout)
         check(result.rc != 0, "expected failure:\n" + result.describe())
         check(code is None or result.rc == code, "expected exit status %s:\n%s" % (code, result.describe()))
-        lines = result.stderr.splitlines()
+        lines = [line for line in result.stderr.splitlines()
+                 if stderr_filter is None or not line.startswith(stderr_filter)]
         check(len(lines) == 1, "expected exactly one line on stderr, got %d:\n%s" % (len(lines), result.stderr))
         check(lines[0].startswith("dnmf: error: "), "stderr does not start with 'dnmf: error: ': " + lines[0])
         for needle in needles:
@@ -453,6 +455,11 @@ def npz_inputs(ctx):
               "%s from the CSC archive differs from the CSR one's" % name)
     ctx.ok("convert", "C.npz", "C.dcsr")
     check(mtx_size_line_after_convert(ctx, "C.dcsr") == (15, 11, nnz), "C.npz -> C.dcsr -> C.mtx lost entries")
+    # Extensions in any case, as every reader takes them (an upper-case .DCSR input was refused as an output).
+    shutil.copyfile(ctx.path("C.dcsr"), ctx.path("U.DCSR"))
+    check(mtx_size_line_after_convert(ctx, "U.DCSR") == (15, 11, nnz), "U.DCSR -> C.mtx lost entries")
+    ctx.ok("convert", "C.npz", "V.DCSR")
+    check(mtx_size_line_after_convert(ctx, "V.DCSR") == (15, 11, nnz), "C.npz -> V.DCSR -> C.mtx lost entries")
 
     # Several arrays: named on the command line, or an error that lists them.
     write_npz(ctx.path("T.npz"), [("A.npy", npy_bytes(rows)), ("B.npy", npy_bytes(sparse))])
@@ -1349,6 +1356,15 @@ def numeric_edges(ctx):
           "no --threads warning: " + result.stderr)
     result = ctx.ok("factor", "big.npy", "-k", 2, "--threads", 1, "--iters", 2, "-q", "-o", "out4")
     check("warning" not in result.stderr, "a warning for --threads 1: " + result.stderr)
+    # Beyond what a process can run (libgomp crashed at 100000 threads, exit 139): a usage error, from the option
+    # or from OMP_NUM_THREADS, for factor and nmfk.
+    too_many = ["more than dnmf runs in one process (at most 4096)"]
+    ctx.expect_error(["factor", "big.npy", "-k", 2, "--threads", 100000, "-o", "out5"], ["--threads 100000"] + too_many,
+                     out_dir="out5", code=2, stderr_filter="dnmf: warning: --threads")
+    ctx.expect_error(["factor", "big.npy", "-k", 2, "-o", "out5"], ["OMP_NUM_THREADS) 100000"] + too_many,
+                     out_dir="out5", code=2, env={"OMP_NUM_THREADS": "100000"})
+    ctx.expect_error(["nmfk", "big.npy", "--k", 2, "--perturbations", 2, "--threads", 5000, "-o", "out5"],
+                     ["--threads 5000"] + too_many, out_dir="out5", code=2, stderr_filter="dnmf: warning: --threads")
 
 
 @case

@@ -325,7 +325,7 @@ TEST(NarrowEntry, ValuesFloatCannotHoldAreMarkedAndExplained) {
               HasSubstr("is non-zero but too small for single precision: it underflows to zero in float32"));
   EXPECT_EQ(io::describe_bad_entry(0, 0, std::nanf("")),
             "entry at row 0, column 0 (0-based) is NaN; input must be finite and non-negative (to fit NaN entries as "
-            "missing values: --missing nan, or missing='nan' in Python)");
+            "missing values: --missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))");
 }
 
 // --- content hash ---
