@@ -13,14 +13,27 @@ from ._results import Factorization, NmfkResult
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
 
 
+def _whole(k, what):
+    """k as an int; a fractional or non-numeric k is an error naming `what` (int() truncated 2.9 to 2)."""
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or k != int(k):
+        raise ValueError(f"{what} must be whole numbers, got {k!r}")
+    return int(k)
+
+
 def _k_list(k_range):
     if isinstance(k_range, str):
         return _core.parse_k_range(k_range)  # the CLI's --k syntax and messages
     if isinstance(k_range, range):
         return list(k_range)
+    if isinstance(k_range, (int, np.integer)) and not isinstance(k_range, bool):
+        return [int(k_range)]
     if isinstance(k_range, tuple) and len(k_range) == 2:
-        return list(range(int(k_range[0]), int(k_range[1]) + 1))
-    return [int(k) for k in k_range]
+        return list(range(_whole(k_range[0], "k_range"), _whole(k_range[1], "k_range") + 1))
+    try:
+        return [_whole(k, "k_range") for k in k_range]
+    except TypeError:
+        raise TypeError(f"k_range must be 'lo:hi', (lo, hi), a range, an int or a list of ints; got {k_range!r}") \
+            from None
 
 
 def _single(x, precision):
@@ -64,7 +77,7 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
     'f64', or None (float32 arrays in float32, everything else in float64). Returns a Factorization.
     """
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, fused)
-    options.update({"k": int(k), **_context(backend, n_threads, memory_budget, grid, comm)})
+    options.update({"k": _whole(k, "k"), **_context(backend, n_threads, memory_budget, grid, comm)})
     out = _core.factor(source_of(X), options, _single(X, precision), None, None, callback, bool(verbose))
     return Factorization(out)
 
@@ -98,13 +111,18 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
             X = np.asarray(X)
             if not X.flags.f_contiguous:
                 X = np.asfortranarray(X)
+        # NMFk runs in the matrix's own precision: asked for another, the matrix is converted here (as
+        # factor() converts), rather than refused by the library.
+        want = {"f32": np.float32, "f64": np.float64}.get(precision)
+        if want is not None and X.dtype != want:
+            X = X.astype(want)
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, True)
     options.update({"ks": _k_list(k_range), "perturbations": perturbations, "epsilon": epsilon,
                     "perturbation": perturbation, "sil_threshold": sil_threshold, "err_threshold": err_threshold,
                     "rule": rule, "wilcoxon_alpha": wilcoxon_alpha, "h_silhouettes": h_silhouettes,
                     "groups": groups, "accept_factor": accept_factor,
                     "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
-                    "cv": bool(cv), "cv_folds": int(cv_folds), "cv_holdout": float(cv_holdout),
+                    "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds"), "cv_holdout": float(cv_holdout),
                     **_context(backend, n_threads, None, grid, comm)})
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))

@@ -79,6 +79,17 @@ def dtype_of(x):
     return np.dtype(np.float32) if getattr(x, "dtype", None) == np.float32 else np.dtype(np.float64)
 
 
+def estimator_comm(comm):
+    """An estimator's ``comm``, checked: None or False (this process alone) or an mpi4py communicator, which the
+    estimator also uses to hand rank 0's model to every process. (True, MPI's world for the functions, was taken
+    and the fit ran to its end before failing on the missing broadcast.)"""
+    if comm is None or comm is False:
+        return comm
+    if not hasattr(comm, "bcast"):
+        raise ValueError(f"comm must be an mpi4py communicator, None or False, got {comm!r}")
+    return comm
+
+
 def comm_handle(comm):
     """The context argument for an mpi4py communicator (its C handle), None (MPI's world under an MPI launcher,
     else one process) or False (one process)."""

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._input import as_float_matrix, comm_handle, library_error, source_of
+from ._input import as_float_matrix, comm_handle, estimator_comm, library_error, source_of
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -20,8 +20,8 @@ def _seed(random_state):
     """An integer random_state is the library's seed as it is (so that the CLI's --seed gives the same run);
     None or a RandomState draws one."""
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be >= 0, got {random_state}")
+        if not 0 <= random_state < 2**64:  # the library's seed is 64 bits
+            raise ValueError(f"random_state must be in [0, 2**64 - 1], got {random_state}")
         return int(random_state)
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
@@ -239,7 +239,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _context(self):
         return {"backend": self.backend, "threads": 0 if self.n_threads is None else self.n_threads,
                 "memory_budget": self.memory_budget, "grid": self.grid,
-                "comm": False if self.comm is None else comm_handle(self.comm)}
+                "comm": False if self.comm is None else comm_handle(estimator_comm(self.comm))}
 
     # ---------------------------------------------------------------- fitting
     def fit_transform(self, X, y=None, W=None, H=None, mask=None, missing=None, unstored=None):
@@ -341,6 +341,9 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _custom_init(W, H, n_samples, n_features, k, dtype):
         if W is None or H is None:
             raise ValueError("init = 'custom' needs both W and H")
+        for name, x in (("W", W), ("H", H)):
+            if hasattr(x, "toarray"):
+                raise TypeError(f"init = 'custom' takes dense arrays; input {name} is a sparse matrix (use .toarray())")
         W = np.asarray(W, dtype=dtype)
         H = np.asarray(H, dtype=dtype)
         if W.shape != (n_samples, k):
@@ -350,6 +353,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"Array with wrong shape passed to NMF (input H). Expected {(k, n_features)}, "
                              f"but got {H.shape}")
         for name, x in (("W", W), ("H", H)):
+            if x.size and np.max(x) == 0:  # W·H = 0 is a fixed point of every solver (as scikit-learn refuses it)
+                raise ValueError(f"Array passed to NMF (input {name}) is full of zeros.")
             # min and max catch NaN (it propagates) and ±inf without a temporary of the array's size.
             if x.size and not (np.min(x) >= 0 and np.max(x) <= np.finfo(x.dtype).max):
                 i, j = (int(v) for v in np.argwhere(~(np.isfinite(x) & (x >= 0)))[0])
@@ -375,6 +380,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
         X = as_float_matrix(X)
+        # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
+        want = {"f32": np.float32, "f64": np.float64}.get(self.precision)
+        if want is not None and X.dtype != want:
+            X = X.astype(want)
         if mask is None and missing is None and unstored is None:
             return project(X, self.components_, self.backend)
         try:

@@ -6,7 +6,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._functions import nmfk
 from . import _core
-from ._input import as_float_matrix, library_error
+from ._input import as_float_matrix, estimator_comm, library_error
 from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
 from ._results import plot_nmfk
 
@@ -117,9 +117,9 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     perturbation=self.perturbation, sil_threshold=self.sil_threshold,
                     err_threshold=self.err_threshold, rule=self.rule, wilcoxon_alpha=self.wilcoxon_alpha,
                     accept_factor=self.accept_factor, groups=self.groups, checkpoint_dir=self.checkpoint_dir,
-                    restart=self.restart, algorithm=algorithm, max_iter=self.max_iter, tol=self.tol,
+                    restart=bool(self.restart), algorithm=algorithm, max_iter=self.max_iter, tol=self.tol,
                     init=self.init, seed=_seed(self.random_state), precision=precision, backend=self.backend,
-                    n_threads=self.n_threads, comm=False if self.comm is None else self.comm,
+                    n_threads=self.n_threads, comm=False if self.comm is None else estimator_comm(self.comm),
                     verbose=bool(self.verbose), callback=self.callback, cv=self.cv, cv_folds=self.cv_folds,
                     cv_holdout=self.cv_holdout)
 

@@ -1,4 +1,5 @@
 """dnmf.NMF against scikit-learn, against itself under other layouts, and on bad input."""
+import itertools
 import pickle
 import tracemalloc
 
@@ -321,10 +322,12 @@ def test_the_fit_does_not_depend_on_the_data_scale():
     # A multiple c·X is fitted to the same relative error (the divisions' guard scales with the data): at
     # c = 1e-12 the guard once exceeded MU's divisors and the factors came back zero.
     X = planted(40, 30, 3, seed=8, noise=0.02)
-    for solver in ("mu", "cd", "bpp"):
+    # NNDSVDA (the default) too: its zeros are filled with sqrt(mean), the factors' scale (with the mean, as
+    # scikit-learn fills them, c·X started elsewhere than X).
+    for solver, init in itertools.product(("mu", "cd", "bpp"), ("random", "nndsvda")):
         errors = []
         for c in (1.0, 1e-12, 1e12):
-            model = dnmf.NMF(3, solver=solver, max_iter=50, tol=0, random_state=3, init="random")
+            model = dnmf.NMF(3, solver=solver, max_iter=50, tol=0, random_state=3, init=init)
             W = model.fit_transform(c * X)
             errors.append(np.linalg.norm(c * X - W @ model.components_) / np.linalg.norm(c * X))
         assert errors[1] == pytest.approx(errors[0], rel=1e-8) and errors[2] == pytest.approx(errors[0], rel=1e-8)

@@ -103,3 +103,64 @@ def test_nmfk_refuses_kullback_leibler_with_a_solver_that_does_not_minimise_it()
     model = dnmf.NMFk((2, 3), solver="mu", beta_loss="kullback-leibler", n_perturbations=2, max_iter=20,
                       random_state=0).fit(X)
     assert model.k_ in (2, 3) or model.k_ is None
+
+
+def test_degenerate_custom_starts_are_refused_as_scikit_learn_refuses_them():
+    # An all-zero W or H is a fixed point of every solver: the fit returned an all-zero model with no word.
+    X = planted(30, 20, 3, seed=2)
+    for W, H, name in ((np.ones((30, 3)), np.zeros((3, 20)), "H"), (np.zeros((30, 3)), np.ones((3, 20)), "W")):
+        for solver in ("mu", "cd", "bpp"):
+            with pytest.raises(ValueError, match=rf"input {name}\) is full of zeros"):
+                dnmf.NMF(3, init="custom", solver=solver).fit(X, W=W, H=H)
+    with pytest.raises(TypeError, match="input W is a sparse matrix"):
+        dnmf.NMF(3, init="custom").fit(X, W=sp.csr_matrix(np.ones((30, 3))), H=np.ones((3, 20)))
+
+
+def test_comm_true_is_refused_before_the_fit():
+    # True (MPI's world for the functions) ran the whole fit and then failed on the estimator's broadcast.
+    X = planted(30, 20, 3, seed=2)
+    for estimator in (dnmf.NMF(3, comm=True), dnmf.NMFk((2, 3), n_perturbations=2, comm=True)):
+        with pytest.raises(ValueError, match="comm must be an mpi4py communicator, None or False, got True"):
+            estimator.fit(X)
+
+
+def test_precision_is_honoured_by_nmfk_and_transform():
+    X = planted(40, 30, 3, seed=4, noise=0.01)
+    # NMFk converts to the asked precision (the library refused a matrix of the other one).
+    converted = dnmf.NMFk((2, 4), n_perturbations=3, precision="f32", random_state=0).fit(X)
+    given = dnmf.NMFk((2, 4), n_perturbations=3, random_state=0).fit(X.astype(np.float32))
+    assert (converted.k_, converted.message_) == (given.k_, given.message_)
+    result = dnmf.nmfk(X.astype(np.float32), "2:4", perturbations=3, precision="f64", seed=0)
+    assert (result.k, result.message) == (dnmf.nmfk(X.astype(np.float32).astype(np.float64), "2:4", perturbations=3,
+                                                    seed=0).k, result.message)
+    # transform returns what fit_transform returns: the asked precision, not X's.
+    for precision, data in (("f64", X.astype(np.float32)), ("f32", X)):
+        fitted = dnmf.NMF(3, precision=precision, random_state=0, max_iter=50)
+        assert fitted.fit_transform(data).dtype == fitted.transform(data).dtype == fitted.components_.dtype
+
+
+def test_counts_and_seeds_of_the_wrong_kind_are_named():
+    X = planted(40, 30, 3, seed=4, noise=0.01)
+    assert dnmf.NMFk(3, n_perturbations=2, random_state=0).fit(X).k_ in (3, None)  # an int is one k
+    for bad in ([2.7, 3.9], (2, 3.5)):
+        with pytest.raises(ValueError, match="k_range must be whole numbers"):
+            dnmf.NMFk(bad, n_perturbations=2).fit(X)
+    with pytest.raises(TypeError, match="k_range must be"):
+        dnmf.nmfk(X, object(), perturbations=2)
+    with pytest.raises(ValueError, match="k must be whole numbers, got 2.9"):
+        dnmf.factor(X, 2.9)
+    with pytest.raises(ValueError, match="cv_folds must be whole numbers"):
+        dnmf.nmfk(X, "2:3", perturbations=2, cv=True, cv_folds=2.5)
+    with pytest.raises(ValueError, match=r"random_state must be in \[0, 2\*\*64 - 1\]"):
+        dnmf.NMF(3, random_state=2**64).fit(X)
+    assert dnmf.NMFk((2, 3), n_perturbations=2, restart=np.False_, random_state=0).fit(X).k_ is not None
+
+
+def test_float32_data_too_small_for_its_products_is_refused():
+    X = planted(40, 30, 3, seed=4, noise=0.01)
+    with pytest.raises(dnmf.DataError, match="too small for float32"):
+        dnmf.NMF(3, solver="mu").fit((X * 1e-30).astype(np.float32))
+    # Above the bound the fit is that of the data at scale 1 (float32's rounding apart).
+    small = dnmf.NMF(3, solver="mu", random_state=0, max_iter=300).fit((X * 1e-20).astype(np.float32))
+    unit = dnmf.NMF(3, solver="mu", random_state=0, max_iter=300).fit(X.astype(np.float32))
+    assert small.reconstruction_err_ * 1e20 == pytest.approx(unit.reconstruction_err_, rel=1e-3)

@@ -79,14 +79,12 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
     for (index_t j = 0; j < n; ++j) f.h(l, j) = static_cast<T>(nv > 0 ? s * vv[to_size(j)] / nv : 0.0);
   }
   if (fill > 0) {
-    // scikit-learn's fill is A's mean, which grows with A's scale while the factors grow with its square root: at
-    // 1e104 the filled start overflowed, and far below that a fill 1e3 times the factors' entries left BPP stuck at
-    // 20% error. Capped at the factors' largest entry, the start keeps their scale; data of about unit scale (mean
-    // below that entry) keep scikit-learn's fill.
-    double largest = 0;
-    for (const T x : f.wt.storage()) largest = std::max(largest, static_cast<double>(x));
-    for (const T x : f.h.storage()) largest = std::max(largest, static_cast<double>(x));
-    if (largest > 0) fill = std::min(fill, largest);
+    // The zeros get sqrt(mean of A), the scale of the factors' entries (they grow with the square root of A's
+    // scale). scikit-learn fills with the mean itself, which only matches the factors for data of about unit
+    // scale: c·A then started elsewhere than A (at c = 1e-6, 50 iterations of a 40 x 30 rank-3 fit ended 1.4x
+    // (MU) and 2x (HALS) above c times A's error), and at 1e104 the start overflowed. Both fills agree at a mean
+    // of 1; with this one the fit of c·A is c times that of A.
+    fill = std::sqrt(fill);
     for (auto& x : f.wt.storage())
       if (x == T(0)) x = static_cast<T>(fill);
     for (auto& x : f.h.storage())
@@ -107,8 +105,15 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
   // Branch-free over the whole matrix so that the common good case vectorises; a bad one is scanned again.
   const T* v = x->data();
   const index_t count = rows * cols;
-  bool good = true;
-  for (index_t p = 0; p < count; ++p) good &= io::acceptable_entry(v[p]);
+  bool good = true, nonzero = false;
+  for (index_t p = 0; p < count; ++p) {
+    good &= io::acceptable_entry(v[p]);
+    nonzero |= v[p] != T(0);
+  }
+  // W·H = 0 is where every algorithm stays (MU multiplies zeros, ALS solves for a zero Gram matrix): the run
+  // returned an all-zero model with no word, where scikit-learn refuses such a start.
+  if (good && !nonzero && count > 0)
+    throw DataError(std::string("initial ") + name + " is all zeros: every algorithm keeps W·H = 0 from such a start");
   if (good) return;
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)

@@ -253,10 +253,9 @@ TEST(Solvers, ZeroRowsAndColumnsStayFinite) {
       }
 }
 
-// NNDSVDA fills the zeros of its start with A's mean (scikit-learn's rule), which grows with A's scale while the
+// NNDSVDA filled the zeros of its start with A's mean (scikit-learn's rule), which grows with A's scale while the
 // factors grow with its square root: at 1e110 (f64) the filled start overflowed and the first iteration broke
-// down, and at 1e12 (f32) BPP stayed at 20% error. With the fill capped at the factors' largest entry, a run at
-// those scales fits as well as one at scale 1.
+// down, and at 1e12 (f32) BPP stayed at 20% error. With sqrt(mean) a run at those scales fits as one at scale 1.
 TEST(Solvers, NndsvdaStartsFromDataOfAnyScale) {
   PlantedOptions po{.rows = 60, .cols = 50, .rank = 4, .density = 1.0, .noise = 0.0, .seed = 12};
   const auto p64 = make_planted<double>(po);
