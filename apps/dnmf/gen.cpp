@@ -74,10 +74,15 @@ int generate(const GenArgs& args) {
   io::write_npy<T>(h_path, planted.H.view());
 
   const EntryStats stats = entry_stats(planted.matrix());
-  std::printf("gen: %lldx%lld %s %s, nnz %lld, rank %lld -> %s (truth %s, %s)\n", static_cast<long long>(stats.rows),
+  // nnz as `dnmf info` counts it: noise clamped at zero leaves zeros (a dense 20 x 10 said nnz 200 with 61); a
+  // sparse file's stored count follows where it differs.
+  const std::string stored = planted.sparse && stats.stored != stats.nonzeros
+                                 ? " (" + std::to_string(stats.stored) + " stored)"
+                                 : std::string();
+  std::printf("gen: %lldx%lld %s %s, nnz %lld%s, rank %lld -> %s (truth %s, %s)\n", static_cast<long long>(stats.rows),
               static_cast<long long>(stats.cols), planted.sparse ? "sparse" : "dense", args.precision.c_str(),
-              static_cast<long long>(stats.stored), static_cast<long long>(args.planted.rank), args.output.c_str(),
-              w_path.c_str(), h_path.c_str());
+              static_cast<long long>(stats.nonzeros), stored.c_str(), static_cast<long long>(args.planted.rank),
+              args.output.c_str(), w_path.c_str(), h_path.c_str());
   return 0;
 }
 

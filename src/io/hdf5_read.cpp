@@ -162,13 +162,18 @@ std::string unavailable_filter(hid_t dataset) {
   return {};
 }
 
-/// After a failed H5Dread: a DataError naming an unavailable compression filter, else h5::fail(what).
+/// After a failed H5Dread: a DataError naming an unavailable compression filter, else one with HDF5's reason (a
+/// corrupt chunk: "filter returned failure during read"). The reason is taken before unavailable_filter's own
+/// HDF5 calls clear the error stack: the message had lost it, and the exit status said "other" (1), not "bad
+/// input data" (3).
 [[noreturn]] void fail_read(hid_t dataset, const std::string& what) {
+  const std::string reason = h5::last_error();
   if (const std::string filter = unavailable_filter(dataset); !filter.empty())
     throw DataError(what + ": the data are compressed with the HDF5 filter " + filter +
                     ", which this build of HDF5 cannot decode; rewrite the dataset uncompressed or with gzip "
                     "(h5py: compression='gzip')");
-  h5::fail(what);
+  throw DataError(reason.empty() ? what + ": the file's data cannot be decoded (corrupt or truncated?)"
+                                 : what + ": " + reason + " (the file's data are corrupt?)");
 }
 
 Id open_dataset(hid_t group, const char* name, const std::string& where) {

@@ -390,6 +390,10 @@ def sparse(ctx):
     check((rows, cols) == (600, 400), "S.mtx size line %d %d" % (rows, cols))
     check(0 < entries < 600 * 400 * 0.05, "S.mtx has %d entries for density 0.01" % entries)
     check(str(entries) in result.stdout, "gen summary must give nnz %d: %s" % (entries, result.stdout))
+    # gen's nnz is info's: noise clamped at zero leaves zeros (the summary said nnz 200 for 61 non-zeros).
+    noisy = ctx.gen(20, 10, 2, "noisy.npy", "--noise", 5)
+    nonzeros = json.loads(ctx.ok("info", "--json", "noisy.npy").stdout)["nnz"]
+    check(nonzeros < 200 and ("nnz %d," % nonzeros) in noisy.stdout, "gen nnz vs info %d: %s" % (nonzeros, noisy.stdout))
     check(Npy(ctx.path("S.W.npy")).shape == (600, 4) and Npy(ctx.path("S.H.npy")).shape == (4, 400),
           "sparse truth shapes")
     ctx.ok("factor", "S.mtx", "-k", 4, "--algo", "hals", "--iters", 50, "--precision", "f32", "-o", "out")

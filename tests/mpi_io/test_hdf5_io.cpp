@@ -35,6 +35,7 @@ using dnmf::test::dense_of;
 using dnmf::test::error_message;
 using dnmf::test::slice;
 using testing::HasSubstr;
+using testing::Not;
 using testing::StartsWith;
 
 // ---------------------------------------------------------------------------------------------
@@ -292,6 +293,49 @@ TEST_F(Hdf5Test, DataCompressedWithAnUnavailableFilterIsNamed) {
   } catch (const dnmf::Error& e) {
     EXPECT_EQ(e.kind(), dnmf::ErrorKind::data);  // bad input data: exit 3, not an internal failure
   }
+}
+
+// A filter that writes its chunks as they are and fails to decode them: what a corrupt compressed chunk does
+// (inflate() fails). The read failed with exit 1 and a message without HDF5's reason, which a check of the
+// filters had cleared from HDF5's error stack.
+std::size_t fails_to_decode(unsigned flags, std::size_t /*cd_nelmts*/, const unsigned* /*cd_values*/,
+                            std::size_t nbytes, std::size_t* /*buf_size*/, void** /*buf*/) {
+  return (flags & H5Z_FLAG_REVERSE) != 0 ? 0 : nbytes;
+}
+
+TEST_F(Hdf5Test, DataThatCannotBeDecodedIsBadInputWithHdf5sReason) {
+  constexpr H5Z_filter_t kBroken = 32099;
+  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, kBroken, 1, 1, "broken", nullptr, nullptr, fails_to_decode};
+  ASSERT_GE(H5Zregister(&filter), 0);
+  const DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 6, 3, 0.2);
+  const std::string p = path("broken.h5");
+  {
+    RawFile f(p);
+    const hsize_t dims[2] = {9, 6}, chunk[2] = {3, 3};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, chunk);
+    H5Pset_filter(dcpl, kBroken, H5Z_FLAG_MANDATORY, 0, nullptr);
+    const hid_t set = H5Dcreate2(f.id(), "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    const std::vector<double> values = dnmf::test::row_major_as<double>(whole);
+    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+    H5Dclose(set);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+  }
+  std::string message = "no error";
+  dnmf::ErrorKind kind = dnmf::ErrorKind::general;
+  try {
+    (void)read<double>(p + ":X", {0, 9}, {0, 6});
+  } catch (const dnmf::Error& e) {
+    message = e.what();
+    kind = e.kind();
+  }
+  H5Zunregister(kBroken);
+  EXPECT_EQ(kind, dnmf::ErrorKind::data) << message;  // bad input data: exit 3
+  EXPECT_THAT(message, HasSubstr("broken.h5:/X: cannot read"));
+  EXPECT_THAT(message, HasSubstr("(the file's data are corrupt?)"));
+  EXPECT_THAT(message, Not(HasSubstr("cannot read rows [0, 9) x columns [0, 6) (the file")));  // a reason in between
 }
 
 TEST_F(Hdf5Test, ScipyStyleCsrWithUnsortedIndicesAndDuplicates) {
