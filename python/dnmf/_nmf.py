@@ -26,6 +26,23 @@ def _seed(random_state):
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
+def _hidden_as_zero(X, mask, missing):
+    """X with its missing entries (weight 0 in `mask`, or NaN with missing='nan') as zeros: what NNDSVD starts
+    from with missing values (the library's NNDSVD takes W∘A), for scikit-learn's nndsvdar initialiser, which
+    refused NaN and negative hidden entries and let hidden values move the start."""
+    if mask is None and missing is None:
+        return X
+    dense = X.toarray() if hasattr(X, "toarray") else np.array(X, dtype=np.float64 if X.dtype.kind != "f" else X.dtype)
+    hidden = np.isnan(dense) if missing == "nan" else np.zeros(dense.shape, dtype=bool)
+    if mask is not None:
+        weights = mask.toarray() if hasattr(mask, "toarray") else np.asarray(mask)
+        if weights.shape != dense.shape:
+            raise ValueError(f"mask has shape {weights.shape}, X has shape {dense.shape}")
+        hidden |= weights == 0
+    dense[hidden] = 0
+    return dense
+
+
 def project(X, components, backend):
     """W ≥ 0 minimising ‖X − W components‖_F, each row exactly (block principal pivoting), in X's precision."""
     # Checked here, not only in the library, so that a bad entry is named where it is in X (the library sees Xᵀ).
@@ -174,10 +191,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- checks
     def _algorithm(self):
-        if self.solver not in _SOLVERS:
+        if not isinstance(self.solver, str) or self.solver not in _SOLVERS:
             raise ValueError(f"Invalid solver parameter: got {self.solver!r} instead of one of "
                              f"{sorted(_SOLVERS)}")
-        if self.beta_loss not in _BETA_LOSSES:
+        if not isinstance(self.beta_loss, (str, int, float)) or self.beta_loss not in _BETA_LOSSES:
             raise ValueError(f"Invalid beta_loss parameter: got {self.beta_loss!r}; dnmf supports 'frobenius' "
                              "and 'kullback-leibler'")
         loss = _BETA_LOSSES[self.beta_loss]
@@ -264,7 +281,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             # NNDSVD needs the whole matrix: with only the stored entries of a sparse X observed there is none.
             whole = unstored != "missing"
             init = "nndsvda" if k <= min(n_samples, n_features) and whole else "random"
-        elif init in ("nndsvd", "nndsvda") and unstored == "missing":
+        elif init in ("nndsvd", "nndsvda", "nndsvdar") and unstored == "missing":
             raise ValueError(f"init={init!r} is not supported with unstored='missing' (NNDSVD needs the whole "
                              "matrix): use init='random' or init=None")
         if init != "custom" and (W is not None or H is not None):
@@ -280,7 +297,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             W0, H0 = self._custom_init(W, H, n_samples, n_features, k, dtype)
             options["init"] = "given"
         elif init == "nndsvdar":
-            W0, H0 = self._nndsvdar(X, k, dtype)
+            W0, H0 = self._nndsvdar(_hidden_as_zero(X, mask, missing), k, dtype)
             options["init"] = "given"
         elif init in ("random", "nndsvd", "nndsvda"):
             options["init"] = init

@@ -78,7 +78,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=True)
         X = as_float_matrix(X)
-        if self.solver not in _SOLVERS or self.beta_loss not in _BETA_LOSSES:
+        known = isinstance(self.solver, str) and isinstance(self.beta_loss, (str, int, float))
+        if not known or self.solver not in _SOLVERS or self.beta_loss not in _BETA_LOSSES:
             raise ValueError(f"Invalid solver/beta_loss: {self.solver!r}/{self.beta_loss!r}")
         if _BETA_LOSSES[self.beta_loss] == "kl" and self.solver != "mu":
             raise ValueError(f"Invalid beta_loss parameter: solver {self.solver!r} does not handle beta_loss = "

@@ -164,3 +164,33 @@ def test_float32_data_too_small_for_its_products_is_refused():
     small = dnmf.NMF(3, solver="mu", random_state=0, max_iter=300).fit((X * 1e-20).astype(np.float32))
     unit = dnmf.NMF(3, solver="mu", random_state=0, max_iter=300).fit(X.astype(np.float32))
     assert small.reconstruction_err_ * 1e20 == pytest.approx(unit.reconstruction_err_, rel=1e-3)
+
+
+def test_nndsvdar_starts_from_the_observed_entries_only():
+    # scikit-learn's nndsvdar initialiser got X as given: NaN (missing='nan') and negative hidden entries were
+    # refused, and a hidden entry's value moved the start. Hidden entries are zeros for it now, as for NNDSVD.
+    rng = np.random.default_rng(1)
+    X = planted(40, 30, 3, seed=5, noise=0.05)
+    observed = rng.random(X.shape) > 0.2
+
+    def fit(data, **kwargs):
+        return dnmf.NMF(3, init="nndsvdar", random_state=0, max_iter=30, tol=0).fit(data, **kwargs)
+
+    reference = fit(np.where(observed, X, 0.0), mask=observed)
+    for hidden in (-1.0, 1e6):
+        model = fit(np.where(observed, X, hidden), mask=observed)
+        np.testing.assert_array_equal(model.components_, reference.components_)
+    model = fit(np.where(observed, X, np.nan), missing="nan")
+    np.testing.assert_allclose(model.components_, reference.components_, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="not supported with unstored='missing'"):
+        fit(sp.csr_matrix(X), unstored="missing")
+
+
+def test_options_of_the_wrong_type_are_named():
+    X = planted(20, 15, 2, seed=3)
+    with pytest.raises(ValueError, match="Invalid solver parameter"):
+        dnmf.NMF(2, solver=["mu"]).fit(X)  # unhashable: a bare TypeError from the table lookup before
+    with pytest.raises(ValueError, match="Invalid beta_loss parameter"):
+        dnmf.NMF(2, beta_loss=[1]).fit(X)
+    with pytest.raises(ValueError, match="Invalid solver/beta_loss"):
+        dnmf.NMFk((2, 3), solver={"mu"}).fit(X)
