@@ -294,5 +294,7 @@ template void gather_factors<float>(const dist::Grid&, const dist::Layout&, cons
                                     DenseMatrix<float>&, int);
 template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,
                                      DenseMatrix<double>&, DenseMatrix<double>&, int);
+template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm);
+template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm);
 
 }  // namespace dnmf::solvers

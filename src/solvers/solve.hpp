@@ -40,6 +40,11 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
 template <class T>
 double relative_error_direct_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h);
 
+/// Throws DataError when A's scale (its statistics over m x n cells) is too small for T's products or for KL's
+/// model floor (float32 below an RMS of 1e-25, KL below a mean of 1e-28), with the remedy.
+template <class T>
+void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm);
+
 /// Most OpenMP threads one process runs (FactorOptions::threads, or OMP_NUM_THREADS where that is 0).
 inline constexpr int kMaxThreads = 4096;
 

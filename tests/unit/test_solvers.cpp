@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -306,6 +307,17 @@ TEST(Solvers, DataTooSmallForTheArithmeticIsRefused) {
       EXPECT_NEAR(factorize<double>(MatrixRef<double>{tiny64.view()}, o).rel_error, unit, 1e-9) << to_string(algo);
     }
     EXPECT_NEAR(factorize<double>(MatrixRef<double>{small64.view()}, o).rel_error, unit, 1e-9) << to_string(algo);
+    // The masked solver too (NaN entries as missing: one hidden entry).
+    FactorOptions masked = o;
+    masked.missing.nan_missing = true;
+    DenseMatrix<float> tiny_holed = tiny;
+    tiny_holed(1, 2) = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_THROW((void)factorize<float>(MatrixRef<float>{tiny_holed.view()}, masked), DataError) << to_string(algo);
+    if (algo == Algorithm::kl) {
+      DenseMatrix<double> tiny64_holed = tiny64;
+      tiny64_holed(1, 2) = std::numeric_limits<double>::quiet_NaN();
+      EXPECT_THROW((void)factorize<double>(MatrixRef<double>{tiny64_holed.view()}, masked), DataError);
+    }
   }
 }
 
