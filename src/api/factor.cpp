@@ -191,9 +191,12 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     throw;
   } catch (const Error& e) {
     // The library's message (e.g. "numerical breakdown at iteration 12") does not know the file name; a
-    // streamed read's (the file shrank) starts with it already.
+    // streamed read's (the file shrank) starts with it already. A failure all ranks share stays one (reported
+    // once, the processes end normally): as a plain Error each rank printed it and MPI aborted the job.
     const std::string what = e.what();
-    throw Error(what.starts_with(name + ": ") ? what : name + ": " + what, e.kind());
+    const Error named(what.starts_with(name + ": ") ? what : name + ": " + what, e.kind());
+    if (dynamic_cast<const CollectiveError*>(&e) != nullptr) throw CollectiveError(named);
+    throw named;
   }
 
   Factorization<T> run;

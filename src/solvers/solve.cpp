@@ -199,23 +199,30 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   double sums[2] = {local.sum, local.squared_norm};
   world.allreduce_sum(sums, 2);
   out.stats = {sums[0], sums[1]};
-  if (!(out.stats.squared_norm > 0)) {
-    if (out.stats.sum > 0) {  // entries so small that their squares underflow (below about 1e-162)
-      char sum[32];
-      std::snprintf(sum, sizeof sum, "%.3g", out.stats.sum);
-      throw DataError(std::string("the matrix's entries are too small to factorise: their squares underflow to zero "
-                                  "(the entries sum to ") +
-                      sum + "); multiply the matrix by a large constant first");
+  // The figures are global: on a grid every rank fails alike, and the job says so once (as plain errors each rank
+  // printed its own and MPI aborted the job).
+  try {
+    if (!(out.stats.squared_norm > 0)) {
+      if (out.stats.sum > 0) {  // entries so small that their squares underflow (below about 1e-162)
+        char sum[32];
+        std::snprintf(sum, sizeof sum, "%.3g", out.stats.sum);
+        throw DataError(std::string("the matrix's entries are too small to factorise: their squares underflow to zero "
+                                    "(the entries sum to ") +
+                        sum + "); multiply the matrix by a large constant first");
+      }
+      throw DataError("the matrix is all zeros: there is nothing to factorise");
     }
-    throw DataError("the matrix is all zeros: there is nothing to factorise");
+    // Every error figure and stopping decision is relative to ||A||²; once that overflows, the iteration would
+    // report NaN or inf errors at best, so say what happened instead.
+    if (!std::isfinite(out.stats.squared_norm))
+      throw NumericalError(
+          "the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot be "
+          "squared): rescale the matrix, e.g. divide it by its largest entry");
+    check_scale<T>(out.stats, layout.m, layout.n, options.algorithm);
+  } catch (const Error& e) {
+    if (world.size() == 1) throw;
+    throw CollectiveError(e);
   }
-  // Every error figure and stopping decision is relative to ||A||²; once that overflows, the iteration would
-  // report NaN or inf errors at best, so say what happened instead.
-  if (!std::isfinite(out.stats.squared_norm))
-    throw NumericalError(
-        "the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot be "
-        "squared): rescale the matrix, e.g. divide it by its largest entry");
-  check_scale<T>(out.stats, layout.m, layout.n, options.algorithm);
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();

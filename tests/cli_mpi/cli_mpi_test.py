@@ -179,6 +179,27 @@ def grid_mismatch_reported_once(ctx):
 
 
 @case
+def data_errors_from_global_figures_reported_once(ctx):
+    """A failure every rank detects from the allreduced figures (entries whose squares overflow, data too small for
+    KL or float32, masked or not) ends the job once with the data's exit status: each rank printed it and MPI
+    aborted the job before."""
+    rows = planted_rows(30, 20)
+    write_bytes(ctx.path("huge.npy"), npy_bytes([[v * 1e200 for v in row] for row in rows]))
+    write_bytes(ctx.path("tiny.npy"), npy_bytes([[v * 1e-31 for v in row] for row in rows]))
+    write_bytes(ctx.path("M.npy"), npy_bytes([[0.0 if (i + j) % 10 == 0 else 1.0 for j in range(20)] for i in range(30)]))
+    for args, needle, code in ((["huge.npy"], "overflows double precision", 5),
+                               (["tiny.npy", "--algo", "kl"], "too small for KL", 3),
+                               (["tiny.npy", "--precision", "f32"], "too small for float32", 3),
+                               (["tiny.npy", "--algo", "kl", "--mask", "M.npy"], "too small for KL", 3)):
+        completed = ctx.run(["factor", *args, "-k", 3, "-o", "out"], 2, timeout=60)
+        check(completed.returncode == code, "exit status %d, expected %d" % (completed.returncode, code))
+        lines = [e for e in completed.stderr.splitlines() if e.startswith("dnmf: error:")]
+        check(len(lines) == 1, "the error must be printed once, got:\n" + completed.stderr)
+        check(needle in lines[0] and "rank" not in lines[0], "unclear message: " + lines[0])
+        check(not os.path.exists(ctx.path("out")), "no output may be left behind")
+
+
+@case
 def cv_refused_under_mpirun(ctx):
     """dnmf cv runs on one process: under mpirun it is refused once, with the usage status and no output (every
     rank once ran the whole cross-validation and wrote the same folder)."""
