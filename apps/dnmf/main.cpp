@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -129,9 +130,11 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const dnmf::Cancelled& e) {
     // Stopped by SIGINT or SIGTERM: the shell's convention, 128 + the signal, so that scripts see the interrupt.
+    // The CLI cancels on signals only, so a process that received none was stopped with the job by a signal sent
+    // to another of its processes (every process polls its own): SIGTERM's status, as a job stopped by mpirun.
     const int signal = dnmf::cli::stop_signal();
     if (dnmf::Context::world().rank() == 0) print_error(e.what());
-    return signal != 0 ? 128 + signal : exit_code(e.kind());
+    return 128 + (signal != 0 ? signal : SIGTERM);
   } catch (const dnmf::CollectiveError& e) {
     if (dnmf::Context::world().rank() == 0) print_error(e.what());
     return exit_code(e.kind());

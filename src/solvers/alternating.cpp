@@ -474,16 +474,18 @@ class Iteration {
     if (options_.progress) options_.progress({it, options_.max_iterations, f.rel_error, f.objective, seconds});
   }
 
-  // Every rank must leave the loop together: rank 0's decisions are the job's.
+  // Every rank must leave the loop together: rank 0's convergence test is the job's, and a cancel on any rank
+  // (a signal reaches the process it is sent to) stops all. Only rank 0 was asked before: a SIGTERM sent to
+  // another rank was swallowed and the job committed its results with exit 0.
   bool should_stop(int it, double objective, double previous_objective) {
     bool stop = it > 1 && options_.tol > 0 &&
                 std::abs(previous_objective - objective) <= options_.tol * std::abs(previous_objective);
-    bool cancel = world_.rank() == 0 && options_.cancel && options_.cancel();
+    bool cancel = options_.cancel && options_.cancel();
     if (world_.size() > 1) {
-      unsigned char flag = static_cast<unsigned char>((stop ? 1 : 0) | (cancel ? 2 : 0));
-      world_.broadcast(&flag, 1, dist::Scalar::u8, 0);
-      stop = (flag & 1) != 0;
-      cancel = (flag & 2) != 0;
+      double shared[2] = {world_.rank() == 0 && stop ? 1.0 : 0.0, cancel ? 1.0 : 0.0};
+      world_.allreduce_sum(shared, 2);
+      stop = shared[0] > 0;
+      cancel = shared[1] > 0;
     }
     if (cancel) throw Cancelled("cancelled at iteration " + std::to_string(it));
     return stop;

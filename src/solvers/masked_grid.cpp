@@ -134,12 +134,15 @@ class GridIteration {
         objective = 0.5 * std::max(squared, 0.0) + pen.l1_w * v[6] + 0.5 * pen.l2_w * v[7] + pen.l1_h * v[8] +
                     0.5 * pen.l2_h * v[9];
       }
-      auto verdict = recorder.note(it, squared, objective, world.rank() == 0);
-      // Rank 0's decisions are the job's: every rank leaves the loop, or fails, together.
-      auto flag =
-          static_cast<unsigned char>((verdict.broken ? 4 : 0) | (verdict.stop ? 1 : 0) | (verdict.cancel ? 2 : 0));
-      world.broadcast(&flag, 1, dist::Scalar::u8, 0);
-      verdict = {(flag & 4) != 0, (flag & 1) != 0, (flag & 2) != 0};
+      // Every rank asks for a cancel (a signal reaches the process it is sent to; asked on rank 0 alone, a SIGTERM
+      // to another rank was swallowed). Rank 0's breakdown and convergence verdicts are the job's: every rank
+      // leaves the loop, or fails, together.
+      auto verdict = recorder.note(it, squared, objective, true);
+      const bool lead = world.rank() == 0;
+      double shared[3] = {lead && verdict.broken ? 1.0 : 0.0, lead && verdict.stop ? 1.0 : 0.0,
+                          verdict.cancel ? 1.0 : 0.0};
+      world.allreduce_sum(shared, 3);
+      verdict = {shared[0] > 0, shared[1] > 0, shared[2] > 0};
       if (recorder.act(it, verdict, true)) break;
     }
     recorder.finish();

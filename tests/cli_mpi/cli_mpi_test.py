@@ -199,6 +199,61 @@ def data_errors_from_global_figures_reported_once(ctx):
         check(not os.path.exists(ctx.path("out")), "no output may be left behind")
 
 
+def dnmf_ranks(launcher):
+    """{MPI rank: pid} of the dnmf processes `launcher` (mpirun's pid) started: its children, whose environment
+    names their rank (other jobs' processes, of tests running beside this one, are not touched)."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if f.read().strip() != "dnmf":
+                    continue
+            with open("/proc/%s/stat" % pid) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) != launcher:
+                    continue
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                environment = f.read().split(b"\0")
+        except OSError:
+            continue
+        for entry in environment:
+            if entry.startswith(b"OMPI_COMM_WORLD_RANK="):
+                found[int(entry.split(b"=")[1])] = int(pid)
+    return found
+
+
+@case
+def signal_to_one_rank_stops_the_job(ctx):
+    """SIGTERM sent to one process of a job (not to mpirun) stops every process after the current iteration with
+    exit 143 and nothing committed, masked or not. Only rank 0 polled its flag before: a signal to rank 1 was
+    swallowed and the job committed its results with exit 0."""
+    import signal
+    gen(ctx, "A.npy", 600, 400, 5)
+    write_bytes(ctx.path("M.npy"), npy_bytes([[0.0 if (i * 7 + j) % 10 == 0 else 1.0 for j in range(400)]
+                                              for i in range(600)]))
+    for extra in ([], ["--mask", "M.npy"]):
+        command = [ctx.mpiexec, "--oversubscribe", "-np", "2", ctx.dnmf, "factor", "A.npy", "-k", "5", "--iters",
+                   "100000000", "--tol", "0", "-q", "-o", "out", *extra]
+        job = subprocess.Popen(command, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, **MPI_ENV))
+        start = time.time()
+        while len(dnmf_ranks(job.pid)) < 2 and time.time() - start < 60:
+            time.sleep(0.1)
+        time.sleep(1.5)  # into the iterations
+        ranks = dnmf_ranks(job.pid)
+        check(1 in ranks, "rank 1 not found: %r" % ranks)
+        os.kill(ranks[1], signal.SIGTERM)
+        try:
+            _, stderr = job.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            raise Failure("the job went on after rank 1 got SIGTERM %s" % extra)
+        print(stderr[-2000:])
+        check(job.returncode == 143, "exit status %d, expected 143 %s" % (job.returncode, extra))
+        lines = [e for e in stderr.splitlines() if e.startswith("dnmf: error:")]
+        check(len(lines) == 1 and "cancelled at iteration" in lines[0], "expected one 'cancelled' line:\n" + stderr)
+        check(not [d for d in os.listdir(ctx.work) if d.startswith("out")], "no output may be left behind")
+
+
 @case
 def cv_refused_under_mpirun(ctx):
     """dnmf cv runs on one process: under mpirun it is refused once, with the usage status and no output (every
