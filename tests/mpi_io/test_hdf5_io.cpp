@@ -260,6 +260,22 @@ std::size_t pass_through(unsigned /*flags*/, std::size_t /*cd_nelmts*/, const un
   return nbytes;
 }
 
+/// `whole` (9 x 6) as dataset /X of a new file at `path`, in 3 x 3 chunks passed through `filter` (registered).
+void write_filtered(const std::string& path, const DenseMatrix<double>& whole, H5Z_filter_t filter, unsigned flags) {
+  RawFile f(path);
+  const hsize_t dims[2] = {9, 6}, chunk[2] = {3, 3};
+  const hid_t space = H5Screate_simple(2, dims, nullptr);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 2, chunk);
+  H5Pset_filter(dcpl, filter, flags, 0, nullptr);
+  const hid_t set = H5Dcreate2(f.id(), "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  const std::vector<double> values = dnmf::test::row_major_as<double>(whole);
+  EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(set);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
 TEST_F(Hdf5Test, DataCompressedWithAnUnavailableFilterIsNamed) {
   constexpr H5Z_filter_t kLzf = 32000;
   ASSERT_LE(H5Zfilter_avail(kLzf), 0) << "this HDF5 build decodes LZF itself: nothing to test";
@@ -267,20 +283,7 @@ TEST_F(Hdf5Test, DataCompressedWithAnUnavailableFilterIsNamed) {
   ASSERT_GE(H5Zregister(&filter), 0);
   const DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 6, 3, 0.2);
   const std::string p = path("lzf.h5");
-  {
-    RawFile f(p);
-    const hsize_t dims[2] = {9, 6}, chunk[2] = {3, 3};
-    const hid_t space = H5Screate_simple(2, dims, nullptr);
-    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 2, chunk);
-    H5Pset_filter(dcpl, kLzf, H5Z_FLAG_OPTIONAL, 0, nullptr);  // as h5py sets it
-    const hid_t set = H5Dcreate2(f.id(), "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    const std::vector<double> values = dnmf::test::row_major_as<double>(whole);
-    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-    H5Dclose(set);
-    H5Pclose(dcpl);
-    H5Sclose(space);
-  }
+  write_filtered(p, whole, kLzf, H5Z_FLAG_OPTIONAL);  // as h5py sets it
   // While the filter is there the file reads as written.
   EXPECT_EQ(read<double>(p + ":X", {0, 9}, {0, 6}).dense.storage(), whole.storage());
   ASSERT_GE(H5Zunregister(kLzf), 0);
@@ -309,20 +312,7 @@ TEST_F(Hdf5Test, DataThatCannotBeDecodedIsBadInputWithHdf5sReason) {
   ASSERT_GE(H5Zregister(&filter), 0);
   const DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 6, 3, 0.2);
   const std::string p = path("broken.h5");
-  {
-    RawFile f(p);
-    const hsize_t dims[2] = {9, 6}, chunk[2] = {3, 3};
-    const hid_t space = H5Screate_simple(2, dims, nullptr);
-    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, 2, chunk);
-    H5Pset_filter(dcpl, kBroken, H5Z_FLAG_MANDATORY, 0, nullptr);
-    const hid_t set = H5Dcreate2(f.id(), "X", H5T_IEEE_F64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    const std::vector<double> values = dnmf::test::row_major_as<double>(whole);
-    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-    H5Dclose(set);
-    H5Pclose(dcpl);
-    H5Sclose(space);
-  }
+  write_filtered(p, whole, kBroken, H5Z_FLAG_MANDATORY);
   std::string message = "no error";
   dnmf::ErrorKind kind = dnmf::ErrorKind::general;
   try {
