@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -153,19 +154,26 @@ void build_sparse(MaskedBlock<T>& b, const StoredMatrix<T>& a, const StoredMatri
   std::vector<Entry<T>> entries;
   for_each_stored(a, [&](index_t i, index_t j, T v) { entries.push_back({i, j, v, T(1)}); });
   if (mask.matrix != nullptr) {
-    std::vector<Entry<T>> weights;
-    for_each_stored(mask, [&](index_t i, index_t j, T v) {
-      check.weight(mask.name, i, j, v);
-      weights.push_back({i, j, T(0), v});
-    });
+    // Each of A's entries takes its weight from the mask, 0 where the mask has none. The mask's entries are checked
+    // and looked up in A's sorted rows as they are visited, never copied: a copy of every mask entry (32 bytes
+    // each, grown without a reserve) was 384 MiB of a 465 MiB peak for a 5.4M-entry mask beside 243k stored
+    // entries of A, a run the memory plan had put at 78 MB.
     const auto order = [](const Entry<T>& x, const Entry<T>& y) { return std::tie(x.i, x.j) < std::tie(y.i, y.j); };
     std::sort(entries.begin(), entries.end(), order);
-    std::sort(weights.begin(), weights.end(), order);
-    auto it = weights.begin();
-    for (auto& e : entries) {
-      while (it != weights.end() && order(*it, e)) ++it;
-      e.w = it != weights.end() && it->i == e.i && it->j == e.j ? it->w : T(0);
-    }
+    std::vector<std::size_t> row_start(to_size(b.rows.size()) + 1, 0);
+    for (const Entry<T>& e : entries) ++row_start[to_size(e.i) + 1];
+    for (std::size_t r = 0; r + 1 < row_start.size(); ++r) row_start[r + 1] += row_start[r];
+    for (Entry<T>& e : entries) e.w = T(-1);  // not met in the mask yet (weights are checked to be >= 0)
+    for_each_stored(mask, [&](index_t i, index_t j, T v) {
+      check.weight(mask.name, i, j, v);
+      const auto first = entries.begin() + static_cast<std::ptrdiff_t>(row_start[to_size(i)]);
+      const auto last = entries.begin() + static_cast<std::ptrdiff_t>(row_start[to_size(i) + 1]);
+      auto it = std::lower_bound(first, last, j, [](const Entry<T>& e, index_t col) { return e.j < col; });
+      for (; it != last && it->j == j; ++it)
+        if (it->w < T(0)) it->w = v;
+    });
+    for (Entry<T>& e : entries)
+      if (e.w < T(0)) e.w = T(0);
   }
   std::vector<Entry<T>> kept;
   kept.reserve(entries.size());

@@ -271,6 +271,36 @@ TEST(Masked, SparseUnstoredMissingMatchesReference) {
     }
 }
 
+// Sparse A with --unstored missing and a weighted mask beside it: a stored entry takes the mask's weight, 0 where
+// the mask has none, and a mask entry where A stores nothing observes nothing. The mask's weights are looked up
+// in A's rows as the mask is read (a dense mask, and a sparse one with entries A does not store).
+TEST(Masked, SparseUnstoredMissingWithAMaskTakesTheMasksWeights) {
+  const Case c = make_case(30, 20, 4, 0.4, 23);
+  const StoredEntries stored(c);
+  Uniform rng(5);
+  Mat mask(30, 20, 0.0), effective(30, 20, 0.0);
+  for (index_t j = 0; j < 20; ++j)
+    for (index_t i = 0; i < 30; ++i) {
+      const double u = rng.uniform();
+      mask(i, j) = u < 0.2 ? 0.0 : (u < 0.4 ? 2.5 : 1.0);
+      effective(i, j) = stored.weight(i, j) * mask(i, j);
+    }
+  const StoredEntries mask_rows(Case{mask, mask, c.w0, c.h0});  // the mask's non-zero entries as a CSR
+  for (const Algorithm algo : kAll) {
+    SCOPED_TRACE(to_string(algo));
+    Mat w = c.w0, h = c.h0;
+    reference_run(algo, c.a, effective, w, h, 20);
+    for (const bool sparse_mask : {false, true}) {
+      FactorOptions o = masked_options(algo, 4, 20, mask);
+      o.missing.unstored = Unstored::missing;
+      if (sparse_mask) o.missing.mask = Source::csr<double>(mask_rows.view());
+      const FactorResult<double> r = factorize<double>(stored.view(), o, &c.w0, &c.h0);
+      EXPECT_LT(max_rel_diff(r.W, w), 1e-10) << sparse_mask;
+      EXPECT_LT(max_rel_diff(r.H, h), 1e-10) << sparse_mask;
+    }
+  }
+}
+
 // Float runs the same rules: close to the float64 reference at float's precision.
 TEST(Masked, FloatFollowsTheReference) {
   for (const index_t k : {3, 8})
