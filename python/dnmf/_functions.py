@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from ._input import comm_handle, dtype_of, source_of
+from ._input import comm_handle, dtype_of, in_precision, source_of
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -113,9 +113,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                 X = np.asfortranarray(X)
         # NMFk runs in the matrix's own precision: asked for another, the matrix is converted here (as
         # factor() converts), rather than refused by the library.
-        want = {"f32": np.float32, "f64": np.float64}.get(precision)
-        if want is not None and X.dtype != want:
-            X = X.astype(want)
+        X = in_precision(X, precision)
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, True)
     options.update({"ks": _k_list(k_range), "perturbations": perturbations, "epsilon": epsilon,
                     "perturbation": perturbation, "sil_threshold": sil_threshold, "err_threshold": err_threshold,

@@ -52,6 +52,13 @@ def as_float_matrix(x):
     return x
 
 
+def in_precision(x, precision):
+    """``x`` (an array or sparse matrix) in the dtype of ``precision`` ('f32', 'f64'); as it is for None or when it
+    has that dtype already."""
+    want = {"f32": np.float32, "f64": np.float64}.get(precision)
+    return x.astype(want) if want is not None and x.dtype != want else x
+
+
 def source_of(x):
     """A library source for ``x``: a path (str or os.PathLike), a dense array or a CSR/CSC matrix."""
     if isinstance(x, (str, os.PathLike)):

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._input import as_float_matrix, comm_handle, estimator_comm, library_error, source_of
+from ._input import as_float_matrix, comm_handle, estimator_comm, in_precision, library_error, source_of
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -398,9 +398,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                           ensure_all_finite=False, reset=False)
         X = as_float_matrix(X)
         # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
-        want = {"f32": np.float32, "f64": np.float64}.get(self.precision)
-        if want is not None and X.dtype != want:
-            X = X.astype(want)
+        X = in_precision(X, self.precision)
         if mask is None and missing is None and unstored is None:
             return project(X, self.components_, self.backend)
         try:
