@@ -46,6 +46,7 @@ int show_info(const InfoArgs& args) {
     j["negative"] = s.negative;
     j["nan"] = s.nan;
     j["inf"] = s.infinite;
+    if (format == io::FileFormat::matrix_market) j["duplicates"] = s.duplicates;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("file      %s\n", args.path.c_str());
@@ -65,6 +66,10 @@ int show_info(const InfoArgs& args) {
     std::printf("negative  %lld\n", static_cast<long long>(s.negative));
     std::printf("nan       %lld\n", static_cast<long long>(s.nan));
     std::printf("inf       %lld\n", static_cast<long long>(s.infinite));
+    if (s.duplicates > 0) {
+      std::printf("duplicates %lld (entries at a position given before: summed when read; factor checks each one)\n",
+                  static_cast<long long>(s.duplicates));
+    }
   }
   // info is a diagnostic: a bad matrix is a finding, not a failure, but it must not go unnoticed.
   if (s.negative + s.nan + s.infinite > 0) {

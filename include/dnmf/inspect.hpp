@@ -20,6 +20,9 @@ struct EntryStats {
   index_t negative = 0;  ///< finite entries < 0
   index_t nan = 0;
   index_t infinite = 0;  ///< +inf and -inf
+  /// Matrix Market only: entry lines at a position an earlier line gave (summed into one stored entry when
+  /// read). min, max, negative, nan and infinite then count the lines as given, as `dnmf factor` checks them.
+  index_t duplicates = 0;
 };
 
 /// Scans every entry once; counts all problems rather than stopping at the first.

@@ -36,16 +36,13 @@ void insertion_sort(col_index_t* indices, T* values, index_t count) {
   }
 }
 
-/// Sorts each row's entries by column, stably (so duplicates are summed in their given order), sums
-/// duplicates and compacts the arrays; `indptr` (rows + 1 entries, starting at 0) is rewritten to match.
+/// Sorts each row's entries by column, stably: duplicates stay, side by side in their given order.
 template <class T>
-void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector<col_index_t>& indices,
-                         std::vector<T>& values) {
+void sort_rows(index_t rows, const std::vector<index_t>& indptr, std::vector<col_index_t>& indices,
+               std::vector<T>& values) {
   std::vector<std::pair<col_index_t, T>> scratch;
-  index_t write = 0;
   for (index_t i = 0; i < rows; ++i) {
     const index_t begin = indptr[i], end = indptr[i + 1];
-    indptr[i] = write;
     if (std::is_sorted(indices.begin() + begin, indices.begin() + end)) {
       // files written row by row: nothing to do
     } else if (end - begin <= kInsertionSortLimit) {
@@ -56,6 +53,19 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
       std::stable_sort(scratch.begin(), scratch.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (index_t k = begin; k < end; ++k) std::tie(indices[k], values[k]) = scratch[k - begin];
     }
+  }
+}
+
+/// Sorts each row's entries by column, stably (so duplicates are summed in their given order), sums
+/// duplicates and compacts the arrays; `indptr` (rows + 1 entries, starting at 0) is rewritten to match.
+template <class T>
+void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector<col_index_t>& indices,
+                         std::vector<T>& values) {
+  sort_rows(rows, indptr, indices, values);
+  index_t write = 0;
+  for (index_t i = 0; i < rows; ++i) {
+    const index_t begin = indptr[i], end = indptr[i + 1];
+    indptr[i] = write;
     for (index_t k = begin; k < end; ++k) {
       if (write > indptr[i] && indices[write - 1] == indices[k]) {
         values[write - 1] += values[k];

@@ -17,6 +17,7 @@
 #include "dnmf/io.hpp"
 #include "io/csr_build.hpp"
 #include "io/input_file.hpp"
+#include "io/mtx_lines.hpp"
 #include "io/mtx_parse.hpp"
 
 namespace dnmf::io {
@@ -88,7 +89,7 @@ Triplets<T> read_entries(const InputFile& file, const mtx::Header& header) {
 }
 
 template <class T>
-CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries) {
+CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries, bool sum_duplicates) {
   const std::size_t count = entries.values.size();
   std::vector<index_t> indptr(to_size(rows) + 1, 0);
   for (const index_t row : entries.rows) ++indptr[row + 1];
@@ -106,7 +107,11 @@ CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries) {
   entries = {};
   next = {};
 
-  detail::sort_and_merge_rows(rows, indptr, indices, values);
+  if (sum_duplicates) {
+    detail::sort_and_merge_rows(rows, indptr, indices, values);
+  } else {
+    detail::sort_rows(rows, indptr, indices, values);
+  }
   return CsrMatrix<T>(rows, cols, std::move(indptr), std::move(indices), std::move(values));
 }
 
@@ -128,10 +133,8 @@ void append_integer(std::string& out, std::int64_t value) {
   out.append(text, result.ptr);
 }
 
-}  // namespace
-
 template <class T>
-CsrMatrix<T> read_mtx(const std::string& path) {
+CsrMatrix<T> read_csr(const std::string& path, bool sum_duplicates) {
   const InputFile file(path);
   const mtx::Header header = mtx::read_header(file);
   const auto out_of_memory = [&] {
@@ -139,12 +142,24 @@ CsrMatrix<T> read_mtx(const std::string& path) {
                  std::to_string(header.cols) + " matrix with " + std::to_string(header.entries) + " entries");
   };
   try {
-    return build_csr(header.rows, header.cols, read_entries<T>(file, header));
+    return build_csr(header.rows, header.cols, read_entries<T>(file, header), sum_duplicates);
   } catch (const std::bad_alloc&) {
     throw out_of_memory();
   } catch (const std::length_error&) {
     throw out_of_memory();
   }
+}
+
+}  // namespace
+
+template <class T>
+CsrMatrix<T> read_mtx(const std::string& path) {
+  return read_csr<T>(path, true);
+}
+
+template <class T>
+CsrMatrix<T> read_mtx_lines(const std::string& path) {
+  return read_csr<T>(path, false);
 }
 
 template <class T>
@@ -179,6 +194,7 @@ void write_mtx(const std::string& path, CsrView<T> matrix) {
 
 template CsrMatrix<float> read_mtx<float>(const std::string&);
 template CsrMatrix<double> read_mtx<double>(const std::string&);
+template CsrMatrix<double> read_mtx_lines<double>(const std::string&);
 template void write_mtx<float>(const std::string&, CsrView<float>);
 template void write_mtx<double>(const std::string&, CsrView<double>);
 

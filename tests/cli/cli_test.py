@@ -601,6 +601,20 @@ def info_negative(ctx):
           "expected one warning line naming bad.npy, got: %r" % result.stderr)
     j = json.loads(ctx.run("info", "--json", "bad.npy").stdout)
     check((j["negative"], j["nan"], j["inf"]) == (3, 2, 2), "info --json counts %r" % j)
+    # Matrix Market duplicates are summed when read, but factor checks each line first: info counts the -1 that
+    # factor refuses, though the sum at (1, 1) is 1, and says how many lines were summed.
+    write_text(ctx.path("dup.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 4\n"
+                                    "1 1 -1\n1 1 2\n2 2 1\n3 3 1\n")
+    result = ctx.run("info", "dup.mtx")
+    f = info_fields(result.stdout)
+    for key, value in {"negative": "1", "min": "-1", "max": "2", "stored": "3", "sum": "3"}.items():
+        check(f.get(key) == value, "info (dup.mtx) %s = %r, expected %r\n%s" % (key, f.get(key), value, result.stdout))
+    check(f.get("duplicates", "").startswith("1 "), "info (dup.mtx) duplicates line: %r" % result.stdout)
+    check("warning" in result.stderr and "1 negative" in result.stderr, "info (dup.mtx) warning: %r" % result.stderr)
+    j = json.loads(ctx.run("info", "--json", "dup.mtx").stdout)
+    check((j["negative"], j["duplicates"], j["stored"]) == (1, 1, 3), "info --json (dup.mtx) %r" % j)
+    ctx.expect_error(["factor", "dup.mtx", "-k", 1, "-o", "dup_out"], ["dup.mtx:3: entry at row 0, column 0", "-1"],
+                     out_dir="dup_out", code=3)
 
 
 # ------------------------------------------------------------------------------------------------
