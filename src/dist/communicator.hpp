@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -157,6 +158,19 @@ class SingleCommunicator final : public Communicator {
 /// failure of one rank's step (Context::on_root, nmfk's checkpoint scan, io's failed reads).
 /// `kind` (root's) travels with the text, so the CLI's exit status names the same class on every rank.
 void throw_root_error(Communicator& comm, int root, std::string error, ErrorKind kind = ErrorKind::general);
+
+/// Runs `check`, a test every rank of `comm` makes on the same (allreduced) figures, so every rank fails alike
+/// or not at all. On more than one rank its dnmf::Error becomes a CollectiveError, which the job reports once
+/// instead of once per rank; alone, the error passes unchanged. Not collective itself.
+template <class Check>
+void check_shared_figures(const Communicator& comm, Check&& check) {
+  try {
+    std::forward<Check>(check)();
+  } catch (const Error& e) {
+    if (comm.size() == 1) throw;
+    throw CollectiveError(e);
+  }
+}
 
 /// True when this build contains the MPI communicator.
 [[nodiscard]] bool mpi_built();

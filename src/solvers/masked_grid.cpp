@@ -440,12 +440,8 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   const double mean = p.observed_sum / static_cast<double>(p.observed);
   Solution<T> out;
   out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
-  try {
-    check_scale<T>(out.stats, p.m, p.n, options.algorithm);
-  } catch (const Error& e) {
-    if (grid.world().size() == 1) throw;
-    throw CollectiveError(e);  // global figures: every rank fails alike, and the job says so once
-  }
+  // Global figures: every rank fails alike, and the job says so once.
+  dist::check_shared_figures(grid.world(), [&] { check_scale<T>(out.stats, p.m, p.n, options.algorithm); });
   out.pieces = initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
   GridIteration<T> iteration(block, grid, layout, options, out.pieces);

@@ -201,7 +201,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   out.stats = {sums[0], sums[1]};
   // The figures are global: on a grid every rank fails alike, and the job says so once (as plain errors each rank
   // printed its own and MPI aborted the job).
-  try {
+  dist::check_shared_figures(world, [&] {
     if (!(out.stats.squared_norm > 0)) {
       if (out.stats.sum > 0) {  // entries so small that their squares underflow (below about 1e-162)
         char sum[32];
@@ -219,10 +219,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
           "the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot be "
           "squared): rescale the matrix, e.g. divide it by its largest entry");
     check_scale<T>(out.stats, layout.m, layout.n, options.algorithm);
-  } catch (const Error& e) {
-    if (world.size() == 1) throw;
-    throw CollectiveError(e);
-  }
+  });
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   out.pieces = initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
