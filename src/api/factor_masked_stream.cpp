@@ -14,6 +14,7 @@
 #include "api/context_state.hpp"
 #include "api/distribution.hpp"
 #include "api/factorization_parts.hpp"
+#include "api/masked_resident_bytes.hpp"
 #include "api/memory_plan.hpp"
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
@@ -60,7 +61,8 @@ std::string why_not_streamable(const std::string& name, const io::MatrixShape& s
 
 /// Copies of A's bytes the in-memory masked path holds at its peak (masked_problem.cpp): A and the mask as read,
 /// the dense values and weights, and w∘A and w in both orientations; for --unstored missing, the entry lists
-/// (about twice the CSR's bytes each) and both sparse halves.
+/// (about twice the CSR's bytes each) and both sparse halves. What does not scale with A (the mask beside a
+/// sparse A, the Gram lists) is masked_resident_extra_bytes'.
 double in_memory_copies(bool sparse_problem, bool mask) {
   if (sparse_problem) return 13.0;
   return mask ? 8.0 : 7.0;
@@ -119,6 +121,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     unlimited.sparse = sparse_problem;
     unlimited.stored = sparse_problem ? shape.stored : shape.rows * shape.cols;
     unlimited.resident_copies = in_memory_copies(sparse_problem, missing.mask.has_value());
+    unlimited.resident_beside = masked_resident_extra_bytes<T>(name, shape, missing, layout, false);
     unlimited.budget = std::numeric_limits<std::int64_t>::max() / 4;
     const std::int64_t needed = stream::plan_memory(unlimited).resident_total;
     if (needed <= budget) {
@@ -149,6 +152,9 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
                                         sizeof(T));
   };
   in.solver_bytes = solver_bytes(true);
+  // Residence is planned with the Gram lists' bound from the headers; the lists are counted (a pass over the
+  // files) only when that bound alone keeps the run from residence.
+  in.resident_beside = masked_resident_extra_bytes<T>(name, shape, missing, layout, false);
   MemoryPlan<T> memory;
   memory.budget = budget;
   try {
@@ -173,6 +179,14 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
                          " leaves no room for; raise the budget or use --algo mu or kl (their sums grow with k only)");
     }
     throw Error(name + ": " + e.what(), e.kind());
+  }
+  if (memory.plan.streamed && memory.plan.resident_total - in.resident_beside <= budget) {
+    stream::PlanInput counted = in;
+    counted.resident_beside = masked_resident_extra_bytes<T>(name, shape, missing, layout, true);
+    if (counted.resident_beside < in.resident_beside) {
+      const stream::Plan replanned = stream::plan_memory(counted);
+      if (!replanned.streamed) memory.plan = replanned;
+    }
   }
   if (!memory.plan.streamed) {
     resident = memory_figures(memory, {}, 0);

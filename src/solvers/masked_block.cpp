@@ -194,8 +194,19 @@ template <class T>
 void dense_gram_lists(MaskedHalf<T>& h, bool direct) {
   h.direct_gram = direct;
   h.gram_ptr.assign(to_size(h.cols) + 1, 0);
+  // Counted first so the lists are allocated once at their size: grown entry by entry they held up to twice it,
+  // and their peak is part of the memory plan (masked_resident_bytes.cpp).
+  std::size_t listed = 0;
+  for (index_t j = 0; j < h.cols; ++j) {
+    for (index_t i = 0; i < h.rows; ++i) {
+      const double w = static_cast<double>(h.weights(i, j));
+      listed += (direct ? w > 0 : w != 1.0) ? 1 : 0;
+    }
+  }
   h.gram_row.clear();
   h.gram_coef.clear();
+  h.gram_row.reserve(listed);
+  h.gram_coef.reserve(listed);
   for (index_t j = 0; j < h.cols; ++j) {
     for (index_t i = 0; i < h.rows; ++i) {
       const double w = static_cast<double>(h.weights(i, j));

@@ -112,8 +112,8 @@ Plan plan_memory(const PlanInput& in) {
   const std::int64_t fixed = p.baseline + p.runtime_reserve + p.factors + p.workspace;
   const std::int64_t a_bytes = matrix_bytes(in);
   const std::int64_t resident_extra = resident_accumulator_bytes(in);
-  p.resident_total =
-      fixed + resident_extra + static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
+  p.resident_total = fixed + resident_extra + in.resident_beside +
+                     static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
   p.minimum_budget = fixed + static_cast<std::int64_t>(in.staging_bytes + 2 * in.min_tile_bytes);
   if (in.allow_resident && p.resident_total <= in.budget) {
     p.workspace += resident_extra;

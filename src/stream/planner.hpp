@@ -25,7 +25,10 @@ struct PlanInput {
   std::int64_t budget = 0;       ///< bytes this process may hold at its peak
   std::int64_t baseline = 0;     ///< bytes it holds before the factorisation (current RSS)
   double resident_copies = 1.0;  ///< copies of the block that loading it resident holds at once
-  bool allow_resident = true;    ///< false: stream even if the block would fit (ranks that must agree)
+  /// Resident only: bytes held beside those copies that do not scale with the block (the in-memory masked
+  /// path's mask as read and its Gram lists).
+  std::int64_t resident_beside = 0;
+  bool allow_resident = true;  ///< false: stream even if the block would fit (ranks that must agree)
   /// Streaming: the narrowest tile the source can make, and its producer's scratch.
   std::size_t min_tile_bytes = 0;
   std::size_t staging_bytes = 0;

@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "api/masked_resident_bytes.hpp"
+#include "dist/communicator.hpp"
+#include "dist/grid.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factor.hpp"
@@ -371,6 +375,38 @@ TEST_F(MaskedStream, FactorUnderABudgetEqualsInMemory) {
   EXPECT_FALSE(held.memory.streamed);
   EXPECT_EQ(held.memory.budget_bytes, 1LL << 30);
   EXPECT_GE(held.memory.matrix_bytes, 8 * m * n * 8);
+}
+
+// The residence plan's bytes beside A's copies (api/masked_resident_bytes.hpp) are those of the Gram lists the
+// in-memory solver builds: counted from the files, for a weighted mask and for NaN taken as missing, they equal
+// the lists build_masked_problem makes; the bound from the headers is never below them.
+TEST_F(MaskedStream, ResidencePlanCountsTheGramListsTheSolverBuilds) {
+  const index_t m = 70, n = 50;
+  auto a = test::noisy_rank4(m, n, 5);
+  for (index_t j = 0; j < n; j += 3) a(j % m, j) = std::numeric_limits<double>::quiet_NaN();
+  const auto w = make_mask(m, n);
+  io::write_npy<double>(path("a.npy"), a.view());
+  io::write_npy<double>(path("w.npy"), w.view());
+  const MatrixRef<double> ar = DenseView<const double>(a.view());
+  const MatrixRef<double> wr = DenseView<const double>(w.view());
+  dist::SingleCommunicator self;
+  const dist::Grid grid(self, {1, 1});
+  const dist::Layout layout = dist::make_layout(grid, m, n);
+  const io::MatrixShape shape = io::read_shape(path("a.npy"));
+  for (const bool with_mask : {true, false}) {
+    MissingValues missing;
+    missing.nan_missing = true;
+    if (with_mask) missing.mask = Source::file(path("w.npy"));
+    const solvers::MaskedProblem<double> p = solvers::build_masked_problem<double>(
+        {&ar, false, "a.npy"}, {with_mask ? &wr : nullptr, false, "w.npy"}, missing);
+    const auto listed = static_cast<std::int64_t>(p.h_half.gram_row.size() + p.w_half.gram_row.size());
+    ASSERT_GT(listed, 0);
+    const std::int64_t starts = (m + n + 2) * static_cast<std::int64_t>(sizeof(index_t));
+    const std::int64_t counted = api::masked_resident_extra_bytes<double>(path("a.npy"), shape, missing, layout, true);
+    EXPECT_EQ(counted, listed * static_cast<std::int64_t>(sizeof(index_t) + sizeof(double)) + starts) << with_mask;
+    EXPECT_GE(api::masked_resident_extra_bytes<double>(path("a.npy"), shape, missing, layout, false), counted)
+        << with_mask;
+  }
 }
 
 // What streaming cannot do is a UsageError that says what to do instead.
