@@ -47,8 +47,14 @@ std::int64_t factor_bytes(const PlanInput& in) {
   const std::int64_t pieces = k * (wr + hc);          // solve()'s host copy of this rank's pieces
   // iterate(): pieces on the backend, gathered blocks where a grid direction splits them, the numerators
   // P (k x nb) and Qt (k x mb) with their owned parts, three Gram matrices and the row sums.
+  // MPI's reduce-scatter of a numerator holds scratch beside it: Open MPI's ring reduces into a temporary of the
+  // whole input and receives into one (two ranks) or two of a piece's size (seen with strace -k: 22 + 11 MiB for a
+  // 150000 x 20 numerator on a 1x2 grid, which then peaked 10% over its plan).
+  const std::int64_t row_inbufs = l.w_piece_sizes.size() > 2 ? 2 : 1, col_inbufs = l.h_piece_sizes.size() > 2 ? 2 : 1;
+  const std::int64_t reduce_scatter =
+      std::max(row_split ? k * (mb + row_inbufs * wr) : 0, col_split ? k * (nb + col_inbufs * hc) : 0);
   const std::int64_t iteration = pieces + k * (wr + hc) + (row_split ? k * (mb + wr) : 0) +
-                                 (col_split ? k * (nb + hc) : 0) + k * (mb + nb) + 3 * k * k + 4 * k +
+                                 (col_split ? k * (nb + hc) : 0) + k * (mb + nb) + reduce_scatter + 3 * k * k + 4 * k +
                                  (in.extrapolate ? extrapolation_elements(in) : 0);
   // The final error: the gathered blocks on the host and on the backend, and one product k x nb.
   const std::int64_t final_check = pieces + 2 * k * (mb + nb) + k * nb + 2 * k * k;
@@ -101,6 +107,22 @@ std::int64_t resident_accumulator_bytes(const PlanInput& in) {
   return std::max<std::int64_t>(0, slot_buffers - thread_accumulator_bytes(in));
 }
 
+std::int64_t tile_accumulator_bytes(const PlanInput& in, std::size_t tile_bytes) {
+  // A streamed tile's pass sums into at most one slot per kernel sub-tile (about 1 MiB of A: cpu_kernels.cpp's
+  // default_tile_bytes), each buffer k x the tile's lines: a 150000 x 20 block on a 1x2 grid at k = 20, one
+  // thread, held two of 22 MiB for a tile of the whole block (strace -k) and peaked at 1.1x its budget while the
+  // plan left them out. The stripes' direction is the source's, so the lines are bounded by the narrower side.
+  // Never more than the resident pass's.
+  const dist::Layout& l = in.layout;
+  const std::int64_t widest = std::max(l.a_rows.size(), l.a_cols.size());
+  const std::int64_t narrowest = std::max<std::int64_t>(std::min(l.a_rows.size(), l.a_cols.size()), 1);
+  const auto scalar = static_cast<std::int64_t>(in.scalar_bytes);
+  const std::int64_t lines = std::min(widest, static_cast<std::int64_t>(tile_bytes) / (scalar * narrowest) + 1);
+  const auto sub_tiles = static_cast<std::int64_t>(tile_bytes >> 20) + 1;
+  const std::int64_t buffers = sub_tiles * in.rank * lines * scalar;
+  return std::min(resident_accumulator_bytes(in), std::max<std::int64_t>(0, buffers - thread_accumulator_bytes(in)));
+}
+
 Plan plan_memory(const PlanInput& in) {
   if (in.budget <= 0) throw Error("memory budget must be positive");
   Plan p;
@@ -114,7 +136,8 @@ Plan plan_memory(const PlanInput& in) {
   const std::int64_t resident_extra = resident_accumulator_bytes(in);
   p.resident_total = fixed + resident_extra + in.resident_beside +
                      static_cast<std::int64_t>(static_cast<double>(a_bytes) * in.resident_copies);
-  p.minimum_budget = fixed + static_cast<std::int64_t>(in.staging_bytes + 2 * in.min_tile_bytes);
+  const std::int64_t least_extra = tile_accumulator_bytes(in, in.min_tile_bytes);
+  p.minimum_budget = fixed + least_extra + static_cast<std::int64_t>(in.staging_bytes + 2 * in.min_tile_bytes);
   if (in.allow_resident && p.resident_total <= in.budget) {
     p.workspace += resident_extra;
     p.matrix = p.resident_total - fixed - resident_extra;
@@ -122,30 +145,41 @@ Plan plan_memory(const PlanInput& in) {
     return p;
   }
   if (in.budget < p.minimum_budget)
-    throw UsageError(
-        "memory budget " + describe_bytes(in.budget) + " is too small: streaming this block needs at least " +
-        describe_bytes(p.minimum_budget) + " (baseline " + human_bytes(static_cast<double>(p.baseline)) +
-        " + runtime " + human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
-        human_bytes(static_cast<double>(p.factors)) + " + workspaces " + human_bytes(static_cast<double>(p.workspace)) +
-        " + two tiles of " + human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
+    throw UsageError("memory budget " + describe_bytes(in.budget) +
+                     " is too small: streaming this block needs at least " + describe_bytes(p.minimum_budget) +
+                     " (baseline " + human_bytes(static_cast<double>(p.baseline)) + " + runtime " +
+                     human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
+                     human_bytes(static_cast<double>(p.factors)) + " + workspaces " +
+                     human_bytes(static_cast<double>(p.workspace + least_extra)) + " + two tiles of " +
+                     human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
   p.streamed = true;
   p.staging = static_cast<std::int64_t>(in.staging_bytes);
-  const auto available = to_size(in.budget - fixed - p.staging);
+  // Tiles as large as the budget allows, with the slot buffers their passes need beside them; those shrink with
+  // the tile, so the tiles cut after subtracting the first estimate need no more than it.
   const std::size_t whole = std::max<std::size_t>(to_size(a_bytes), in.min_tile_bytes);
-  std::size_t tile = std::min({kMaxTileBytes, available / 3, whole});
-  int depth = 3;
-  if (tile < in.min_tile_bytes) {  // only two minimal tiles fit
-    tile = std::min({kMaxTileBytes, available / 2, whole});
-    depth = 2;
-  } else {
-    // Spare budget buys a fourth slot (slack for uneven reads); more tiles than the block has are useless.
-    const std::size_t tiles = (whole + tile - 1) / tile;
-    depth = static_cast<int>(std::clamp<std::size_t>(std::min<std::size_t>(available / tile, tiles), 2, 4));
-  }
+  const auto cut = [&](std::int64_t extra, int& depth) {
+    const auto available = to_size(std::max<std::int64_t>(in.budget - fixed - extra - p.staging, 0));
+    std::size_t tile = std::min({kMaxTileBytes, available / 3, whole});
+    depth = 3;
+    if (tile < in.min_tile_bytes) {  // only two minimal tiles fit
+      tile = std::max(std::min({kMaxTileBytes, available / 2, whole}), in.min_tile_bytes);
+      depth = 2;
+    } else {
+      // Spare budget buys a fourth slot (slack for uneven reads); more tiles than the block has are useless.
+      const std::size_t tiles = (whole + tile - 1) / tile;
+      depth = static_cast<int>(std::clamp<std::size_t>(std::min<std::size_t>(available / tile, tiles), 2, 4));
+    }
+    return tile;
+  };
+  int depth = 2;
+  const std::int64_t first_extra = tile_accumulator_bytes(in, cut(least_extra, depth));
+  const std::size_t tile = cut(first_extra, depth);
+  const std::int64_t extra = tile_accumulator_bytes(in, tile);
+  p.workspace += extra;
   p.tile_bytes = tile;
   p.depth = depth;
   p.ring = static_cast<std::int64_t>(tile) * depth;
-  p.total = fixed + p.staging + p.ring;
+  p.total = fixed + extra + p.staging + p.ring;
   return p;
 }
 

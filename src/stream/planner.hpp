@@ -68,6 +68,9 @@ struct Plan {
 /// What a resident block's passes hold beyond workspace_bytes: the private accumulators of the CPU's fixed
 /// slots (set by the problem, not the threads) beyond the threads' count. Part of the resident plan's workspace.
 [[nodiscard]] std::int64_t resident_accumulator_bytes(const PlanInput& input);
+/// The same for a streamed tile of `tile_bytes`: its pass has at most one slot per kernel sub-tile, with buffers
+/// up to the block's lines. Part of the streamed plan's workspace.
+[[nodiscard]] std::int64_t tile_accumulator_bytes(const PlanInput& input, std::size_t tile_bytes);
 
 /// The largest tile the planner hands out: beyond it, bigger tiles gain nothing and delay the first one.
 constexpr std::size_t kMaxTileBytes = std::size_t{64} << 20;

@@ -199,6 +199,24 @@ def data_errors_from_global_figures_reported_once(ctx):
         check(not os.path.exists(ctx.path("out")), "no output may be left behind")
 
 
+@case
+def budget_kept_on_a_grid(ctx):
+    """A budget the plan accepts holds on every rank of a grid: a tall matrix on a 1x2 grid at k = 20 (each rank
+    reduce-scatters a 150000 x 20 numerator, which MPI copies) peaked at 1.10x a budget 10% above the stated minimum
+    while the plan left that copy out."""
+    ctx.ok(["gen", "--rows", 150000, "--cols", 20, "--rank", 5, "--seed", 3, "-o", "tall.npy"])
+    common = ["factor", "tall.npy", "-k", 20, "--grid", "1x2", "--iters", 5, "--tol", 0, "-q"]
+    refused = ctx.run(common + ["--memory-budget", 1000, "-o", "tiny"], 2)
+    check(refused.returncode != 0 and "needs at least" in refused.stderr, "a 1000-byte budget must be refused")
+    minimum = int(refused.stderr.split("needs at least ")[1].split(" bytes")[0])
+    for factor in (1.1, 1.5):
+        out = "b%d" % int(factor * 10)
+        ctx.ok(common + ["--memory-budget", int(minimum * factor), "-o", out], 2)
+        memory = ctx.report(out)["memory"]
+        check(memory["peak_over_budget"] <= 1.0, "budget %.1fx the minimum (%s): peak %.3fx the budget" % (
+            factor, memory["mode"], memory["peak_over_budget"]))
+
+
 def dnmf_ranks(launcher):
     """{MPI rank: pid} of the dnmf processes `launcher` (mpirun's pid) started: its children, whose environment
     names their rank (other jobs' processes, of tests running beside this one, are not touched)."""

@@ -62,12 +62,13 @@ TEST(Planner, FactorBytesFollowTheIterationsAllocations) {
   const std::int64_t iteration = k * (m + n) * 3 + 3 * k * k + 4 * k;
   const std::int64_t final_check = k * (m + n) * 3 + k * n + 2 * k * k;
   EXPECT_EQ(factor_bytes(in), std::max(iteration, final_check) * 8);
-  // A rank of a 2x2 grid holds gathered blocks beside its pieces and gathers nothing.
+  // A rank of a 2x2 grid holds gathered blocks beside its pieces and gathers nothing; MPI's reduce-scatter of
+  // the larger numerator (k x mb, two ranks) holds a copy of it and a piece.
   in.layout = dist::make_layout(dist::GridShape{2, 2}, 1, 0, m, n);
   in.gathers_factors = false;
   const std::int64_t mb = 500, nb = 300, wr = 250, hc = 150;
   const std::int64_t grid_iteration =
-      k * (wr + hc) * 2 + k * (mb + wr) + k * (nb + hc) + k * (mb + nb) + 3 * k * k + 4 * k;
+      k * (wr + hc) * 2 + k * (mb + wr) + k * (nb + hc) + k * (mb + nb) + k * (mb + wr) + 3 * k * k + 4 * k;
   const std::int64_t grid_final = k * (wr + hc) + 2 * k * (mb + nb) + k * nb + 2 * k * k;
   EXPECT_EQ(factor_bytes(in), std::max(grid_iteration, grid_final) * 8);
 }
@@ -103,6 +104,28 @@ TEST(Planner, ResidentPlanCountsTheFixedSlotsOfATallBlock) {
   in.sparse = true;
   in.threads = 1;
   EXPECT_EQ(resident_accumulator_bytes(in), 5 * 200000 * 8);
+}
+
+TEST(Planner, StreamedPlanCountsTheSlotsOfItsTiles) {
+  // The same tall block streamed: a tile's pass sums into up to one slot per MiB of tile, each k x the tile's
+  // lines, never more than the resident pass's. A one-row tile needs almost nothing; a tile of the whole block
+  // needs what residence does; a plan between them counts its own tile's and stays within the budget.
+  PlanInput in = single(200000, 20, 5, 1LL << 30);
+  in.threads = 1;
+  in.min_tile_bytes = 20 * 8;
+  const std::int64_t resident = resident_accumulator_bytes(in);
+  EXPECT_LE(tile_accumulator_bytes(in, in.min_tile_bytes), 2 * 5 * 8);
+  EXPECT_EQ(tile_accumulator_bytes(in, 200000 * 20 * 8), resident);
+  const std::size_t mib = std::size_t{1} << 20;
+  EXPECT_EQ(tile_accumulator_bytes(in, mib / 2), std::min<std::int64_t>(resident, 5 * (mib / 2 / 160 + 1) * 8));
+  const Plan resident_plan = plan_memory(in);
+  ASSERT_FALSE(resident_plan.streamed);
+  in.budget = resident_plan.total - (8 << 20);
+  const Plan p = plan_memory(in);
+  ASSERT_TRUE(p.streamed);
+  EXPECT_EQ(p.workspace, workspace_bytes(in) + tile_accumulator_bytes(in, p.tile_bytes));
+  EXPECT_EQ(p.total, p.baseline + p.runtime_reserve + p.factors + p.workspace + p.staging + p.ring);
+  EXPECT_LE(p.total, p.budget);
 }
 
 TEST(Planner, ResidentWhenEverythingFits) {
