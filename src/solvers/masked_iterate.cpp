@@ -344,28 +344,11 @@ HalfShared<T> share_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const
   return sh;
 }
 
-/// The dense numerator Yᵀ(W∘A) (k x h.cols) into numer, in fixed blocks of columns.
+/// The dense numerator Yᵀ(W∘A) (k x h.cols) into numer (dense_weighted_numerator).
 template <class T>
 void dense_numerator(const HalfShared<T>& sh, DenseMatrix<T>& numer) {
-  const MaskedHalf<T>& h = sh.h;
-  const index_t k = sh.k;
-  const int ik = static_cast<int>(k);
-  if (numer.rows() != k || numer.cols() != h.cols) numer = DenseMatrix<T>(k, h.cols);
-  const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
-#pragma omp parallel
-  {
-    const SerialBlas serial;
-#pragma omp for schedule(dynamic, 1)
-    for (index_t blk = 0; blk < blocks; ++blk) {
-      const index_t first = blk * kNumerBlock, width = std::min(h.cols, first + kNumerBlock) - first;
-      const T* block = h.weighted.data() + first * h.rows;
-      if (backend::cpu::skinny_pays<T>(k))  // the unmasked iteration's kernel for this shape (issue 14)
-        backend::cpu::skinny_ya(k, h.rows, width, sh.yt.data(), k, block, h.rows, T(0), numer.data() + first * k, k);
-      else
-        backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), sh.yt.data(), ik,
-                            block, static_cast<int>(h.rows), T(0), numer.data() + first * k, ik);
-    }
-  }
+  if (numer.rows() != sh.k || numer.cols() != sh.h.cols) numer = DenseMatrix<T>(sh.k, sh.h.cols);
+  dense_weighted_numerator(sh.h, sh.yt.data(), sh.k, numer.data(), sh.k);
 }
 
 /// Column j's rule (every algorithm but dense KL, which works in blocks): numer_j is its numerator for a dense
@@ -515,6 +498,26 @@ FactorResult<T> run_deferred_figures_loop(const MaskedProblem<T>& p, const Facto
 }  // namespace
 
 template <class T>
+void dense_weighted_numerator(const MaskedHalf<T>& h, const T* yt, index_t k, T* out, index_t ld) {
+  const int ik = static_cast<int>(k);
+  const index_t blocks = (h.cols + kNumerBlock - 1) / kNumerBlock;
+#pragma omp parallel
+  {
+    const SerialBlas serial;
+#pragma omp for schedule(dynamic, 1)
+    for (index_t blk = 0; blk < blocks; ++blk) {
+      const index_t first = blk * kNumerBlock, width = std::min(h.cols, first + kNumerBlock) - first;
+      const T* block = h.weighted.data() + first * h.rows;
+      if (backend::cpu::skinny_pays<T>(k))  // the unmasked iteration's kernel for this shape (issue 14)
+        backend::cpu::skinny_ya(k, h.rows, width, yt, k, block, h.rows, T(0), out + first * ld, ld);
+      else
+        backend::blas::gemm(false, false, ik, static_cast<int>(width), static_cast<int>(h.rows), T(1), yt, ik, block,
+                            static_cast<int>(h.rows), T(0), out + first * ld, static_cast<int>(ld));
+    }
+  }
+}
+
+template <class T>
 double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt, const DenseMatrix<T>& h,
                              double* kl_objective) {
   const MaskedHalf<T>& half = p.h_half;
@@ -631,6 +634,8 @@ template void finish_masked<float>(const MaskedProblem<float>&, const FactorOpti
                                    FactorResult<float>&);
 template void finish_masked<double>(const MaskedProblem<double>&, const FactorOptions&, Factors<double>&,
                                     FactorResult<double>&);
+template void dense_weighted_numerator<float>(const MaskedHalf<float>&, const float*, index_t, float*, index_t);
+template void dense_weighted_numerator<double>(const MaskedHalf<double>&, const double*, index_t, double*, index_t);
 template void zero_unobserved<float>(const MaskedProblem<float>&, Factors<float>&);
 template void zero_unobserved<double>(const MaskedProblem<double>&, Factors<double>&);
 template double masked_relative_error<float>(const MaskedProblem<float>&, const DenseMatrix<float>&,

@@ -22,6 +22,11 @@ template <class T>
 void finish_masked(const MaskedProblem<T>& problem, const FactorOptions& options, Factors<T>& factors,
                    FactorResult<T>& result);
 
+/// The dense half's numerator Yᵀ(W∘A) (k x h.cols, `yt` k x h.rows) into `out` with leading dimension `ld`, in
+/// fixed blocks of columns on the caller's threads, each product serial: the same bits for any thread count.
+template <class T>
+void dense_weighted_numerator(const MaskedHalf<T>& h, const T* yt, index_t k, T* out, index_t ld);
+
 /// Zeroes the factor rows and columns of the rows and columns with no observed entry (they stay zero).
 template <class T>
 void zero_unobserved(const MaskedProblem<T>& problem, Factors<T>& factors);

@@ -2,6 +2,7 @@
 // grid it reproduces the one-process masked solver for every algorithm and storage form; a block's checks name
 // the entry's place in A; the words-per-iteration model; the unchecked block reads it relies on.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <fstream>
@@ -111,6 +112,43 @@ TEST(MaskedGrid, OneByOneGridEqualsOneProcessSparseAndNan) {
   MissingValues nan;
   nan.nan_missing = true;
   expect_one_by_one_grid_equals_one_process(ar, nullptr, nan, false, "NaN missing");
+}
+
+// The grid solver times its threads as one process does (a governor switching between all threads and one), so
+// its results must not depend on the thread count: 1, 2 and 3 threads give the same bits. The block is large
+// enough (420 x 700, k = 8: about 1e7 flops per iteration) for the governor's trials to run.
+TEST(MaskedGrid, SameBitsForAnyThreadCount) {
+  const index_t m = 420, n = 700;
+  const DenseMatrix<double> a = test::random_dense<double>(m, n, 9);
+  const DenseMatrix<double> w = weights(m, n, 0.1, 0.1, 10);
+  const MatrixRef<double> ar = DenseView<const double>(a.view());
+  const MatrixRef<double> wr = DenseView<const double>(w.view());
+  const StoredMatrix<double> sa{&ar, false, "A"}, sw{&wr, false, "M"};
+  dist::SingleCommunicator self;
+  const dist::Grid grid(self, {1, 1});
+  const dist::Layout layout = dist::make_layout(grid, m, n);
+  solvers::MaskedBlock<double> block = solvers::build_masked_block<double>(sa, sw, MissingValues{}, {0, m}, {0, n});
+  solvers::agree_masked_block(block, grid, layout, "A");
+  const int saved = omp_get_max_threads();
+  for (const Algorithm algorithm : kAlgorithms) {
+    FactorOptions o = options_for(algorithm);
+    o.rank = 8;
+    o.max_iterations = 8;
+    const auto run = [&](int threads) {
+      omp_set_num_threads(threads);
+      return solvers::solve_masked_grid<double>(block, grid, layout, o);
+    };
+    const solvers::Solution<double> one = run(1);
+    EXPECT_LT(one.result.objective_history.back(), one.result.objective_history.front()) << to_string(algorithm);
+    for (const int threads : {2, 3}) {
+      const solvers::Solution<double> other = run(threads);
+      const std::string label = to_string(algorithm) + ", " + std::to_string(threads) + " threads";
+      EXPECT_EQ(other.pieces.wt.storage(), one.pieces.wt.storage()) << label;
+      EXPECT_EQ(other.pieces.h.storage(), one.pieces.h.storage()) << label;
+      EXPECT_EQ(other.result.objective_history, one.result.objective_history) << label;
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST(MaskedGrid, ABlockNamesTheEntryByItsPlaceInA) {
