@@ -32,7 +32,8 @@ void check_view(const char* what, const MatrixRef<T>& a) {
     return;
   }
   const auto& s = std::get<CsrView<T>>(a);
-  check_compressed("CSR", s.rows, s.cols, s.indptr, s.indices, s.rows > 0 ? s.indptr[s.rows] : 0);
+  check_compressed("CSR", s.rows, s.cols, s.indptr, s.indices,
+                   s.rows > 0 && s.indptr != nullptr ? s.indptr[s.rows] : 0);
 }
 }  // namespace detail
 
@@ -66,7 +67,8 @@ class Source {
   /// (detail::check_compressed: DataError).
   template <class T>
   static Source csr(CsrView<T> a, std::shared_ptr<const void> owner = {}) {
-    detail::check_compressed("CSR", a.rows, a.cols, a.indptr, a.indices, a.rows > 0 ? a.indptr[a.rows] : 0);
+    detail::check_compressed("CSR", a.rows, a.cols, a.indptr, a.indices,
+                             a.rows > 0 && a.indptr != nullptr ? a.indptr[a.rows] : 0);
     return Source(MatrixRef<T>{a}, false, std::move(owner));
   }
   /// A CSC matrix of rows x cols: `indptr` has cols + 1 entries, `indices` are row indices sorted within each column;
@@ -74,7 +76,7 @@ class Source {
   template <class T>
   static Source csc(index_t rows, index_t cols, const index_t* indptr, const col_index_t* indices, const T* values,
                     std::shared_ptr<const void> owner = {}) {
-    detail::check_compressed("CSC", cols, rows, indptr, indices, cols > 0 ? indptr[cols] : 0);
+    detail::check_compressed("CSC", cols, rows, indptr, indices, cols > 0 && indptr != nullptr ? indptr[cols] : 0);
     return Source(MatrixRef<T>{CsrView<T>{cols, rows, indptr, indices, values}}, true, std::move(owner));
   }
 

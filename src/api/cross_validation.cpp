@@ -20,6 +20,7 @@
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
 #include "util/random.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf {
 namespace {
@@ -112,7 +113,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   if (options.factor.backend == BackendKind::cuda)
     throw UsageError("cross-validation is not supported with --backend cuda yet");
   if (options.factor.init == InitMethod::given) throw UsageError("cross-validation draws its own starts");
-  if (options.factor.threads > 0) omp_set_num_threads(options.factor.threads);
+  const util::ThreadCountScope thread_count(options.factor.threads);
   std::sort(options.ks.begin(), options.ks.end());
   options.ks.erase(std::unique(options.ks.begin(), options.ks.end()), options.ks.end());
 

@@ -36,6 +36,7 @@
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "util/dense_transpose.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf {
 namespace {
@@ -174,7 +175,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
 
   // From here on a failure may be one rank's own (its part of the file is corrupt, say).
   const dist::Layout layout = dist::make_layout(grid, shape.rows, shape.cols);
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const util::ThreadCountScope thread_count(options.threads);
   auto kernels = backend::make_kernels<T>(options.backend);
   kernels->set_tf32(options.tf32);
   auto host =

@@ -25,6 +25,7 @@
 #include "solvers/masked_solve.hpp"
 #include "solvers/solve.hpp"
 #include "util/dense_transpose.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf::api {
 namespace {
@@ -58,7 +59,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   if (context.memory_budget > 0)
     if (auto streamed = factor_masked_streamed<T>(source, options, requested, context, gather, initial, held_in_memory))
       return std::move(*streamed);
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const util::ThreadCountScope thread_count(options.threads);
 
   const std::string format = source.is_file() ? io::format_name(io::format_of(name)) : "memory";
   const Held<T> a = hold<T>(source);

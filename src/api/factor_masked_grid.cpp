@@ -27,6 +27,7 @@
 #include "solvers/masked_block.hpp"
 #include "solvers/masked_grid.hpp"
 #include "solvers/solve.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf::api {
 namespace {
@@ -138,7 +139,7 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
 
   // Each rank reads its own blocks; a read that fails on one rank fails the job as the unmasked reads do.
   const dist::Layout layout = dist::make_layout(grid, shape.rows, shape.cols);
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const util::ThreadCountScope thread_count(options.threads);
   const io::LocalBlock<T> a_block = block_of<T>(source, layout.a_rows, layout.a_cols, world);
   std::optional<io::LocalBlock<T>> mask_block;
   if (mask_source) mask_block = block_of<T>(*mask_source, layout.a_rows, layout.a_cols, world);

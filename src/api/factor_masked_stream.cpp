@@ -28,6 +28,7 @@
 #include "stream/planner.hpp"
 #include "stream/process_memory.hpp"
 #include "util/dense_transpose.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf::api {
 namespace {
@@ -212,7 +213,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     plain.missing = MissingValues{};
     return factor<T>(source, plain, context, gather, initial);
   }
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const util::ThreadCountScope thread_count(options.threads);
   solvers::Factors<T> factors;
   Factorization<T> run;
   try {

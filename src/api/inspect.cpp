@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "dnmf/source.hpp"
 #include "io/csr_build.hpp"
 #include "io/dcsr.hpp"
 #include "io/mtx_lines.hpp"
@@ -38,10 +39,9 @@ void add_entry(EntryStats& s, double v) {
   if (!(v <= s.max)) s.max = v;
 }
 
-}  // namespace
-
+/// entry_stats without the structure check: `dnmf info`'s Matrix Market lines repeat positions on purpose.
 template <class T>
-EntryStats entry_stats(const MatrixRef<T>& matrix) {
+EntryStats stats_of(const MatrixRef<T>& matrix) {
   EntryStats s;
   s.rows = rows_of(matrix);
   s.cols = cols_of(matrix);
@@ -62,6 +62,14 @@ EntryStats entry_stats(const MatrixRef<T>& matrix) {
     }
   }
   return s;
+}
+
+}  // namespace
+
+template <class T>
+EntryStats entry_stats(const MatrixRef<T>& matrix) {
+  detail::check_view("entry_stats", matrix);  // a caller's view: a bad one would be read outside its arrays
+  return stats_of(matrix);
 }
 
 MatrixInfo inspect(const std::string& path) {
@@ -85,7 +93,7 @@ MatrixInfo inspect(const std::string& path) {
     // factor checks each line before duplicates are summed, so the checks' figures come from the lines and the
     // stored count, non-zeros and sum from the summed matrix.
     const CsrMatrix<double> lines = io::read_mtx_lines<double>(path);
-    const EntryStats as_given = entry_stats<double>(lines.view());
+    const EntryStats as_given = stats_of<double>(lines.view());
     std::vector<index_t> indptr = lines.indptr();
     std::vector<col_index_t> indices = lines.indices();
     std::vector<double> values = lines.values();

@@ -11,6 +11,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
+#include "io/csr_to_write.hpp"
 #include "io/narrow.hpp"
 #include "util/crc32c.hpp"
 
@@ -256,6 +257,12 @@ std::vector<DcsrChunk> checksum_chunks(CsrView<T> a, index_t base) {
 
 template <class T>
 void write_dcsr(const std::string& path, CsrView<T> a) {
+  detail::check_csr_to_write(path, a);
+  write_dcsr_unchecked(path, a);
+}
+
+template <class T>
+void write_dcsr_unchecked(const std::string& path, CsrView<T> a) {
   if (a.cols > std::numeric_limits<col_index_t>::max())
     throw DataError(path + ": " + std::to_string(a.cols) + " columns do not fit .dcsr's 32-bit column indices");
   const index_t base = a.rows > 0 ? a.indptr[0] : 0;
@@ -455,6 +462,7 @@ CsrMatrix<T> read_dcsr(const std::string& path) {
 // NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations
 #define DNMF_INSTANTIATE_DCSR(T)                                                                                 \
   template void write_dcsr<T>(const std::string&, CsrView<T>);                                                   \
+  template void write_dcsr_unchecked<T>(const std::string&, CsrView<T>);                                         \
   template LocalBlock<T> read_dcsr_block<T>(const std::string&, dist::Range, dist::Range);                       \
   template CsrMatrix<T> read_dcsr<T>(const std::string&);                                                        \
   template std::size_t dcsr_staging_bytes<T>(const DcsrHeader&, dist::Range);                                    \

@@ -72,6 +72,11 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
                        bool validate, std::vector<std::byte>& staging, std::size_t& bytes_read,
                        DcsrVerified* verified = nullptr);
 
+/// write_dcsr without its structure check: how tests make a well-checksummed file with a bad structure, to see
+/// the readers refuse it.
+template <class T>
+void write_dcsr_unchecked(const std::string& path, CsrView<T> a);
+
 /// Verifies the checksums of the chunks overlapping rows [first, first + count) (version 2; nothing in
 /// version 1), skipping and marking those in `verified` when given. Reads in pieces of at most 1 MiB.
 void verify_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, index_t first, index_t count,

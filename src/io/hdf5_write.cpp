@@ -16,6 +16,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "io/collective_failure.hpp"
+#include "io/csr_to_write.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/hdf5_util.hpp"
 
@@ -171,6 +172,7 @@ void write_h5_dense(const std::string& path, const std::string& dataset, DenseVi
 
 template <class T>
 void write_h5_csr(const std::string& path, const std::string& group, CsrView<T> matrix, bool append) {
+  detail::check_csr_to_write(path, matrix);
   const std::string name = absolute_name(group);
   const std::string where = path + ":" + name;
   with_output_file(path, append, [&](hid_t file) {

@@ -16,6 +16,7 @@
 #include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/csr_build.hpp"
+#include "io/csr_to_write.hpp"
 #include "io/input_file.hpp"
 #include "io/mtx_lines.hpp"
 #include "io/mtx_parse.hpp"
@@ -164,6 +165,7 @@ CsrMatrix<T> read_mtx_lines(const std::string& path) {
 
 template <class T>
 void write_mtx(const std::string& path, CsrView<T> matrix) {
+  detail::check_csr_to_write(path, matrix);
   write_file_atomically(path, [&](std::ostream& out) {
     constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
     std::string text = "%%MatrixMarket matrix coordinate real general\n";

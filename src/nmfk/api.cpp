@@ -7,6 +7,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/nmfk.hpp"
+#include "dnmf/source.hpp"
 #include "nmfk/provider.hpp"
 
 namespace dnmf {
@@ -66,6 +67,7 @@ NmfkResult<T> nmfk(const MatrixRef<T>& a, const NmfkOptions& options) {
   // The cross-validation lives in the api layer above this one, behind the Source entry point.
   if (options.cv)
     throw UsageError("nmfk input: cv needs the Source entry point (dnmf::nmfk(Source::dense(...), options))");
+  detail::check_view("nmfk input", a);  // a view's structure is the caller's, as factorize() checks it
   std::visit([](const auto& view) { io::check_nonnegative<T>(view, "nmfk input"); }, a);
   dist::SingleCommunicator self;
   const BlockProvider<T> provider = [&a](const BlockRequest& r) { return slice_block<T>(a, r); };

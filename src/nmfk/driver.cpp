@@ -37,6 +37,7 @@
 #include "nmfk/silhouette.hpp"
 #include "solvers/solve.hpp"
 #include "util/memory.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf {
 namespace rank_search {
@@ -301,7 +302,7 @@ class Sweep {
 
   NmfkResult<T> run() {
     validate(options_, ks_, m_, n_, world_.size());
-    if (options_.factor.threads > 0) omp_set_num_threads(options_.factor.threads);
+    const util::ThreadCountScope thread_count(options_.factor.threads);
     form_group();
     const std::vector<Job> remaining = load_checkpoints();
     collect_job_records(run_jobs(remaining));

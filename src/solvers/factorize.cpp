@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "backend/gathering_operand.hpp"
@@ -14,12 +15,14 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/io.hpp"
 #include "dnmf/source.hpp"
 #include "solvers/lanes.hpp"
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
 #include "solvers/solve.hpp"
 #include "util/dense_transpose.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf {
 
@@ -39,7 +42,7 @@ FactorResult<T> factorize_masked(const MatrixRef<T>& a, const FactorOptions& opt
   }
   const solvers::StoredMatrix<T> stored_a{&a, false, "<memory>"};
   const solvers::StoredMatrix<T> stored_mask{mask, mask != nullptr && options.missing.mask->transposed(), "<mask>"};
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const util::ThreadCountScope thread_count(options.threads);
   const solvers::MaskedProblem<T> problem = solvers::build_masked_problem<T>(stored_a, stored_mask, options.missing);
   if (problem.all_unit) {
     FactorOptions plain = options;  // a mask that masks nothing is no mask: the unmasked solver's exact results
@@ -63,7 +66,10 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
   const index_t n = cols_of(a);
   solvers::check_options(options, m, n);
   if (options.missing.any()) return factorize_masked(a, options, W0, H0);
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  // Every other entry point checks the entries (a negative one was factorised silently here; a NaN was reported
+  // as "the matrix is all zeros"). The masked path checks the observed ones itself.
+  std::visit([](const auto& view) { io::check_nonnegative(view, "factorize: A"); }, a);
+  const util::ThreadCountScope thread_count(options.threads);
   auto kernels = backend::make_kernels<T>(options.backend);
   kernels->set_tf32(options.tf32);
   auto host =

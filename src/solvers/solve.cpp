@@ -202,6 +202,9 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // The figures are global: on a grid every rank fails alike, and the job says so once (as plain errors each rank
   // printed its own and MPI aborted the job).
   dist::check_shared_figures(world, [&] {
+    // Readers refuse such entries; a caller's own operand may still hold one, and it must not read as "all zeros".
+    if (std::isnan(out.stats.squared_norm) || !std::isfinite(out.stats.sum))
+      throw DataError("the matrix holds NaN or infinite entries; input must be finite and non-negative");
     if (!(out.stats.squared_norm > 0)) {
       if (out.stats.sum > 0) {  // entries so small that their squares underflow (below about 1e-162)
         char sum[32];

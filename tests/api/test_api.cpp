@@ -1,6 +1,7 @@
 // The public entry points (dnmf/factor.hpp, source.hpp, context.hpp, inspect.hpp, nmfk(Source, ...)), used the
 // way the CLI and the Python package use them. Only public headers: this suite is a client like any other.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <filesystem>
@@ -183,6 +184,48 @@ TEST(Api, BadEntriesOfLargeInMemoryMatricesAreReportedWhereTheyAreForAnyThreadCo
   }
 }
 
+// factorize() on a view checks its entries as every other entry point does: a negative one was factorised
+// silently, a NaN reported as "the matrix is all zeros".
+TEST(Api, FactorizeRefusesBadEntriesNamingThem) {
+  for (const double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    DenseMatrix<double> a = planted_dense();
+    a(3, 4) = bad;
+    for (const bool sparse : {false, true}) {
+      const CsrMatrix<double> s = test::to_csr(a);
+      const MatrixRef<double> ref = sparse ? MatrixRef<double>{s.view()} : MatrixRef<double>{a.view()};
+      try {
+        (void)factorize<double>(ref, options_k4());
+        ADD_FAILURE() << bad << " was accepted";
+      } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find("row 3, column 4 (0-based)"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// A call's thread count is the call's: OpenMP's count for the rest of the program is what it was before.
+TEST(Api, ThreadsOptionDoesNotOutliveTheCall) {
+  const int before = omp_get_max_threads();
+  const DenseMatrix<double> a = planted_dense();
+  FactorOptions o = options_k4();
+  o.threads = before + 1;
+  (void)factorize<double>(a.view(), o);
+  EXPECT_EQ(omp_get_max_threads(), before);
+  (void)factor<double>(Source::dense<double>(a.view()), o);
+  EXPECT_EQ(omp_get_max_threads(), before);
+  DenseMatrix<double> w(a.rows(), a.cols(), 1.0);
+  w(0, 0) = 0;
+  o.missing.mask = Source::dense<double>(w.view());
+  (void)factor<double>(Source::dense<double>(a.view()), o);
+  EXPECT_EQ(omp_get_max_threads(), before);
+  NmfkOptions nk;
+  nk.ks = {2};
+  nk.perturbations = 2;
+  nk.factor.threads = before + 1;
+  (void)nmfk<double>(Source::dense<double>(a.view()), nk);
+  EXPECT_EQ(omp_get_max_threads(), before);
+}
+
 TEST(Api, BadInputAndContextsAreClearErrors) {
   DenseMatrix<double> a = planted_dense();
   a(5, 7) = -1.0;
@@ -307,6 +350,41 @@ TEST_F(ApiTest, ViewsWithABadLayoutAreRefusedByEveryEntryPoint) {
   EXPECT_THROW((void)factorize<double>(MatrixRef<double>{bad}, o), DataError);
   const std::vector<double> w(8, 1.0);
   EXPECT_THROW((void)transform<double>(MatrixRef<double>{bad}, DenseView<const double>(w.data(), 4, 2, 4)), DataError);
+
+  // nmfk() on a view checks it as factorize() does (an overlapping ld ran silently; a bad CSR crashed).
+  NmfkOptions nk;
+  nk.ks = {1};
+  nk.perturbations = 2;
+  EXPECT_NE(usage([&] {
+              (void)nmfk<double>(MatrixRef<double>{DenseView<const double>(data.data(), 6, 5, 3)}, nk);
+            }).find("would overlap"),
+            std::string::npos);
+  const std::vector<index_t> far_end = {0, 100000000, 2};
+  const std::vector<col_index_t> two = {0, 1};
+  const CsrView<double> broken{2, 2, far_end.data(), two.data(), values.data()};
+  EXPECT_THROW((void)nmfk<double>(MatrixRef<double>{broken}, nk), DataError);
+  // The writers check a CSR view before writing it: the Matrix Market writer read outside the arrays, and the
+  // others wrote files their own readers refuse. Nothing is left behind.
+  for (const std::string name : {"bad.mtx", "bad.dcsr", "bad.h5"}) {
+    const auto write = [&](const CsrView<double>& v) {
+      if (name == "bad.mtx") io::write_mtx<double>(path(name), v);
+      if (name == "bad.dcsr") io::write_dcsr<double>(path(name), v);
+      if (name == "bad.h5") io::write_h5_csr<double>(path(name), "/X", v);
+    };
+    for (const CsrView<double>& v : {broken, bad}) {
+      try {
+        write(v);
+        ADD_FAILURE() << name << ": a bad CSR was written";
+      } catch (const DataError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(path(name), 0), 0u) << e.what();
+      } catch (const Error& e) {
+        if (name != "bad.h5" || std::string(e.what()).find("HDF5") == std::string::npos) ADD_FAILURE() << e.what();
+      }
+      EXPECT_FALSE(std::filesystem::exists(path(name))) << name;
+    }
+  }
+  // A CSR source without its indptr array is refused, not read.
+  EXPECT_THROW((void)Source::csr<double>(CsrView<double>{2, 2, nullptr, two.data(), values.data()}), DataError);
 
   // A Factorization that factor() did not make has no distribution to gather or write.
   Factorization<double> empty;
