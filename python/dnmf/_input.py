@@ -52,11 +52,49 @@ def as_float_matrix(x):
     return x
 
 
-def in_precision(x, precision):
+def _check_narrowing(x, what):
+    """Raises the library's DataError for the first entry of float64 ``x`` (dense, CSR or CSC) that float32 cannot
+    hold: a finite value beyond its range, or a non-zero one that underflows to 0. The library checks the same
+    when it narrows a source itself; a cast here would turn them into inf and 0 silently."""
+    sparse = _is_sparse(x)
+    values = np.asarray(x.data if sparse else x)
+    with np.errstate(over="ignore", under="ignore"):
+        cast = values.astype(np.float32)
+    bad = (np.isfinite(values) & ~np.isfinite(cast)) | ((values != 0) & (cast == 0))
+    if not bad.any():
+        return
+    if sparse:
+        q = int(np.flatnonzero(bad)[0])
+        line = int(np.searchsorted(x.indptr, q, side="right")) - 1
+        inner = int(x.indices[q])
+        row, col = (line, inner) if x.format == "csr" else (inner, line)
+        value = float(values[q])
+    else:
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        value = float(values[row, col])
+    problem = ("finite but too large for single precision (float32 holds at most 3.4028235e+38)"
+               if np.isfinite(value) and abs(value) > float(np.finfo(np.float32).max) else
+               "non-zero but too small for single precision: it underflows to zero in float32 (the smallest is "
+               "1.4e-45)")
+    raise _core.DataError(f"{what}: entry at row {row}, column {col} (0-based) is {value!r}: {problem}; use "
+                          "precision='f64', or rescale the matrix")
+
+
+def as_dtype(x, dtype, what):
+    """``x`` (an array or sparse matrix) as ``dtype``, refusing what float32 cannot hold (_check_narrowing)."""
+    dtype = np.dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    if dtype == np.float32 and x.dtype == np.float64:
+        _check_narrowing(x, what)
+    return x.astype(dtype)
+
+
+def in_precision(x, precision, what="X"):
     """``x`` (an array or sparse matrix) in the dtype of ``precision`` ('f32', 'f64'); as it is for None or when it
     has that dtype already."""
     want = {"f32": np.float32, "f64": np.float64}.get(precision)
-    return x.astype(want) if want is not None and x.dtype != want else x
+    return as_dtype(x, want, what) if want is not None else x
 
 
 def source_of(x):

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._input import as_float_matrix, comm_handle, estimator_comm, in_precision, library_error, source_of
+from ._input import as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error, source_of
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -120,8 +120,7 @@ def project_masked(X, components, backend, mask=None, missing=None, unstored=Non
     basis = np.asfortranarray(components.T, dtype=X.dtype)
     mask_source = None
     if mask is not None:
-        weights = as_float_matrix(mask)
-        weights = weights.astype(X.dtype) if hasattr(weights, "tocsc") else np.asarray(weights, dtype=X.dtype)
+        weights = as_dtype(as_float_matrix(mask), X.dtype, "mask")
         if weights.shape != X.shape:
             raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
         mask_source = source_of(_transposed(weights))
@@ -307,11 +306,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         weights = None
         if mask is not None:
-            weights = as_float_matrix(mask)
-            if not _is_sparse_matrix(weights):
-                weights = np.asarray(weights, dtype=dtype)
-            elif weights.dtype != dtype:
-                weights = weights.astype(dtype)
+            weights = as_dtype(as_float_matrix(mask), dtype, "mask")
             if weights.shape != X.shape:
                 raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
             options["mask"] = source_of(weights)

@@ -194,3 +194,23 @@ def test_options_of_the_wrong_type_are_named():
         dnmf.NMF(2, beta_loss=[1]).fit(X)
     with pytest.raises(ValueError, match="Invalid solver/beta_loss"):
         dnmf.NMFk((2, 3), solver={"mu"}).fit(X)
+
+
+def test_float32_transform_refuses_what_float32_cannot_hold():
+    # transform (and a mask) cast to float32 in Python: 1e-50 became 0 and 1e40 inf silently, or were reported as
+    # "inf". The library's own narrowing refuses both, naming the entry; so does the package now.
+    X = planted(30, 20, 3, seed=2)
+    model = dnmf.NMF(3, precision="f32", max_iter=20, random_state=0).fit(X)
+    for value, problem in ((1e-50, "too small for single precision"), (1e40, "too large for single precision")):
+        Y = X.copy()
+        Y[2, 3] = value
+        with pytest.raises(dnmf.DataError, match=r"X: entry at row 2, column 3 \(0-based\).*" + problem):
+            model.transform(Y)
+        with pytest.raises(dnmf.DataError, match=r"X: entry at row 2, column 3 .*" + problem):
+            model.transform(sp.csr_matrix(Y))
+        with pytest.raises(dnmf.DataError, match=r"mask: entry at row 0, column 0 .*" + problem):
+            model.transform(X.astype(np.float32), mask=np.full(X.shape, value))
+        with pytest.raises(dnmf.DataError, match=r"mask: entry at row 0, column 0 .*" + problem):
+            dnmf.NMF(3, precision="f32", max_iter=5).fit(X, mask=np.full(X.shape, value))
+    # What float32 holds passes unchanged.
+    np.testing.assert_allclose(model.transform(X), model.transform(X.astype(np.float32)), rtol=1e-6)

@@ -15,6 +15,7 @@
 
 #include "api/context_state.hpp"
 #include "api/held_matrix.hpp"
+#include "api/holdout_check.hpp"
 #include "dist/communicator.hpp"
 #include "dnmf/error.hpp"
 #include "solvers/masked_problem.hpp"
@@ -129,6 +130,10 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   check_options(options, base.m, base.n);
   const std::vector<Observed> entries = observed_entries(base);
 
+  // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's.
+  api::check_holdout_folds(source.name(), options.factor.seed, options.folds, static_cast<index_t>(entries.size()),
+                           options.holdout);
+
   CrossValidationResult result;
   result.rows = base.m;
   result.cols = base.n;
@@ -141,16 +146,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
                              [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
     index_t count = 0;
     for (const char h : held) count += h;
-    // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's.
-    const std::string fraction = source.name() + ": the hold-out fraction " + std::to_string(options.holdout) +
-                                 " (--holdout, --cv-holdout) hides ";
-    if (count == 0)
-      throw UsageError(fraction + "no entry of " + std::to_string(base.observed) + " observed ones in fold " +
-                       std::to_string(fold));
-    if (count == static_cast<index_t>(entries.size()))
-      throw UsageError(fraction + "every one of the " + std::to_string(base.observed) + " observed entries in fold " +
-                       std::to_string(fold) + ", leaving nothing to fit");
-    result.held_out.push_back(count);
+    result.held_out.push_back(count);  // neither 0 nor all of them: check_holdout_folds above
     const FoldMask<T> fm = fold_mask(base, entries, held);
     MissingValues missing = options.factor.missing;
     missing.mask.reset();  // the fold's mask carries the base weights
@@ -249,6 +245,30 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
   j["seconds"] = r.seconds;
   return j.dump(2) + "\n";
 }
+
+namespace api {
+
+void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout) {
+  const std::string fraction =
+      name + ": the hold-out fraction " + std::to_string(holdout) + " (--holdout, --cv-holdout) hides ";
+  for (int fold = 0; fold < folds; ++fold) {
+    const std::uint64_t first = static_cast<std::uint64_t>(fold) * static_cast<std::uint64_t>(observed);
+    bool some_held = false, some_kept = false;
+    for (index_t e = 0; e < observed && !(some_held && some_kept); ++e) {
+      const bool held = util::uniform01(seed, util::Stream::holdout, first + static_cast<std::uint64_t>(e)) <= holdout;
+      some_held = some_held || held;
+      some_kept = some_kept || !held;
+    }
+    if (!some_held)
+      throw UsageError(fraction + "no entry of " + std::to_string(observed) + " observed ones in fold " +
+                       std::to_string(fold));
+    if (!some_kept)
+      throw UsageError(fraction + "every one of the " + std::to_string(observed) + " observed entries in fold " +
+                       std::to_string(fold) + ", leaving nothing to fit");
+  }
+}
+
+}  // namespace api
 
 template CrossValidationResult cross_validate<float>(const Source&, const CrossValidationOptions&, const Context&);
 template CrossValidationResult cross_validate<double>(const Source&, const CrossValidationOptions&, const Context&);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/context_state.hpp"
+#include "api/holdout_check.hpp"
 #include "api/on_every_rank.hpp"
 #include "dist/communicator.hpp"
 #include "dnmf/error.hpp"
@@ -87,6 +88,12 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     (void)io::format_of(name);  // an unknown extension fails before any output
     return io::read_shape(name, world);
   });
+  // Every entry is observed (nmfk takes no missing values), so the folds' draws are known before the sweep.
+  if (requested.cv)
+    api::on_every_rank([&] {
+      api::check_holdout_folds(name, options.factor.seed, requested.cv_folds, shape.rows * shape.cols,
+                               requested.cv_holdout);
+    });
   if (source.is_file() && world.rank() == 0) {
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(name, ec);
@@ -112,11 +119,19 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     return result;
   } catch (const Cancelled&) {
     throw;
+  } catch (const PeerError&) {
+    throw;
   } catch (const CollectiveError& e) {
     // The library's own checks say "nmfk: ..."; the user wants to know which file they concern.
     const std::string message = e.what();
     if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(name + ": " + message.substr(6), e.kind());
     throw;
+  } catch (const Error& e) {
+    // A job's own failure on one process (the solver's checks of a perturbed copy) names the file too, as
+    // factor's do; errors that name it already pass unchanged.
+    const std::string message = e.what();
+    if (message.rfind(name + ":", 0) == 0) throw;
+    throw Error(name + ": " + (message.rfind("nmfk: ", 0) == 0 ? message.substr(6) : message), e.kind());
   }
 }
 

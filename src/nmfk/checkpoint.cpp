@@ -1,5 +1,10 @@
 #include "nmfk/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -126,6 +131,10 @@ void clear(const fs::path& dir) {
 
 CheckpointStore::CheckpointStore(std::string directory) : directory_(std::move(directory)) {}
 
+CheckpointStore::~CheckpointStore() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
 std::string CheckpointStore::job_path(index_t k, int p) const {
   // Built by appending: GCC 12 warns (-Wrestrict, a false positive) about "k" + std::to_string(k).
   std::string name(1, 'k');
@@ -139,6 +148,21 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IoError(directory_ + ": cannot create the checkpoint folder: " + ec.message());
+  if (lock_fd_ < 0) {
+    const std::string lock = (dir / "lock").string();
+    lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lock_fd_ < 0) throw IoError(lock + ": cannot open the checkpoint lock: " + std::strerror(errno));
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      if (error == EWOULDBLOCK)
+        throw UsageError(directory_ +
+                         ": another NMFk run is using these checkpoints now (the same output folder): wait for it to "
+                         "finish, or use another output folder");
+      throw IoError(lock + ": cannot lock: " + std::strerror(error));
+    }
+  }
   const fs::path manifest = dir / "manifest.json";
   std::string notice;
   bool has_jobs = false;
@@ -149,8 +173,10 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
   }
   for (const auto& p : stale) fs::remove(p, ec);
   if (fs::exists(manifest)) {
+    if (!fs::is_regular_file(manifest)) throw IoError(manifest.string() + ": not a regular file (remove it)");
     nlohmann::json stored;
     std::ifstream in(manifest);
+    if (!in) throw IoError(manifest.string() + ": cannot open: " + std::strerror(errno));
     try {
       in >> stored;
     } catch (const nlohmann::json::exception&) {

@@ -41,12 +41,17 @@ class CheckpointStore {
  public:
   /// `directory` empty: a store that keeps nothing.
   explicit CheckpointStore(std::string directory);
+  ~CheckpointStore();
+  CheckpointStore(const CheckpointStore&) = delete;
+  CheckpointStore& operator=(const CheckpointStore&) = delete;
   [[nodiscard]] bool enabled() const { return !directory_.empty(); }
   [[nodiscard]] const std::string& directory() const { return directory_; }
 
   /// Creates the folder and manifest, or checks an existing manifest against `fingerprint`. A mismatch
   /// throws dnmf::Error naming each difference, unless `restart`, which removes the old manifest and job
-  /// files first. Returns a line for the user when something was cleared, else "".
+  /// files first. Returns a line for the user when something was cleared, else "". Holds the folder's lock
+  /// (an flock on its file `lock`) until the store is destroyed: a second sweep into the same folder is refused
+  /// with a UsageError while this one runs (two at once mixed their job files under one manifest).
   std::string open(const Fingerprint& fingerprint, bool restart);
 
   /// The job's record when its file exists, is complete, its checksum matches, it is consistent with
@@ -60,6 +65,7 @@ class CheckpointStore {
 
  private:
   std::string directory_;
+  int lock_fd_ = -1;
 };
 
 }  // namespace dnmf::rank_search

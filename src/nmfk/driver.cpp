@@ -347,8 +347,18 @@ class Sweep {
     std::memcpy(&word, &hash, sizeof word);
     world_.broadcast(&word, 1, dist::Scalar::i64, 0);
     std::memcpy(&content_hash_, &word, sizeof word);
+    if (!(stats_[1] > 0) && stats_[0] > 0)  // solve()'s diagnosis: entries below about 1e-162
+      throw CollectiveError(
+          "nmfk: the matrix's entries are too small to factorise: their squares underflow to zero; multiply the "
+          "matrix by a large constant first",
+          ErrorKind::data);
     if (!(stats_[1] > 0))
       throw CollectiveError("nmfk: the matrix is all zeros: there is nothing to factorise", ErrorKind::data);
+    if (!std::isfinite(stats_[1]))  // before any job: every perturbed copy would fail alike
+      throw CollectiveError(
+          "nmfk: the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot "
+          "be squared): rescale the matrix, e.g. divide it by its largest entry",
+          ErrorKind::numerical);
   }
 
   // Checkpoints: world rank 0 reads what is finished; everyone learns which jobs remain.

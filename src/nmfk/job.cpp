@@ -1,9 +1,11 @@
 #include "nmfk/job.hpp"
 
 #include <chrono>
+#include <string>
 
 #include "backend/gathering_operand.hpp"
 #include "backend/kernels.hpp"
+#include "dnmf/error.hpp"
 #include "nmfk/perturb.hpp"
 #include "solvers/solve.hpp"
 
@@ -32,7 +34,30 @@ std::optional<JobRecord> run_job(const MatrixBlock<T>& block, const dist::Grid& 
   const MatrixRef<T> a = perturbed.ref();
   const auto operand = backend::make_resident_operand(*kernels, kernels->make_resident(a), -1, factor.max_iterations);
   const bool alone = grid.shape().size() == 1;
-  solvers::Solution<T> solution = solvers::solve(*kernels, *host, *operand, alone ? &a : nullptr, grid, layout, factor);
+  // A job's failure says which job: a Poisson copy of small entries can be all zeros while A is not (it was
+  // reported as "the matrix is all zeros").
+  const auto which = [&](const Error& e) {
+    std::string text =
+        "nmfk: perturbed copy " + std::to_string(p) + " of A, k = " + std::to_string(k) + ": " + e.what();
+    if (options.perturbation == Perturbation::poisson && e.kind() == ErrorKind::data)
+      text +=
+          " (Poisson draws of entries well below 1 are mostly 0: are the data counts? --perturbation uniform "
+          "perturbs any data)";
+    return text;
+  };
+  solvers::Solution<T> solution = [&] {
+    try {
+      return solvers::solve(*kernels, *host, *operand, alone ? &a : nullptr, grid, layout, factor);
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const PeerError&) {
+      throw;
+    } catch (const CollectiveError& e) {
+      throw CollectiveError(which(e), e.kind());
+    } catch (const Error& e) {
+      throw Error(which(e), e.kind());
+    }
+  }();
   DenseMatrix<T> W, H;
   solvers::gather_factors(grid, layout, solution.pieces, W, H, 0);
   if (grid.world().rank() != 0) return std::nullopt;

@@ -291,7 +291,7 @@ void agree_masked_block(MaskedBlock<T>& b, const dist::Grid& grid, const dist::L
   p.observed_sum = sums[2];
   // The same figures on every rank: the same refusal everywhere, reported once.
   try {
-    require_observed(p.observed, p.weighted_squared_norm, name);
+    require_observed(p.observed, p.weighted_squared_norm, p.weighted_sum, name);
   } catch (const Error& e) {
     throw CollectiveError(e);
   }

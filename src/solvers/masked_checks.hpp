@@ -31,8 +31,13 @@ void check_observed_entry(const std::string& name, index_t i, index_t j, T a) {
 
 /// Throws DataError naming `name` when nothing is observed or every observed entry is zero, NumericalError when
 /// Σ w a² overflows.
-inline void require_observed(index_t observed, double weighted_squared_norm, const std::string& name) {
+inline void require_observed(index_t observed, double weighted_squared_norm, double weighted_sum,
+                             const std::string& name) {
   if (observed == 0) throw DataError(name + ": no entry is observed (every weight is 0 or every entry missing)");
+  if (!(weighted_squared_norm > 0) && weighted_sum > 0)  // as solve() says it: entries below about 1e-162
+    throw DataError(name +
+                    ": the observed entries are too small to factorise: their squares underflow to zero; multiply "
+                    "the matrix by a large constant first");
   if (!(weighted_squared_norm > 0))
     throw DataError(name + ": every observed entry is zero: there is nothing to factorise");
   if (!std::isfinite(weighted_squared_norm))

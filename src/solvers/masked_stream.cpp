@@ -392,7 +392,7 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
   p.weighted_squared_norm = squared;
   p.weighted_sum = weighted;
   p.observed_sum = plain;
-  require_observed(observed, squared, p.a_name);
+  require_observed(observed, squared, weighted, p.a_name);
   p.all_unit = !sparse && non_unit == 0;
   p.unobserved_rows.assign(to_size(p.m), 0);
   p.unobserved_cols.assign(to_size(p.n), 0);

@@ -306,6 +306,40 @@ def bad_options(ctx):
         check(r.returncode != 0, "%s accepted" % args)
         lines = error_lines(r.stderr)
         check(len(lines) == 1 and text in lines[0], "%s: %r" % (args, r.stderr))
+    # A hold-out that hides none of a small matrix's 20 entries is refused before the sweep, not after it.
+    small = ctx.gen("small.npy", rows=5, cols=4, rank=1, seed=3)
+    r = ctx.run(["nmfk", small, "--k", "1:4", "--cv", "--cv-holdout", "0.001", "-o", ctx.path("small_out")], expect=2)
+    lines = error_lines(r.stderr)
+    check(len(lines) == 1 and "hides no entry of 20" in lines[0], "cv hold-out: %r" % r.stderr)
+    check(not os.path.exists(ctx.path("small_out")), "refused before the sweep: nothing written")
+    check("nmfk: k=" not in r.stderr, "no job ran: %r" % r.stderr)
+
+
+@case
+def data_problems_name_the_file(ctx):
+    """Failures of the data, in the sweep or in one perturbed copy, name the file and say what is wrong: a Poisson
+    copy of small entries that came out all zeros was "the matrix is all zeros" with no file, tiny entries whose
+    squares underflow were "all zeros", and an overflow inside a job named no file."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+    from cli_test import npy_bytes, planted_rows
+    rows = planted_rows(30, 20)
+    small = [[0.0] * 15 for _ in range(20)]
+    small[3][4], small[5][6] = 0.02, 0.01
+    for name, data in (("small.npy", small), ("tiny.npy", [[v * 1e-200 for v in r] for r in rows]),
+                       ("huge.npy", [[v * 1e153 for v in r] for r in rows])):
+        with open(ctx.path(name), "wb") as f:
+            f.write(npy_bytes(data))
+    for args, code, needles in (
+            (["small.npy", "--k", "1", "--perturbation", "poisson"], 3, ["small.npy: perturbed copy", "Poisson"]),
+            (["tiny.npy", "--k", "2:3"], 3, ["tiny.npy: ", "too small to factorise"]),
+            (["huge.npy", "--k", "2:3"], 5, ["huge.npy: ", "overflows"])):
+        out = ctx.path("o_" + args[0])
+        r = ctx.run(["nmfk", ctx.path(args[0])] + args[1:] + ["--perturbations", 2, "-o", out], expect=code)
+        lines = error_lines(r.stderr)
+        check(len(lines) == 1 and all(n in lines[0] for n in needles), "%s: %r" % (args, r.stderr))
+        check(not os.path.exists(os.path.join(out, "nmfk.json")), "%s: no result may be written" % args)
+    r = ctx.run(["cv", ctx.path("tiny.npy"), "--k", "2:3", "-o", ctx.path("o_cv")], expect=3)
+    check("too small to factorise" in r.stderr, "cv on tiny entries: %r" % r.stderr)
 
 
 @case

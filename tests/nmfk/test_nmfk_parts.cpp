@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
@@ -231,27 +232,32 @@ class Checkpoints : public test::TempDirTest {
 };
 
 TEST_F(Checkpoints, SaveLoadResumeRefuseRestart) {
-  CheckpointStore store(path("ck"));
-  EXPECT_EQ(store.open(fingerprint(), false), "");
-  EXPECT_TRUE(fs::exists(path("ck/manifest.json")));
   std::string problem;
-  EXPECT_FALSE(store.load(2, 0, 4, 3, &problem).has_value());
-  EXPECT_EQ(problem, "");
-  store.save(record(2, 0));
-  store.save(record(2, 1));
+  std::string job_2_0;
+  {
+    CheckpointStore store(path("ck"));
+    EXPECT_EQ(store.open(fingerprint(), false), "");
+    EXPECT_TRUE(fs::exists(path("ck/manifest.json")));
+    EXPECT_FALSE(store.load(2, 0, 4, 3, &problem).has_value());
+    EXPECT_EQ(problem, "");
+    store.save(record(2, 0));
+    store.save(record(2, 1));
+    job_2_0 = store.job_path(2, 0);
+  }
 
-  CheckpointStore again(path("ck"));
+  auto again = std::make_unique<CheckpointStore>(path("ck"));
   // A sum differing only by rounding (another process count) still matches.
-  EXPECT_EQ(again.open(fingerprint("0.03", 10 * (1 + 1e-13)), false), "");
-  const auto loaded = again.load(2, 1, 4, 3, &problem);
+  EXPECT_EQ(again->open(fingerprint("0.03", 10 * (1 + 1e-13)), false), "");
+  const auto loaded = again->load(2, 1, 4, 3, &problem);
   ASSERT_TRUE(loaded.has_value());
   const JobRecord expected = record(2, 1);
   EXPECT_EQ(loaded->W.storage(), expected.W.storage());
   EXPECT_EQ(loaded->H.storage(), expected.H.storage());
   EXPECT_EQ(loaded->iterations, 42);
   EXPECT_EQ(loaded->rel_error, 0.125);
-  EXPECT_FALSE(again.load(2, 1, 5, 3, &problem).has_value()) << "a job file of another shape is not reused";
+  EXPECT_FALSE(again->load(2, 1, 5, 3, &problem).has_value()) << "a job file of another shape is not reused";
   EXPECT_NE(problem.find("does not match"), std::string::npos);
+  again.reset();  // its lock goes with it
 
   // Other options: refused, naming what differs.
   const std::string message =
@@ -263,26 +269,50 @@ TEST_F(Checkpoints, SaveLoadResumeRefuseRestart) {
   EXPECT_THAT(data_message, testing::HasSubstr("data_sum"));
   // --restart: cleared and started afresh with the new fingerprint.
   EXPECT_THAT(CheckpointStore(path("ck")).open(fingerprint("0.05"), true), testing::HasSubstr("discarded"));
-  EXPECT_FALSE(fs::exists(store.job_path(2, 0)));
+  EXPECT_FALSE(fs::exists(job_2_0));
   EXPECT_EQ(CheckpointStore(path("ck")).open(fingerprint("0.05"), false), "");
 }
 
+// Two sweeps into one folder at once mixed their job files under one manifest (a resume then reused the other
+// seed's jobs): a store holds the folder's lock from open() until it goes, and a second one is refused meanwhile.
+// A manifest that is not a file is an IoError naming it.
+TEST_F(Checkpoints, OneSweepAtATimePerFolder) {
+  {
+    CheckpointStore first(path("ck"));
+    EXPECT_EQ(first.open(fingerprint(), false), "");
+    const std::string message = test::error_message([&] { CheckpointStore(path("ck")).open(fingerprint(), false); });
+    EXPECT_THAT(message, testing::HasSubstr("another NMFk run is using these checkpoints"));
+    EXPECT_THAT(message, testing::HasSubstr(path("ck")));
+  }
+  EXPECT_EQ(CheckpointStore(path("ck")).open(fingerprint(), false), "");
+  fs::remove(path("ck/manifest.json"));
+  fs::create_directory(path("ck/manifest.json"));
+  try {
+    CheckpointStore(path("ck")).open(fingerprint(), false);
+    ADD_FAILURE() << "a folder for a manifest was accepted";
+  } catch (const IoError& e) {
+    EXPECT_THAT(std::string(e.what()), testing::HasSubstr(path("ck/manifest.json")));
+  }
+}
+
 TEST_F(Checkpoints, DamagedAndStrayFilesAreNotReused) {
-  CheckpointStore store(path("ck"));
-  store.open(fingerprint(), false);
-  store.save(record(3, 0));
-  fs::resize_file(store.job_path(3, 0), fs::file_size(store.job_path(3, 0)) - 8);
+  auto store = std::make_unique<CheckpointStore>(path("ck"));
+  store->open(fingerprint(), false);
+  store->save(record(3, 0));
+  fs::resize_file(store->job_path(3, 0), fs::file_size(store->job_path(3, 0)) - 8);
   std::string problem;
-  EXPECT_FALSE(store.load(3, 0, 4, 3, &problem).has_value());
+  EXPECT_FALSE(store->load(3, 0, 4, 3, &problem).has_value());
   EXPECT_THAT(problem, testing::HasSubstr("truncated"));
-  EXPECT_FALSE(fs::exists(store.job_path(3, 0))) << "a damaged file is removed so the job runs again";
+  EXPECT_FALSE(fs::exists(store->job_path(3, 0))) << "a damaged file is removed so the job runs again";
 
   // A temporary left by a killed write, and job files without a manifest, are cleared on open.
-  store.save(record(3, 1));
+  store->save(record(3, 1));
+  const std::string job_3_1 = store->job_path(3, 1);
+  store.reset();  // its lock goes with it
   std::ofstream(path("ck/k3_p2.job.tmp.123.0")) << "partial";
   fs::remove(path("ck/manifest.json"));
   EXPECT_THAT(CheckpointStore(path("ck")).open(fingerprint(), false), testing::HasSubstr("without a manifest"));
-  EXPECT_FALSE(fs::exists(store.job_path(3, 1)));
+  EXPECT_FALSE(fs::exists(job_3_1));
   EXPECT_FALSE(fs::exists(path("ck/k3_p2.job.tmp.123.0")));
 }
 

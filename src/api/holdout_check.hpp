@@ -1,0 +1,18 @@
+// The hold-out folds' one failure that depends on nothing but the seed, the fraction and the number of observed
+// entries: a fold that hides none or all of them. nmfk --cv checks it before its sweep, which may take hours.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dnmf/index.hpp"
+
+namespace dnmf::api {
+
+/// Throws UsageError naming `name` when a fold of `folds` drawn with `seed` would hide none, or every one, of
+/// `observed` entries at the fraction `holdout` (the draw cross_validate makes: entry e of fold f is held out
+/// when uniform01(seed, Stream::holdout, f * observed + e) <= holdout). Stops at the first entry of each kind,
+/// so it costs about 1 / holdout draws per fold.
+void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout);
+
+}  // namespace dnmf::api
