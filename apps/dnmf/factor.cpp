@@ -16,7 +16,7 @@
 #include "dnmf/io.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
-#include "output_set.hpp"
+#include "dnmf/output_set.hpp"
 #include "signals.hpp"
 #include "solver_options.hpp"
 

@@ -16,7 +16,7 @@
 #include "dnmf/cross_validation.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
-#include "output_set.hpp"
+#include "dnmf/output_set.hpp"
 #include "signals.hpp"
 #include "solver_options.hpp"
 

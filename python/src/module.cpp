@@ -20,6 +20,7 @@
 #include "dnmf/factor.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/nmfk.hpp"
+#include "dnmf/output_set.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
 #include "dnmf/version.hpp"
@@ -166,6 +167,10 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
       }
     };
   }
+  // The outputs are one set, replaced whole as the CLI's are (a second run left the first's k_ folders beside its
+  // own nmfk.json); the folder is checked, and staged, before the sweep.
+  std::optional<OutputSet> output_set;
+  if (root && !output_dir.empty()) output_set.emplace(output_dir);
   NmfkResult<T> result = run_released(hooks, [&] { return dnmf::nmfk<T>(source, options, context); });
   nb::dict out;
   const NmfkSelection& s = result.selection;
@@ -181,7 +186,11 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   out["jobs_loaded"] = result.jobs_loaded;
   if (root && !output_dir.empty()) {
     const NmfkRunInfo info = nmfk_run_info<T>(source);
-    const NmfkOutputs files = write_nmfk_outputs(result, options, info, output_dir);
+    NmfkOutputs files = write_nmfk_outputs(result, options, info, output_set->staging());
+    output_set->commit({"checkpoints"});  // checkpoints kept in the folder outlive its sets, as the CLI's do
+    // The committed set's names, not the staging folder's.
+    const std::string staging = output_set->staging();
+    if (files.json.rfind(staging, 0) == 0) files.json = output_dir + files.json.substr(staging.size());
     out["json"] = files.json;
     out["plot_warning"] = files.plot_warning;
   }

@@ -1,5 +1,6 @@
 """dnmf.factor_file / nmfk_file against the CLI on the same file, streaming within a memory budget, and NMFk."""
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -87,6 +88,29 @@ def test_nmfk_file_equals_the_cli(tmp_path, cli):
         assert result.ranks[k]["rel_error"] == pytest.approx(row["rel_error"], rel=1e-10)
     np.testing.assert_allclose(result.W, np.load(tmp_path / "cli" / "k_4" / "W.npy"), rtol=1e-10, atol=1e-14)
     assert (tmp_path / "py" / "nmfk.json").exists()
+
+
+def test_nmfk_output_dir_is_one_output_set(tmp_path, monkeypatch):
+    # output_dir wrote into the folder as it was: a second, smaller sweep left the first one's k_ folders beside its
+    # own nmfk.json, and '.' or a folder of the user's own files was written into. It is the CLI's output set now.
+    np.save(tmp_path / "A.npy", planted(60, 40, 3, seed=2, noise=0.02))
+    out = tmp_path / "out"
+    first = dnmf.nmfk_file(tmp_path / "A.npy", "2:5", perturbations=2, n_threads=1, output_dir=out)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("k_")) == ["k_2", "k_3", "k_4", "k_5"]
+    assert first.output_json == os.path.join(os.fspath(out), "nmfk.json")
+    dnmf.nmfk_file(tmp_path / "A.npy", "2:3", perturbations=2, n_threads=1, output_dir=out)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("k_")) == ["k_2", "k_3"]
+    assert [e["k"] for e in json.loads((out / "nmfk.json").read_text())["per_k"]] == [2, 3]
+    assert not [p for p in tmp_path.iterdir() if ".tmp." in p.name], "no staging folder is left"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(dnmf.UsageError, match="notes.txt"):
+        dnmf.nmfk_file(tmp_path / "A.npy", "2:3", perturbations=2, n_threads=1, output_dir=mine)
+    assert (mine / "notes.txt").read_text() == "keep me"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(dnmf.UsageError):
+        dnmf.nmfk_file(tmp_path / "A.npy", "2:3", perturbations=2, n_threads=1, output_dir=".")
 
 
 def test_nmfk_estimator_selects_the_planted_rank(tmp_path):

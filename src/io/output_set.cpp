@@ -1,6 +1,6 @@
 // See output_set.hpp.
 
-#include "output_set.hpp"
+#include "dnmf/output_set.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,10 +16,12 @@
 #include <system_error>
 
 #include "dnmf/error.hpp"
-#include "fault_injection.hpp"
+#include "io/fault_injection.hpp"
 
-namespace dnmf::cli {
+namespace dnmf {
 namespace fs = std::filesystem;
+using io::exchange_disabled_for_test;
+using io::fault_point;
 
 namespace {
 
@@ -242,4 +244,4 @@ void OutputSet::commit(const std::vector<std::string>& carry) {
   sync_path(parent, true);
 }
 
-}  // namespace dnmf::cli
+}  // namespace dnmf

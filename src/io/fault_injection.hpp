@@ -1,8 +1,8 @@
-// dnmf CLI: named points where tests make the output commit fail or die, to prove that the previous output set
-// survives each step (docs/reliability.md). Read only by the CLI; without the variables every point is a no-op.
+// dnmf internal: named points where tests make the output commit fail or die, to prove that the previous output set
+// survives each step (docs/reliability.md). Without the variables every point is a no-op.
 #pragma once
 
-namespace dnmf::cli {
+namespace dnmf::io {
 
 /// DNMF_TEST_FAIL_AT=<step>: throws IoError at `step`, as a failing system call would. DNMF_TEST_KILL_AT=<step>:
 /// the process dies of SIGKILL there, as under `kill -9` or a power cut (no destructor, no cleanup).
@@ -12,4 +12,4 @@ void fault_point(const char* step);
 /// fallback commit is tested on Linux too.
 [[nodiscard]] bool exchange_disabled_for_test();
 
-}  // namespace dnmf::cli
+}  // namespace dnmf::io

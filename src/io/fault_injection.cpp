@@ -1,6 +1,6 @@
 // See fault_injection.hpp.
 
-#include "fault_injection.hpp"
+#include "io/fault_injection.hpp"
 
 #include <csignal>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "dnmf/error.hpp"
 
-namespace dnmf::cli {
+namespace dnmf::io {
 
 void fault_point(const char* step) {
   const char* fail = std::getenv("DNMF_TEST_FAIL_AT");
@@ -20,4 +20,4 @@ void fault_point(const char* step) {
 
 bool exchange_disabled_for_test() { return std::getenv("DNMF_TEST_NO_EXCHANGE") != nullptr; }
 
-}  // namespace dnmf::cli
+}  // namespace dnmf::io

@@ -1,4 +1,5 @@
-// dnmf CLI: the -o directory of `dnmf factor` and `dnmf nmfk` as one output set that is replaced atomically.
+// dnmf: a folder of results as one output set that is replaced atomically (the -o directory of `dnmf factor`,
+// `dnmf nmfk` and `dnmf cv`, and the Python package's output_dir).
 // Everything a run writes goes into a fresh sibling folder, OUT.tmp.<pid>.<random>; commit() swaps it with OUT
 // in one rename, so a reader (or the next run after a kill, a full disk or a read-only target) sees either the
 // previous complete set or the new complete set, never a mixture (docs/reliability.md).
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace dnmf::cli {
+namespace dnmf {
 
 class OutputSet {
  public:
@@ -42,4 +43,4 @@ class OutputSet {
 /// the whole folder, so it must never be one where a user keeps other files).
 [[nodiscard]] bool is_output_set_entry(const std::string& name);
 
-}  // namespace dnmf::cli
+}  // namespace dnmf
