@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "api/context_state.hpp"
@@ -79,11 +80,9 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     if (source.transposed())
       throw Error(name + ": nmfk clusters the columns of W and needs A as stored (not a row-major or CSC view)");
     if (!source.is_file()) {
-      const MatrixRef<T>* a = source.stored<T>();
-      if (a == nullptr)
-        throw Error(name + ": the matrix holds " + std::string(source.holds_float() ? "float32" : "float64") +
-                    " values; run nmfk in that precision");
-      return io::shape_of(*a);
+      if (const MatrixRef<T>* a = source.stored<T>()) return io::shape_of(*a);
+      if (const auto* f = source.stored<float>()) return io::shape_of(*f);
+      return io::shape_of(*source.stored<double>());
     }
     (void)io::format_of(name);  // an unknown extension fails before any output
     return io::read_shape(name, world);
@@ -106,8 +105,24 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
       return io::read_block<T>(name, {r.row_first, r.row_last}, {r.col_first, r.col_last}, *r.group);
     };
   } else {
-    const MatrixRef<T> a = *source.stored<T>();
-    provider = [a, &name](const BlockRequest& r) {
+    // The other precision is converted once, whole, as factor() converts it (it was refused here), with the
+    // conversion's checks (a value float32 cannot hold is an error naming it).
+    std::shared_ptr<io::LocalBlock<T>> converted;
+    if (source.stored<T>() == nullptr) {
+      const auto convert = [&](const auto& other) {
+        converted = std::make_shared<io::LocalBlock<T>>(
+            io::slice_block<T>(other, dist::Range{0, shape.rows}, dist::Range{0, shape.cols}));
+      };
+      api::on_every_rank([&] {
+        if (const auto* f = source.stored<float>()) {
+          convert(*f);
+        } else {
+          convert(*source.stored<double>());
+        }
+      });
+    }
+    const MatrixRef<T> a = converted ? converted->ref() : *source.stored<T>();
+    provider = [a, converted, &name](const BlockRequest& r) {
       MatrixBlock<T> block = slice_block(a, r);
       std::visit([&](const auto& v) { io::check_nonnegative<T>(v, name, r.row_first, r.col_first); }, block.ref());
       return block;

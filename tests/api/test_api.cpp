@@ -458,6 +458,23 @@ TEST(Api, NmfkOnASourceFindsThePlantedRank) {
   EXPECT_EQ(*r.selection.selected_k, 3);
   const std::vector<double> rm = row_major(a);
   EXPECT_THROW((void)nmfk<double>(Source::dense_row_major<double>(rm.data(), 80, 60, 60), o), CollectiveError);
+  // A source of the other precision is converted, as factor() converts it (it was refused): float32 data in a
+  // float64 sweep finds the same k; a value float32 cannot hold is refused by name.
+  DenseMatrix<float> af(80, 60);
+  for (index_t j = 0; j < 60; ++j)
+    for (index_t i = 0; i < 80; ++i) af(i, j) = static_cast<float>(a(i, j));
+  const NmfkResult<double> from_float = nmfk<double>(Source::dense<float>(af.view()), o);
+  ASSERT_TRUE(from_float.selection.selected_k.has_value()) << from_float.selection.message;
+  EXPECT_EQ(*from_float.selection.selected_k, 3);
+  DenseMatrix<double> beyond = a;
+  beyond(7, 5) = 1e40;
+  try {
+    (void)nmfk<float>(Source::dense<double>(beyond.view()), o);
+    ADD_FAILURE() << "1e40 was narrowed to float32";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 7, column 5"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::data) << e.what();
+  }
 
   // The group grid, in NmfkOptions or in the Context: checked wherever it is given (it was ignored in the options).
   o.ks = {2, 3};
