@@ -56,7 +56,8 @@ struct TransformResult {
 
 /// Solves H = argmin ||A - W H||_F subject to H >= 0 with W (m x k) fixed, each column exactly by block
 /// principal pivoting: projecting new data onto learned features, and NMFk's regression step.
-/// Throws dnmf::Error when W's row count differs from A's or W has a negative or non-finite entry.
+/// Throws UsageError when W's row count differs from A's, DataError when W has a negative or non-finite entry. The
+/// products run on the host whatever `backend` says (the cuda backend included).
 template <class T>
 TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, BackendKind backend = BackendKind::cpu);
 
@@ -66,8 +67,8 @@ TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, Backen
 /// shape (0 = missing, > 0 = weight), NaN entries as missing, a sparse A's unstored entries as missing. A column
 /// with no observed entry gets zeros, even when no column has one; rel_error is sqrt(Σ w (a − WH)² / Σ w a²)
 /// over observed entries (0 when they are all zero). Runs on
-/// the host (UsageError for the cuda backend); DataError naming the file and place for a bad mask or entry,
-/// Error for a bad W as above.
+/// the host whatever `backend` says, as the unmasked transform does; DataError naming the file and place for a
+/// bad mask or entry, or for a bad W.
 template <class T>
 TransformResult<T> transform(const Source& A, DenseView<const T> W, const MissingValues& missing,
                              BackendKind backend = BackendKind::cpu);
