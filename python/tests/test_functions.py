@@ -149,3 +149,14 @@ def test_a_misspelt_penalty_is_refused():
     with pytest.raises(ValueError, match=r"unknown penalties \['l1_W'\]"):
         dnmf.factor(X, 3, max_iter=5, penalties={"l1_W": 1.0})
     assert dnmf.factor(X, 3, max_iter=5, penalties={"l1_w": 1.0}).rel_error > 0
+
+
+def test_nmfk_warns_when_the_plot_cannot_be_drawn(tmp_path, monkeypatch):
+    # The CLI prints why the plot is missing; the package only set result.plot_warning. It warns now.
+    np.save(tmp_path / "A.npy", planted(40, 30, 2, seed=3, noise=0.02))
+    empty = tmp_path / "no_gnuplot"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.warns(RuntimeWarning, match="gnuplot"):
+        result = dnmf.nmfk_file(tmp_path / "A.npy", "2:3", perturbations=2, n_threads=1, output_dir=tmp_path / "o")
+    assert result.plot_warning and (tmp_path / "o" / "nmfk.json").exists()
