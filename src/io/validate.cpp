@@ -145,7 +145,7 @@ template std::string describe_bad_entry<double>(index_t, index_t, double);
 
 namespace dnmf::detail {
 
-// Here, not beside check_compressed in the api layer: io::write_npy checks its view too, and io sits below api.
+// Here, in io below api: io::write_npy checks its view too (check_compressed is in compressed_structure.cpp).
 void check_dense(const char* what, index_t rows, index_t cols, index_t ld, bool row_major) {
   const std::string where = std::string(what) + ": ";
   if (rows < 0 || cols < 0)

@@ -1,4 +1,5 @@
-// The structure check of in-memory compressed sources (include/dnmf/source.hpp).
+// The structure check of in-memory compressed sources (include/dnmf/source.hpp). In io, below api: the CSR
+// writers check their views with it too.
 
 #include "dnmf/source.hpp"
 
