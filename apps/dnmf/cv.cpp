@@ -13,8 +13,8 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/nmfk.hpp"
-#include "dnmf/source.hpp"
 #include "dnmf/output_set.hpp"
+#include "dnmf/source.hpp"
 #include "signals.hpp"
 #include "solver_options.hpp"
 

@@ -14,9 +14,9 @@
 #include "dnmf/blas.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/io.hpp"
+#include "dnmf/output_set.hpp"
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
-#include "dnmf/output_set.hpp"
 #include "signals.hpp"
 #include "solver_options.hpp"
 

@@ -1,12 +1,11 @@
 // The structure check of in-memory compressed sources (include/dnmf/source.hpp). In io, below api: the CSR
 // writers check their views with it too.
 
-#include "dnmf/source.hpp"
-
 #include <algorithm>
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/source.hpp"
 
 namespace dnmf::detail {
 
