@@ -10,6 +10,7 @@
 #include "dnmf/factorize.hpp"
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_transform.hpp"
+#include "solvers/transform_basis.hpp"
 
 namespace dnmf {
 
@@ -32,17 +33,7 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
     throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but " + source.name() + " has " +
                      std::to_string(problem.m));
   if (k < 1) throw UsageError("transform: W has no columns");
-  // The basis is given by the caller, so it is checked like input data.
-  DenseMatrix<T> wt(k, problem.m);
-  for (index_t l = 0; l < k; ++l)
-    for (index_t i = 0; i < problem.m; ++i) {
-      const T v = w(i, l);
-      if (!(std::isfinite(static_cast<double>(v)) && v >= T(0)))
-        throw DataError("transform: W entry at row " + std::to_string(i) + ", column " + std::to_string(l) +
-                        " is negative or not finite");
-      wt(l, i) = v;
-    }
-  return solvers::masked_transform<T>(problem, wt);
+  return solvers::masked_transform<T>(problem, solvers::checked_basis_transpose(w));
 }
 
 template TransformResult<float> transform<float>(const Source&, DenseView<const float>, const MissingValues&,

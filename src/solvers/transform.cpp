@@ -9,6 +9,7 @@
 #include "dnmf/io.hpp"
 #include "dnmf/nnls.hpp"
 #include "dnmf/source.hpp"
+#include "solvers/transform_basis.hpp"
 
 namespace dnmf {
 
@@ -24,16 +25,7 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   if (k < 1) throw UsageError("transform: W has no columns");
   // A is the caller's data: a negative or non-finite entry is refused where it is, as factor() refuses it.
   std::visit([](const auto& view) { io::check_nonnegative(view, "transform: A"); }, a);
-  // The basis is given by the caller, so it is checked like input data.
-  DenseMatrix<T> wt(k, m);
-  for (index_t l = 0; l < k; ++l)
-    for (index_t i = 0; i < m; ++i) {
-      const T v = w(i, l);
-      if (!(std::isfinite(static_cast<double>(v)) && v >= T(0)))
-        throw DataError("transform: W entry at row " + std::to_string(i) + ", column " + std::to_string(l) +
-                        " is negative or not finite");
-      wt(l, i) = v;
-    }
+  const DenseMatrix<T> wt = solvers::checked_basis_transpose(w);
   // NNLS runs on the host; the products with A run where the backend says (host kernels here).
   auto kernels =
       backend::make_kernels<T>(backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
