@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -95,8 +96,9 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
                      ": --unstored missing applies to a sparse matrix; this one is dense (use --mask or "
                      "--missing nan)");
   const std::string mask_name = missing.mask ? missing.mask->name() : std::string();
+  std::optional<io::MatrixShape> mask_shape;
   if (missing.mask) {
-    const io::MatrixShape ms = io::read_shape(mask_name);
+    const io::MatrixShape& ms = mask_shape.emplace(io::read_shape(mask_name));
     if (ms.rows != shape.rows || ms.cols != shape.cols)
       throw DataError(mask_name + ": the mask is " + shape_text(ms.rows, ms.cols) + " but " + name + " is " +
                       shape_text(shape.rows, shape.cols) + " (a mask must have A's shape)");
@@ -122,7 +124,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     unlimited.sparse = sparse_problem;
     unlimited.stored = sparse_problem ? shape.stored : shape.rows * shape.cols;
     unlimited.resident_copies = in_memory_copies(sparse_problem, missing.mask.has_value());
-    unlimited.resident_beside = masked_resident_extra_bytes<T>(name, shape, missing, layout, false);
+    unlimited.resident_beside = masked_resident_extra_bytes<T>(name, shape, mask_shape, missing, layout, false);
     unlimited.budget = std::numeric_limits<std::int64_t>::max() / 4;
     const std::int64_t needed = stream::plan_memory(unlimited).resident_total;
     if (needed <= budget) {
@@ -155,7 +157,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
   in.solver_bytes = solver_bytes(true);
   // Residence is planned with the Gram lists' bound from the headers; the lists are counted (a pass over the
   // files) only when that bound alone keeps the run from residence.
-  in.resident_beside = masked_resident_extra_bytes<T>(name, shape, missing, layout, false);
+  in.resident_beside = masked_resident_extra_bytes<T>(name, shape, mask_shape, missing, layout, false);
   MemoryPlan<T> memory;
   memory.budget = budget;
   try {
@@ -183,7 +185,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
   }
   if (memory.plan.streamed && memory.plan.resident_total - in.resident_beside <= budget) {
     stream::PlanInput counted = in;
-    counted.resident_beside = masked_resident_extra_bytes<T>(name, shape, missing, layout, true);
+    counted.resident_beside = masked_resident_extra_bytes<T>(name, shape, mask_shape, missing, layout, true);
     if (counted.resident_beside < in.resident_beside) {
       const stream::Plan replanned = stream::plan_memory(counted);
       if (!replanned.streamed) memory.plan = replanned;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 #include "dnmf/error.hpp"
 #include "stream/masked_tiles.hpp"
@@ -20,9 +21,9 @@ constexpr std::size_t kCountingPairBytes = std::size_t{32} << 20;
 
 /// Entries of either half's Gram list without reading the entries: a list holds at most the observed entries,
 /// which a mask's stored entries bound; NaN alone lists min(NaN, observed) <= m·n/2.
-std::int64_t list_bound(const MissingValues& missing, std::int64_t entries) {
-  if (!missing.mask) return entries / 2;
-  const std::int64_t stored = io::read_shape(missing.mask->name()).stored;
+std::int64_t list_bound(const std::optional<io::MatrixShape>& mask_shape, std::int64_t entries) {
+  if (!mask_shape) return entries / 2;
+  const std::int64_t stored = mask_shape->stored;
   return stored >= 0 ? std::min(stored, entries) : entries;
 }
 
@@ -59,27 +60,30 @@ std::int64_t counted_list_entries(const std::string& a_name, const MissingValues
 
 template <class T>
 std::int64_t masked_resident_extra_bytes(const std::string& a_name, const io::MatrixShape& a_shape,
-                                         const MissingValues& missing, const dist::Layout& layout, bool count) {
+                                         const std::optional<io::MatrixShape>& mask_shape, const MissingValues& missing,
+                                         const dist::Layout& layout, bool count) {
   const std::int64_t entries = a_shape.rows * a_shape.cols;
   if (a_shape.sparse && missing.unstored == Unstored::missing) {
     // The sparse problem keeps no Gram lists; a mask is held as read while the halves are built from it.
-    if (!missing.mask) return 0;
-    const io::MatrixShape m = io::read_shape(missing.mask->name());
+    if (!mask_shape) return 0;
+    const io::MatrixShape& m = *mask_shape;
     if (!m.sparse) return entries * static_cast<std::int64_t>(sizeof(T));
     return m.stored * static_cast<std::int64_t>(sizeof(T) + sizeof(col_index_t)) +
            (m.rows + 1) * static_cast<std::int64_t>(sizeof(index_t));
   }
   std::int64_t listed = -1;
   if (count) listed = counted_list_entries<T>(a_name, missing, layout);
-  if (listed < 0) listed = list_bound(missing, entries);
+  if (listed < 0) listed = list_bound(mask_shape, entries);
   // Each half also keeps a start per line.
   const std::int64_t starts = (a_shape.rows + a_shape.cols + 2) * static_cast<std::int64_t>(sizeof(index_t));
   return listed * kListEntryBytes + starts;
 }
 
 template std::int64_t masked_resident_extra_bytes<float>(const std::string&, const io::MatrixShape&,
-                                                         const MissingValues&, const dist::Layout&, bool);
+                                                         const std::optional<io::MatrixShape>&, const MissingValues&,
+                                                         const dist::Layout&, bool);
 template std::int64_t masked_resident_extra_bytes<double>(const std::string&, const io::MatrixShape&,
-                                                          const MissingValues&, const dist::Layout&, bool);
+                                                          const std::optional<io::MatrixShape>&, const MissingValues&,
+                                                          const dist::Layout&, bool);
 
 }  // namespace dnmf::api

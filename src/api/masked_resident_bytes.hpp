@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "dist/grid.hpp"
@@ -15,11 +16,13 @@ namespace dnmf::api {
 /// - beside a sparse A (--unstored missing), the mask as read: its CSR, or every entry of a dense mask;
 /// - for a dense problem, the Gram lists both halves keep (masked_block.cpp, choose_gram_lists): a row and a
 ///   coefficient for each of min(entries of weight other than 1, observed entries).
-/// `count` false bounds the lists from the headers (the mask's stored entries, or m·n/2 for NaN alone); true
-/// counts them in one streamed pass over A and the mask where both are dense .npy files cut in the same
-/// stripes (the bound otherwise).
+/// `mask_shape`: the mask file's header, read by the caller (set exactly when missing.mask is). `count` false
+/// bounds the lists from the headers (the mask's stored entries, or m·n/2 for NaN alone); true counts them in one
+/// streamed pass over A and the mask where both are dense .npy files cut in the same stripes (the bound
+/// otherwise).
 template <class T>
 std::int64_t masked_resident_extra_bytes(const std::string& a_name, const io::MatrixShape& a_shape,
-                                         const MissingValues& missing, const dist::Layout& layout, bool count);
+                                         const std::optional<io::MatrixShape>& mask_shape, const MissingValues& missing,
+                                         const dist::Layout& layout, bool count);
 
 }  // namespace dnmf::api
