@@ -415,11 +415,3 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     @property
     def _n_features_out(self):
         return self.components_.shape[0]
-
-
-def _is_sparse_matrix(x):
-    try:
-        import scipy.sparse as sp
-    except ImportError:  # pragma: no cover - scipy is a dependency
-        return False
-    return sp.issparse(x)
