@@ -47,7 +47,8 @@ template <class T>
 void write_npy_row_major(const std::string& path, const T* data, index_t rows, index_t cols);
 
 /// Reads a Matrix Market coordinate file (real, integer or pattern; general or symmetric) into CSR.
-/// Duplicate entries are summed; column indices come out sorted.
+/// Duplicate entries are summed (one that is not acceptable_entry() is kept instead of the sum); column indices
+/// come out sorted.
 template <class T>
 CsrMatrix<T> read_mtx(const std::string& path);
 

@@ -90,8 +90,9 @@ MatrixInfo inspect(const std::string& path) {
   }
   // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
   if (info.format == io::FileFormat::matrix_market) {
-    // factor checks each line before duplicates are summed, so the checks' figures come from the lines and the
-    // stored count, non-zeros and sum from the summed matrix.
+    // factor checks each line before duplicates are summed, so the checks' figures and the sum (of the finite
+    // lines: the merge keeps a bad duplicate instead of adding it) come from the lines, the stored count and
+    // non-zeros from the merged matrix.
     const CsrMatrix<double> lines = io::read_mtx_lines<double>(path);
     const EntryStats as_given = stats_of<double>(lines.view());
     std::vector<index_t> indptr = lines.indptr();
@@ -103,6 +104,7 @@ MatrixInfo inspect(const std::string& path) {
     info.sparse = true;
     info.stats = entry_stats<double>(summed.view());
     info.stats.duplicates = lines.nnz() - summed.nnz();
+    info.stats.sum = as_given.sum;
     info.stats.min = as_given.min;
     info.stats.max = as_given.max;
     info.stats.negative = as_given.negative;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dnmf/index.hpp"
+#include "dnmf/io.hpp"
 #include "dnmf/matrix.hpp"
 #include "util/parallel_loops.hpp"
 
@@ -58,6 +59,9 @@ void sort_rows(index_t rows, const std::vector<index_t>& indptr, std::vector<col
 
 /// Sorts each row's entries by column, stably (so duplicates are summed in their given order), sums
 /// duplicates and compacts the arrays; `indptr` (rows + 1 entries, starting at 0) is rewritten to match.
+/// A duplicate that is not acceptable_entry() (negative, NaN, inf, a float32 narrowing marker) is kept instead of
+/// summed, so that readers that check entries after merging (masked runs check only the observed ones) refuse
+/// the place as a line check would: a -1 and a 2 stay -1, not 1.
 template <class T>
 void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector<col_index_t>& indices,
                          std::vector<T>& values) {
@@ -68,7 +72,9 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
     indptr[i] = write;
     for (index_t k = begin; k < end; ++k) {
       if (write > indptr[i] && indices[write - 1] == indices[k]) {
-        values[write - 1] += values[k];
+        T& merged = values[write - 1];
+        if (!acceptable_entry(merged)) continue;  // the first bad duplicate stands
+        merged = acceptable_entry(values[k]) ? merged + values[k] : values[k];
       } else {
         indices[write] = indices[k];
         values[write] = values[k];

@@ -615,6 +615,17 @@ def info_negative(ctx):
     check((j["negative"], j["duplicates"], j["stored"]) == (1, 1, 3), "info --json (dup.mtx) %r" % j)
     ctx.expect_error(["factor", "dup.mtx", "-k", 1, "-o", "dup_out"], ["dup.mtx:3: entry at row 0, column 0", "-1"],
                      out_dir="dup_out", code=3)
+    # Masked runs check only observed entries, after duplicates are merged: the merge keeps the bad line's -1
+    # (not the sum, 1), so they refuse the place too, whether the stored entries or a mask say it is observed.
+    for extra in (["--unstored", "missing"], ["--mask", "dup_mask.mtx"]):
+        write_text(ctx.path("dup_mask.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n"
+                                             "1 1 1\n2 2 1\n3 3 1\n")
+        ctx.expect_error(["factor", "dup.mtx", "-k", 1, "-o", "dup_out"] + extra,
+                         ["dup.mtx", "entry at row 0, column 0", "is -1"], out_dir="dup_out", code=3)
+    # The same place unobserved (weight 0) is not fitted, so its lines are not checked.
+    write_text(ctx.path("dup_mask.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 3\n"
+                                         "1 1 0\n2 2 1\n3 3 1\n")
+    ctx.ok("factor", "dup.mtx", "-k", 1, "--iters", 3, "--mask", "dup_mask.mtx", "-o", "dup_masked")
 
 
 # ------------------------------------------------------------------------------------------------
