@@ -27,7 +27,12 @@ def _k_list(k_range):
         return list(k_range)
     if isinstance(k_range, (int, np.integer)) and not isinstance(k_range, bool):
         return [int(k_range)]
-    if isinstance(k_range, tuple) and len(k_range) == 2:
+    if isinstance(k_range, tuple):
+        # A tuple is the (first, last) pair; (2, 6, 2) would read as range(2, 6, 2) to some and as [2, 6, 2] to
+        # others, so other lengths are refused rather than guessed.
+        if len(k_range) != 2:
+            raise ValueError(f"k_range as a tuple is a (first, last) pair; got {len(k_range)} values {k_range!r} "
+                             "(for a step use 'lo:hi:step' or a range, for chosen values a list)")
         return list(range(_whole(k_range[0], "k_range"), _whole(k_range[1], "k_range") + 1))
     try:
         return [_whole(k, "k_range") for k in k_range]

@@ -147,6 +147,10 @@ def test_counts_and_seeds_of_the_wrong_kind_are_named():
             dnmf.NMFk(bad, n_perturbations=2).fit(X)
     with pytest.raises(TypeError, match="k_range must be"):
         dnmf.nmfk(X, object(), perturbations=2)
+    # A tuple is (first, last); a third value could mean a step or one more k, so it is refused, not guessed.
+    for bad in ((2, 6, 2), (3,)):
+        with pytest.raises(ValueError, match=r"k_range as a tuple is a \(first, last\) pair"):
+            dnmf.NMFk(bad, n_perturbations=2).fit(X)
     with pytest.raises(ValueError, match="k must be whole numbers, got 2.9"):
         dnmf.factor(X, 2.9)
     with pytest.raises(ValueError, match="cv_folds must be whole numbers"):
