@@ -51,7 +51,7 @@ int run_cv(CvArgs args) {
     o.ks = parse_k_range(args.k_range);
     o.factor = args.solver.options;
   });
-  OutputSet out(args.output);
+  OutputSet out(args.output, {args.input, args.solver.mask});
   stop_on_signals();
   o.factor.cancel = [] { return stop_signal() != 0; };
   const CrossValidationResult result = cross_validate<T>(Source::file(args.input), o, context);

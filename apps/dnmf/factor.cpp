@@ -65,7 +65,7 @@ int factor(FactorArgs args) {
   on_every_process([&] { resolve_solver_options(solver, context); });
 
   std::optional<OutputSet> out;  // rank 0's; staging folder created now, removed if anything below throws
-  context.on_root([&] { out.emplace(args.output); });
+  context.on_root([&] { out.emplace(args.output, std::vector<std::string>{args.input, args.solver.mask}); });
   // Under --factors h5 every process writes into the staging folder that only rank 0 could name.
   const std::string staging = context.broadcast(root ? out->staging() : std::string());
 

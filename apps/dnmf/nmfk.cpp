@@ -52,7 +52,7 @@ int run_nmfk(NmfkArgs args) {
   });
 
   std::optional<OutputSet> out;  // rank 0's; staging folder created now, removed if anything below throws
-  context.on_root([&] { out.emplace(args.output); });
+  context.on_root([&] { out.emplace(args.output, std::vector<std::string>{args.input, args.solver.mask}); });
   stop_on_signals();
   o.factor.cancel = [] { return stop_signal() != 0; };
   // Checkpoints outlive output sets (a rerun resumes from them), so they live in the current OUT, not in the

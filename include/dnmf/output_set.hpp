@@ -12,10 +12,11 @@ namespace dnmf {
 
 class OutputSet {
  public:
-  /// Checks `path` (not empty, not the working directory or above it, no files dnmf did not write), removes the
+  /// Checks `path` (not empty, not the working directory or above it; when it exists, a set dnmf committed, with
+  /// no files dnmf did not write and none of the `protect` files, e.g. the run's inputs, inside it), removes the
   /// staging folders of earlier runs that died, creates missing parents and the staging folder. Throws
   /// UsageError or IoError naming `path`.
-  explicit OutputSet(std::string path);
+  explicit OutputSet(std::string path, const std::vector<std::string>& protect = {});
   /// Without commit(): removes the staging folder and the parents this object created (when empty).
   ~OutputSet();
   OutputSet(const OutputSet&) = delete;

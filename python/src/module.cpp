@@ -170,7 +170,9 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   // The outputs are one set, replaced whole as the CLI's are (a second run left the first's k_ folders beside its
   // own nmfk.json); the folder is checked, and staged, before the sweep.
   std::optional<OutputSet> output_set;
-  if (root && !output_dir.empty()) output_set.emplace(output_dir);
+  if (root && !output_dir.empty())
+    output_set.emplace(output_dir,
+                       source.is_file() ? std::vector<std::string>{source.name()} : std::vector<std::string>{});
   NmfkResult<T> result = run_released(hooks, [&] { return dnmf::nmfk<T>(source, options, context); });
   nb::dict out;
   const NmfkSelection& s = result.selection;

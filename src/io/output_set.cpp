@@ -39,15 +39,25 @@ std::string random_suffix() {
 /// A process that no longer exists (EPERM: it exists under another user).
 bool is_dead(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
-/// The pid in "<base>.<tag>.<pid>.<random>", or 0 when `entry` is not such a name.
+/// The pid in "<base>.<tag>.<pid>.<random>" with <random> the 16 hex digits random_suffix() makes, or 0 when
+/// `entry` is not such a name. The exact shape matters: clean_stale removes or renames what matches, and a user's
+/// "out.old.2023.csv" beside -o out must never match.
 long pid_in(const std::string& entry, const std::string& prefix) {
   if (!entry.starts_with(prefix)) return 0;
   const std::string rest = entry.substr(prefix.size());
   const std::size_t dot = rest.find('.');
-  if (dot == std::string::npos || dot == 0) return 0;
+  if (dot == std::string::npos || dot == 0 || rest.size() != dot + 17) return 0;
+  if (rest.find_first_not_of("0123456789abcdef", dot + 1) != std::string::npos) return 0;
   char* end = nullptr;
   const long pid = std::strtol(rest.c_str(), &end, 10);
   return end == rest.c_str() + dot ? pid : 0;
+}
+
+/// A real folder (not a link to one), with the marker when `marked`: what this file creates under such names.
+bool is_set_folder(const fs::path& path, bool marked) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(path, ec))) return false;
+  return !marked || fs::is_regular_file(path / kMarker, ec);
 }
 
 /// fsync of a file or directory; best effort where the file system does not support it (EINVAL).
@@ -94,13 +104,14 @@ void clean_stale(const fs::path& target) {
   if (!fs::is_directory(parent, ec)) return;
   for (const auto& entry : fs::directory_iterator(parent, ec)) {
     const std::string name = entry.path().filename().string();
-    if (is_dead(pid_in(name, base + ".old."))) {
+    // A moved-aside set was committed, so it carries the marker; a staging folder gets it only at commit.
+    if (is_dead(pid_in(name, base + ".old.")) && is_set_folder(entry.path(), true)) {
       if (!fs::exists(target, ec)) {
         fs::rename(entry.path(), target, ec);
         if (!ec) continue;
       }
       fs::remove_all(entry.path(), ec);
-    } else if (is_dead(pid_in(name, base + ".tmp."))) {
+    } else if (is_dead(pid_in(name, base + ".tmp.")) && is_set_folder(entry.path(), false)) {
       fs::remove_all(entry.path(), ec);
     }
   }
@@ -139,7 +150,7 @@ bool is_output_set_entry(const std::string& name) {
   return name.starts_with("k_") && name.size() > 2 && name.find_first_not_of("0123456789", 2) == std::string::npos;
 }
 
-OutputSet::OutputSet(std::string path) : path_(std::move(path)) {
+OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) : path_(std::move(path)) {
   if (path_.empty()) throw UsageError("-o/--output: the output directory name is empty");
   std::error_code ec;
   // Symbolic links resolved: the swap replaces the directory they point to, never the link.
@@ -160,12 +171,37 @@ OutputSet::OutputSet(std::string path) : path_(std::move(path)) {
   if (fs::exists(clean, ec)) {
     if (!fs::is_directory(clean, ec))
       throw IoError(path_ + ": cannot use as output directory: it exists and is not a directory");
+    // Known names alone do not make a folder dnmf's (a project folder may hold k_3/ and checkpoints/ of the
+    // user's): a non-empty one must carry the marker of a committed set, or hold only the checkpoints folder that
+    // a first `dnmf nmfk` leaves when it dies before its commit.
+    bool empty = true, marked = false, other = false;
     for (const auto& entry : fs::directory_iterator(clean, ec)) {
       const std::string name = entry.path().filename().string();
       if (!is_output_set_entry(name))
         throw UsageError(path_ + ": holds '" + name +
                          "', which dnmf did not write; each run replaces the whole output directory, so choose a new "
                          "or empty one");
+      empty = false;
+      marked = marked || name == kMarker;
+      other = other || name != "checkpoints";
+    }
+    const bool checkpoints_only = !other && (fs::is_regular_file(clean / "checkpoints" / "manifest.json", ec) ||
+                                             fs::is_regular_file(clean / "checkpoints" / "lock", ec));
+    if (!marked && other)
+      throw UsageError(path_ + ": was not written by dnmf (it lacks the " + kMarker +
+                       " marker of a complete output set); each run replaces the whole output directory, so choose "
+                       "a new or empty one");
+    if (!empty && !marked && !other && !checkpoints_only)
+      throw UsageError(path_ +
+                       ": holds a 'checkpoints' folder that dnmf nmfk did not write (no manifest.json); "
+                       "each run replaces the whole output directory, so choose a new or empty one");
+    for (const std::string& input : protect) {
+      if (input.empty()) continue;
+      const fs::path inside = fs::weakly_canonical(fs::absolute(fs::path(input)), ec).lexically_normal();
+      if (ec) continue;
+      if (std::mismatch(clean.begin(), clean.end(), inside.begin(), inside.end()).first == clean.end())
+        throw UsageError(path_ + ": holds the input " + input +
+                         "; each run replaces the whole output directory, so write the results elsewhere");
     }
   }
 

@@ -1233,14 +1233,41 @@ def output_set_target_checks(ctx):
     os.makedirs(ctx.path("mine"))
     write_text(ctx.path("mine", "notes.txt"), "mine\n")
     ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "mine"], ["mine", "notes.txt"], out_dir="mine", code=2)
-    # Stale staging folders: a dead process's is removed, a live one's (this script's pid) is left alone.
-    dead, live = ctx.path("out.tmp.999999999.dead"), ctx.path("out.tmp.%d.live" % os.getpid())
+    # Known names alone do not make a folder dnmf's: without the marker of a committed set it is refused, and an
+    # input inside a set that dnmf did write is refused too (the replaced set would take it with it).
+    os.makedirs(ctx.path("proj", "k_3"))
+    os.makedirs(ctx.path("proj", "checkpoints"))
+    shutil.copy(ctx.path("A.npy"), ctx.path("proj", "k_3", "A.npy"))
+    write_text(ctx.path("proj", "checkpoints", "notes.txt"), "mine\n")
+    ctx.expect_error(["factor", "proj/k_3/A.npy", "-k", 2, "-o", "proj"], ["proj", "was not written by dnmf"],
+                     out_dir=None, code=2)
+    check(os.path.exists(ctx.path("proj", "k_3", "A.npy")), "the input inside -o was removed")
+    shutil.rmtree(ctx.path("proj", "k_3"))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "proj"], ["proj", "checkpoints", "did not write"],
+                     out_dir=None, code=2)
+    ctx.ok("factor", "A.npy", "-k", 2, "-q", "-o", "set")
+    shutil.copy(ctx.path("A.npy"), ctx.path("set", "W.npy"))
+    ctx.expect_error(["factor", "set/W.npy", "-k", 2, "-o", "set"], ["set", "holds the input set/W.npy"],
+                     out_dir=None, code=2)
+    # Stale staging folders: a dead process's is removed, a live one's (this script's pid) is left alone; names
+    # that only look like ours (a user's "out.old.2023.csv") are neither removed nor renamed.
+    dead = ctx.path("out.tmp.999999999.0123456789abcdef")
+    live = ctx.path("out.tmp.%d.0123456789abcdef" % os.getpid())
     for d in (dead, live):
         os.makedirs(d)
         write_text(os.path.join(d, "W.npy"), "partial")
+    mine = [ctx.path("out.tmp.999999.notes.txt"), ctx.path("out.old.999997.csv"), ctx.path("out.tmp.999998.2024"),
+            ctx.path("out.old.999996.0123456789abcdef")]  # the last: a folder without the marker of a set
+    write_text(mine[0], "mine\n")
+    write_text(mine[1], "old,csv\n")
+    for d in mine[2:]:
+        os.makedirs(d)
+        write_text(os.path.join(d, "x"), "data\n")
     ctx.ok("factor", "A.npy", "-k", 2, "-q", "-o", "out")
     check(not os.path.exists(dead), "the dead run's staging folder was not removed")
     check(os.path.exists(live), "a live run's staging folder was removed")
+    for path in mine:
+        check(os.path.exists(path), "%s, not dnmf's, was removed or renamed" % path)
 
 
 @case
