@@ -1,11 +1,17 @@
 // `dnmf gen`: a matrix with a planted non-negative factorisation, plus the true factors beside it.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "commands.hpp"
 #include "dnmf/error.hpp"
@@ -44,11 +50,80 @@ void check_output_name(const GenArgs& args) {
   const std::string ext = extension_of(args.output);
   if (ext == ".h5" || ext == ".hdf5") return;  // HDF5 holds either: a dataset /X, or a CSR group /X
   if (sparse && ext != ".mtx") {
-    throw UsageError(args.output + ": --density < 1 writes a sparse Matrix Market file; the -o name must end in .mtx");
+    throw UsageError(args.output +
+                     ": --density < 1 writes a sparse matrix; the -o name must end in .mtx (Matrix Market) or .h5 / "
+                     ".hdf5 (a CSR group /X)");
   }
   if (!sparse && ext != ".npy") {
-    throw UsageError(args.output + ": --density 1 writes a dense .npy file; the -o name must end in .npy");
+    throw UsageError(args.output +
+                     ": --density 1 writes a dense matrix; the -o name must end in .npy or .h5 / .hdf5 (a dataset /X)");
   }
+}
+
+/// Files written under sibling names "<dir>/.<name>.gen.<pid>" and renamed to their own names by commit();
+/// without commit(), the staged files are removed.
+class StagedFiles {
+ public:
+  explicit StagedFiles(std::vector<std::string> targets) : targets_(std::move(targets)) {
+    for (const std::string& target : targets_) {
+      const std::filesystem::path p(target);
+      staged_.push_back(
+          (p.parent_path() / ("." + p.filename().string() + ".gen." + std::to_string(::getpid()))).string());
+    }
+  }
+  ~StagedFiles() {
+    std::error_code ec;  // best effort: the error that got us here matters more
+    if (!committed_)
+      for (const std::string& s : staged_) std::filesystem::remove(s, ec);
+  }
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+
+  [[nodiscard]] const std::string& path(std::size_t i) const { return staged_[i]; }
+
+  /// `message` with the staged names replaced by the names the user gave.
+  [[nodiscard]] std::string named(std::string message) const {
+    for (std::size_t i = 0; i < staged_.size(); ++i)
+      for (std::size_t at = message.find(staged_[i]); at != std::string::npos; at = message.find(staged_[i], at))
+        message.replace(at, staged_[i].size(), targets_[i]);
+    return message;
+  }
+
+  void commit() {
+    // What makes a rename fail after others have been done is found before the first one.
+    for (const std::string& target : targets_) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(target, ec)) throw IoError(target + ": cannot write: it is a directory");
+    }
+    for (std::size_t i = 0; i < staged_.size(); ++i) {
+      if (std::rename(staged_[i].c_str(), targets_[i].c_str()) != 0)
+        throw IoError(targets_[i] + ": cannot move into place: " + std::strerror(errno));
+    }
+    committed_ = true;
+  }
+
+ private:
+  std::vector<std::string> targets_, staged_;
+  bool committed_ = false;
+};
+
+/// A, W and H into their staged names.
+template <class T>
+void write_set(const Planted<T>& planted, const std::string& ext, const StagedFiles& staged) {
+  if (ext == ".h5" || ext == ".hdf5") {
+    // AnnData's layout: the matrix is /X, a dense dataset or a CSR group.
+    if (planted.sparse) {
+      io::write_h5_csr<T>(staged.path(0), "/X", planted.csr.view());
+    } else {
+      io::write_h5_dense<T>(staged.path(0), "/X", planted.dense.view());
+    }
+  } else if (planted.sparse) {
+    io::write_mtx<T>(staged.path(0), planted.csr.view());
+  } else {
+    io::write_npy<T>(staged.path(0), planted.dense.view());
+  }
+  io::write_npy<T>(staged.path(1), planted.W.view());
+  io::write_npy<T>(staged.path(2), planted.H.view());
 }
 
 template <class T>
@@ -56,22 +131,18 @@ int generate(const GenArgs& args) {
   check_output_name(args);
   const Planted<T> planted = make_planted<T>(args.planted);
   const std::string ext = extension_of(args.output);
-  if (ext == ".h5" || ext == ".hdf5") {
-    // AnnData's layout: the matrix is /X, a dense dataset or a CSR group.
-    if (planted.sparse) {
-      io::write_h5_csr<T>(args.output, "/X", planted.csr.view());
-    } else {
-      io::write_h5_dense<T>(args.output, "/X", planted.dense.view());
-    }
-  } else if (planted.sparse) {
-    io::write_mtx<T>(args.output, planted.csr.view());
-  } else {
-    io::write_npy<T>(args.output, planted.dense.view());
-  }
   const std::string w_path = truth_path(args.output, "W");
   const std::string h_path = truth_path(args.output, "H");
-  io::write_npy<T>(w_path, planted.W.view());
-  io::write_npy<T>(h_path, planted.H.view());
+  // A, W and H are one set: all three are written under staged names first and renamed into place only when all
+  // are complete, so a failure (a full disk at H) leaves the previous three as they were, not a new A beside the
+  // previous truth. (A kill between the three renames, microseconds, is the one window left.)
+  StagedFiles staged({args.output, w_path, h_path});
+  try {
+    write_set(planted, ext, staged);
+  } catch (const IoError& e) {
+    throw IoError(staged.named(e.what()));
+  }
+  staged.commit();
 
   const EntryStats stats = entry_stats(planted.matrix());
   // nnz as `dnmf info` counts it: noise clamped at zero leaves zeros (a dense 20 x 10 said nnz 200 with 61); a
@@ -95,7 +166,8 @@ Command add_gen(CLI::App& parent) {
   app->add_option("--cols", args->planted.cols, "columns of A")->required()->check(at_least(1));
   app->add_option("--rank", args->planted.rank, "planted rank k")->required()->check(at_least(1));
   app->add_option("--density", args->planted.density,
-                  "fraction of non-zero entries; below 1 writes a sparse matrix (.mtx, or a CSR group in .h5)")
+                  "below 1: a sparse matrix (.mtx, or a CSR group in .h5) with about this fraction of non-zero "
+                  "entries; 1: a dense matrix (its factors are half zeros, so some entries are zero)")
       ->capture_default_str();
   app->add_option("--noise", args->planted.noise, "relative multiplicative noise")->capture_default_str();
   app->add_option("--seed", args->planted.seed, "random seed")->check(seed_value())->capture_default_str();

@@ -297,6 +297,28 @@ def gen_truth_files(ctx):
     ctx.gen(10, 8, 2, "B.npy", "--precision", "f32")
     check(Npy(ctx.path("B.npy")).descr == "<f4", "--precision f32 must write <f4")
     check(Npy(ctx.path("B.W.npy")).descr == "<f4", "--precision f32 must write <f4 truth")
+    # --density is the fraction of non-zeros of a sparse A, at any rank (sqrt(density / rank) per factor gave 70%
+    # for 0.9 at rank 2 and 75% for 0.999).
+    for rank in (2, 5):
+        for density in (0.05, 0.5, 0.9, 0.999):
+            ctx.gen(200, 200, rank, "D.mtx", "--density", density)
+            stored = mtx_size_line(ctx.path("D.mtx"))[2] / 40000.0
+            check(abs(stored - density) <= 0.02, "--density %g, rank %d: %.3f non-zero" % (density, rank, stored))
+    # Noise that overflows the precision is refused, not written as infinities that factor then refuses.
+    for args in (["--rank", 3, "--noise", "1e39", "--precision", "f32"], ["--rank", 10, "--noise", "1e308"]):
+        ctx.expect_error(["gen", "--rows", 20, "--cols", 20, "-o", "inf.npy"] + args,
+                         ["noise", "overflow"], out_dir=None, code=2)
+        check(not os.path.exists(ctx.path("inf.npy")), "gen wrote inf.npy after refusing it")
+    # A, W and H are one set: when H cannot be written (here its name is a folder) the previous A and W stay.
+    before = [open(ctx.path("data", n), "rb").read() for n in ("A.npy", "A.W.npy")]
+    shutil.move(ctx.path("data", "A.H.npy"), ctx.path("H_saved.npy"))
+    os.makedirs(ctx.path("data", "A.H.npy"))
+    result = ctx.run("gen", "--rows", 30, "--cols", 20, "--rank", 3, "--seed", 9, "-o", "data/A.npy")
+    check(result.rc == 4, "gen into a folder named A.H.npy: " + result.describe())
+    check([open(ctx.path("data", n), "rb").read() for n in ("A.npy", "A.W.npy")] == before,
+          "a failed gen replaced A or W without H")
+    check(sorted(os.listdir(ctx.path("data"))) == ["A.H.npy", "A.W.npy", "A.npy"],
+          "a failed gen left %s" % sorted(os.listdir(ctx.path("data"))))
 
 
 @case
