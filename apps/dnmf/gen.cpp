@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -129,7 +131,15 @@ void write_set(const Planted<T>& planted, const std::string& ext, const StagedFi
 template <class T>
 int generate(const GenArgs& args) {
   check_output_name(args);
-  const Planted<T> planted = make_planted<T>(args.planted);
+  const Planted<T> planted = [&] {
+    try {
+      return make_planted<T>(args.planted);
+    } catch (const std::length_error&) {  // sizes past what a vector can hold, before any allocation
+    } catch (const std::bad_alloc&) {
+    }
+    throw Error("gen: a " + std::to_string(args.planted.rows) + " x " + std::to_string(args.planted.cols) +
+                " matrix of rank " + std::to_string(args.planted.rank) + " does not fit in memory");
+  }();
   const std::string ext = extension_of(args.output);
   const std::string w_path = truth_path(args.output, "W");
   const std::string h_path = truth_path(args.output, "H");

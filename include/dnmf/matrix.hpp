@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <new>
+#include <stdexcept>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -82,8 +83,10 @@ template <class T>
 class DenseMatrix {
  public:
   DenseMatrix() = default;
+  /// Throws std::length_error for a negative side or a size past index_t (rows * cols would wrap and the
+  /// matrix be allocated too small), std::bad_alloc when memory runs out.
   DenseMatrix(index_t rows, index_t cols, T fill = T(0))
-      : rows_(rows), cols_(cols), storage_(to_size(rows * cols), fill) {}
+      : rows_(rows), cols_(cols), storage_(elements(rows, cols), fill) {}
 
   [[nodiscard]] index_t rows() const { return rows_; }
   [[nodiscard]] index_t cols() const { return cols_; }
@@ -97,6 +100,14 @@ class DenseMatrix {
   [[nodiscard]] const AlignedVector<T>& storage() const { return storage_; }
 
  private:
+  static std::size_t elements(index_t rows, index_t cols) {
+    index_t count = 0;
+    if (rows < 0 || cols < 0 || __builtin_mul_overflow(rows, cols, &count) ||
+        count > static_cast<index_t>(std::numeric_limits<std::size_t>::max() / sizeof(T)))
+      throw std::length_error("dense matrix size out of range");
+    return to_size(count);
+  }
+
   index_t rows_ = 0;
   index_t cols_ = 0;
   AlignedVector<T> storage_;  // on a cache line: see CacheAlignedAllocator

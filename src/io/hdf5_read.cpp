@@ -38,6 +38,7 @@ struct Matrix {
 };
 
 std::string dims_text(const std::vector<hsize_t>& dims) {
+  if (dims.empty()) return "() (a scalar)";  // a 0-D dataset: numpy's shape ()
   std::string text;
   for (std::size_t d = 0; d < dims.size(); ++d) text += (d > 0 ? "x" : "") + std::to_string(dims[d]);
   return text;

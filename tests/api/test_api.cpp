@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -224,6 +226,15 @@ TEST(Api, ThreadsOptionDoesNotOutliveTheCall) {
   nk.factor.threads = before + 1;
   (void)nmfk<double>(Source::dense<double>(a.view()), nk);
   EXPECT_EQ(omp_get_max_threads(), before);
+}
+
+// rows * cols past index_t wrapped and allocated a small buffer that the caller then wrote past (dnmf gen
+// --rows 2^63-1 crashed); negative sides are no size either.
+TEST(Api, DenseMatrixSizesThatCannotBeHeldAreLengthErrors) {
+  EXPECT_THROW(DenseMatrix<double>(std::numeric_limits<index_t>::max(), 3), std::length_error);
+  EXPECT_THROW(DenseMatrix<float>(index_t{1} << 40, index_t{1} << 40), std::length_error);
+  EXPECT_THROW(DenseMatrix<double>(-1, 3), std::length_error);
+  EXPECT_EQ(DenseMatrix<double>(0, 5).storage().size(), 0u);
 }
 
 TEST(Api, BadInputAndContextsAreClearErrors) {
