@@ -2,6 +2,7 @@
 // whether the block is resident in the backend's memory or streamed through it in tiles (src/stream/).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -60,6 +61,13 @@ class Operand {
     throw std::logic_error("update_pass on an operand without one");
   }
   [[nodiscard]] virtual OperandStats operand_stats() const { return {}; }
+  /// What visit_host hands over: a piece of the block in host memory, at rows [row0, ...) and columns
+  /// [col0, ...) of the block; `transposed`: the piece stores that part of Aᵀ (its rows are A's columns).
+  using HostPieceVisitor = std::function<void(const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed)>;
+  /// Calls `visit` on pieces that cover the block once (a resident block whole, a streamed one tile by tile: one
+  /// pass), for checks that read the entries themselves (the final error computed directly). False, visiting
+  /// nothing, where the block is not in host memory.
+  virtual bool visit_host(const HostPieceVisitor& /*visit*/) { return false; }
 };
 
 /// A block held whole in the kernels' memory (made resident by the caller).
@@ -91,6 +99,11 @@ class ResidentOperand final : public Operand<T> {
                                 backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
                                 backend::View<T> other_numer, backend::View<T> gx) override {
     return kernels_.fused_pass(a_, side, rule, x, y, gy, y_row_sums, other_numer, gx, false);
+  }
+  bool visit_host(const typename Operand<T>::HostPieceVisitor& visit) override {
+    if (!kernels_.host_memory()) return false;
+    visit(a_, 0, 0, false);
+    return true;
   }
 
  private:
@@ -127,6 +140,11 @@ class TransposedOperand final : public Operand<T> {
     return at_.fused_pass(backend::other(side), rule, x, y, gy, y_row_sums, other_numer, gx);
   }
   [[nodiscard]] OperandStats operand_stats() const override { return at_.operand_stats(); }
+  bool visit_host(const typename Operand<T>::HostPieceVisitor& visit) override {
+    return at_.visit_host([&](const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed) {
+      visit(piece, col0, row0, !transposed);
+    });
+  }
 
  private:
   Operand<T>& at_;

@@ -159,12 +159,11 @@ std::pair<double, double> dense_squared_residual(const DenseView<const T>& a, in
   return {total_num, total_den};
 }
 
+/// Σ (a − (WH)_ij)² and Σ a² over A, in double; a CSR A counts its absent entries as zeros (every m x n cell).
 template <class T, class WAt>
-double direct_error(const MatrixRef<T>& a, index_t k, const WAt& w_at, DenseView<const T> H) {
-  if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-    const auto [residual, norm] = dense_squared_residual(*d, k, w_at, H);
-    return norm > 0 ? std::sqrt(residual / norm) : 0.0;
-  }
+std::pair<double, double> direct_squared_residual(const MatrixRef<T>& a, index_t k, const WAt& w_at,
+                                                  DenseView<const T> H) {
+  if (const auto* d = std::get_if<DenseView<const T>>(&a)) return dense_squared_residual(*d, k, w_at, H);
   // Sparse: Σ over stored entries of (a - wh)² plus Σ over absent entries of wh².
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
@@ -187,7 +186,13 @@ double direct_error(const MatrixRef<T>& a, index_t k, const WAt& w_at, DenseView
       den += v * v;
     }
   }
-  return den > 0 ? std::sqrt(num / den) : 0.0;
+  return {num, den};
+}
+
+template <class T, class WAt>
+double direct_error(const MatrixRef<T>& a, index_t k, const WAt& w_at, DenseView<const T> H) {
+  const auto [residual, norm] = direct_squared_residual(a, k, w_at, H);
+  return norm > 0 ? std::sqrt(residual / norm) : 0.0;
 }
 
 }  // namespace
@@ -211,6 +216,14 @@ double relative_error_direct_wt(const MatrixRef<T>& a, DenseView<const T> wt, De
   return direct_error(
       a, wt.rows, [&](index_t i, index_t l) { return wt(l, i); }, h);
 }
+template <class T>
+double squared_residual_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h) {
+  return direct_squared_residual(
+             a, wt.rows, [&](index_t i, index_t l) { return wt(l, i); }, h)
+      .first;
+}
+template double squared_residual_wt<float>(const MatrixRef<float>&, DenseView<const float>, DenseView<const float>);
+template double squared_residual_wt<double>(const MatrixRef<double>&, DenseView<const double>, DenseView<const double>);
 template double relative_error_direct_wt<float>(const MatrixRef<float>&, DenseView<const float>,
                                                 DenseView<const float>);
 template double relative_error_direct_wt<double>(const MatrixRef<double>&, DenseView<const double>,

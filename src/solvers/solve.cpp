@@ -116,10 +116,31 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   grid.world().allreduce_sum(gh.data(), gh.storage().size());
   const double sq = squared_norm_a - 2 * cross + host.dot(gw.view(), gh.view());
   const double identity = std::sqrt(std::max(sq, 0.0) / squared_norm_a);
-  if (identity >= kIdentityNoiseFloor<T> || host_whole == nullptr || grid.shape().size() != 1) return identity;
-  const index_t m = rows_of(*host_whole), n = cols_of(*host_whole);
-  if (is_sparse(*host_whole) && static_cast<double>(m) * static_cast<double>(n) > 5e7) return identity;
-  return relative_error_direct_wt<T>(*host_whole, f.wt.view(), f.h.view());
+  if (identity >= kIdentityNoiseFloor<T>) return identity;
+  // A sparse block is read as all of its cells: past 5e7 of them that is no longer the cost of a few products.
+  const auto too_many_cells = [](bool sparse, index_t m, index_t n) {
+    return sparse && static_cast<double>(m) * static_cast<double>(n) > 5e7;
+  };
+  if (host_whole != nullptr && grid.shape().size() == 1) {
+    if (too_many_cells(is_sparse(*host_whole), rows_of(*host_whole), cols_of(*host_whole))) return identity;
+    return relative_error_direct_wt<T>(*host_whole, f.wt.view(), f.h.view());
+  }
+  // A grid's blocks or a streamed block: each rank sums its block's cells (one more pass when streamed) with its
+  // pieces of W and H, the world adds them up. Every rank must be able to, or the identity stands everywhere.
+  double local[2] = {0, 0};  // {blocks that could, Σ (a − wh)²}
+  if (!too_many_cells(a.sparse(), a.rows(), a.cols())) {
+    const bool visited = a.visit_host([&](const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed) {
+      const index_t rows = transposed ? cols_of(piece) : rows_of(piece);
+      const index_t cols = transposed ? rows_of(piece) : cols_of(piece);
+      const DenseView<const T> wt = wt_full.view().columns(row0, row0 + rows);
+      const DenseView<const T> h = h_full.view().columns(col0, col0 + cols);
+      local[1] += transposed ? squared_residual_wt<T>(piece, h, wt) : squared_residual_wt<T>(piece, wt, h);
+    });
+    local[0] = visited ? 1 : 0;
+  }
+  grid.world().allreduce_sum(local, 2);
+  if (local[0] < grid.world().size()) return identity;
+  return std::sqrt(local[1] / squared_norm_a);
 }
 
 // l1·Σ + ½·l2·‖·‖² of W and of H, summed over the world's pieces (the Frobenius objective's penalty terms).

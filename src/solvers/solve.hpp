@@ -40,6 +40,10 @@ void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Fa
 template <class T>
 double relative_error_direct_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h);
 
+/// Σ (a − (WH)_ij)² over every cell of A (a CSR A's absent entries as zeros), in double, W given as Wᵀ (k x m).
+template <class T>
+double squared_residual_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseView<const T> h);
+
 /// Throws DataError when A's scale (its statistics over m x n cells) is too small for T's products or for KL's
 /// model floor (float32 below an RMS of 1e-25, KL below a mean of 1e-28), with the remedy.
 template <class T>

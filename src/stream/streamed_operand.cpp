@@ -141,6 +141,16 @@ backend::FusedSums StreamedOperand<T>::fused_pass(Side side, const backend::Upda
 }
 
 template <class T>
+bool StreamedOperand<T>::visit_host(const typename backend::Operand<T>::HostPieceVisitor& visit) {
+  const bool columns = source_->direction() == Side::H;  // column stripes: a tile is all rows of its columns
+  pass([&](const Tile<T>& tile) {
+    const MatrixRef<T> ref = tile.ref();
+    visit(ref, columns ? 0 : tile.range.first, columns ? tile.range.first : 0, false);
+  });
+  return true;
+}
+
+template <class T>
 backend::OperandStats StreamedOperand<T>::operand_stats() const {
   return ring_operand_stats(ring_.get(), passes_, bytes_read_.load());
 }

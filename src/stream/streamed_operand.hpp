@@ -46,6 +46,8 @@ class StreamedOperand final : public backend::Operand<T> {
                                 backend::CView<T> y, backend::CView<T> gy, const T* y_row_sums,
                                 backend::View<T> other_numer, backend::View<T> gx) override;
   [[nodiscard]] backend::OperandStats operand_stats() const override;
+  /// Tile by tile (one pass); the slots are host memory.
+  bool visit_host(const typename backend::Operand<T>::HostPieceVisitor& visit) override;
 
   /// Entries != 0 of the block, counted during the last stats() pass (-1 before one ran).
   [[nodiscard]] index_t nonzeros() const { return nonzeros_; }
