@@ -102,7 +102,8 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
   api::on_every_rank([&] {
     options = api::resolve(requested, context);
     if (options.backend == BackendKind::cuda) throw UsageError(flag + " is not supported with --backend cuda yet");
-    if (context.memory_budget > 0) throw UsageError(flag + " is not supported with --memory-budget yet");
+    if (context.memory_budget > 0)
+      throw UsageError(flag + " with --memory-budget runs on one process only, not on a process grid yet");
     if (source.is_file()) format = io::format_name(io::format_of(name));
   });
   const io::MatrixShape shape = api::on_every_rank([&] { return shape_of_source(source, world); });

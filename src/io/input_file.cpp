@@ -51,8 +51,7 @@ void InputFile::read_exact(std::uint64_t offset, void* buffer, std::size_t count
       fail(path_, "read error at byte " + std::to_string(offset), errno);
     }
     if (got == 0 && offset < size_)  // shorter than when it was opened: changed under the run
-      throw IoError(path_ + ": the file shrank while it was being read: it ends at byte " + std::to_string(offset) +
-                    ", it had " + std::to_string(size_) + " bytes when opened (truncated during the run?)");
+      throw_shrank(path_, fd_, size_, offset);
     if (got == 0) throw DataError(path_ + ": unexpected end of file at byte " + std::to_string(offset));
     out += got;
     offset += static_cast<std::uint64_t>(got);

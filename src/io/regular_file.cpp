@@ -56,4 +56,13 @@ int open_regular_file(const std::string& path) {
   return fd;
 }
 
+void throw_shrank(const std::string& path, int fd, std::uint64_t size_when_opened, std::uint64_t offset) {
+  struct stat now {};
+  const std::string size_now =
+      ::fstat(fd, &now) == 0 ? std::to_string(now.st_size) + " bytes now" : "at most " + std::to_string(offset);
+  throw IoError(path + ": the file shrank while it was being read: it has " + size_now + ", " +
+                std::to_string(size_when_opened) + " when opened; a read at byte " + std::to_string(offset) +
+                " found its end (truncated during the run?)");
+}
+
 }  // namespace dnmf::io::detail

@@ -146,8 +146,10 @@ Plan plan_memory(const PlanInput& in) {
   }
   if (in.budget < p.minimum_budget)
     throw UsageError("memory budget " + describe_bytes(in.budget) +
-                     " is too small: streaming this block needs at least " + describe_bytes(p.minimum_budget) +
-                     " (baseline " + human_bytes(static_cast<double>(p.baseline)) + " + runtime " +
+                     " is too small: streaming this block needs at least " +
+                     describe_bytes(p.minimum_budget + kStatedBaselineJitter) + " (baseline " +
+                     human_bytes(static_cast<double>(p.baseline)) + ", which varies between runs, + " +
+                     human_bytes(static_cast<double>(kStatedBaselineJitter)) + " for that + runtime " +
                      human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
                      human_bytes(static_cast<double>(p.factors)) + " + workspaces " +
                      human_bytes(static_cast<double>(p.workspace + least_extra)) + " + two tiles of " +

@@ -11,6 +11,11 @@
 
 namespace dnmf::stream {
 
+/// The baseline is the process's RSS when the plan is made, which differs between two runs of one command (by
+/// about 0.2 MiB here, a few MiB where transparent huge pages are on): the minimum a refusal states carries this
+/// much on top of Plan::minimum_budget, so that rerunning with the stated figure is accepted.
+inline constexpr std::int64_t kStatedBaselineJitter = std::int64_t{4} << 20;
+
 /// What the planner needs to know about one rank's share of a factorisation.
 struct PlanInput {
   dist::Layout layout;           ///< the block (a_rows x a_cols), the factor pieces and the global m, n

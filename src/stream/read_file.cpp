@@ -42,8 +42,7 @@ void ReadFile::read(std::uint64_t offset, void* buffer, std::size_t count) const
                     " failed (" + std::strerror(errno) + ")");
     }
     if (got == 0 && offset < size_)  // shorter than when it was opened: changed under the run
-      throw IoError(path_ + ": the file shrank while it was being read: it ends at byte " + std::to_string(offset) +
-                    ", it had " + std::to_string(size_) + " bytes when opened (truncated during the run?)");
+      io::detail::throw_shrank(path_, fd_, size_, offset);
     if (got == 0)
       throw DataError(path_ + ": file ends at " + std::to_string(offset) + " bytes, " + std::to_string(count) +
                       " more were expected (truncated?)");

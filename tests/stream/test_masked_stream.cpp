@@ -23,6 +23,7 @@
 #include "solvers/masked_solve.hpp"
 #include "solvers/masked_stream.hpp"
 #include "stream/masked_tiles.hpp"
+#include "stream/planner.hpp"
 #include "stream/tile_source.hpp"
 #include "support/error_message.hpp"
 #include "support/matrix_views.hpp"
@@ -324,7 +325,7 @@ long long stated_minimum(const Source& a, const FactorOptions& o) {
     ADD_FAILURE() << message;
     return 0;
   }
-  return std::stoll(message.substr(at + marker.size()));
+  return std::stoll(message.substr(at + marker.size())) - stream::kStatedBaselineJitter;  // the planner's own figure
 }
 
 /// factor() under a budget `margin` bytes above the stated minimum. The minimum follows the process's RSS, which
@@ -340,7 +341,7 @@ Factorization<double> factor_near_minimum(const Source& a, const FactorOptions& 
       const std::string message = e.what(), marker = "needs at least ";
       const std::size_t at = message.find(marker);
       if (attempt == 4 || at == std::string::npos) throw;
-      budget.memory_budget = std::stoll(message.substr(at + marker.size())) + margin;
+      budget.memory_budget = std::stoll(message.substr(at + marker.size())) - stream::kStatedBaselineJitter + margin;
     }
   }
 }
