@@ -24,6 +24,7 @@ StreamedOperand<T>::StreamedOperand(backend::Kernels<T>& kernels, std::unique_pt
   validated_.assign(extents_.size(), 0);
   if (extents_.empty()) return;
   std::vector<Tile<T>> slots;
+  slots.reserve(to_size(depth));
   for (int d = 0; d < depth; ++d) slots.push_back(make_tile_slot(*source_, extents_, allocator));
   // A lending source maps its tiles instead: they count like slots.
   const Tile<T>& slot = slots.front();
