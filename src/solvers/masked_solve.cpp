@@ -2,6 +2,7 @@
 
 #include "solvers/masked_solve.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "backend/kernels.hpp"
@@ -14,6 +15,28 @@
 #include "solvers/solve.hpp"
 
 namespace dnmf::solvers {
+namespace {
+
+/// Whether every weight of a dense half is 0 or 1 (then its w∘a is A with the missing entries as zeros).
+template <class T>
+bool zero_one_weights(const MaskedHalf<T>& h) {
+  const auto& w = h.weights.storage();
+  return std::all_of(w.begin(), w.end(), [](T v) { return v == T(0) || v == T(1); });
+}
+
+/// A dense half's observed entries as given (w∘a / w), zero where the weight is 0.
+template <class T>
+DenseMatrix<T> observed_entries(const MaskedHalf<T>& h) {
+  DenseMatrix<T> out(h.rows, h.cols);
+  const auto& wa = h.weighted.storage();
+  const auto& w = h.weights.storage();
+  auto& o = out.storage();
+  for (std::size_t e = 0; e < o.size(); ++e)
+    o[e] = w[e] > T(0) ? static_cast<T>(static_cast<double>(wa[e]) / static_cast<double>(w[e])) : T(0);
+  return out;
+}
+
+}  // namespace
 
 template <class T>
 FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& factors,
@@ -33,9 +56,18 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   if (svd && !p.h_half.dense)
     throw UsageError("--init " + to_string(options.init) +
                      " is not supported with --unstored missing (use --init random)");
-  // NNDSVD starts from W∘A: missing entries count as zeros there, which only biases the start.
-  const MatrixRef<T> whole = DenseView<const T>(p.h_half.weighted.view());
+  // NNDSVD starts from A with its missing entries as zeros, which only biases the start. W∘A is that for a 0/1
+  // mask; other weights would scale the start with them (weights of 2 started near 2A, and the fit from there
+  // depended on the weights' scale), so A's observed entries are taken back out of W∘A for it.
+  DenseMatrix<T> observed_only;
+  const DenseMatrix<T>* start = &p.h_half.weighted;
+  if (svd && !zero_one_weights(p.h_half)) {
+    observed_only = observed_entries(p.h_half);
+    start = &observed_only;
+  }
+  const MatrixRef<T> whole = DenseView<const T>(start->view());
   factors = initialise(*host, svd ? &whole : nullptr, layout, options, stats, W0, H0);
+  observed_only = DenseMatrix<T>();
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
   // --backend cuda: the matrix-form iteration on the GPU (mu, kl); otherwise the host's column-wise one.
   FactorResult<T> result =
