@@ -6,7 +6,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._functions import nmfk
 from . import _core
-from ._input import as_float_matrix, estimator_comm, library_error
+from ._input import as_float_matrix, estimator_comm, in_precision, library_error
 from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
 from ._results import plot_nmfk
 
@@ -129,7 +129,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
-        return project(as_float_matrix(X), self.components_, self.backend)
+        # The dtype of components_: the asked precision's, as NMF.transform returns.
+        return project(in_precision(as_float_matrix(X), self.precision), self.components_, self.backend)
 
     def plot(self, ax=None):
         """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,

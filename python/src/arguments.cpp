@@ -3,7 +3,9 @@
 #include "arguments.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -27,6 +29,15 @@ bool get(const nb::dict& kwargs, const char* key, T& out) {
   try {
     out = nb::cast<T>(value);
   } catch (const nb::cast_error&) {
+    // A Python int that does not fit the C++ integer (a seed of -1 or 2**64, 2**40 iterations) is a value out
+    // of range, not a value of the wrong type.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (PyLong_Check(value.ptr()) != 0)
+        throw nb::value_error(
+            ("dnmf: option '" + std::string(key) + "' must be in [" + std::to_string(std::numeric_limits<T>::min()) +
+             ", " + std::to_string(std::numeric_limits<T>::max()) + "], got " + nb::cast<std::string>(nb::str(value)))
+                .c_str());
+    }
     throw nb::type_error(("dnmf: option '" + std::string(key) + "' has the wrong type").c_str());
   }
   return true;

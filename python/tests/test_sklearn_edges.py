@@ -133,6 +133,9 @@ def test_precision_is_honoured_by_nmfk_and_transform():
     result = dnmf.nmfk(X.astype(np.float32), "2:4", perturbations=3, precision="f64", seed=0)
     assert (result.k, result.message) == (dnmf.nmfk(X.astype(np.float32).astype(np.float64), "2:4", perturbations=3,
                                                     seed=0).k, result.message)
+    # NMFk's transform too: components_ of the asked precision, and W in it.
+    model = dnmf.NMFk((2, 3), n_perturbations=3, max_iter=30, n_threads=1, precision="f32", random_state=0).fit(X)
+    assert model.transform(X).dtype == model.components_.dtype == np.float32
     # transform returns what fit_transform returns: the asked precision, not X's.
     for precision, data in (("f64", X.astype(np.float32)), ("f32", X)):
         fitted = dnmf.NMF(3, precision=precision, random_state=0, max_iter=50)
@@ -151,6 +154,10 @@ def test_counts_and_seeds_of_the_wrong_kind_are_named():
     for bad in ((2, 6, 2), (3,)):
         with pytest.raises(ValueError, match=r"k_range as a tuple is a \(first, last\) pair"):
             dnmf.NMFk(bad, n_perturbations=2).fit(X)
+    # Integers past what the library's options hold are values out of range, not values of the wrong type.
+    for option, value in (("seed", -1), ("seed", 2**64), ("max_iter", 2**40)):
+        with pytest.raises(ValueError, match=r"option '%s' must be in \[" % option):
+            dnmf.factor(X, 3, **{option: value})
     with pytest.raises(ValueError, match="k must be whole numbers, got 2.9"):
         dnmf.factor(X, 2.9)
     with pytest.raises(ValueError, match="cv_folds must be whole numbers"):
