@@ -29,9 +29,12 @@ constexpr const char* kMarker = ".dnmf-output-set";
 
 [[noreturn]] void fail(const std::string& what, int error) { throw IoError(what + ": " + std::strerror(error)); }
 
+/// Hex digits of random_suffix(): pid_in() recognises the names this file makes by them.
+constexpr std::size_t kRandomDigits = 16;
+
 std::string random_suffix() {
   std::random_device device;
-  char text[17];
+  char text[kRandomDigits + 1];
   std::snprintf(text, sizeof text, "%08x%08x", device(), device());
   return text;
 }
@@ -39,14 +42,14 @@ std::string random_suffix() {
 /// A process that no longer exists (EPERM: it exists under another user).
 bool is_dead(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
-/// The pid in "<base>.<tag>.<pid>.<random>" with <random> the 16 hex digits random_suffix() makes, or 0 when
+/// The pid in "<base>.<tag>.<pid>.<random>" with <random> the kRandomDigits hex digits random_suffix() makes, or 0 when
 /// `entry` is not such a name. The exact shape matters: clean_stale removes or renames what matches, and a user's
 /// "out.old.2023.csv" beside -o out must never match.
 long pid_in(const std::string& entry, const std::string& prefix) {
   if (!entry.starts_with(prefix)) return 0;
   const std::string rest = entry.substr(prefix.size());
   const std::size_t dot = rest.find('.');
-  if (dot == std::string::npos || dot == 0 || rest.size() != dot + 17) return 0;
+  if (dot == std::string::npos || dot == 0 || rest.size() != dot + 1 + kRandomDigits) return 0;
   if (rest.find_first_not_of("0123456789abcdef", dot + 1) != std::string::npos) return 0;
   char* end = nullptr;
   const long pid = std::strtol(rest.c_str(), &end, 10);
