@@ -60,6 +60,27 @@ def test_unstored_missing_fits_only_stored_entries():
     assert np.linalg.norm((WH - X)[~keep]) / np.linalg.norm(X[~keep]) < 0.05
 
 
+@pytest.mark.parametrize("solver, beta_loss", [("mu", "frobenius"), ("mu", "kullback-leibler"), ("cd", "frobenius"),
+                                               ("bpp", "frobenius")])
+@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e-200), (np.float64, 1e-30), (np.float32, 1e-30),
+                                          (np.float32, 1e-16)])
+def test_tiny_weights_leave_the_fit_unchanged(solver, beta_loss, dtype, scale):
+    # The rules' division guard once grew as the square root of the weights while the divisors it guards grow
+    # with them: weights of 1e-200 gave mu a zero W (rel_error 1.0), hals 0.907 at 1e-30 in f32, KL 0.9996 at 1e-20.
+    rng = np.random.default_rng(3)
+    X = (rng.random((40, 3)) @ rng.random((3, 30)) + 0.02 * rng.random((40, 30))).astype(dtype)
+    mask = (rng.random(X.shape) > 0.2).astype(dtype)
+    models = [dnmf.NMF(3, solver=solver, beta_loss=beta_loss, init="random", random_state=0, n_threads=1,
+                       max_iter=60, tol=0) for _ in range(2)]
+    Ws = [model.fit_transform(X, mask=(s * mask).astype(dtype)) for model, s in zip(models, (1.0, scale))]
+    rtol = 1e-8 if dtype == np.float64 else 1e-3
+    H = models[0].components_
+    np.testing.assert_allclose(models[1].components_, H, rtol=rtol, atol=rtol * H.max())
+    np.testing.assert_allclose(Ws[1], Ws[0], rtol=rtol, atol=rtol * Ws[0].max())
+    WH = Ws[1] @ models[1].components_
+    assert np.linalg.norm((WH - X)[mask > 0]) / np.linalg.norm(X[mask > 0]) < 0.1
+
+
 def test_bad_masks_are_refused():
     X = planted(10, 8, 2, seed=7)
     with pytest.raises(ValueError, match="shape"):

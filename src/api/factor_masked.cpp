@@ -88,7 +88,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   }
   describe_input(run, name, format, problem.m, problem.n, options);
   keep_one_process(run, std::move(factors), context, world, gather);
-  run.nnz = problem.observed;
+  run.nnz = problem.observed_nonzero;
   run.memory = held_in_memory;
   return run;
 }

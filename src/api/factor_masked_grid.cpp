@@ -179,7 +179,7 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
   describe_input(run, name, format, shape.rows, shape.cols, options);
   // The masked iteration's paths are not in the time model: auto keeps the words-only rule here.
   if (context.grid == "auto") run.grid_choice = {"words", run.grid, {}};
-  run.nnz = block.problem.observed;
+  run.nnz = block.problem.observed_nonzero;
   record_traffic(run, world, solution.iteration_traffic,
                  solvers::masked_words_per_rank(grid_shape, shape.rows, shape.cols, options.rank, options.algorithm,
                                                 !block.problem.h_half.direct_gram) *

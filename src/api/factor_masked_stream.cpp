@@ -233,7 +233,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
   tiles.reset();
   describe_input(run, name, io::format_name(io::format_of(name)), shape.rows, shape.cols, options);
   keep_one_process(run, std::move(factors), context, api::communicator(context), gather);
-  run.nnz = problem.observed;
+  run.nnz = problem.observed_nonzero;
   return run;
 }
 

@@ -58,9 +58,11 @@ struct Checker {
 template <class T>
 void count(MaskedProblem<T>& p, T a, T w) {
   ++p.observed;
+  p.observed_nonzero += a != T(0) ? 1 : 0;
   const double ad = static_cast<double>(a), wd = static_cast<double>(w);
   p.weighted_squared_norm += wd * ad * ad;
   p.weighted_sum += wd * ad;
+  p.weight_sum += wd;
   p.observed_sum += ad;
 }
 
@@ -278,17 +280,19 @@ void agree_masked_block(MaskedBlock<T>& b, const dist::Grid& grid, const dist::L
                         const std::string& name) {
   dist::Communicator& world = grid.world();
   MaskedProblem<T>& p = b.problem;
-  std::int64_t counts[2] = {p.observed, b.non_unit};
-  world.allreduce_sum(counts, 2);
-  double sums[3] = {p.weighted_squared_norm, p.weighted_sum, p.observed_sum};
-  world.allreduce_sum(sums, 3);
+  std::int64_t counts[3] = {p.observed, b.non_unit, p.observed_nonzero};
+  world.allreduce_sum(counts, 3);
+  double sums[4] = {p.weighted_squared_norm, p.weighted_sum, p.observed_sum, p.weight_sum};
+  world.allreduce_sum(sums, 4);
   p.m = layout.m;
   p.n = layout.n;
   p.observed = counts[0];
   b.non_unit = counts[1];
+  p.observed_nonzero = counts[2];
   p.weighted_squared_norm = sums[0];
   p.weighted_sum = sums[1];
   p.observed_sum = sums[2];
+  p.weight_sum = sums[3];
   // The same figures on every rank: the same refusal everywhere, reported once.
   try {
     require_observed(p.observed, p.weighted_squared_norm, p.weighted_sum, name);

@@ -86,8 +86,9 @@ class GridIteration {
         full_gram_(!direct_ && !kl_),
         record_(options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp ? k_ + k_ * (k_ + 1) / 2
                                                                                             : 2 * k_) {
-    const double eps = division_guard(options.algorithm, std::is_same_v<T, float>, p_.weighted_squared_norm,
-                                      static_cast<double>(p_.observed));  // as on one process
+    const double eps =
+        weighted_division_guard(options.algorithm, std::is_same_v<T, float>, p_.weighted_squared_norm, p_.weight_sum,
+                                static_cast<double>(p_.observed));  // as on one process
     const auto& pen = options.penalties;
     h_.half = &p_.h_half;
     h_.along = &grid.col_comm();

@@ -574,8 +574,8 @@ void zero_unobserved(const MaskedProblem<T>& p, Factors<T>& f) {
 
 template <class T>
 FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f) {
-  const double eps = division_guard(options.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm,
-                                    static_cast<double>(p.observed));
+  const double eps = weighted_division_guard(options.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm,
+                                             p.weight_sum, static_cast<double>(p.observed));
   const auto& pen = options.penalties;
   const backend::UpdateRule rule_h = update_rule(options.algorithm, eps, pen.l1_h, pen.l2_h);
   const backend::UpdateRule rule_w = update_rule(options.algorithm, eps, pen.l1_w, pen.l2_w);

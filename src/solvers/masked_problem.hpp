@@ -41,8 +41,10 @@ template <class T>
 struct MaskedProblem {
   index_t m = 0, n = 0;
   index_t observed = 0;              ///< entries with weight > 0
+  index_t observed_nonzero = 0;      ///< those whose value is not zero (report.json's nnz)
   double weighted_squared_norm = 0;  ///< Σ w a²
   double weighted_sum = 0;           ///< Σ w a
+  double weight_sum = 0;             ///< Σ w (the observed entries' weights)
   double observed_sum = 0;           ///< Σ a over observed entries (the random start's scale)
   index_t unobserved_rows = 0, unobserved_cols = 0;
   /// Every entry observed with weight 1: nothing is masked, and the entry points run the unmasked solver.

@@ -184,8 +184,9 @@ class Iteration {
  public:
   Iteration(StreamedMaskedProblem<T>& p, const FactorOptions& o, Factors<T>& f)
       : p_(p), o_(o), f_(f), side_(p.tiles->direction()), k_(o.rank) {
-    const double eps = division_guard(o.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm,
-                                      static_cast<double>(p.observed));  // as the in-memory iteration
+    const double eps =
+        weighted_division_guard(o.algorithm, std::is_same_v<T, float>, p.weighted_squared_norm, p.weight_sum,
+                                static_cast<double>(p.observed));  // as the in-memory iteration
     const auto& pen = o.penalties;
     const backend::UpdateRule rule_h = update_rule(o.algorithm, eps, pen.l1_h, pen.l2_h);
     const backend::UpdateRule rule_w = update_rule(o.algorithm, eps, pen.l1_w, pen.l2_w);
@@ -353,8 +354,8 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
   const Side side = p.tiles->direction();
   const bool columns = side == Side::H;
   std::vector<index_t> per_row(to_size(p.m), 0), per_col(to_size(p.n), 0);
-  index_t observed = 0, non_unit = 0;
-  double squared = 0, weighted = 0, plain = 0;
+  index_t observed = 0, non_unit = 0, nonzero = 0;
+  double squared = 0, weighted = 0, plain = 0, weights = 0;
   bool sparse = false;
   p.tiles->pass([&](const stream::Tile<T>& at, const stream::Tile<T>* wt) {
     const TileLines<T> tile(at, wt, side, p.nan_missing);
@@ -372,11 +373,13 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
       if (!(w > 0)) return;
       check_observed_entry(p.a_name, i, j, a);
       ++observed;
+      nonzero += a != T(0) ? 1 : 0;
       ++per_row[to_size(i)];
       ++per_col[to_size(j)];
       const double ad = static_cast<double>(a), wd = static_cast<double>(w);
       squared += wd * ad * ad;
       weighted += wd * ad;
+      weights += wd;
       plain += ad;
     };
     for (index_t l = 0; l < tile.lines; ++l) {
@@ -389,9 +392,11 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
     }
   });
   p.observed = observed;
+  p.observed_nonzero = nonzero;
   p.weighted_squared_norm = squared;
   p.weighted_sum = weighted;
   p.observed_sum = plain;
+  p.weight_sum = weights;
   require_observed(observed, squared, weighted, p.a_name);
   p.all_unit = !sparse && non_unit == 0;
   p.unobserved_rows.assign(to_size(p.m), 0);

@@ -23,7 +23,8 @@ struct StreamedMaskedProblem {
   index_t m = 0, n = 0;
   // Filled by scan_masked_tiles():
   index_t observed = 0;
-  double weighted_squared_norm = 0, weighted_sum = 0, observed_sum = 0;
+  index_t observed_nonzero = 0;  ///< observed entries whose value is not zero
+  double weighted_squared_norm = 0, weighted_sum = 0, observed_sum = 0, weight_sum = 0;
   bool all_unit = false;              ///< dense, every weight 1, no NaN missing: nothing is masked
   std::vector<char> unobserved_rows;  ///< m flags: rows of A with no observed entry
   std::vector<char> unobserved_cols;  ///< n flags

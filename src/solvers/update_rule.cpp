@@ -89,4 +89,11 @@ double division_guard(Algorithm algorithm, bool single, double squared_norm, dou
   return guard > std::numeric_limits<double>::min() ? guard : std::numeric_limits<double>::min();
 }
 
+double weighted_division_guard(Algorithm algorithm, bool single, double weighted_squared_norm, double weight_sum,
+                               double observed) {
+  if (!(weight_sum > 0) || !(observed > 0)) return division_guard(algorithm, single, weighted_squared_norm, observed);
+  const double guard = division_guard(algorithm, single, weighted_squared_norm, weight_sum) * (weight_sum / observed);
+  return guard > std::numeric_limits<double>::min() ? guard : std::numeric_limits<double>::min();
+}
+
 }  // namespace dnmf::solvers

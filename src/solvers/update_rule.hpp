@@ -19,4 +19,12 @@ namespace dnmf::solvers {
 /// met divisors below it and came back as zero factors. c·A thus gives the same iterates scaled by √c.
 [[nodiscard]] double division_guard(Algorithm algorithm, bool single, double squared_norm, double count);
 
+/// division_guard for weighted data (Σ w a² = weighted_squared_norm over `observed` entries whose weights sum to
+/// weight_sum): the guard of the data's weighted mean square Σ w a² / Σ w, times the mean weight. Every divisor of
+/// the masked rules is a weighted sum (Σ w y y, Σ w y), so scaling every weight by c scales them by c, and the guard
+/// with them: the fit does not change. Without the mean weight (the guard of Σ w a² / count, which grows as √c),
+/// weights of 1e-200 made MU's guard outweigh its divisors and returned zero factors. Unit weights: division_guard.
+[[nodiscard]] double weighted_division_guard(Algorithm algorithm, bool single, double weighted_squared_norm,
+                                             double weight_sum, double observed);
+
 }  // namespace dnmf::solvers
