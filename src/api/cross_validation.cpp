@@ -134,16 +134,46 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   api::check_holdout_folds(source.name(), options.factor.seed, options.folds, static_cast<index_t>(entries.size()),
                            options.holdout);
 
+  const auto draw_fold = [&](int fold) {
+    std::vector<char> held(entries.size(), 0);
+    util::for_each_uniform01(options.factor.seed, static_cast<std::uint64_t>(util::Stream::holdout),
+                             static_cast<std::uint64_t>(fold) * entries.size(), static_cast<index_t>(entries.size()),
+                             [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
+    return held;
+  };
+  // A fold whose held-out entries are all zero has no relative error (0/0: scored in A's units instead, it was
+  // averaged with the other folds' ratios), and one that keeps only zeros has nothing to fit. Both are found
+  // before any fit, as check_holdout_folds finds its cases.
+  for (int fold = 0; fold < options.folds; ++fold) {
+    const std::vector<char> held = draw_fold(fold);
+    index_t held_count = 0;
+    bool held_nonzero = false, kept_nonzero = false;
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      const bool nonzero = entries[e].a != 0;
+      held_count += held[e];
+      held_nonzero = held_nonzero || (held[e] != 0 && nonzero);
+      kept_nonzero = kept_nonzero || (held[e] == 0 && nonzero);
+    }
+    const std::string which = source.name() + ": fold " + std::to_string(fold) + " (seed " +
+                              std::to_string(options.factor.seed) + ", hold-out fraction " +
+                              std::to_string(options.holdout) + ") ";
+    if (!held_nonzero)
+      throw UsageError(which + "hides " + std::to_string(held_count) +
+                       " observed entries, all of them zero: their relative error is undefined; raise the "
+                       "fraction (--holdout, --cv-holdout) or pick another --seed");
+    if (!kept_nonzero)
+      throw UsageError(which +
+                       "keeps only zero entries to fit; lower the fraction (--holdout, --cv-holdout) or pick "
+                       "another --seed");
+  }
+
   CrossValidationResult result;
   result.rows = base.m;
   result.cols = base.n;
   result.observed = base.observed;
   for (const index_t k : options.ks) result.ranks.push_back({k, {}, 0, 0, {}});
   for (int fold = 0; fold < options.folds; ++fold) {
-    std::vector<char> held(entries.size(), 0);
-    util::for_each_uniform01(options.factor.seed, static_cast<std::uint64_t>(util::Stream::holdout),
-                             static_cast<std::uint64_t>(fold) * entries.size(), static_cast<index_t>(entries.size()),
-                             [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
+    const std::vector<char> held = draw_fold(fold);
     index_t count = 0;
     for (const char h : held) count += h;
     result.held_out.push_back(count);  // neither 0 nor all of them: check_holdout_folds above
@@ -168,7 +198,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
         num += o.w * (o.a - q) * (o.a - q);
         den += o.w * o.a * o.a;
       }
-      rank.fold_errors.push_back(den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+      rank.fold_errors.push_back(std::sqrt(num / den));  // den > 0: a held-out entry is non-zero (checked above)
       rank.fit_errors.push_back(fit.rel_error);
     }
   }

@@ -638,6 +638,10 @@ def info_negative(ctx):
         check(f.get(key) == value, "info (dup.mtx) %s = %r, expected %r\n%s" % (key, f.get(key), value, result.stdout))
     check(f.get("duplicates", "").startswith("1 "), "info (dup.mtx) duplicates line: %r" % result.stdout)
     check("warning" in result.stderr and "1 negative" in result.stderr, "info (dup.mtx) warning: %r" % result.stderr)
+    # Four lines at one place of a 2 x 2 matrix leave three places unstored: zeros, so min is 0 (it was 5).
+    write_text(ctx.path("dup4.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 4\n" + "1 1 5\n" * 4)
+    j = json.loads(ctx.ok("info", "--json", "dup4.mtx").stdout)
+    check((j["stored"], j["min"], j["max"], j["sum"]) == (1, 0, 5, 20), "info --json dup4.mtx: %r" % j)
     j = json.loads(ctx.run("info", "--json", "dup.mtx").stdout)
     check((j["negative"], j["duplicates"], j["stored"]) == (1, 1, 3), "info --json (dup.mtx) %r" % j)
     ctx.expect_error(["factor", "dup.mtx", "-k", 1, "-o", "dup_out"], ["dup.mtx:3: entry at row 0, column 0", "-1"],
@@ -737,15 +741,18 @@ def masked_factor(ctx):
     missing section in report.json, and a fully masked row: its row of W is zero, with a warning."""
     m, n = 12, 9
     data = planted_rows_dense(m, n)
+    data[1][1] = 0.0  # an observed zero: report.json's nnz counts the observed non-zeros
     write_bytes(ctx.path("A.npy"), npy_bytes(data))
     mask = [[0.0 if (i + 2 * j) % 7 == 0 else 1.0 for j in range(n)] for i in range(m)]
     mask[5] = [0.0] * n  # row 5 has no observed entry
     observed = sum(1 for row in mask for v in row if v > 0)
+    nonzero = sum(1 for i in range(m) for j in range(n) if mask[i][j] > 0 and data[i][j] != 0)
     write_bytes(ctx.path("M.npy"), npy_bytes(mask))
     result = ctx.ok("factor", "A.npy", "-k", 2, "--mask", "M.npy", "--algo", "bpp", "-o", "out")
     check("1 rows and 0 columns" in result.stderr and "warning" in result.stderr, "no warning: " + result.stderr)
     report = ctx.report("out")
     check(report["observed"] == observed, "observed %s, expected %d" % (report["observed"], observed))
+    check(report["nnz"] == nonzero < observed, "nnz %s, expected %d (of %d observed)" % (report["nnz"], nonzero, observed))
     check(report["missing"]["mask"] == "M.npy", "missing section: %s" % report["missing"])
     check(report["missing"]["unobserved_rows"] == 1, "unobserved rows: %s" % report["missing"])
     w = Npy(ctx.path("out", "W.npy"))
@@ -839,6 +846,16 @@ def cv(ctx):
     check(len(emptied) == 2 and max(emptied) > 0 and "warning" in report, "cv.json, 95%% hidden: %s" % report)
     check("dnmf: warning: A.npy: cross-validation: in" in result.stderr and "rows" in result.stderr and
           "smaller --holdout" in result.stderr, "stderr: " + result.stderr)
+    # A fold whose held-out entries are all zero has no relative error (it was scored in A's units and averaged
+    # with the others' ratios); one that keeps only zeros has nothing to fit (it blamed the file, exit 3). Both are
+    # usage errors naming the fold, before any fit. One non-zero among five observed entries; seeds 2 and 4 of a
+    # 30% hold-out hide only zeros and only the non-zero.
+    zeros = [[1.0 if (i, j) == (0, 0) else 0.0 for j in range(5)] for i in range(6)]
+    write_bytes(ctx.path("Z.npy"), npy_bytes(zeros))
+    write_bytes(ctx.path("MZ.npy"), npy_bytes([[1.0 if i == j else 0.0 for j in range(5)] for i in range(6)]))
+    zero_fold = ["cv", "Z.npy", "--mask", "MZ.npy", "--k", 1, "--folds", 1, "--holdout", 0.3, "-o", "out_zero"]
+    ctx.expect_error(zero_fold + ["--seed", 2], ["Z.npy: fold 0", "all of them zero", "--holdout"], out_dir=None, code=2)
+    ctx.expect_error(zero_fold + ["--seed", 4], ["Z.npy: fold 0", "keeps only zero entries"], out_dir=None, code=2)
     # One process only: a grid other than 1x1 is refused rather than ignored.
     ctx.expect_error(["cv", "A.npy", "--k", "2:3", "--grid", "2x2", "-o", "out_grid"], ["--grid 2x2", "one process"],
                      out_dir=None, code=2)
