@@ -559,9 +559,9 @@ TEST_F(Hdf5Test, BadFilesAndDatasets) {
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":A", {3, 6}, {1, 4});
             }),
-            p + ":/A: entry at row 4, column 2 (0-based) is NaN; input must be finite and non-negative (to fit NaN "
-                "entries as missing values: --missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, "
-                "missing='nan'))");
+            p + ":/A: entry at row 4, column 2 (0-based) is NaN; input must be finite and non-negative (NaN "
+                "entries of A in a .npy, a .mtx or memory can be fitted as missing values: --missing nan, "
+                "MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))");
   EXPECT_NO_THROW(read<double>(p + ":A", {0, 4}, {0, 5}));
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":A", {0, 7}, {0, 5});

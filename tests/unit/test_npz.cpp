@@ -387,8 +387,9 @@ TEST_F(NpzDamage, BadIndicesAndValues) {
   const std::string nan = variant("f.npz", "data.npy", vector_image<double>({std::nan(""), 2}));
   EXPECT_EQ(read_error(nan), path("f.npz") +
                                  ": entry at row 0, column 0 (0-based) is NaN; input must be finite and non-negative "
-                                 "(to fit NaN entries as missing values: --missing nan, MissingValues::nan_missing in "
-                                 "C++, or dnmf.NMF().fit(X, missing='nan'))");
+                                 "(NaN entries of A in a .npy, a .mtx or memory can be fitted as missing values: "
+                                 "--missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, "
+                                 "missing='nan'))");
   EXPECT_NO_THROW((void)read<double>(nan, {1, 3}, {0, 2}));  // the bad entry is in another process's rows
   // CSC names its lines as columns.
   good_ = scipy_members<double, std::int32_t, std::int32_t>("csc", 2, 3, {1, 2}, {0, 5}, {0, 1, 2, 2});
