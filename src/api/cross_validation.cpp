@@ -130,42 +130,13 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   check_options(options, base.m, base.n);
   const std::vector<Observed> entries = observed_entries(base);
 
-  // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's.
+  // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's. So do folds that hide
+  // only zeros (no relative error: scored in A's units instead, they were averaged with the other folds' ratios)
+  // or keep only zeros.
+  std::vector<char> nonzero(entries.size());
+  for (std::size_t e = 0; e < entries.size(); ++e) nonzero[e] = entries[e].a != 0 ? 1 : 0;
   api::check_holdout_folds(source.name(), options.factor.seed, options.folds, static_cast<index_t>(entries.size()),
-                           options.holdout);
-
-  const auto draw_fold = [&](int fold) {
-    std::vector<char> held(entries.size(), 0);
-    util::for_each_uniform01(options.factor.seed, static_cast<std::uint64_t>(util::Stream::holdout),
-                             static_cast<std::uint64_t>(fold) * entries.size(), static_cast<index_t>(entries.size()),
-                             [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
-    return held;
-  };
-  // A fold whose held-out entries are all zero has no relative error (0/0: scored in A's units instead, it was
-  // averaged with the other folds' ratios), and one that keeps only zeros has nothing to fit. Both are found
-  // before any fit, as check_holdout_folds finds its cases.
-  for (int fold = 0; fold < options.folds; ++fold) {
-    const std::vector<char> held = draw_fold(fold);
-    index_t held_count = 0;
-    bool held_nonzero = false, kept_nonzero = false;
-    for (std::size_t e = 0; e < entries.size(); ++e) {
-      const bool nonzero = entries[e].a != 0;
-      held_count += held[e];
-      held_nonzero = held_nonzero || (held[e] != 0 && nonzero);
-      kept_nonzero = kept_nonzero || (held[e] == 0 && nonzero);
-    }
-    const std::string which = source.name() + ": fold " + std::to_string(fold) + " (seed " +
-                              std::to_string(options.factor.seed) + ", hold-out fraction " +
-                              std::to_string(options.holdout) + ") ";
-    if (!held_nonzero)
-      throw UsageError(which + "hides " + std::to_string(held_count) +
-                       " observed entries, all of them zero: their relative error is undefined; raise the "
-                       "fraction (--holdout, --cv-holdout) or pick another --seed");
-    if (!kept_nonzero)
-      throw UsageError(which +
-                       "keeps only zero entries to fit; lower the fraction (--holdout, --cv-holdout) or pick "
-                       "another --seed");
-  }
+                           options.holdout, &nonzero);
 
   CrossValidationResult result;
   result.rows = base.m;
@@ -173,7 +144,10 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   result.observed = base.observed;
   for (const index_t k : options.ks) result.ranks.push_back({k, {}, 0, 0, {}});
   for (int fold = 0; fold < options.folds; ++fold) {
-    const std::vector<char> held = draw_fold(fold);
+    std::vector<char> held(entries.size(), 0);
+    util::for_each_uniform01(options.factor.seed, static_cast<std::uint64_t>(util::Stream::holdout),
+                             static_cast<std::uint64_t>(fold) * entries.size(), static_cast<index_t>(entries.size()),
+                             [&](index_t e, double u) { held[to_size(e)] = u <= options.holdout ? 1 : 0; });
     index_t count = 0;
     for (const char h : held) count += h;
     result.held_out.push_back(count);  // neither 0 nor all of them: check_holdout_folds above
@@ -278,16 +252,24 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
 
 namespace api {
 
-void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout) {
+void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
+                         const std::vector<char>* nonzero) {
   const std::string fraction =
       name + ": the hold-out fraction " + std::to_string(holdout) + " (--holdout, --cv-holdout) hides ";
   for (int fold = 0; fold < folds; ++fold) {
     const std::uint64_t first = static_cast<std::uint64_t>(fold) * static_cast<std::uint64_t>(observed);
     bool some_held = false, some_kept = false;
-    for (index_t e = 0; e < observed && !(some_held && some_kept); ++e) {
+    // Without values, every entry counts as non-zero.
+    bool nonzero_held = nonzero == nullptr, nonzero_kept = nonzero == nullptr;
+    index_t held_count = 0;
+    for (index_t e = 0; e < observed && !(some_held && some_kept && nonzero_held && nonzero_kept); ++e) {
       const bool held = util::uniform01(seed, util::Stream::holdout, first + static_cast<std::uint64_t>(e)) <= holdout;
+      const bool value = nonzero == nullptr || (*nonzero)[to_size(e)] != 0;
+      held_count += held ? 1 : 0;
       some_held = some_held || held;
       some_kept = some_kept || !held;
+      nonzero_held = nonzero_held || (held && value);
+      nonzero_kept = nonzero_kept || (!held && value);
     }
     if (!some_held)
       throw UsageError(fraction + "no entry of " + std::to_string(observed) + " observed ones in fold " +
@@ -295,6 +277,17 @@ void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds,
     if (!some_kept)
       throw UsageError(fraction + "every one of the " + std::to_string(observed) + " observed entries in fold " +
                        std::to_string(fold) + ", leaving nothing to fit");
+    // Past here the loop ran to the end, so held_count is the fold's.
+    const std::string which = name + ": fold " + std::to_string(fold) + " (seed " + std::to_string(seed) +
+                              ", hold-out fraction " + std::to_string(holdout) + ") ";
+    if (!nonzero_held)
+      throw UsageError(which + "hides " + std::to_string(held_count) +
+                       " observed entries, all of them zero: their relative error is undefined; raise the "
+                       "fraction (--holdout, --cv-holdout) or pick another --seed");
+    if (!nonzero_kept)
+      throw UsageError(which +
+                       "keeps only zero entries to fit; lower the fraction (--holdout, --cv-holdout) or pick "
+                       "another --seed");
   }
 }
 

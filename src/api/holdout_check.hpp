@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dnmf/index.hpp"
 
@@ -12,7 +13,10 @@ namespace dnmf::api {
 /// Throws UsageError naming `name` when a fold of `folds` drawn with `seed` would hide none, or every one, of
 /// `observed` entries at the fraction `holdout` (the draw cross_validate makes: entry e of fold f is held out
 /// when uniform01(seed, Stream::holdout, f * observed + e) <= holdout). Stops at the first entry of each kind,
-/// so it costs about 1 / holdout draws per fold.
-void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout);
+/// so it costs about 1 / holdout draws per fold. With `nonzero` (one flag per observed entry: its value is not
+/// zero), a fold must also hide a non-zero entry (a held-out error relative to all-zero entries is 0 / 0) and keep
+/// one (only zeros leave nothing to fit); it then stops at the first non-zero entry of each kind.
+void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
+                         const std::vector<char>* nonzero = nullptr);
 
 }  // namespace dnmf::api

@@ -39,6 +39,12 @@ void add_entry(EntryStats& s, double v) {
   if (!(v <= s.max)) s.max = v;
 }
 
+/// Entries not stored are zeros and take part in min and max like any other.
+void take_unstored_zeros(EntryStats& s) {
+  if (!(s.min <= 0)) s.min = 0;
+  if (!(s.max >= 0)) s.max = 0;
+}
+
 /// entry_stats without the structure check: `dnmf info`'s Matrix Market lines repeat positions on purpose.
 template <class T>
 EntryStats stats_of(const MatrixRef<T>& matrix) {
@@ -55,11 +61,7 @@ EntryStats stats_of(const MatrixRef<T>& matrix) {
     const auto& csr = std::get<CsrView<T>>(matrix);
     s.stored = csr.nnz();
     for (index_t k = csr.indptr[0]; k < csr.indptr[csr.rows]; ++k) add_entry(s, static_cast<double>(csr.values[k]));
-    // Entries not stored are zeros and take part in min and max like any other.
-    if (s.stored < s.rows * s.cols) {
-      if (!(s.min <= 0)) s.min = 0;
-      if (!(s.max >= 0)) s.max = 0;
-    }
+    if (s.stored < s.rows * s.cols) take_unstored_zeros(s);
   }
   return s;
 }
@@ -109,10 +111,7 @@ MatrixInfo inspect(const std::string& path) {
     info.stats.max = as_given.max;
     // The lines alone count a place once per line: four lines at one place of a 2 x 2 matrix looked like no
     // place left unstored. The merged matrix says whether zeros take part.
-    if (summed.nnz() < summed.rows() * summed.cols()) {
-      if (!(info.stats.min <= 0)) info.stats.min = 0;
-      if (!(info.stats.max >= 0)) info.stats.max = 0;
-    }
+    if (summed.nnz() < summed.rows() * summed.cols()) take_unstored_zeros(info.stats);
     info.stats.negative = as_given.negative;
     info.stats.nan = as_given.nan;
     info.stats.infinite = as_given.infinite;

@@ -49,6 +49,11 @@ int host_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CV
   return 0;
 }
 
+// A guard that underflows to zero guards nothing: the smallest normal double is the floor.
+double at_least_normal(double guard) {
+  return guard > std::numeric_limits<double>::min() ? guard : std::numeric_limits<double>::min();
+}
+
 }  // namespace
 
 template <class T>
@@ -84,16 +89,14 @@ double division_guard(Algorithm algorithm, bool single, double squared_norm, dou
   const double rms = count > 0 ? std::sqrt(squared_norm / count) : 0.0;
   if (!(rms > 0) || !std::isfinite(rms)) return base;
   const double power = algorithm == Algorithm::mu ? 1.5 : algorithm == Algorithm::kl ? 0.5 : 1.0;
-  const double guard = base * std::pow(rms, power);
-  // A guard that underflows to zero guards nothing: the smallest normal double is the floor.
-  return guard > std::numeric_limits<double>::min() ? guard : std::numeric_limits<double>::min();
+  return at_least_normal(base * std::pow(rms, power));
 }
 
 double weighted_division_guard(Algorithm algorithm, bool single, double weighted_squared_norm, double weight_sum,
                                double observed) {
   if (!(weight_sum > 0) || !(observed > 0)) return division_guard(algorithm, single, weighted_squared_norm, observed);
-  const double guard = division_guard(algorithm, single, weighted_squared_norm, weight_sum) * (weight_sum / observed);
-  return guard > std::numeric_limits<double>::min() ? guard : std::numeric_limits<double>::min();
+  return at_least_normal(division_guard(algorithm, single, weighted_squared_norm, weight_sum) *
+                         (weight_sum / observed));
 }
 
 }  // namespace dnmf::solvers
