@@ -128,9 +128,9 @@ struct LoadedMatrix {
   [[nodiscard]] MatrixRef<T> ref() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
 };
 
-/// Reads the whole matrix `path` in precision T on this process. Matrix Market and .npy files are read as they
-/// are (their entries are checked by the entry points, or by `dnmf info`); HDF5, .npz and .dcsr readers refuse
-/// negative, NaN and infinite entries themselves.
+/// Reads the whole matrix `path` in precision T on this process, entries as stored in every format: negative,
+/// NaN and infinite entries are checked by the entry points (a masked run only at observed places), or
+/// reported by `dnmf info`. The structure (shape, indices, checksums) is checked here.
 template <class T>
 LoadedMatrix<T> load_matrix(const std::string& path);
 

@@ -83,14 +83,14 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
       return block;
     }
     case FileFormat::hdf5:
-      return read_hdf5_block<T>(path, rows, cols, comm);
+      return read_hdf5_block<T>(path, rows, cols, comm, check_entries);
     case FileFormat::dcsr:
       // Row ranges by positioned reads (the row index), like .npy: no exchange between ranks.
-      return detail::run_agreed(comm, path, [&] { return read_dcsr_block<T>(path, rows, cols); });
+      return detail::run_agreed(comm, path, [&] { return read_dcsr_block<T>(path, rows, cols, check_entries); });
     case FileFormat::npz:
       // Each rank uncompresses the matrix's members on its own and keeps its block: a compressed member cannot be
       // entered in the middle, and reading the file on every rank costs no exchange.
-      return detail::run_agreed(comm, path, [&] { return read_npz_block<T>(path, rows, cols); });
+      return detail::run_agreed(comm, path, [&] { return read_npz_block<T>(path, rows, cols, check_entries); });
   }
   throw CollectiveError(path + ": unknown input format", ErrorKind::usage);
 }

@@ -28,9 +28,8 @@ struct LocalBlock {
 /// precision T. Collective over `comm` (every rank of it calls, each with its own ranges): Matrix Market is
 /// parsed by byte ranges and entries are sent to their owners, so no rank holds the whole matrix.
 /// A negative, NaN or infinite entry is a dnmf::Error naming the file and the entry's global row and column.
-/// `check_entries` false: .npy and Matrix Market entries are returned as stored (a masked run checks only the
-/// observed ones, and NaN may mean missing); the other readers refuse such entries themselves, as their
-/// whole-file reads do.
+/// `check_entries` false: entries are returned as stored, in every format (a masked run checks only the observed
+/// ones, and NaN may mean missing).
 template <class T>
 LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
                          bool check_entries = true);

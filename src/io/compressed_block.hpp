@@ -47,10 +47,13 @@ template <class T>
 class CompressedBlock {
  public:
   /// The block rows x cols of a rows_total x cols_total matrix stored as `c` says; `where` starts messages.
+  /// `check_entries` false keeps negative, NaN and infinite values as stored (a masked run checks the observed
+  /// ones itself, and NaN may mean missing).
   CompressedBlock(std::string where, Compression c, dist::Range rows, dist::Range cols, index_t rows_total,
-                  index_t cols_total)
+                  index_t cols_total, bool check_entries = true)
       : where_(std::move(where)),
         c_(c),
+        check_entries_(check_entries),
         major_(c.by_columns ? cols : rows),
         minor_(c.by_columns ? rows : cols),
         minor_total_(c.by_columns ? rows_total : cols_total) {
@@ -76,7 +79,7 @@ class CompressedBlock {
                       std::to_string(minor_total_ - 1));
     }
     if (minor < minor_.first || minor >= minor_.last) return;
-    if (!acceptable_entry(value)) {
+    if (check_entries_ && !acceptable_entry(value)) {
       const index_t row = c_.by_columns ? minor : line, col = c_.by_columns ? line : minor;
       throw DataError(where_ + ": " + describe_bad_entry(row, col, value));
     }
@@ -96,6 +99,7 @@ class CompressedBlock {
  private:
   std::string where_;
   Compression c_;
+  bool check_entries_;
   dist::Range major_, minor_;
   index_t minor_total_;
   index_t current_ = 0;  // local major line whose entries are being added

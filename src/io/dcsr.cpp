@@ -336,8 +336,8 @@ std::size_t dcsr_staging_bytes(const DcsrHeader& header, dist::Range cols) {
 template <class T>
 index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, index_t first, index_t count,
                        dist::Range cols, index_t* indptr, col_index_t* indices, T* values, std::size_t capacity,
-                       bool validate, std::vector<std::byte>& staging, std::size_t& bytes_read,
-                       DcsrVerified* verified) {
+                       bool validate, std::vector<std::byte>& staging, std::size_t& bytes_read, DcsrVerified* verified,
+                       bool check_values) {
   const std::string& path = file.path();
   verify_dcsr_rows(file, header, first, count, verified);
   const index_t r = count;
@@ -373,7 +373,7 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
         const index_t col = indices[p];
         if (col < 0 || col >= width || (validate && col <= previous)) bad_index(first + i, col);
         previous = col;
-        if (validate && !acceptable_entry(values[p])) bad_value(first + i, col, values[p]);
+        if (validate && check_values && !acceptable_entry(values[p])) bad_value(first + i, col, values[p]);
       }
     }
     return n;
@@ -408,7 +408,7 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
       if (col < 0 || col >= width || (validate && col <= previous)) bad_index(first + i, col);
       previous = col;
       const T v = chunk_values[q];
-      if (validate && !acceptable_entry(v)) bad_value(first + i, col, v);
+      if (validate && check_values && !acceptable_entry(v)) bad_value(first + i, col, v);
       if (col < cols.first || col >= cols.last) continue;
       if (to_size(kept) >= capacity) throw DataError(path + ": more entries than room (file changed?)");
       indices[kept] = static_cast<col_index_t>(col - cols.first);
@@ -421,7 +421,7 @@ index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, 
 }
 
 template <class T>
-LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::Range cols) {
+LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::Range cols, bool check_entries) {
   const detail::InputFile file(path);
   const DcsrHeader header = read_dcsr_header(file);
   if (rows.first < 0 || rows.first > rows.last || rows.last > header.rows || cols.first < 0 || cols.first > cols.last ||
@@ -444,7 +444,7 @@ LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::R
   std::vector<std::byte> staging;
   std::size_t bytes_read = 0;
   const index_t nnz = read_dcsr_rows(file, header, rows.first, rows.size(), cols, indptr.data(), indices.data(),
-                                     values.data(), to_size(bound), true, staging, bytes_read);
+                                     values.data(), to_size(bound), true, staging, bytes_read, nullptr, check_entries);
   indices.resize(to_size(nnz));
   values.resize(to_size(nnz));
   LocalBlock<T> block;
@@ -463,12 +463,12 @@ CsrMatrix<T> read_dcsr(const std::string& path) {
 #define DNMF_INSTANTIATE_DCSR(T)                                                                                 \
   template void write_dcsr<T>(const std::string&, CsrView<T>);                                                   \
   template void write_dcsr_unchecked<T>(const std::string&, CsrView<T>);                                         \
-  template LocalBlock<T> read_dcsr_block<T>(const std::string&, dist::Range, dist::Range);                       \
+  template LocalBlock<T> read_dcsr_block<T>(const std::string&, dist::Range, dist::Range, bool);                 \
   template CsrMatrix<T> read_dcsr<T>(const std::string&);                                                        \
   template std::size_t dcsr_staging_bytes<T>(const DcsrHeader&, dist::Range);                                    \
   template index_t read_dcsr_rows<T>(const detail::InputFile&, const DcsrHeader&, index_t, index_t, dist::Range, \
                                      index_t*, col_index_t*, T*, std::size_t, bool, std::vector<std::byte>&,     \
-                                     std::size_t&, DcsrVerified*);
+                                     std::size_t&, DcsrVerified*, bool);
 // NOLINTEND(bugprone-macro-parentheses)
 DNMF_INSTANTIATE_DCSR(float)
 DNMF_INSTANTIATE_DCSR(double)

@@ -51,9 +51,10 @@ using DcsrVerified = std::vector<unsigned char>;
 [[nodiscard]] MatrixShape read_dcsr_shape(const std::string& path);
 
 /// Rows x columns (global indices) of a .dcsr file as a CSR block in precision T, columns renumbered from the
-/// block's first. Entries are checked (finite, non-negative, indices in range and increasing in each row).
+/// block's first. Entries are checked (finite, non-negative, indices in range and increasing in each row);
+/// `check_entries` false leaves the values unchecked (a masked run checks only the observed ones).
 template <class T>
-LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::Range cols);
+LocalBlock<T> read_dcsr_block(const std::string& path, dist::Range rows, dist::Range cols, bool check_entries = true);
 
 /// Scratch read_dcsr_rows needs: none when the block spans the file's columns and the values are stored as T.
 template <class T>
@@ -65,12 +66,13 @@ template <class T>
 /// naming the rows; the rows are then read into row starts (count + 1, from 0), indices and values with
 /// room for `capacity` entries. Returns the entries kept and adds the bytes read to `bytes_read`. Column
 /// indices are always checked against the file's width (they address memory); `validate` adds the entry checks
-/// and the increasing order within rows. `staging` is reused scratch (dcsr_staging_bytes).
+/// and the increasing order within rows (the values' checks only with `check_values`). `staging` is reused
+/// scratch (dcsr_staging_bytes).
 template <class T>
 index_t read_dcsr_rows(const detail::InputFile& file, const DcsrHeader& header, index_t first, index_t count,
                        dist::Range cols, index_t* indptr, col_index_t* indices, T* values, std::size_t capacity,
                        bool validate, std::vector<std::byte>& staging, std::size_t& bytes_read,
-                       DcsrVerified* verified = nullptr);
+                       DcsrVerified* verified = nullptr, bool check_values = true);
 
 /// write_dcsr without its structure check: how tests make a well-checksummed file with a bad structure, to see
 /// the readers refuse it.

@@ -27,8 +27,10 @@ MatrixShape hdf5_shape(const std::string& path);
 /// own rows. Any rank's failure (an index out of range, a decreasing indptr, a negative/NaN/infinite entry
 /// named by its global row and column, I/O) is a dnmf::Error on that rank and a PeerError on the others; one
 /// every rank shares (missing object, bad shape attribute, ...) is a CollectiveError everywhere.
+/// `check_entries` false returns the values as stored (a masked run checks only the observed ones).
 template <class T>
-LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm);
+LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
+                              bool check_entries = true);
 
 /// Writes W (m x k, dataset "W") and H (k x n, dataset "H") of a factorisation on `grid` into one file, every
 /// rank writing its pieces (Wt: k x layout.w_rows.size(), the transposed rows of W it owns; H: k x

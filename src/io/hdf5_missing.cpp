@@ -19,7 +19,7 @@ bool hdf5_built() { return false; }
 MatrixShape hdf5_shape(const std::string& path) { not_built(path); }
 
 template <class T>
-LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range, dist::Range, dist::Communicator&) {
+LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range, dist::Range, dist::Communicator&, bool) {
   not_built(path);
 }
 
@@ -39,11 +39,11 @@ void write_factors_h5(const std::string& path, const dist::Grid&, const dist::La
   not_built(path);
 }
 
-#define DNMF_INSTANTIATE_HDF5(T)                                                                                    \
-  template LocalBlock<T> read_hdf5_block<T>(const std::string&, dist::Range, dist::Range, dist::Communicator&);     \
-  template void write_h5_dense<T>(const std::string&, const std::string&, DenseView<const T>, bool);                \
-  template void write_h5_csr<T>(const std::string&, const std::string&, CsrView<T>, bool);                          \
-  template void write_factors_h5<T>(const std::string&, const dist::Grid&, const dist::Layout&, DenseView<const T>, \
+#define DNMF_INSTANTIATE_HDF5(T)                                                                                      \
+  template LocalBlock<T> read_hdf5_block<T>(const std::string&, dist::Range, dist::Range, dist::Communicator&, bool); \
+  template void write_h5_dense<T>(const std::string&, const std::string&, DenseView<const T>, bool);                  \
+  template void write_h5_csr<T>(const std::string&, const std::string&, CsrView<T>, bool);                            \
+  template void write_factors_h5<T>(const std::string&, const dist::Grid&, const dist::Layout&, DenseView<const T>,   \
                                     DenseView<const T>);
 DNMF_INSTANTIATE_HDF5(float)
 DNMF_INSTANTIATE_HDF5(double)

@@ -351,7 +351,7 @@ void check_range(const Matrix& m, const char* what, dist::Range range, index_t e
 }
 
 template <class T>
-DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
+DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols, bool check_entries) {
   DenseMatrix<T> out(rows.size(), cols.size());
   if (out.view().empty()) return out;
   const index_t cb = cols.size();
@@ -378,15 +378,15 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols) {
         for (index_t j = j0; j < j1; ++j) out(i0 + i, j) = buffer[to_size(i * cb + j)];
     }
   }
-  check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
+  if (check_entries) check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
   return out;
 }
 
 /// The block of a CSR group (its rows' range of indptr, data and indices) or of a CSC group (its columns' range).
 template <class T>
-CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols) {
+CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols, bool check_entries) {
   const detail::Compression c = m.compression;
-  detail::CompressedBlock<T> block(m.where, c, rows, cols, m.rows, m.cols);
+  detail::CompressedBlock<T> block(m.where, c, rows, cols, m.rows, m.cols, check_entries);
   const dist::Range lines = c.by_columns ? cols : rows;
   const index_t count_lines = lines.size();
   std::vector<std::int64_t> ptr(to_size(count_lines) + 1);
@@ -442,7 +442,8 @@ MatrixShape hdf5_shape(const std::string& path) {
 }
 
 template <class T>
-LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm) {
+LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
+                              bool check_entries) {
   const Hdf5Path parts = split_hdf5_path(path);
   const h5::QuietErrors quiet;
   // Each rank first checks the file on its own, so that none enters the collective open alone.
@@ -463,15 +464,17 @@ LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::R
     LocalBlock<T> block;
     block.sparse = m.sparse;
     if (m.sparse) {
-      block.csr = read_compressed<T>(m, rows, cols);
+      block.csr = read_compressed<T>(m, rows, cols, check_entries);
     } else {
-      block.dense = read_dense<T>(m, rows, cols);
+      block.dense = read_dense<T>(m, rows, cols, check_entries);
     }
     return block;
   });
 }
 
-template LocalBlock<float> read_hdf5_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&);
-template LocalBlock<double> read_hdf5_block<double>(const std::string&, dist::Range, dist::Range, dist::Communicator&);
+template LocalBlock<float> read_hdf5_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&,
+                                                  bool);
+template LocalBlock<double> read_hdf5_block<double>(const std::string&, dist::Range, dist::Range, dist::Communicator&,
+                                                    bool);
 
 }  // namespace dnmf::io

@@ -236,7 +236,8 @@ void check_range(const Located& m, const char* what, dist::Range range, index_t 
 }
 
 template <class T>
-DenseMatrix<T> read_dense(const ZipArchive& zip, const Located& m, dist::Range rows, dist::Range cols) {
+DenseMatrix<T> read_dense(const ZipArchive& zip, const Located& m, dist::Range rows, dist::Range cols,
+                          bool check_entries) {
   const std::string bytes = zip.read(m.dense);
   const NpyHeader& h = m.dense_header;
   const Converter<T> convert = converter_for<T>(h.kind, h.word_size, m.where);
@@ -255,14 +256,15 @@ DenseMatrix<T> read_dense(const ZipArchive& zip, const Located& m, dist::Range r
       convert.transposed(data + to_size((rows.first + i) * h.cols + cols.first) * word, 1, cb, out.data() + i, rb);
     }
   }
-  check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
+  if (check_entries) check_nonnegative<T>(out.view(), m.where, rows.first, cols.first);
   return out;
 }
 
 template <class T>
-CsrMatrix<T> read_sparse(const ZipArchive& zip, const Located& m, dist::Range rows, dist::Range cols) {
+CsrMatrix<T> read_sparse(const ZipArchive& zip, const Located& m, dist::Range rows, dist::Range cols,
+                         bool check_entries) {
   const detail::Compression c = m.compression;
-  detail::CompressedBlock<T> block(m.where, c, rows, cols, m.rows, m.cols);
+  detail::CompressedBlock<T> block(m.where, c, rows, cols, m.rows, m.cols, check_entries);
   const std::vector<std::int64_t> ptr = read_integers(zip, m.indptr, zip.read(m.indptr));
   detail::check_indptr(m.where, c, ptr, m.stored);
   const std::string index_bytes = zip.read(m.indices);
@@ -315,7 +317,7 @@ std::optional<NpyHeader> npz_array_header(const std::string& path) {
 }
 
 template <class T>
-LocalBlock<T> read_npz_block(const std::string& path, dist::Range rows, dist::Range cols) {
+LocalBlock<T> read_npz_block(const std::string& path, dist::Range rows, dist::Range cols, bool check_entries) {
   const MemberPath parts = split_npz_path(path);
   const ZipArchive zip(parts.file);
   const Located m = locate(zip, parts.member);
@@ -324,14 +326,14 @@ LocalBlock<T> read_npz_block(const std::string& path, dist::Range rows, dist::Ra
   LocalBlock<T> block;
   block.sparse = m.sparse;
   if (m.sparse) {
-    block.csr = read_sparse<T>(zip, m, rows, cols);
+    block.csr = read_sparse<T>(zip, m, rows, cols, check_entries);
   } else {
-    block.dense = read_dense<T>(zip, m, rows, cols);
+    block.dense = read_dense<T>(zip, m, rows, cols, check_entries);
   }
   return block;
 }
 
-template LocalBlock<float> read_npz_block<float>(const std::string&, dist::Range, dist::Range);
-template LocalBlock<double> read_npz_block<double>(const std::string&, dist::Range, dist::Range);
+template LocalBlock<float> read_npz_block<float>(const std::string&, dist::Range, dist::Range, bool);
+template LocalBlock<double> read_npz_block<double>(const std::string&, dist::Range, dist::Range, bool);
 
 }  // namespace dnmf::io

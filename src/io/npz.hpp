@@ -33,9 +33,9 @@ std::optional<NpyHeader> npz_array_header(const std::string& path);
 /// Rows `rows` x columns `cols` (global, half-open) of the matrix `path` names, in precision T: dense for an
 /// array, CSR for a scipy sparse matrix (a CSC one transposed on the way). Uncompresses the matrix's members
 /// into memory. Checks as the other readers do: indptr from 0 to nnz and never decreasing, indices in range,
-/// and in the block's entries no negative, NaN or infinite value (named by global row and column). Not
-/// collective.
+/// and in the block's entries no negative, NaN or infinite value (named by global row and column; unless
+/// `check_entries` is false: a masked run checks only the observed entries). Not collective.
 template <class T>
-LocalBlock<T> read_npz_block(const std::string& path, dist::Range rows, dist::Range cols);
+LocalBlock<T> read_npz_block(const std::string& path, dist::Range rows, dist::Range cols, bool check_entries = true);
 
 }  // namespace dnmf::io

@@ -60,7 +60,7 @@ std::string describe_bad_entry(index_t row, index_t col, T value) {
     message += "; use --precision f64, or rescale the matrix";
   } else if (std::isnan(value)) {
     message +=
-        "NaN; input must be finite and non-negative (NaN entries of A in a .npy, a .mtx or memory can be fitted "
+        "NaN; input must be finite and non-negative (NaN entries of A can be fitted "
         "as missing values: --missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))";
   } else if (std::isinf(value)) {
     message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";

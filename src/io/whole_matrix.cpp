@@ -66,11 +66,10 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
     matrix.sparse = true;
     matrix.csr = read_mtx<T>(path);
   } else {
-    // HDF5, .dcsr, .npz: the block reader on one process, over the whole matrix (it refuses negative entries
-    // itself).
+    // HDF5, .dcsr, .npz: the block reader on one process, over the whole matrix, as stored like the others.
     dist::SingleCommunicator self;
     const MatrixShape shape = read_shape(path, self);
-    LocalBlock<T> block = read_block<T>(path, {0, shape.rows}, {0, shape.cols}, self);
+    LocalBlock<T> block = read_block<T>(path, {0, shape.rows}, {0, shape.cols}, self, false);
     matrix.sparse = block.sparse;
     matrix.dense = std::move(block.dense);
     matrix.csr = std::move(block.csr);

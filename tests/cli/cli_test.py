@@ -777,6 +777,21 @@ def masked_factor(ctx):
     write_bytes(ctx.path("nan.npy"), npy_bytes(nan_data))
     ctx.ok("factor", "nan.npy", "-k", 2, "--missing", "nan", "-o", "out_nan")
     check(ctx.report("out_nan")["observed"] == m * n - 1, "observed with --missing nan")
+    # The other readers keep NaN as stored too (they refused it, exit 3): the same fit from an .npz archive, and
+    # a negative entry at a place the mask hides is never read.
+    write_npz(ctx.path("nan.npz"), [("X.npy", npy_bytes(nan_data))])
+    ctx.ok("factor", "nan.npz", "-k", 2, "--missing", "nan", "-o", "out_nan_npz")
+    check(ctx.report("out_nan_npz")["observed"] == m * n - 1, "observed with --missing nan (.npz)")
+    check(same_factors(Npy(ctx.path("out_nan_npz", "W.npy")), Npy(ctx.path("out_nan", "W.npy"))),
+          "the .npz's W differs from the .npy's")
+    hidden = [row[:] for row in data]
+    hidden[0][0] = -7.0  # mask[0][0] is 0
+    write_npz(ctx.path("hidden.npz"), [("X.npy", npy_bytes(hidden))])
+    ctx.ok("factor", "hidden.npz", "-k", 2, "--mask", "M.npy", "--algo", "bpp", "-o", "out_hidden")
+    check(same_factors(Npy(ctx.path("out_hidden", "W.npy")), Npy(ctx.path("out", "W.npy"))),
+          "a hidden negative entry of an .npz changed W")
+    j = json.loads(ctx.ok("info", "--json", "hidden.npz").stdout)
+    check(j["negative"] == 1, "info --json hidden.npz: %r" % j)
     # Sparse A, unstored entries missing: only the stored ones are fitted.
     stored = [(i, j, data[i][j]) for i in range(m) for j in range(n) if (i * j) % 4 != 1]
     write_text(ctx.path("A.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (m, n, len(stored)) +

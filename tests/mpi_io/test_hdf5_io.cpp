@@ -17,6 +17,7 @@
 #include "dist/communicator.hpp"
 #include "dist/grid.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/inspect.hpp"
 #include "io/block_read.hpp"
 #include "io/hdf5_io.hpp"
 #include "support/error_message.hpp"
@@ -440,6 +441,9 @@ TEST_F(Hdf5Test, BadCsrGroups) {
             }),
             p + ":/negative: entry at row 1, column 1 (0-based) is -2; input must be non-negative");
   EXPECT_NO_THROW(read<double>(p + ":negative", {0, 1}, {0, 2}));  // the bad entry is in another rank's rows
+  // Unchecked (a masked run's read: it checks only the observed entries), the value comes back as stored.
+  EXPECT_EQ(dnmf::io::read_hdf5_block<double>(p + ":negative", {0, 2}, {0, 2}, single_, false).csr.values()[1], -2.0);
+  EXPECT_EQ(dnmf::inspect(p + ":negative").stats.negative, 1);
   // A CSC group's lines are columns.
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":csc_row", {0, 2}, {1, 3});
@@ -560,9 +564,11 @@ TEST_F(Hdf5Test, BadFilesAndDatasets) {
               read<double>(p + ":A", {3, 6}, {1, 4});
             }),
             p + ":/A: entry at row 4, column 2 (0-based) is NaN; input must be finite and non-negative (NaN "
-                "entries of A in a .npy, a .mtx or memory can be fitted as missing values: --missing nan, "
+                "entries of A can be fitted as missing values: --missing nan, "
                 "MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))");
   EXPECT_NO_THROW(read<double>(p + ":A", {0, 4}, {0, 5}));
+  EXPECT_TRUE(std::isnan(dnmf::io::read_hdf5_block<double>(p + ":A", {3, 6}, {1, 4}, single_, false).dense(1, 1)));
+  EXPECT_EQ(dnmf::inspect(p + ":A").stats.nan, 1);
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":A", {0, 7}, {0, 5});
             }),

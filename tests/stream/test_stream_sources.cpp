@@ -276,6 +276,28 @@ TEST_F(SourceTest, DcsrColumnIndexOutOfRangeIsCaughtOnEveryRead) {
   EXPECT_NE(message.find("column index 99 outside [0, 6)"), std::string::npos) << message;
 }
 
+// A masked run reads A unchecked and checks only the observed entries (NaN may mean missing); a plain read
+// refuses the same entries by global row and column.
+TEST_F(SourceTest, DcsrBadValuesAreKeptWhenUnchecked) {
+  const auto csr = test::to_csr(uneven_sparse(10, 6, 13));
+  std::vector<double> values = csr.values();
+  values[2] = std::nan("");
+  values[5] = -3.0;
+  const CsrMatrix<double> bad(10, 6, csr.indptr(), csr.indices(), values);
+  io::write_dcsr_unchecked<double>(path("bad.dcsr"), bad.view());
+  const io::LocalBlock<double> block = io::read_dcsr_block<double>(path("bad.dcsr"), {0, 10}, {0, 6}, false);
+  EXPECT_TRUE(std::isnan(block.csr.values()[2]));
+  EXPECT_EQ(block.csr.values()[5], -3.0);
+  EXPECT_EQ(io::load_matrix<double>(path("bad.dcsr")).csr.values()[5], -3.0);
+  const std::string message = error_message([&] {
+    (void)io::read_dcsr_block<double>(path("bad.dcsr"), {0, 10}, {0, 6});
+  });
+  EXPECT_NE(message.find("is NaN"), std::string::npos) << message;
+  // Through the staging path (a column range and conversion to float) too.
+  const io::LocalBlock<float> part = io::read_dcsr_block<float>(path("bad.dcsr"), {0, 10}, {0, 6}, false);
+  EXPECT_EQ(part.csr.values()[5], -3.0F);
+}
+
 // Issue 16, item 3: an input that shrinks during a streamed run is an IoError naming the file, never SIGBUS.
 TEST_F(SourceTest, MappedNpyThatShrinksIsAnIoErrorNotSigbus) {
   const index_t m = 4096, n = 64;  // 32 KiB a column

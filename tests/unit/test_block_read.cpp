@@ -182,7 +182,7 @@ TEST_F(BlockReadTest, NpyErrorsNameTheFileAndTheGlobalPosition) {
               dnmf::io::read_npy_block<double>(p, {3, 6}, {2, 4});
             }),
             p + ": entry at row 4, column 3 (0-based) is NaN; input must be finite and non-negative (NaN "
-                "entries of A in a .npy, a .mtx or memory can be fitted as missing values: --missing nan, "
+                "entries of A can be fitted as missing values: --missing nan, "
                 "MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))");
   EXPECT_EQ(error_message([&] {
               dnmf::io::read_npy_block<float>(p, {0, 3}, {0, 2});
@@ -331,7 +331,7 @@ TEST_F(BlockReadTest, MtxErrorsNameTheFileAndLine) {
             p + ":5: entry at row 1, column 1 (0-based) is -3; input must be non-negative");
   EXPECT_EQ(mtx_error(head + "1 1 1\n2 2 nan\n3 3 1\n"),
             p + ":5: entry at row 1, column 1 (0-based) is NaN; input must be finite and non-negative (NaN "
-                "entries of A in a .npy, a .mtx or memory can be fitted as missing values: --missing nan, "
+                "entries of A can be fitted as missing values: --missing nan, "
                 "MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))");
   EXPECT_EQ(mtx_error(head + "1 1 1\n% c\n2 2 1\n"),
             p + ":7: truncated: the file ends after 2 of the 3 entries announced on line 3");

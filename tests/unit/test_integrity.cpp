@@ -324,9 +324,9 @@ TEST(NarrowEntry, ValuesFloatCannotHoldAreMarkedAndExplained) {
   EXPECT_THAT(io::describe_bad_entry(0, 1, io::narrow_entry<float>(1e-50)),
               HasSubstr("is non-zero but too small for single precision: it underflows to zero in float32"));
   EXPECT_EQ(io::describe_bad_entry(0, 0, std::nanf("")),
-            "entry at row 0, column 0 (0-based) is NaN; input must be finite and non-negative (NaN entries of A in a "
-            ".npy, a .mtx or memory can be fitted as missing values: --missing nan, MissingValues::nan_missing in "
-            "C++, or dnmf.NMF().fit(X, missing='nan'))");
+            "entry at row 0, column 0 (0-based) is NaN; input must be finite and non-negative (NaN entries of A can be "
+            "fitted as missing values: --missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, "
+            "missing='nan'))");
 }
 
 // --- content hash ---

@@ -387,7 +387,7 @@ TEST_F(NpzDamage, BadIndicesAndValues) {
   const std::string nan = variant("f.npz", "data.npy", vector_image<double>({std::nan(""), 2}));
   EXPECT_EQ(read_error(nan), path("f.npz") +
                                  ": entry at row 0, column 0 (0-based) is NaN; input must be finite and non-negative "
-                                 "(NaN entries of A in a .npy, a .mtx or memory can be fitted as missing values: "
+                                 "(NaN entries of A can be fitted as missing values: "
                                  "--missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, "
                                  "missing='nan'))");
   EXPECT_NO_THROW((void)read<double>(nan, {1, 3}, {0, 2}));  // the bad entry is in another process's rows
@@ -411,6 +411,31 @@ TEST_F(NpzDamage, BadIndicesAndValues) {
               (void)read<double>(dense, {0, 7}, {0, 5});
             }),
             dense + ":M: row range [0, 7) is out of bounds for a 6x5 matrix");
+}
+
+// A masked run reads A and its mask unchecked and checks only the observed entries (NaN may mean missing):
+// the values come back as stored, dense and sparse, and the whole-file read (dnmf info's) takes them too.
+TEST_F(NpzDamage, UncheckedReadsKeepBadValuesAsStored) {
+  const std::string sparse = variant("u.npz", "data.npy", vector_image<double>({std::nan(""), -2}));
+  const dnmf::io::LocalBlock<double> s = dnmf::io::read_npz_block<double>(sparse, {0, 3}, {0, 2}, false);
+  ASSERT_TRUE(s.sparse);
+  ASSERT_EQ(s.csr.nnz(), 2);
+  EXPECT_TRUE(std::isnan(s.csr.values()[0]));
+  EXPECT_EQ(s.csr.values()[1], -2.0);
+  EXPECT_EQ(dnmf::io::load_matrix<double>(sparse).csr.values()[1], -2.0);
+  EXPECT_EQ(dnmf::inspect(sparse).stats.nan, 1);
+  DenseMatrix<double> a = dnmf::test::random_dense<double>(6, 5, 9);
+  a(4, 2) = -0.5;
+  a(1, 3) = std::nan("");
+  dnmf::io::write_npy<double>(path("a.npy"), a.view());
+  const std::string dense = path("dense.npz");
+  write_zip(dense, {{"M.npy", file_bytes(path("a.npy"))}}, true);
+  const dnmf::io::LocalBlock<double> d = dnmf::io::read_npz_block<double>(dense, {1, 6}, {2, 4}, false);
+  EXPECT_EQ(d.dense(3, 0), -0.5);
+  EXPECT_TRUE(std::isnan(d.dense(0, 1)));
+  const dnmf::EntryStats stats = dnmf::inspect(dense).stats;
+  EXPECT_EQ(stats.negative, 1);
+  EXPECT_EQ(stats.nan, 1);
 }
 
 }  // namespace
