@@ -209,9 +209,14 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   // Every rank's share of the traffic, for the report (DESIGN §4's model beside it).
   api::record_traffic(run, world, solution.iteration_traffic,
                       dist::words_per_rank(grid_shape, shape.rows, shape.cols, options.rank) * sizeof(T));
-  run.nnz = shape.sparse ? shape.stored
-                         : world.sum<std::int64_t>(local.streamed != nullptr ? local.streamed->nonzeros()
-                                                                             : local_nonzeros(*local.host));
+  // Counted from the blocks as read: a symmetric .mtx's header counts its mirrored entries once, and duplicate
+  // lines (or HDF5 entries) are summed into one. A streamed sparse input is a .dcsr, whose header is exact.
+  if (local.streamed != nullptr && shape.sparse) {
+    run.nnz = shape.stored;
+  } else {
+    run.nnz =
+        world.sum<std::int64_t>(local.streamed != nullptr ? local.streamed->nonzeros() : local_nonzeros(*local.host));
+  }
   if (budget > 0)
     run.memory = api::memory_figures(local.memory, local.operand->operand_stats(),
                                      local.streamed != nullptr ? local.streamed->tile_count() : 0);

@@ -93,8 +93,8 @@ MatrixInfo inspect(const std::string& path) {
   // Read in double: every f4 and most integer values convert exactly, so the counts are the file's.
   if (info.format == io::FileFormat::matrix_market) {
     // factor checks each line before duplicates are summed, so the checks' figures and the sum (of the finite
-    // lines: the merge keeps a bad duplicate instead of adding it) come from the lines, the stored count and
-    // non-zeros from the merged matrix.
+    // lines: the merge keeps a bad duplicate instead of adding it) come from the lines; the stored count,
+    // non-zeros, min and max from the merged matrix, the one factor fits (two lines of 3 at one place are a 6).
     const CsrMatrix<double> lines = io::read_mtx_lines<double>(path);
     const EntryStats as_given = stats_of<double>(lines.view());
     std::vector<index_t> indptr = lines.indptr();
@@ -107,11 +107,6 @@ MatrixInfo inspect(const std::string& path) {
     info.stats = entry_stats<double>(summed.view());
     info.stats.duplicates = lines.nnz() - summed.nnz();
     info.stats.sum = as_given.sum;
-    info.stats.min = as_given.min;
-    info.stats.max = as_given.max;
-    // The lines alone count a place once per line: four lines at one place of a 2 x 2 matrix looked like no
-    // place left unstored. The merged matrix says whether zeros take part.
-    if (summed.nnz() < summed.rows() * summed.cols()) take_unstored_zeros(info.stats);
     info.stats.negative = as_given.negative;
     info.stats.nan = as_given.nan;
     info.stats.infinite = as_given.infinite;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "dnmf/error.hpp"
+#include "solvers/masked_checks.hpp"
 #include "stream/masked_tiles.hpp"
 #include "stream/tile_source.hpp"
 
@@ -48,7 +49,7 @@ std::int64_t counted_list_entries(const std::string& a_name, const MissingValues
     const std::size_t count = to_size(at.rows) * to_size(at.cols);
     for (std::size_t e = 0; e < count; ++e) {
       double w = weights != nullptr ? static_cast<double>(weights[e]) : 1.0;
-      if (missing.nan_missing && std::isnan(values[e])) w = 0;
+      if (solvers::missing_as_nan(missing.nan_missing, values[e])) w = 0;
       non_unit += w != 1.0 ? 1 : 0;
       observed += w > 0 ? 1 : 0;
     }

@@ -87,7 +87,7 @@ void build_dense(MaskedBlock<T>& b, const StoredMatrix<T>& a, const StoredMatrix
     for (index_t i = 0; i < m; ++i) {
       T& x = value(i, j);
       T& wt = w(i, j);
-      if (missing.nan_missing && std::isnan(x)) wt = T(0);
+      if (missing_as_nan(missing.nan_missing, x)) wt = T(0);
       if (wt > 0) {
         check.observed(a.name, i, j, x);
         count(p, x, wt);
@@ -180,7 +180,7 @@ void build_sparse(MaskedBlock<T>& b, const StoredMatrix<T>& a, const StoredMatri
   std::vector<Entry<T>> kept;
   kept.reserve(entries.size());
   for (auto& e : entries) {
-    if (missing.nan_missing && std::isnan(e.a)) e.w = T(0);
+    if (missing_as_nan(missing.nan_missing, e.a)) e.w = T(0);
     if (!(e.w > 0)) continue;
     check.observed(a.name, e.i, e.j, e.a);
     count(p, e.a, e.w);

@@ -3,20 +3,39 @@
 // (docs/masked.md, "What is checked"). Places are A's, 0-based.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "io/narrow.hpp"
 
 namespace dnmf::solvers {
+
+/// Whether entry a of A is missing by `--missing nan`: a NaN the file holds, not the marker of a finite value
+/// that float32 cannot hold (io/narrow.hpp), which is bad input however NaN entries are taken.
+template <class T>
+[[nodiscard]] bool missing_as_nan(bool nan_missing, T a) {
+  return nan_missing && std::isnan(a) && io::narrow_marker(a) == 0;
+}
 
 /// Throws DataError naming `name` and (i, j) unless the weight w is finite and >= 0.
 template <class T>
 void check_weight(const std::string& name, index_t i, index_t j, T w) {
   if (w >= 0 && std::isfinite(w)) return;
+  std::string what;
+  if (const int marker = io::narrow_marker(w); marker != 0) {
+    what = marker == 1 ? "finite but too large for single precision (float32 holds at most 3.4028235e+38)"
+                       : "non-zero but too small for single precision (it underflows to zero in float32)";
+    what += "; use --precision f64, or rescale the mask";
+  } else {
+    char text[64];
+    what = std::string(text, std::to_chars(text, text + sizeof(text), w).ptr);  // shortest: -1e-09, not -0.000000
+    what += "; mask weights must be finite and >= 0 (0 = missing)";
+  }
   throw DataError(name + ": weight at row " + std::to_string(i) + ", column " + std::to_string(j) + " (0-based) is " +
-                  std::to_string(w) + "; mask weights must be finite and >= 0 (0 = missing)");
+                  what);
 }
 
 /// Throws DataError naming `name` and (i, j) unless the observed entry a is finite and >= 0 (a NaN's message
@@ -25,7 +44,7 @@ template <class T>
 void check_observed_entry(const std::string& name, index_t i, index_t j, T a) {
   if (a >= 0 && std::isfinite(a)) return;
   std::string message = name + ": " + io::describe_bad_entry(i, j, a);
-  if (std::isnan(a)) message += " (--missing nan takes NaN entries as missing)";
+  if (std::isnan(a) && io::narrow_marker(a) == 0) message += " (--missing nan takes NaN entries as missing)";
   throw DataError(message);
 }
 

@@ -60,7 +60,7 @@ struct TileLines {
   [[nodiscard]] std::size_t offset(index_t l, index_t r) const { return to_size(columns ? l * ld + r : r * ld + l); }
   /// The weight of a stored entry: the mask's (1 without one), 0 for a NaN taken as missing.
   [[nodiscard]] double weight(T a_value, std::size_t at) const {
-    if (nan_missing && std::isnan(a_value)) return 0.0;
+    if (missing_as_nan(nan_missing, a_value)) return 0.0;
     return w != nullptr ? static_cast<double>(w[at]) : 1.0;
   }
   /// f(r, a, w) for every observed entry (w > 0) of line l.
@@ -368,7 +368,7 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
         w = tile.w[at_offset];
         check_weight(p.mask_name, i, j, w);
       }
-      if (p.nan_missing && std::isnan(a)) w = T(0);
+      if (missing_as_nan(p.nan_missing, a)) w = T(0);
       non_unit += w != T(1) ? 1 : 0;
       if (!(w > 0)) return;
       check_observed_entry(p.a_name, i, j, a);

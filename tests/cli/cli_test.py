@@ -429,6 +429,15 @@ def sparse(ctx):
                                                                                          r["precision"]))
     check(r["nnz"] == entries, "report nnz %d != %d entries in S.mtx" % (r["nnz"], entries))
     check((r["m"], r["n"]) == (600, 400), "report shape %dx%d" % (r["m"], r["n"]))
+    # nnz counts the matrix's stored entries, not the file's lines: a symmetric file's off-diagonal line stands
+    # for two entries, and duplicate lines are one (it said 3 and 4 here, from the size lines).
+    write_text(ctx.path("sym.mtx"), "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 2\n2 1 1\n3 3 4\n")
+    write_text(ctx.path("dups.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 4\n"
+                                     "1 1 1\n1 1 1\n2 1 1\n3 3 4\n")
+    for name, expected in (("sym.mtx", 4), ("dups.mtx", 3)):
+        ctx.ok("factor", name, "-k", 1, "--iters", 3, "-o", "out_" + name)
+        got = ctx.report("out_" + name)["nnz"]
+        check(got == expected, "%s: report nnz %r, expected %d" % (name, got, expected))
     check(math.isfinite(r["rel_error"]) and r["rel_error"] < 1, "rel_error %r" % r["rel_error"])
     check(Npy(ctx.path("out", "W.npy")).shape == (600, 4), "W.npy shape")
     check(Npy(ctx.path("out", "H.npy")).shape == (4, 400), "H.npy shape")
@@ -629,19 +638,21 @@ def info_negative(ctx):
     j = json.loads(ctx.run("info", "--json", "bad.npy").stdout)
     check((j["negative"], j["nan"], j["inf"]) == (3, 2, 2), "info --json counts %r" % j)
     # Matrix Market duplicates are summed when read, but factor checks each line first: info counts the -1 that
-    # factor refuses, though the sum at (1, 1) is 1, and says how many lines were summed.
+    # factor refuses and says how many lines were summed; min and max are the merged matrix's, where the bad
+    # line stands for its place (the 2 beside it is not added), as factor would read it.
     write_text(ctx.path("dup.mtx"), "%%MatrixMarket matrix coordinate real general\n3 3 4\n"
                                     "1 1 -1\n1 1 2\n2 2 1\n3 3 1\n")
     result = ctx.run("info", "dup.mtx")
     f = info_fields(result.stdout)
-    for key, value in {"negative": "1", "min": "-1", "max": "2", "stored": "3", "sum": "3"}.items():
+    for key, value in {"negative": "1", "min": "-1", "max": "1", "stored": "3", "sum": "3"}.items():
         check(f.get(key) == value, "info (dup.mtx) %s = %r, expected %r\n%s" % (key, f.get(key), value, result.stdout))
     check(f.get("duplicates", "").startswith("1 "), "info (dup.mtx) duplicates line: %r" % result.stdout)
     check("warning" in result.stderr and "1 negative" in result.stderr, "info (dup.mtx) warning: %r" % result.stderr)
-    # Four lines at one place of a 2 x 2 matrix leave three places unstored: zeros, so min is 0 (it was 5).
+    # Four lines at one place of a 2 x 2 matrix leave three places unstored: zeros, so min is 0 (it was 5); the
+    # place holds their sum, 20.
     write_text(ctx.path("dup4.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 4\n" + "1 1 5\n" * 4)
     j = json.loads(ctx.ok("info", "--json", "dup4.mtx").stdout)
-    check((j["stored"], j["min"], j["max"], j["sum"]) == (1, 0, 5, 20), "info --json dup4.mtx: %r" % j)
+    check((j["stored"], j["min"], j["max"], j["sum"]) == (1, 0, 20, 20), "info --json dup4.mtx: %r" % j)
     j = json.loads(ctx.run("info", "--json", "dup.mtx").stdout)
     check((j["negative"], j["duplicates"], j["stored"]) == (1, 1, 3), "info --json (dup.mtx) %r" % j)
     ctx.expect_error(["factor", "dup.mtx", "-k", 1, "-o", "dup_out"], ["dup.mtx:3: entry at row 0, column 0", "-1"],
@@ -987,6 +998,23 @@ def err_mask(ctx):
                      ["A.npy", "--unstored missing applies to a sparse matrix"], code=2)
     ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--mask", "M.npy", "-o", "out"],
                      ["not supported by nmfk", "dnmf cv"], code=2)
+    # A finite entry that float32 cannot hold is bad input, not a missing value, whatever --missing says (it was
+    # fitted as missing, exit 0); the message says what happened and points to f64, not to --missing nan.
+    write_bytes(ctx.path("M_corner.npy"), npy_bytes(matrix_with(0.0, (0, 0), 6, 5)))
+    for value, words in ((1e39, "too large for single precision"), (1e-50, "too small for single precision")):
+        write_bytes(ctx.path("big.npy"), npy_bytes(matrix_with(value, (2, 1), 6, 5)))
+        for extra in ([], ["--missing", "nan"], ["--mask", "M_corner.npy"]):
+            line = ctx.expect_error(["factor", "big.npy", "-k", 2, "--precision", "f32", "-o", "out"] + extra,
+                                    ["big.npy", "row 2, column 1", words, "--precision f64"], code=3)
+            check("--missing nan takes" not in line, "the f32 marker is not a NaN: " + line)
+    # A weight float32 cannot hold says so (it said "is nan"); a tiny negative weight is printed as it is
+    # (it said -0.000000, which reads as a valid weight).
+    write_bytes(ctx.path("M.npy"), npy_bytes(matrix_with(1e39, (0, 3), 6, 5)))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--precision", "f32", "--mask", "M.npy", "-o", "out"],
+                     ["M.npy", "weight at row 0, column 3", "too large for single precision"], code=3)
+    write_bytes(ctx.path("M.npy"), npy_bytes(matrix_with(-1e-9, (0, 3), 6, 5)))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M.npy", "-o", "out"],
+                     ["M.npy", "weight at row 0, column 3", "is -1e-09;"], code=3)
 
 
 @case

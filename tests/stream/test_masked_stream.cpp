@@ -290,7 +290,7 @@ TEST_F(MaskedStream, BadInputFoundMidStreamNamesFileAndPlace) {
     message = e.what();
   }
   EXPECT_EQ(message, path("neg.npy") +
-                         ": weight at row 70, column 41 (0-based) is -0.500000; mask weights must be finite and >= 0 "
+                         ": weight at row 70, column 41 (0-based) is -0.5; mask weights must be finite and >= 0 "
                          "(0 = missing)");
   w(70, 41) = std::numeric_limits<double>::quiet_NaN();
   io::write_npy<double>(path("nanw.npy"), w.view());

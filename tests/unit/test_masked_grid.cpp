@@ -161,7 +161,7 @@ TEST(MaskedGrid, ABlockNamesTheEntryByItsPlaceInA) {
   const MissingValues none;
   std::string m = test::error_message([&] { solvers::build_masked_block<double>(sa, sw, none, {10, 20}, {5, 15}); });
   EXPECT_EQ(m,
-            "M.npy: weight at row 13, column 9 (0-based) is -2.000000; mask weights must be finite and >= 0 "
+            "M.npy: weight at row 13, column 9 (0-based) is -2; mask weights must be finite and >= 0 "
             "(0 = missing)");
   w(3, 4) = 1.0;
   a(0, 2) = std::numeric_limits<double>::quiet_NaN();
