@@ -152,8 +152,11 @@ Plan plan_memory(const PlanInput& in) {
                      human_bytes(static_cast<double>(kStatedBaselineJitter)) + " for that + runtime " +
                      human_bytes(static_cast<double>(p.runtime_reserve)) + " + factors " +
                      human_bytes(static_cast<double>(p.factors)) + " + workspaces " +
-                     human_bytes(static_cast<double>(p.workspace + least_extra)) + " + two tiles of " +
-                     human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
+                     human_bytes(static_cast<double>(p.workspace + least_extra)) +
+                     (in.staging_bytes > 0 ? " + staging " + human_bytes(static_cast<double>(in.staging_bytes)) +
+                                                 " (converting the file's order or type)"
+                                           : std::string()) +
+                     " + two tiles of " + human_bytes(static_cast<double>(in.min_tile_bytes)) + ")");
   p.streamed = true;
   p.staging = static_cast<std::int64_t>(in.staging_bytes);
   // Tiles as large as the budget allows, with the slot buffers their passes need beside them; those shrink with

@@ -1146,6 +1146,14 @@ def err_memory_budget(ctx):
     # Too small for the factors plus two tiles: the message states the minimum budget.
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "1K", "-o", "out"],
                      ["memory budget 1024 bytes", "too small", "needs at least", "MiB"])
+    # A C-order file streams through a staging buffer: the minimum names it, so that its parts add up (4 MiB
+    # were missing from the list).
+    write_bytes(ctx.path("C.npy"), npy_bytes(planted_rows_dense(20, 10)))
+    line = ctx.expect_error(["factor", "C.npy", "-k", 2, "--memory-budget", "1K", "-o", "out"],
+                            ["needs at least", "+ staging 4.0 MiB (converting the file's order or type)"])
+    parts = [float(x) for x in re.findall(r"([0-9.]+) MiB", line.split("needs at least", 1)[1])[1:]]
+    minimum = float(re.search(r"needs at least \d+ bytes \(([0-9.]+) MiB\)", line).group(1))
+    check(abs(sum(parts) - minimum) < 0.2, "the minimum %s MiB is not the sum of its parts %r" % (minimum, parts))
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--memory-budget", "12Q", "-o", "out"],
                      ["--memory-budget", "12Q", "unit"])
 
