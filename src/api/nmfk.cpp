@@ -15,10 +15,21 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
+#include "io/nan_hint.hpp"
 #include "nmfk/provider.hpp"
 
 namespace dnmf {
 namespace {
+
+/// `message` with a NaN entry's hint (--missing nan, which nmfk does not take) replaced by what nmfk users can do.
+std::string with_nmfk_hint(std::string message) {
+  const auto at = message.find(io::kNanMissingHint);
+  if (at != std::string::npos)
+    message.replace(at, io::kNanMissingHint.size(),
+                    "(nmfk needs every entry; dnmf cv --missing nan, or dnmf::cross_validate, chooses k with NaN "
+                    "entries as missing)");
+  return message;
+}
 
 /// The cross-validation beside the sweep (NmfkOptions::cv): the same ks, seed and solver options, on the
 /// whole matrix held by this (only) process.
@@ -138,14 +149,18 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     throw;
   } catch (const CollectiveError& e) {
     // The library's own checks say "nmfk: ..."; the user wants to know which file they concern.
-    const std::string message = e.what();
+    const std::string message = with_nmfk_hint(e.what());
     if (message.rfind("nmfk: ", 0) == 0) throw CollectiveError(name + ": " + message.substr(6), e.kind());
+    if (message != e.what()) throw CollectiveError(message, e.kind());
     throw;
   } catch (const Error& e) {
     // A job's own failure on one process (the solver's checks of a perturbed copy) names the file too, as
     // factor's do; errors that name it already pass unchanged.
-    const std::string message = e.what();
-    if (message.rfind(name + ":", 0) == 0) throw;
+    const std::string message = with_nmfk_hint(e.what());
+    if (message.rfind(name + ":", 0) == 0) {
+      if (message != e.what()) throw Error(message, e.kind());
+      throw;
+    }
     throw Error(name + ": " + (message.rfind("nmfk: ", 0) == 0 ? message.substr(6) : message), e.kind());
   }
 }

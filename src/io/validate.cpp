@@ -12,6 +12,7 @@
 #include "dnmf/io.hpp"
 #include "dnmf/source.hpp"
 #include "io/hdf5_path.hpp"
+#include "io/nan_hint.hpp"
 #include "io/narrow.hpp"
 #include "io/npz.hpp"
 #include "util/text.hpp"
@@ -59,9 +60,8 @@ std::string describe_bad_entry(index_t row, index_t col, T value) {
                              "(the smallest is 1.4e-45)";
     message += "; use --precision f64, or rescale the matrix";
   } else if (std::isnan(value)) {
-    message +=
-        "NaN; input must be finite and non-negative (NaN entries of A can be fitted "
-        "as missing values: --missing nan, MissingValues::nan_missing in C++, or dnmf.NMF().fit(X, missing='nan'))";
+    message += "NaN; input must be finite and non-negative ";
+    message += kNanMissingHint;
   } else if (std::isinf(value)) {
     message += std::string(value > 0 ? "inf" : "-inf") + "; input must be finite and non-negative";
   } else {

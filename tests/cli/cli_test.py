@@ -1038,7 +1038,12 @@ def err_negative(ctx):
 @case
 def err_nan(ctx):
     write_bytes(ctx.path("nan.npy"), npy_bytes(matrix_with(float("nan"), (1, 3))))
-    ctx.expect_error(["factor", "nan.npy", "-k", 2, "-o", "out"], ["nan.npy", "row 1", "column 3", "NaN"], code=3)
+    ctx.expect_error(["factor", "nan.npy", "-k", 2, "-o", "out"],
+                     ["nan.npy", "row 1", "column 3", "NaN", "--missing nan"], code=3)
+    # nmfk takes no missing values: its message points to cv, not to a flag it refuses.
+    line = ctx.expect_error(["nmfk", "nan.npy", "--k", "1:2", "-o", "out"],
+                            ["nan.npy", "row 1", "column 3", "NaN", "dnmf cv --missing nan"], code=3)
+    check("fitted as missing" not in line, "nmfk's message offers --missing nan: " + line)
 
 
 @case
