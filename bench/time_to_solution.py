@@ -5,12 +5,13 @@ runs --iters iterations (default 2000, tol 0): dnmf.NMF mu, hals, bpp, hals+x, b
 installed, sklearn.decomposition.NMF mu and cd. The target is 1.01x the lowest relative error any of them reached; each
 solver's time to solution is the first moment its error is <= the target:
   - dnmf: its per-iteration callback gives the error curve and so the iteration count; its time is that of one
-    uninterrupted fit of exactly that many iterations without the callback (best of 3), as for scikit-learn;
+    uninterrupted fit of exactly that many iterations without the callback (the best of 3 or more: repeats go
+    on for a second, up to 30), as for scikit-learn;
     "+x" marks dnmf's extrapolated iteration (extrapolate=True, hals and bpp);
   - scikit-learn: it has no callback, so its error curve comes from warm-started chunks of --chunk iterations
     (init='custom' with the previous W, H: mu and cd keep no other state, so the iterates are those of one
     fit); the chunk in which it first reaches the target is then rerun one iteration at a time, so the count
-    is exact, and its time is that of one uninterrupted fit of exactly that many iterations (best of 3), its
+    is exact, and its time is that of one uninterrupted fit of exactly that many iterations (best as dnmf's), its
     setup included as dnmf's is. Solvers that never reach it print "-".
 Workloads: dense 4000x3000 (rank 16 + 1% noise), sparse 20000x10000 with 1e6 non-zeros (uniform), and a
 text-like sparse matrix (power-law row and column sums, Zipf-like counts) of the same size; k = 16, float64;
@@ -93,11 +94,21 @@ def run_dnmf(x, solver, iters, threads, w0, h0, extrapolate=False):
     return stamps
 
 
-def dnmf_fit_seconds(x, solver, extrapolate, iterations, threads, w0, h0, repeats=3):
-    """Wall seconds of one uninterrupted fit of `iterations` iterations (no callback), best of `repeats`: timed
-    as scikit-learn's fits are."""
+def repetitions(budget=1.0, least=3, most=30):
+    """Indices of the timed repeats: at least `least`, then more while `budget` seconds have not passed (at most
+    `most`). A fit of a few milliseconds timed three times on a shared machine was the noise's, not the fit's."""
+    start = time.perf_counter()
+    for r in range(most):
+        if r >= least and time.perf_counter() - start > budget:
+            return
+        yield r
+
+
+def dnmf_fit_seconds(x, solver, extrapolate, iterations, threads, w0, h0):
+    """Wall seconds of one uninterrupted fit of `iterations` iterations (no callback), the best of repetitions():
+    timed as scikit-learn's fits are."""
     best = math.inf
-    for _ in range(repeats):
+    for _ in repetitions():
         model = dnmf.NMF(K, solver=solver, init="custom", max_iter=iterations, tol=0, n_threads=threads,
                          extrapolate=extrapolate)
         w, h = w0.copy(), h0.copy()
@@ -146,10 +157,10 @@ def sklearn_exact_iterations(x, solver, chunk, w0, h0, x_norm2, curve, target):
     return done
 
 
-def sklearn_fit_seconds(x, solver, iterations, w0, h0, repeats=3):
-    """Wall seconds of one uninterrupted fit of `iterations` iterations from (w0, h0), best of `repeats`."""
+def sklearn_fit_seconds(x, solver, iterations, w0, h0):
+    """Wall seconds of one uninterrupted fit of `iterations` iterations from (w0, h0), the best of repetitions()."""
     best = math.inf
-    for _ in range(repeats):
+    for _ in repetitions():
         model = SkNMF(K, solver=solver, init="custom", max_iter=iterations, tol=0)
         w, h = w0.copy(), h0.copy()
         start = time.perf_counter()
