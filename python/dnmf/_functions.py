@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from ._input import comm_handle, dtype_of, in_precision, source_of
+from ._input import as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, source_of
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -71,7 +71,8 @@ def _solver(algorithm, max_iter, tol, init, seed, penalties, fused):
 
 def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=1, penalties=None,
            precision=None, backend="cpu", n_threads=None, memory_budget=None, grid="auto", comm=None,
-           fused=True, verbose=False, callback=None):
+           fused=True, verbose=False, callback=None, extrapolate=False, tf32=False, mask=None, missing=None,
+           unstored=None):
     """A ≈ W H for a matrix file (path) or a matrix in memory (numpy array, scipy CSR/CSC, AnnData's X), with
     ``dnmf factor``'s options and defaults; W's columns sum to 1 as the CLI's do.
 
@@ -79,11 +80,26 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
     ``comm``: None runs on MPI's world under an MPI launcher (mpirun -np N python ...) and on one process
     otherwise; an mpi4py communicator runs on its processes; False on this process only. Each process reads
     (or slices) only its block of A. ``penalties``: {'l1_w', 'l2_w', 'l1_h', 'l2_h'}. ``precision``: 'f32',
-    'f64', or None (float32 arrays in float32, everything else in float64). Returns a Factorization.
+    'f64', or None (float32 arrays in float32, everything else in float64). ``extrapolate`` and ``tf32`` as the
+    CLI's flags. Missing values (docs/masked.md) as ``--mask``, ``--missing nan`` and ``--unstored``: ``mask`` (a
+    path or a matrix of X's shape; 0 = missing, > 0 = weight), ``missing="nan"``, ``unstored="missing"``.
+    Returns a Factorization.
     """
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, fused)
-    options.update({"k": _whole(k, "k"), **_context(backend, n_threads, memory_budget, grid, comm)})
-    out = _core.factor(source_of(X), options, _single(X, precision), None, None, callback, bool(verbose))
+    options.update({"k": _whole(k, "k"), "extrapolate": bool(extrapolate), "tf32": bool(tf32),
+                    **_context(backend, n_threads, memory_budget, grid, comm)})
+    single = _single(X, precision)
+    if mask is not None:
+        if not isinstance(mask, (str, os.PathLike)):
+            mask = as_dtype(as_float_matrix(mask), np.float32 if single else np.float64, "mask")
+        options["mask"] = source_of(mask)
+    if missing is not None:
+        if missing != "nan":
+            raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+        options["nan_missing"] = True
+    if unstored is not None:
+        options["unstored"] = unstored
+    out = _core.factor(source_of(X), options, single, None, None, callback, bool(verbose))
     return Factorization(out)
 
 
@@ -98,7 +114,8 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
          err_threshold=None, rule="silhouette", wilcoxon_alpha=0.05, h_silhouettes=False, groups=1,
          accept_factor=2.0, checkpoint_dir=None, restart=False, output_dir=None, algorithm="hals", max_iter=1000,
          tol=1e-4, init="random", seed=1, penalties=None, precision=None, backend="cpu", n_threads=None,
-         grid="auto", comm=None, verbose=False, callback=None, cv=False, cv_folds=5, cv_holdout=0.05):
+         grid="auto", comm=None, verbose=False, callback=None, cv=False, cv_folds=5, cv_holdout=0.05,
+         cluster_iters=None, extrapolate=False, tf32=False):
     """NMFk rank selection with ``dnmf nmfk``'s options and defaults (HALS, 1000 iterations per factorisation),
     for a matrix file or a matrix in memory.
 
@@ -106,8 +123,10 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     also write the CLI's outputs there (nmfk.json, nmfk.csv, k_<K>/, the plot). ``callback(k, perturbation,
     rel_error)`` is called after each job. ``cv``: also choose k by cross-validation (``dnmf nmfk --cv``):
     ``cv_folds`` folds each hiding ``cv_holdout`` of the entries, fitted with the same solver options and seed;
-    one process only. A C-order array is factored from a Fortran-order copy (NMFk clusters
-    A's columns and perturbs copies of A anyway); CSC input is converted to CSR. Returns an NmfkResult.
+    one process only. ``cluster_iters`` (the CLI's --cluster-iters: a cap on the clustering's assignment rounds,
+    None for its default), ``extrapolate`` and ``tf32`` as the CLI's flags. A C-order array is factored from a
+    Fortran-order copy (NMFk clusters A's columns and perturbs copies of A anyway); CSC input is converted to
+    CSR. Returns an NmfkResult.
     """
     if not isinstance(X, (str, os.PathLike)):
         if hasattr(X, "tocsr"):
@@ -126,7 +145,10 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     "groups": groups, "accept_factor": accept_factor,
                     "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
                     "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds"), "cv_holdout": float(cv_holdout),
+                    "extrapolate": bool(extrapolate), "tf32": bool(tf32),
                     **_context(backend, n_threads, None, grid, comm)})
+    if cluster_iters is not None:
+        options["max_cluster_iterations"] = _whole(cluster_iters, "cluster_iters")
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))
     if out.get("cv") and out["cv"]["warning"]:

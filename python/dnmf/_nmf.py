@@ -1,5 +1,6 @@
 """dnmf.NMF: a drop-in for sklearn.decomposition.NMF on dnmf's C++ solvers."""
 
+import json
 import numbers
 import warnings
 
@@ -277,8 +278,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         init = self.init
         if init is None:
-            # NNDSVD needs the whole matrix: with only the stored entries of a sparse X observed there is none.
-            whole = unstored != "missing"
+            # NNDSVD needs the whole matrix on one process: with only the stored entries of a sparse X observed
+            # there is none, and on a grid of several processes each holds a block (the default failed there).
+            comm = estimator_comm(self.comm)
+            whole = unstored != "missing" and (comm is None or comm is False or comm.Get_size() == 1)
             init = "nndsvda" if k <= min(n_samples, n_features) and whole else "random"
         elif init in ("nndsvd", "nndsvda", "nndsvdar") and unstored == "missing":
             raise ValueError(f"init={init!r} is not supported with unstored='missing' (NNDSVD needs the whole "
@@ -330,6 +333,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:
             self.reconstruction_err_ = float(out["rel_error"]) * float(out["norm_a"])
         self.report_ = out["report_json"]
+        # The CLI prints the library's warnings; the one a masked fit's user must see (docs/masked.md) is raised
+        # here too, instead of resting in report_ unseen.
+        for text in json.loads(self.report_).get("warnings", []):
+            if "no observed entry" in text:
+                warnings.warn(f"dnmf.NMF: {text}", UserWarning, stacklevel=3)
         self._library_seconds = float(out["library_seconds"])  # for bench/bench_python.py's overhead figure
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
             from sklearn.exceptions import ConvergenceWarning
@@ -392,6 +400,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
         X = as_float_matrix(X)
+        if mask is not None and self.precision == "f32" and X.dtype == np.float64 and not hasattr(X, "toarray"):
+            # Hidden entries are never read (docs/masked.md): zeros, so that a value float32 cannot hold there is
+            # not refused by the narrowing below, as fit does not refuse it.
+            weights = mask.toarray() if hasattr(mask, "toarray") else np.asarray(mask)
+            if weights.shape == X.shape:
+                X = np.where(weights == 0, 0.0, X)
         # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
         X = in_precision(X, self.precision)
         if mask is None and missing is None and unstored is None:

@@ -48,7 +48,7 @@ std::int64_t bytes_of(const nb::dict& kwargs, const char* key) {
   nb::handle value = kwargs[key];
   if (nb::isinstance<nb::str>(value)) return parse_bytes(nb::cast<std::string>(value));
   const auto bytes = nb::cast<std::int64_t>(value);
-  if (bytes < 0) throw Error(std::string(key) + ": a byte count must be >= 0, not " + std::to_string(bytes));
+  if (bytes < 0) throw UsageError(std::string(key) + ": a byte count must be >= 0, not " + std::to_string(bytes));
   return bytes;
 }
 
@@ -89,7 +89,8 @@ FactorOptions factor_options(const nb::dict& kwargs) {
   if (get(kwargs, "mask", mask)) o.missing.mask = mask;
   get(kwargs, "nan_missing", o.missing.nan_missing);
   if (get(kwargs, "unstored", text)) o.missing.unstored = parse_unstored(text);
-  if (o.max_iterations < 1) throw Error("max_iter must be >= 1, not " + std::to_string(o.max_iterations));
+  // 0 returns the start, as the CLI's --iters 0 does.
+  if (o.max_iterations < 0) throw UsageError("max_iter must be >= 0, not " + std::to_string(o.max_iterations));
   return o;
 }
 
@@ -130,7 +131,7 @@ Context make_context(const nb::dict& kwargs) {
     // mpi4py's Comm.handle is the C handle as an integer: a pointer in Open MPI, an int in MPICH.
     context = mpi_context(handle_of<MPI_Comm>(nb::cast<std::intptr_t>(comm)));
 #else
-    throw Error("comm: this build of dnmf has no MPI support");
+    throw UsageError("comm: this build of dnmf has no MPI support");
 #endif
   }
   get(kwargs, "grid", context.grid);
@@ -138,7 +139,7 @@ Context make_context(const nb::dict& kwargs) {
   std::string backend;
   if (get(kwargs, "backend", backend)) context.backend = parse_backend(backend);
   get(kwargs, "threads", context.threads);
-  if (context.threads < 0) throw Error("n_threads must be >= 0, not " + std::to_string(context.threads));
+  if (context.threads < 0) throw UsageError("n_threads must be >= 0, not " + std::to_string(context.threads));
   get(kwargs, "device", context.device);
   context.memory_budget = bytes_of(kwargs, "memory_budget");
   context.device_memory_budget = bytes_of(kwargs, "device_memory_budget");

@@ -160,3 +160,38 @@ def test_nmfk_warns_when_the_plot_cannot_be_drawn(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match="gnuplot"):
         result = dnmf.nmfk_file(tmp_path / "A.npy", "2:3", perturbations=2, n_threads=1, output_dir=tmp_path / "o")
     assert result.plot_warning and (tmp_path / "o" / "nmfk.json").exists()
+
+
+def test_functions_take_the_clis_missing_value_and_solver_flags(tmp_path, cli):
+    """factor() takes --mask, --missing nan, --unstored and --extrapolate as the CLI does, and nmfk()
+    --cluster-iters and --extrapolate (they were refused as unexpected keywords)."""
+    A = planted(40, 30, 3, seed=4, noise=0.02)
+    M = (np.random.default_rng(4).random(A.shape) > 0.2).astype(float)
+    np.save(tmp_path / "A.npy", A)
+    np.save(tmp_path / "M.npy", M)
+    run_cli(cli, "factor", tmp_path / "A.npy", "-k", 3, "--algo", "hals", "--mask", tmp_path / "M.npy", "--seed",
+            3, "--iters", 30, "--quiet", "-o", tmp_path / "out")
+    for mask in (tmp_path / "M.npy", M):
+        result = dnmf.factor(A, 3, algorithm="hals", mask=mask, seed=3, max_iter=30)
+        np.testing.assert_allclose(result.W, np.load(tmp_path / "out" / "W.npy"), rtol=1e-10, atol=1e-14)
+        assert result.report["observed"] == int(M.sum())
+    nan = dnmf.factor(np.where(M > 0, A, np.nan), 3, algorithm="hals", missing="nan", seed=3, max_iter=30)
+    np.testing.assert_allclose(nan.W, result.W, rtol=1e-12, atol=1e-14)
+    run_cli(cli, "factor", tmp_path / "A.npy", "-k", 3, "--algo", "bpp", "--extrapolate", "--seed", 3, "--iters",
+            30, "--quiet", "-o", tmp_path / "out_x")
+    extrapolated = dnmf.factor(A, 3, algorithm="bpp", extrapolate=True, seed=3, max_iter=30)
+    np.testing.assert_allclose(extrapolated.W, np.load(tmp_path / "out_x" / "W.npy"), rtol=1e-10, atol=1e-14)
+    stored = dnmf.factor(sp.csr_matrix(A * M), 3, unstored="missing", seed=3, max_iter=5)
+    assert stored.report["observed"] == int(M.sum())
+    sweep = dnmf.nmfk(A, "2:3", perturbations=3, max_iter=50, cluster_iters=5, extrapolate=True)
+    assert sweep.table["k"].tolist() == [2, 3]
+
+
+def test_option_errors_are_usage_errors():
+    A = planted(10, 8, 2, seed=1)
+    for call in (lambda: dnmf.factor(A, 2, n_threads=-1), lambda: dnmf.factor(A, 2, max_iter=-1),
+                 lambda: dnmf.factor_file("A.npy", 2, memory_budget="lots")):
+        with pytest.raises(dnmf.UsageError):
+            call()
+    # max_iter=0 returns the start, as the CLI's --iters 0.
+    assert dnmf.factor(A, 2, max_iter=0).iterations == 0

@@ -102,3 +102,14 @@ def test_scaling_every_weight_leaves_the_fit_unchanged(init):
             for s in (1.0, 2.0, 10.0)]
     for fit in fits[1:]:
         np.testing.assert_allclose(fit.components_, fits[0].components_, rtol=1e-8, atol=1e-12)
+
+
+def test_unobserved_row_warns():
+    """docs/masked.md: a row with no observed entry gets a zero row of W and a warning; the estimator raised none
+    (the warning was only in report_)."""
+    X = planted(20, 15, 3, seed=5)
+    M = np.ones_like(X)
+    M[4] = 0
+    with pytest.warns(UserWarning, match="1 rows and 0 columns have no observed entry"):
+        model = dnmf.NMF(3, init="random", random_state=0, max_iter=20).fit(X, mask=M)
+    assert np.all(model.transform(X, mask=M)[4] == 0)

@@ -87,3 +87,15 @@ def test_bad_masks(model):
     assert np.all(np.isfinite(model.transform(Xbad, mask=M)))  # hidden: not read
     with pytest.raises(ValueError, match="missing must be"):
         model.transform(X, missing="zero")
+
+
+def test_float32_model_ignores_what_hidden_entries_hold():
+    """A hidden entry is never read, in transform as in fit: in float32 a value float32 cannot hold there (1e300,
+    1e-300) was refused by the narrowing of X before the mask was looked at."""
+    X = planted(30, 20, 3, seed=23, noise=0.02)
+    M = (np.random.default_rng(23).random(X.shape) > 0.2).astype(float)
+    f32 = dnmf.NMF(3, precision="f32", init="random", random_state=0, max_iter=10).fit(X, mask=M)
+    W = f32.transform(X, mask=M)
+    for wild in (1e300, 1e-300):
+        Xh = np.where(M == 0, wild, X)
+        np.testing.assert_array_equal(f32.transform(Xh, mask=M), W)

@@ -23,10 +23,12 @@ SCRIPT = textwrap.dedent("""
     # An in-memory matrix with mpi4py's communicator passed explicitly; each rank slices its block.
     X = np.load(path)
     model = dnmf.NMF(4, solver="mu", init="random", random_state=7, max_iter=40, tol=0, comm=comm).fit(X)
+    # The default init (NNDSVDa on one process) on a grid: it starts at random instead (it was refused).
+    default = dnmf.NMF(4, random_state=7, max_iter=15, tol=0, comm=comm).fit(X)
     # NMFk of the file: the jobs on the grid (one group), rank 0 holds the outcome.
     sweep = dnmf.nmfk_file(path, "2:5", perturbations=4, max_iter=500, seed=3)
     if comm.rank == 0:
-        np.savez(out, W=run.W, H=run.H, components=model.components_, grid=run.grid,
+        np.savez(out, W=run.W, H=run.H, components=model.components_, default=default.components_, grid=run.grid,
                  nmfk_k=-1 if sweep.k is None else sweep.k, nmfk_sil=sweep.table["min_silhouette"],
                  nmfk_err=sweep.table["rel_error"])
     else:
@@ -56,6 +58,8 @@ def test_mpirun_equals_one_process(tmp_path, mpiexec, processes):
     np.testing.assert_allclose(out["H"], one.H, rtol=1e-8, atol=1e-12)
     model = dnmf.NMF(4, solver="mu", init="random", random_state=7, max_iter=40, tol=0).fit(A)
     np.testing.assert_allclose(out["components"], model.components_, rtol=1e-8, atol=1e-12)
+    default = dnmf.NMF(4, init="random", random_state=7, max_iter=15, tol=0).fit(A)
+    np.testing.assert_allclose(out["default"], default.components_, rtol=1e-8, atol=1e-12)
     sweep = dnmf.nmfk_file(tmp_path / "A.npy", "2:5", perturbations=4, max_iter=500, seed=3, comm=False)
     assert sweep.k == 4 and int(out["nmfk_k"]) == sweep.k
     np.testing.assert_allclose(out["nmfk_sil"], sweep.table["min_silhouette"], rtol=1e-6, atol=1e-8)

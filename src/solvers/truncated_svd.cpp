@@ -104,7 +104,12 @@ TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, 
   int lwork = std::max(1, 3 * ri);
   std::vector<double> work(to_size(lwork));
   int info = 0;
-  dsyev_("V", "U", &ri, c.data(), &ri, eig.data(), work.data(), &lwork, &info);
+  {
+    // Serial, as orthonormalise_rows: an OpenMP OpenBLAS split the solve by the thread count, and the start (so
+    // the whole fit) differed between 1 and 2 threads by 1e-12.
+    const backend::cpu::SerialBlas serial;
+    dsyev_("V", "U", &ri, c.data(), &ri, eig.data(), work.data(), &lwork, &info);
+  }
   if (info != 0) throw Error("NNDSVD: the eigenvalue solver failed (LAPACK dsyev info " + std::to_string(info) + ")");
 
   TruncatedSvd svd;

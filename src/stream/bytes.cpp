@@ -11,8 +11,9 @@
 namespace dnmf::stream {
 
 std::int64_t parse_bytes(const std::string& text) {
-  const auto bad = [&](const std::string& why) -> Error {
-    return Error("memory size '" + text + "': " + why + " (expected e.g. 256M, 2G, 1.5GiB or a number of bytes)");
+  // A size the caller wrote: a usage error wherever it comes from (the CLI, the Python functions).
+  const auto bad = [&](const std::string& why) -> UsageError {
+    return UsageError("memory size '" + text + "': " + why + " (expected e.g. 256M, 2G, 1.5GiB or a number of bytes)");
   };
   std::size_t pos = 0;
   while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
