@@ -41,7 +41,12 @@ class DeviceIndices {
   template <class T>
   DeviceIndices(backend::MaskedDevice<T>& device, const std::vector<index_t>& host)
       : release_([&device](index_t* p) { device.deallocate_indices(p); }), data_(device.allocate_indices(host.size())) {
-    device.upload_indices(host.data(), data_, host.size());
+    try {
+      device.upload_indices(host.data(), data_, host.size());
+    } catch (...) {
+      release_(data_);  // the destructor does not run for an object whose constructor threw
+      throw;
+    }
   }
   ~DeviceIndices() { release_(data_); }
   DeviceIndices(const DeviceIndices&) = delete;

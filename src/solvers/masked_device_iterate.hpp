@@ -6,7 +6,7 @@
 // w∘(A - WᵀH) and sweeps one coordinate of every column at a time; BPP forms every column's weighted Gram matrix
 // on the device and solves the per-column NNLS on the host. The same rules as the host iteration
 // (masked_iterate.cpp), which forms them column by column; the figures are the same sums. With --unstored
-// missing (mu and kl) the model and the products are taken on the stored pattern only.
+// missing (every algorithm) the model and the products are taken on the stored pattern only.
 #pragma once
 
 #include "backend/masked_device.hpp"
@@ -17,8 +17,7 @@
 namespace dnmf::solvers {
 
 /// Runs the iteration from `factors` on `device` and leaves the final ones (on the host) there, as
-/// iterate_masked does. UsageError for hals or bpp on a problem without dense storage (--unstored missing),
-/// naming both.
+/// iterate_masked does: mu, kl, hals and bpp, on dense weights or (--unstored missing) on the stored pattern.
 template <class T>
 FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& problem, const FactorOptions& options,
                                          Factors<T>& factors, backend::MaskedDevice<T>& device);

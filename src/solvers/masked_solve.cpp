@@ -69,7 +69,7 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   factors = initialise(*host, svd ? &whole : nullptr, layout, options, stats, W0, H0);
   observed_only = DenseMatrix<T>();
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
-  // --backend cuda: the matrix-form iteration on the GPU (mu, kl); otherwise the host's column-wise one.
+  // --backend cuda: the matrix-form iteration on the GPU (every algorithm); otherwise the host's column-wise one.
   FactorResult<T> result =
       options.backend == BackendKind::cuda
           ? iterate_masked_on_device(p, options, factors, *backend::make_masked_device<T>(BackendKind::cuda))

@@ -180,6 +180,9 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
     throw UsageError(
         "extrapolation is not available with missing values (a mask, NaN as missing or --unstored "
         "missing)");
+  // The masked device runs its products in full float precision; report.json said tf32 was on.
+  if (o.tf32 && o.missing.any())
+    throw UsageError("--tf32 is not available with missing values (a mask, NaN as missing or --unstored missing)");
 }
 
 template <class T>

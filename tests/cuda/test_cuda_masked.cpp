@@ -1,8 +1,8 @@
 // The masked iteration on the GPU (--backend cuda with a mask) against the same run on the cpu backend: f64 to
 // 1e-10, f32 to 2e-3 (as tests/unit/test_masked.cpp), after 20 iterations from the same start: mu, kl, hals and
-// bpp on a dense mask, mu and kl on a sparse A with --unstored missing; hals and bpp there are refused by
-// name. Without a visible device (or without CUDA in the build) every test skips and says why. Their host-side
-// logic (the driver and the matrix-form rules) runs on every machine in tests/unit/test_masked_device.cpp and
+// bpp on a dense mask and on a sparse A with --unstored missing (the stored pattern). Without a visible device
+// (or without CUDA in the build) every test skips and says why. Their host-side logic (the driver and the
+// matrix-form rules) runs on every machine in tests/unit/test_masked_device.cpp and
 // test_masked_device_algorithms.cpp; each device operation is compared with the host's in test_cuda_masked_ops.
 #include <gtest/gtest.h>
 

@@ -466,6 +466,12 @@ TEST(Masked, BadInputIsNamed) {
   const FactorResult<double> r = factorize<double>(a.view(), o);
   EXPECT_EQ(r.observed, 6 * 5 - 2);
 
+  // TF32 products: the masked device runs in full float precision, and report.json said tf32 was on.
+  FactorOptions tf32 = o;
+  tf32.tf32 = true;
+  msg = test::error_message([&] { factorize<double>(a.view(), tf32); });
+  EXPECT_NE(msg.find("--tf32 is not available with missing values"), std::string::npos) << msg;
+
   // --unstored missing needs a sparse A.
   o.missing = MissingValues{};
   o.missing.unstored = Unstored::missing;
