@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from ._input import as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, source_of
+from ._input import as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, missing_options, source_of
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -93,12 +93,7 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
         if not isinstance(mask, (str, os.PathLike)):
             mask = as_dtype(as_float_matrix(mask), np.float32 if single else np.float64, "mask")
         options["mask"] = source_of(mask)
-    if missing is not None:
-        if missing != "nan":
-            raise ValueError(f"missing must be None or 'nan', got {missing!r}")
-        options["nan_missing"] = True
-    if unstored is not None:
-        options["unstored"] = unstored
+    options.update(missing_options(missing, unstored))
     out = _core.factor(source_of(X), options, single, None, None, callback, bool(verbose))
     return Factorization(out)
 

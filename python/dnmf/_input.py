@@ -90,6 +90,18 @@ def as_dtype(x, dtype, what):
     return x.astype(dtype)
 
 
+def missing_options(missing, unstored):
+    """The library options for ``missing`` (None or "nan") and ``unstored`` (None, "zero" or "missing")."""
+    options = {}
+    if missing is not None:
+        if missing != "nan":
+            raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+        options["nan_missing"] = True
+    if unstored is not None:
+        options["unstored"] = unstored
+    return options
+
+
 def in_precision(x, precision, what="X"):
     """``x`` (an array or sparse matrix) in the dtype of ``precision`` ('f32', 'f64'); as it is for None or when it
     has that dtype already."""

@@ -10,7 +10,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._input import as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error, source_of
+from ._input import (as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error,
+                     missing_options, source_of)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -313,12 +314,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             if weights.shape != X.shape:
                 raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
             options["mask"] = source_of(weights)
-        if missing is not None:
-            if missing != "nan":
-                raise ValueError(f"missing must be None or 'nan', got {missing!r}")
-            options["nan_missing"] = True
-        if unstored is not None:
-            options["unstored"] = unstored
+        options.update(missing_options(missing, unstored))
 
         try:
             out = _core.factor(source_of(X), options, single, W0, H0, self.callback, bool(self.verbose))
