@@ -28,7 +28,8 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
   const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (Slot& slot : slots) {
     const std::uintptr_t begin = slot.begin.load(std::memory_order_acquire);
-    if (begin == 0 || address < begin || address >= slot.end.load(std::memory_order_acquire)) continue;
+    // 0: free; 1: the placeholder of a slot being claimed, whose end may already be stored while its begin is not.
+    if (begin <= 1 || address < begin || address >= slot.end.load(std::memory_order_acquire)) continue;
     const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
     void* at = reinterpret_cast<void*>(address - address % page);  // NOLINT(performance-no-int-to-ptr)
     // Zeros where the file was: the faulting read completes, and the owner reports the shrink.

@@ -59,6 +59,7 @@ NpySource<T>::NpySource(const std::string& path, dist::Range rows, dist::Range c
 
 template <class T>
 NpySource<T>::~NpySource() {
+  guard_.reset();  // first: once unmapped, the range may be another mapping's, whose faults are not ours
   if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_bytes_);
 }
 

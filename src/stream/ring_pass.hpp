@@ -16,19 +16,6 @@
 
 namespace dnmf::stream {
 
-/// The most entries and the most lines of any of `extents`.
-struct LargestTile {
-  index_t entries = 0, lines = 0;
-};
-inline LargestTile largest_tile(const std::vector<TileExtent>& extents) {
-  LargestTile m;
-  for (const TileExtent& e : extents) {
-    m.entries = std::max(m.entries, e.entries);
-    m.lines = std::max(m.lines, e.range.size());
-  }
-  return m;
-}
-
 /// A slot's buffers from `allocator`, sized for the largest of `extents` (values only where the source fills
 /// slots rather than lending mapped tiles; indptr and indices for a CSR source).
 template <class T>

@@ -1,6 +1,7 @@
 // One tile of a block of A in a ring slot: a stripe of whole columns or rows of the block, dense or CSR.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -18,6 +19,19 @@ struct TileExtent {
   index_t entries = 0;    ///< stored entries: rows*cols (dense), nnz or an upper bound of it (CSR)
   std::size_t bytes = 0;  ///< memory the tile needs in a slot
 };
+
+/// The most entries and the most lines of any of `extents`: what a slot is sized for (make_tile_slot).
+struct LargestTile {
+  index_t entries = 0, lines = 0;
+};
+inline LargestTile largest_tile(const std::vector<TileExtent>& extents) {
+  LargestTile m;
+  for (const TileExtent& e : extents) {
+    m.entries = std::max(m.entries, e.entries);
+    m.lines = std::max(m.lines, e.range.size());
+  }
+  return m;
+}
 
 /// A slot's contents. Dense tiles are column-major with ld = rows; CSR tiles have indptr from 0.
 template <class T>

@@ -243,6 +243,41 @@ TEST_F(SourceTest, DcsrTilesAreNnzBalanced) {
   EXPECT_LT(static_cast<double>(largest - smallest), 0.1 * static_cast<double>(largest)) << smallest << " " << largest;
 }
 
+// A slot is sized for the most entries and the most rows of any tile (make_tile_slot). Full rows followed by
+// many empty ones made one tile of entries and others of row pointers, and the slot, holding both maxima, came
+// to 1.7x the cap: the ring passed the plan and the memory budget by that much.
+TEST_F(SourceTest, DcsrSlotsOfSkewedRowsStayWithinTheCap) {
+  const index_t full = 40, empty = 20000, m = full + empty, n = 100;
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  std::vector<double> values;
+  for (index_t i = 0; i < m; ++i) {
+    for (index_t c = 0; i < full && c < n; ++c) {
+      indices.push_back(static_cast<col_index_t>(c));
+      values.push_back(1.0);
+    }
+    indptr.push_back(static_cast<index_t>(values.size()));
+  }
+  const CsrMatrix<double> csr(m, n, indptr, indices, values);
+  write_dcsr<double>(path("skew.dcsr"), csr.view());
+  DcsrSource<double> source(path("skew.dcsr"), {0, m}, {0, n});
+  const std::size_t cap = 64 << 10;
+  const auto tiles = source.partition(cap);
+  const LargestTile most = largest_tile(tiles);
+  EXPECT_LE(tile_bytes<double>(true, most.entries, most.lines), cap)
+      << tiles.size() << " tiles, most entries " << most.entries << ", most rows " << most.lines;
+  // Every row once, in order, and each tile's count right.
+  index_t next = 0, entries = 0;
+  for (const auto& t : tiles) {
+    EXPECT_EQ(t.range.first, next);
+    EXPECT_EQ(t.entries, indptr[to_size(t.range.last)] - indptr[to_size(t.range.first)]);
+    next = t.range.last;
+    entries += t.entries;
+  }
+  EXPECT_EQ(next, m);
+  EXPECT_EQ(entries, csr.nnz());
+}
+
 TEST_F(SourceTest, DcsrBadEntriesAndCorruptFiles) {
   auto a = uneven_sparse(20, 10, 11);
   a(13, 4) = -2.0;
