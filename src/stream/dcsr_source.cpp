@@ -105,7 +105,17 @@ std::vector<TileExtent> DcsrSource<T>::partition(std::size_t max_tile_bytes) con
 }
 
 template <class T>
+void DcsrSource<T>::read_structure_checked(const TileExtent& extent, Tile<T>& tile) {
+  fill(extent, tile, true, false);
+}
+
+template <class T>
 void DcsrSource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate) {
+  fill(extent, tile, validate, validate);
+}
+
+template <class T>
+void DcsrSource<T>::fill(const TileExtent& extent, Tile<T>& tile, bool structure, bool values) {
   tile.range = extent.range;
   tile.sparse = true;
   tile.rows = extent.range.size();
@@ -114,8 +124,8 @@ void DcsrSource<T>::read(const TileExtent& extent, Tile<T>& tile, bool validate)
   if (tile.indptr.capacity() < to_size(tile.rows + 1)) throw DataError("internal: tile larger than its slot");
   tile.nnz = io::read_dcsr_rows(file_, header_, rows_.first + extent.range.first, tile.rows, cols_, tile.indptr.data(),
                                 tile.indices.data(), tile.values.data(),
-                                std::min(tile.indices.capacity(), tile.values.capacity()), validate, staging_,
-                                tile.bytes_read, &verified_);
+                                std::min(tile.indices.capacity(), tile.values.capacity()), structure, staging_,
+                                tile.bytes_read, &verified_, values);
 }
 
 template class DcsrSource<float>;

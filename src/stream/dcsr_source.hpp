@@ -30,8 +30,11 @@ class DcsrSource final : public TileSource<T> {
   [[nodiscard]] std::size_t staging_bytes() const override;
   [[nodiscard]] std::vector<TileExtent> partition(std::size_t max_tile_bytes) const override;
   void read(const TileExtent& extent, Tile<T>& tile, bool validate) override;
+  void read_structure_checked(const TileExtent& extent, Tile<T>& tile) override;
 
  private:
+  /// read() with the structure and the values checked as asked.
+  void fill(const TileExtent& extent, Tile<T>& tile, bool structure, bool values);
   /// Calls visit(row, row_nnz) for every row of the block, reading the row pointers in chunks.
   template <class Visit>
   void scan_rows(Visit visit) const;

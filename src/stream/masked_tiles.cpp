@@ -47,6 +47,7 @@ MaskedTiles<T>::MaskedTiles(std::unique_ptr<TileSource<T>> a, std::unique_ptr<Ti
     if (!same) throw Error("internal: the mask's tiles do not match A's");
   }
   if (extents_.empty()) return;
+  structure_checked_.assign(extents_.size(), 0);
   std::vector<TilePair<T>> slots;
   for (int d = 0; d < depth; ++d) {
     TilePair<T> pair;
@@ -58,7 +59,14 @@ MaskedTiles<T>::MaskedTiles(std::unique_ptr<TileSource<T>> a, std::unique_ptr<Ti
   // hold anything) and words a bad weight as a weight.
   ring_ =
       std::make_unique<Ring<TilePair<T>>>(std::move(slots), extents_.size(), [this](std::size_t t, TilePair<T>& pair) {
-        a_->read(extents_[t], pair.a, false);
+        // A's structure on each tile's first read (a CSR row's duplicate column would count twice), its values
+        // never here.
+        if (structure_checked_[t] == 0) {
+          a_->read_structure_checked(extents_[t], pair.a);
+          structure_checked_[t] = 1;
+        } else {
+          a_->read(extents_[t], pair.a, false);
+        }
         pair.a.index = t;
         std::uint64_t bytes = pair.a.bytes_read;
         if (mask_) {

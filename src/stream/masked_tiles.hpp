@@ -60,6 +60,7 @@ class MaskedTiles {
  private:
   std::unique_ptr<TileSource<T>> a_, mask_;
   std::vector<TileExtent> extents_;
+  std::vector<char> structure_checked_;  // per tile; touched by the producer only
   int depth_ = 2;
   long long passes_ = 0;
   std::atomic<std::uint64_t> bytes_read_{0};

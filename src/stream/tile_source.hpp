@@ -45,6 +45,10 @@ class TileSource {
   /// (negative, NaN, infinite: dnmf::Error naming the source and the entry's global row and column).
   /// Called from one thread at a time.
   virtual void read(const TileExtent& extent, Tile<T>& tile, bool validate) = 0;
+  /// read() with the structure checked (a CSR row's column indices increasing: no duplicates) but not the
+  /// values, for a reader that checks the values it uses itself (a masked run: a missing entry may hold
+  /// anything). Dense sources have no structure to check.
+  virtual void read_structure_checked(const TileExtent& extent, Tile<T>& tile) { read(extent, tile, false); }
   /// Throws dnmf::IoError when tiles handed out since the last call may not hold the file's data (a mapped
   /// file shrank under them and they read zeros: mapping_guard.hpp). Called after each pass.
   virtual void check_intact() const {}

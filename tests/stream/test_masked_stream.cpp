@@ -237,6 +237,24 @@ TEST_F(MaskedStream, SparseUnstoredMissingEqualsInMemory) {
     }
 }
 
+// The masked read checks no values (the solver checks the observed ones), but it checks a CSR's structure on
+// each tile's first read: a duplicate column in a row (a well-checksummed but non-canonical file) was fitted as
+// two observations, where the in-memory read refuses the file.
+TEST_F(MaskedStream, SparseDuplicateColumnIsRefusedAsInMemory) {
+  const CsrMatrix<double> csr = test::to_csr(test::noisy_rank4(kM, kN, 9, 0.6));
+  std::vector<col_index_t> indices = csr.indices();
+  const index_t row = 70, at = csr.indptr()[to_size(row)];
+  ASSERT_GE(csr.indptr()[to_size(row) + 1] - at, 2);
+  indices[to_size(at + 1)] = indices[to_size(at)];  // row 70 lists its first column twice
+  io::write_dcsr_unchecked<double>(path("dup.dcsr"),
+                                   CsrMatrix<double>(kM, kN, csr.indptr(), indices, csr.values()).view());
+  const FactorOptions o = options_for(Algorithm::mu, 2);
+  const std::string message =
+      test::error_message([&] { (void)streamed<double>(path("dup.dcsr"), "", false, 3000, 3, o); });
+  EXPECT_NE(message.find("row 70 has column index"), std::string::npos) << message;
+  EXPECT_NE(message.find("unsorted or duplicate"), std::string::npos) << message;
+}
+
 TEST_F(MaskedStream, FloatAgreesWithInMemoryFloat) {
   DenseMatrix<float> af(kM, kN), wf(kM, kN);
   for (std::size_t e = 0; e < af.storage().size(); ++e) {
