@@ -171,6 +171,19 @@ DenseMatrix<double> uneven_sparse(index_t m, index_t n, std::uint64_t seed) {
   return a;
 }
 
+/// A CSR of `m` rows and `n` columns whose row i holds columns 0..count(i)-1, all ones.
+template <class Count>
+CsrMatrix<double> rows_of_ones(index_t m, index_t n, Count count) {
+  std::vector<index_t> indptr{0};
+  std::vector<col_index_t> indices;
+  for (index_t i = 0; i < m; ++i) {
+    for (index_t c = 0; c < count(i); ++c) indices.push_back(static_cast<col_index_t>(c));
+    indptr.push_back(static_cast<index_t>(indices.size()));
+  }
+  std::vector<double> values(indices.size(), 1.0);
+  return {m, n, std::move(indptr), std::move(indices), std::move(values)};
+}
+
 TEST_F(SourceTest, DcsrRoundTripAndShape) {
   const auto a = uneven_sparse(40, 30, 8);
   const auto csr = test::to_csr(a);
@@ -214,18 +227,7 @@ TEST_F(SourceTest, DcsrBlocksAndTilesEqualTheSlices) {
 TEST_F(SourceTest, DcsrTilesAreNnzBalanced) {
   // 2000 rows with 1..40 entries each: tiles of about equal bytes, none above the cap.
   const index_t m = 2000, n = 64;
-  std::vector<index_t> indptr{0};
-  std::vector<col_index_t> indices;
-  std::vector<double> values;
-  for (index_t i = 0; i < m; ++i) {
-    const index_t count = 1 + (i * 37) % 40;
-    for (index_t c = 0; c < count; ++c) {
-      indices.push_back(static_cast<col_index_t>(c));
-      values.push_back(1.0);
-    }
-    indptr.push_back(static_cast<index_t>(values.size()));
-  }
-  const CsrMatrix<double> csr(m, n, indptr, indices, values);
+  const CsrMatrix<double> csr = rows_of_ones(m, n, [](index_t i) { return 1 + (i * 37) % 40; });
   write_dcsr<double>(path("b.dcsr"), csr.view());
   DcsrSource<double> source(path("b.dcsr"), {0, m}, {0, n});
   EXPECT_EQ(source.stored(), csr.nnz());
@@ -248,17 +250,8 @@ TEST_F(SourceTest, DcsrTilesAreNnzBalanced) {
 // to 1.7x the cap: the ring passed the plan and the memory budget by that much.
 TEST_F(SourceTest, DcsrSlotsOfSkewedRowsStayWithinTheCap) {
   const index_t full = 40, empty = 20000, m = full + empty, n = 100;
-  std::vector<index_t> indptr{0};
-  std::vector<col_index_t> indices;
-  std::vector<double> values;
-  for (index_t i = 0; i < m; ++i) {
-    for (index_t c = 0; i < full && c < n; ++c) {
-      indices.push_back(static_cast<col_index_t>(c));
-      values.push_back(1.0);
-    }
-    indptr.push_back(static_cast<index_t>(values.size()));
-  }
-  const CsrMatrix<double> csr(m, n, indptr, indices, values);
+  const CsrMatrix<double> csr = rows_of_ones(m, n, [&](index_t i) { return i < full ? n : index_t{0}; });
+  const std::vector<index_t>& indptr = csr.indptr();
   write_dcsr<double>(path("skew.dcsr"), csr.view());
   DcsrSource<double> source(path("skew.dcsr"), {0, m}, {0, n});
   const std::size_t cap = 64 << 10;
