@@ -4,7 +4,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
-#include "stream/tile.hpp"
+#include "stream/row_tiles.hpp"
 
 namespace dnmf::stream {
 namespace {
@@ -60,48 +60,12 @@ std::size_t DcsrSource<T>::staging_bytes() const {
 
 template <class T>
 std::vector<TileExtent> DcsrSource<T>::partition(std::size_t max_tile_bytes) const {
-  std::vector<TileExtent> tiles;
-  if (rows() == 0) return tiles;
-  const std::size_t total = tile_bytes<T>(true, row_nnz_, rows());
-  const std::size_t parts = (total + max_tile_bytes - 1) / max_tile_bytes;
-  const std::size_t target = (total + parts - 1) / parts;  // equal shares of the block's bytes
-  index_t start = 0, nnz = 0;
-  auto close = [&](index_t end) {
-    tiles.push_back({{start, end}, nnz, tile_bytes<T>(true, nnz, end - start)});
-    start = end;
-    nnz = 0;
-  };
-  scan_rows([&](index_t i, index_t row) {
-    if (tile_bytes<T>(true, row, 1) > max_tile_bytes)
-      throw DataError(name() + ": row " + std::to_string(rows_.first + i) + " holds " + std::to_string(row) +
-                      " entries, more than a tile of " + std::to_string(max_tile_bytes) + " bytes can take");
-    if (i > start && tile_bytes<T>(true, nnz + row, i + 1 - start) > max_tile_bytes) close(i);
-    nnz += row;
-    if (tile_bytes<T>(true, nnz, i + 1 - start) >= target) close(i + 1);
-  });
-  if (start < rows()) close(rows());
-  // A slot holds the most entries of any tile and the most rows of any tile (make_tile_slot): with full rows in
-  // one tile and empty ones in another it was up to twice the largest tile, past the plan and the budget. Such
-  // blocks are cut again with both capped, so that the two maxima together fit a tile.
-  const LargestTile most = largest_tile(tiles);
-  if (tile_bytes<T>(true, most.entries, most.lines) <= max_tile_bytes) return tiles;
-  constexpr std::size_t per_entry = sizeof(T) + sizeof(col_index_t), per_line = sizeof(index_t);
-  const double entry_share = static_cast<double>(row_nnz_) * per_entry /
-                             (static_cast<double>(row_nnz_) * per_entry + static_cast<double>(rows() + 1) * per_line);
-  // The check above leaves room for the fullest row and two row pointers.
-  index_t entry_cap = std::max(max_row_, static_cast<index_t>(entry_share * static_cast<double>(max_tile_bytes) /
-                                                              static_cast<double>(per_entry)));
-  if (to_size(entry_cap) * per_entry + 2 * per_line > max_tile_bytes) entry_cap = max_row_;
-  const auto line_cap = static_cast<index_t>((max_tile_bytes - to_size(entry_cap) * per_entry) / per_line) - 1;
-  tiles.clear();
-  start = 0;
-  nnz = 0;
-  scan_rows([&](index_t i, index_t row) {
-    if (i > start && (nnz + row > entry_cap || i + 1 - start > line_cap)) close(i);
-    nnz += row;
-  });
-  close(rows());
-  return tiles;
+  return balanced_row_tiles<T>(
+      rows(), row_nnz_, max_row_, max_tile_bytes, [&](auto visit) { scan_rows(visit); },
+      [&](index_t i, index_t row) {
+        throw DataError(name() + ": row " + std::to_string(rows_.first + i) + " holds " + std::to_string(row) +
+                        " entries, more than a tile of " + std::to_string(max_tile_bytes) + " bytes can take");
+      });
 }
 
 template <class T>

@@ -6,6 +6,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "stream/row_tiles.hpp"
 #include "stream/validate.hpp"
 
 namespace dnmf::stream {
@@ -35,10 +36,20 @@ template <class T>
 std::size_t MemorySource<T>::min_tile_bytes() const {
   if (!is_sparse(a_))
     return to_size(std::max<index_t>(direction_ == backend::Side::H ? rows() : cols(), 1)) * sizeof(T);
+  return tile_bytes<T>(true, widest_row(), 1);
+}
+
+template <class T>
+index_t MemorySource<T>::row_nnz(index_t i) const {
   const auto& s = std::get<CsrView<T>>(a_);
+  return s.indptr[rows_.first + i + 1] - s.indptr[rows_.first + i];
+}
+
+template <class T>
+index_t MemorySource<T>::widest_row() const {
   index_t widest = 0;
-  for (index_t i = rows_.first; i < rows_.last; ++i) widest = std::max(widest, s.indptr[i + 1] - s.indptr[i]);
-  return tile_bytes<T>(true, widest, 1);
+  for (index_t i = 0; i < rows(); ++i) widest = std::max(widest, row_nnz(i));
+  return widest;
 }
 
 template <class T>
@@ -56,30 +67,13 @@ std::vector<TileExtent> MemorySource<T>::partition(std::size_t max_tile_bytes) c
       tiles.push_back({r, r.size() * line, to_size(r.size()) * line_bytes});
     return tiles;
   }
-  // Greedy nnz-balanced row ranges, as the file source makes them.
-  const auto& s = std::get<CsrView<T>>(a_);
-  if (rows() == 0) return tiles;
-  const std::size_t total = tile_bytes<T>(true, stored(), rows());
-  const std::size_t parts = (total + max_tile_bytes - 1) / max_tile_bytes;
-  const std::size_t target = (total + parts - 1) / parts;
-  index_t start = 0, nnz = 0;
-  for (index_t i = 0; i < rows(); ++i) {
-    const index_t row = s.indptr[rows_.first + i + 1] - s.indptr[rows_.first + i];
-    if (tile_bytes<T>(true, row, 1) > max_tile_bytes) throw Error("memory: one row does not fit a tile");
-    if (i > start && tile_bytes<T>(true, nnz + row, i + 1 - start) > max_tile_bytes) {
-      tiles.push_back({{start, i}, nnz, tile_bytes<T>(true, nnz, i - start)});
-      start = i;
-      nnz = 0;
-    }
-    nnz += row;
-    if (tile_bytes<T>(true, nnz, i + 1 - start) >= target) {
-      tiles.push_back({{start, i + 1}, nnz, tile_bytes<T>(true, nnz, i + 1 - start)});
-      start = i + 1;
-      nnz = 0;
-    }
-  }
-  if (start < rows()) tiles.push_back({{start, rows()}, nnz, tile_bytes<T>(true, nnz, rows() - start)});
-  return tiles;
+  // Row ranges as the file source makes them.
+  return balanced_row_tiles<T>(
+      rows(), stored(), widest_row(), max_tile_bytes,
+      [&](auto visit) {
+        for (index_t i = 0; i < rows(); ++i) visit(i, row_nnz(i));
+      },
+      [](index_t, index_t) -> void { throw Error("memory: one row does not fit a tile"); });
 }
 
 template <class T>

@@ -30,6 +30,10 @@ class MemorySource final : public TileSource<T> {
   void read(const TileExtent& extent, Tile<T>& tile, bool validate) override;
 
  private:
+  /// CSR only: the entries of block row i, and the most of any row.
+  [[nodiscard]] index_t row_nnz(index_t i) const;
+  [[nodiscard]] index_t widest_row() const;
+
   MatrixRef<T> a_;
   dist::Range rows_, cols_;
   backend::Side direction_;
