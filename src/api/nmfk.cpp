@@ -15,7 +15,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "io/block_read.hpp"
-#include "io/nan_hint.hpp"
+#include "io/entry_text.hpp"
 #include "nmfk/provider.hpp"
 
 namespace dnmf {

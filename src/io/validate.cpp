@@ -11,8 +11,8 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/source.hpp"
+#include "io/entry_text.hpp"
 #include "io/hdf5_path.hpp"
-#include "io/nan_hint.hpp"
 #include "io/narrow.hpp"
 #include "io/npz.hpp"
 #include "util/text.hpp"
@@ -26,13 +26,6 @@ constexpr const char* kInputFormats = ".npy, .npz, .mtx, .h5/.hdf5/.h5ad or .dcs
 template <class T>
 bool acceptable(T value) {
   return acceptable_entry(value);
-}
-
-template <class T>
-std::string shortest_repr(T value) {
-  char text[64];
-  const auto result = std::to_chars(text, text + sizeof(text), value);
-  return std::string(text, result.ptr);
 }
 
 template <class T>
@@ -52,13 +45,24 @@ bool all_acceptable(const T* values, index_t count) {
 }  // namespace
 
 template <class T>
+std::string shortest_repr(T value) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, result.ptr);
+}
+
+std::string describe_narrowed(int marker, const char* rescaled) {
+  return std::string(marker == 1 ? "finite but too large for single precision (float32 holds at most 3.4028235e+38)"
+                                 : "non-zero but too small for single precision: it underflows to zero in float32 "
+                                   "(the smallest is 1.4e-45)") +
+         "; use --precision f64, or rescale the " + rescaled;
+}
+
+template <class T>
 std::string describe_bad_entry(index_t row, index_t col, T value) {
   std::string message = "entry at row " + std::to_string(row) + ", column " + std::to_string(col) + " (0-based) is ";
   if (const int marker = narrow_marker(value); marker != 0) {
-    message += marker == 1 ? "finite but too large for single precision (float32 holds at most 3.4028235e+38)"
-                           : "non-zero but too small for single precision: it underflows to zero in float32 "
-                             "(the smallest is 1.4e-45)";
-    message += "; use --precision f64, or rescale the matrix";
+    message += describe_narrowed(marker, "matrix");
   } else if (std::isnan(value)) {
     message += "NaN; input must be finite and non-negative ";
     message += kNanMissingHint;
@@ -138,6 +142,8 @@ template void check_nonnegative<float>(DenseView<const float>, const std::string
 template void check_nonnegative<double>(DenseView<const double>, const std::string&, index_t, index_t, bool);
 template void check_nonnegative<float>(CsrView<float>, const std::string&, index_t, index_t, bool);
 template void check_nonnegative<double>(CsrView<double>, const std::string&, index_t, index_t, bool);
+template std::string shortest_repr<float>(float);
+template std::string shortest_repr<double>(double);
 template std::string describe_bad_entry<float>(index_t, index_t, float);
 template std::string describe_bad_entry<double>(index_t, index_t, double);
 

@@ -3,12 +3,12 @@
 // (docs/masked.md, "What is checked"). Places are A's, 0-based.
 #pragma once
 
-#include <charconv>
 #include <cmath>
 #include <string>
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "io/entry_text.hpp"
 #include "io/narrow.hpp"
 
 namespace dnmf::solvers {
@@ -24,18 +24,10 @@ template <class T>
 template <class T>
 void check_weight(const std::string& name, index_t i, index_t j, T w) {
   if (w >= 0 && std::isfinite(w)) return;
-  std::string what;
-  if (const int marker = io::narrow_marker(w); marker != 0) {
-    what = marker == 1 ? "finite but too large for single precision (float32 holds at most 3.4028235e+38)"
-                       : "non-zero but too small for single precision (it underflows to zero in float32)";
-    what += "; use --precision f64, or rescale the mask";
-  } else {
-    char text[64];
-    what = std::string(text, std::to_chars(text, text + sizeof(text), w).ptr);  // shortest: -1e-09, not -0.000000
-    what += "; mask weights must be finite and >= 0 (0 = missing)";
-  }
+  const int marker = io::narrow_marker(w);
   throw DataError(name + ": weight at row " + std::to_string(i) + ", column " + std::to_string(j) + " (0-based) is " +
-                  what);
+                  (marker != 0 ? io::describe_narrowed(marker, "mask")
+                               : io::shortest_repr(w) + "; mask weights must be finite and >= 0 (0 = missing)"));
 }
 
 /// Throws DataError naming `name` and (i, j) unless the observed entry a is finite and >= 0 (a NaN's message
