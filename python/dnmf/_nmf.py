@@ -398,10 +398,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = as_float_matrix(X)
         if mask is not None and self.precision == "f32" and X.dtype == np.float64 and not hasattr(X, "toarray"):
             # Hidden entries are never read (docs/masked.md): zeros, so that a value float32 cannot hold there is
-            # not refused by the narrowing below, as fit does not refuse it.
-            weights = mask.toarray() if hasattr(mask, "toarray") else np.asarray(mask)
-            if weights.shape == X.shape:
-                X = np.where(weights == 0, 0.0, X)
+            # not refused by the narrowing below, as fit does not refuse it. (NaN under missing='nan' stays NaN.)
+            X = _hidden_as_zero(X, mask, None)
         # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
         X = in_precision(X, self.precision)
         if mask is None and missing is None and unstored is None:
