@@ -173,7 +173,12 @@ NmfkRunInfo nmfk_run_info(const Source& source) {
   if (source.is_file()) {
     run.format = io::format_name(io::format_of(source.name()));
     const io::MatrixShape shape = io::read_shape(source.name());
-    run.nnz = shape.sparse ? shape.stored : -1;
+    // Only a .dcsr header counts the matrix's entries: a symmetric .mtx's lines count its mirrored entries once,
+    // and duplicate lines (.mtx, HDF5, .npz) are summed into one entry when read. Counted as factor's report
+    // counts them, from the matrix as read.
+    if (shape.sparse)
+      run.nnz = io::format_of(source.name()) == io::FileFormat::dcsr ? shape.stored
+                                                                     : io::load_matrix<T>(source.name()).csr.nnz();
   } else {
     run.format = "memory";
     if (const MatrixRef<T>* a = source.stored<T>(); a != nullptr && is_sparse(*a))

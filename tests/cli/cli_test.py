@@ -438,6 +438,11 @@ def sparse(ctx):
         ctx.ok("factor", name, "-k", 1, "--iters", 3, "-o", "out_" + name)
         got = ctx.report("out_" + name)["nnz"]
         check(got == expected, "%s: report nnz %r, expected %d" % (name, got, expected))
+        # nmfk.json counts them alike (it gave the header's line count).
+        ctx.ok("nmfk", name, "--k", "1:1", "--perturbations", 2, "--iters", 3, "-q", "-o", "nmfk_" + name)
+        with open(ctx.path("nmfk_" + name, "nmfk.json")) as f:
+            got = json.load(f)["input"]["nnz"]
+        check(got == expected, "%s: nmfk.json nnz %r, expected %d" % (name, got, expected))
     check(math.isfinite(r["rel_error"]) and r["rel_error"] < 1, "rel_error %r" % r["rel_error"])
     check(Npy(ctx.path("out", "W.npy")).shape == (600, 4), "W.npy shape")
     check(Npy(ctx.path("out", "H.npy")).shape == (4, 400), "H.npy shape")
