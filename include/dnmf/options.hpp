@@ -69,8 +69,9 @@ struct FactorOptions {
   /// objective. Fewer iterations to a given error for hals and bpp; not for mu or kl, nor with missing values.
   bool extrapolate = false;
   std::function<void(const IterationInfo&)> progress;  ///< called after every iteration (rank 0)
-  /// Polled on rank 0 after every iteration (and by nmfk() between jobs): returning true stops every process
-  /// together and the entry point throws dnmf::Cancelled; nothing is written.
+  /// Polled on rank 0 after every iteration (and by nmfk() between jobs; a streamed run on one process also asks
+  /// before each tile): returning true stops every process together and the entry point throws dnmf::Cancelled;
+  /// nothing is written.
   std::function<bool()> cancel;
   /// Missing values: a mask, NaN entries or unstored entries not observed (docs/masked.md). Supported on one
   /// process and on the MPI grid (each rank reads its block of A and of the mask), A in memory (cpu and reference

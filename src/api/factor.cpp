@@ -81,7 +81,10 @@ LocalOperand<T> make_operand(backend::Kernels<T>& kernels, const Source& source,
       local.memory = api::plan_block<T>(source.name(), shape, layout, options, budget, world);
       if (local.memory.plan.streamed) {
         auto streamed = api::make_streamed_operand<T>(kernels, local.memory);
-        local.streamed = dynamic_cast<const stream::StreamedOperand<T>*>(streamed.get());
+        auto* host_streamed = dynamic_cast<stream::StreamedOperand<T>*>(streamed.get());
+        // One process alone may stop inside a pass; on a grid the ranks must stop together, between iterations.
+        if (host_streamed != nullptr && world.size() == 1) host_streamed->set_cancel(options.cancel);
+        local.streamed = host_streamed;
         local.operand = std::move(streamed);
         return local;
       }

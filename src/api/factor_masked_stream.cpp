@@ -200,6 +200,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
 
   auto tiles = std::make_unique<stream::MaskedTiles<T>>(std::move(a), std::move(mask), memory.plan.tile_bytes,
                                                         memory.plan.depth);
+  tiles->set_cancel(options.cancel);  // one process (factor_masked sends grids elsewhere): stop inside a pass
   solvers::StreamedMaskedProblem<T> problem;
   problem.tiles = tiles.get();
   problem.a_name = name;

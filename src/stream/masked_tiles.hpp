@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/operand.hpp"
@@ -44,6 +45,9 @@ class MaskedTiles {
   [[nodiscard]] int depth() const { return depth_; }
   [[nodiscard]] backend::OperandStats stats() const;
 
+  /// Asked before each tile of every pass from now on (dnmf::Cancelled when it returns true).
+  void set_cancel(PassCancel cancel) { cancel_ = std::move(cancel); }
+
   /// One pass: body(a_tile, mask_tile or nullptr) for every tile in order. A pass abandoned by an exception
   /// restarts the ring, so the next pass begins at tile 0 again.
   template <class Body>
@@ -54,7 +58,8 @@ class MaskedTiles {
         [this] {
           a_->check_intact();
           if (mask_) mask_->check_intact();
-        });
+        },
+        cancel_, a_->name());
   }
 
  private:
@@ -63,6 +68,7 @@ class MaskedTiles {
   std::vector<char> structure_checked_;  // per tile; touched by the producer only
   int depth_ = 2;
   long long passes_ = 0;
+  PassCancel cancel_;
   std::atomic<std::uint64_t> bytes_read_{0};
   std::unique_ptr<Ring<TilePair<T>>> ring_;  // last: its producer uses the members above
 };

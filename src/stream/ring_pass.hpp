@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,19 +32,26 @@ Tile<T> make_tile_slot(const TileSource<T>& source, const std::vector<TileExtent
   return tile;
 }
 
+/// Asked before each tile of a pass whether to stop (FactorOptions::cancel on one process); empty: never.
+using PassCancel = std::function<bool()>;
+
 /// One pass over `ring`'s `tiles` slots in order: body(slot) for each, index_of(slot) checked against its place,
 /// then intact() (the sources did not change under the pass) before the pass counts in `passes`. A pass
 /// abandoned by an exception restarts the ring, so the next one begins at tile 0 again. With no tiles the pass
-/// counts and does nothing.
+/// counts and does nothing. `cancel` is asked before each tile: a pass over a large file takes minutes, and an
+/// interrupt should not wait for its end (dnmf::Cancelled naming `name` and the tile).
 template <class Slot, class IndexOf, class Body, class Intact>
-void ring_pass(Ring<Slot>* ring, std::size_t tiles, long long& passes, IndexOf&& index_of, Body&& body,
-               Intact&& intact) {
+void ring_pass(Ring<Slot>* ring, std::size_t tiles, long long& passes, IndexOf&& index_of, Body&& body, Intact&& intact,
+               const PassCancel& cancel = {}, const std::string& name = {}) {
   if (tiles == 0) {
     ++passes;
     return;
   }
   try {
     for (std::size_t t = 0; t < tiles; ++t) {
+      if (cancel && cancel())
+        throw Cancelled("cancelled while streaming " + name + " (tile " + std::to_string(t + 1) + " of " +
+                        std::to_string(tiles) + ")");
       const Slot& slot = ring->acquire();
       const std::size_t index = index_of(slot);
       if (index != t) throw Error("internal: tile " + std::to_string(index) + " arrived as tile " + std::to_string(t));

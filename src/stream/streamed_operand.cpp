@@ -49,7 +49,8 @@ template <class Body>
 void StreamedOperand<T>::pass(Body&& body) {
   ring_pass(
       ring_.get(), extents_.size(), passes_, [](const Tile<T>& tile) { return tile.index; }, body,
-      [this] { source_->check_intact(); });  // before the pass's sums are used
+      [this] { source_->check_intact(); },  // before the pass's sums are used
+      cancel_, source_->name());
 }
 
 template <class T>

@@ -7,12 +7,14 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/operand.hpp"
 #include "dnmf/index.hpp"
 #include "stream/buffer.hpp"
 #include "stream/ring.hpp"
+#include "stream/ring_pass.hpp"
 #include "stream/tile_source.hpp"
 
 namespace dnmf::stream {
@@ -49,6 +51,9 @@ class StreamedOperand final : public backend::Operand<T> {
   /// Tile by tile (one pass); the slots are host memory.
   bool visit_host(const typename backend::Operand<T>::HostPieceVisitor& visit) override;
 
+  /// Asked before each tile of every pass from now on (dnmf::Cancelled when it returns true). Only where the
+  /// whole job is this process: on a grid the ranks stop together, between iterations.
+  void set_cancel(PassCancel cancel) { cancel_ = std::move(cancel); }
   /// Entries != 0 of the block, counted during the last stats() pass (-1 before one ran).
   [[nodiscard]] index_t nonzeros() const { return nonzeros_; }
   [[nodiscard]] const TileSource<T>& source() const { return *source_; }
@@ -73,6 +78,7 @@ class StreamedOperand final : public backend::Operand<T> {
   int depth_ = 2;
   std::size_t slot_bytes_ = 0;
   long long passes_ = 0;
+  PassCancel cancel_;
   index_t nonzeros_ = -1;
   std::atomic<std::uint64_t> bytes_read_{0};
   std::unique_ptr<Ring<Tile<T>>> ring_;  // last: its producer uses the members above

@@ -433,6 +433,36 @@ TEST_F(MaskedStream, ResidencePlanCountsTheGramListsTheSolverBuilds) {
   }
 }
 
+// A pass over a large file takes minutes: a cancel (Ctrl-C in Python) is answered before the next tile, not at the
+// end of the pass. Unmasked and masked, the statistics pass or the scan being the first.
+TEST_F(MaskedStream, CancelStopsInsideAPass) {
+  const auto big = test::noisy_rank4(600, 400, 11);
+  io::write_npy<double>(path("big.npy"), big.view());
+  io::write_npy<double>(path("bigM.npy"), make_mask(600, 400).view());
+  const Source a = Source::file(path("big.npy"));
+  for (const bool masked : {false, true}) {
+    FactorOptions o = options_for(Algorithm::mu, 5);
+    if (masked) o.missing.mask = Source::file(path("bigM.npy"));
+    // Above the minimum by less than A (1.8 MiB), so that A does not fit beside what the minimum counts.
+    const long long margin = 512LL << 10;
+    const Factorization<double> whole = factor_near_minimum(a, o, margin);
+    ASSERT_TRUE(whole.memory.streamed) << masked;
+    ASSERT_GE(whole.memory.tiles_per_pass, 4) << masked;
+    int asked = 0;
+    o.cancel = [&asked] { return ++asked == 3; };
+    try {
+      (void)factor_near_minimum(a, o, margin);
+      ADD_FAILURE() << "the cancel was ignored, masked " << masked;
+    } catch (const Cancelled& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("cancelled while streaming"), std::string::npos) << message;
+      // "of N": the plan follows the process's RSS, so N may differ from the first run's.
+      EXPECT_NE(message.find("big.npy (tile 3 of "), std::string::npos) << message;
+    }
+    EXPECT_EQ(asked, 3) << masked;
+  }
+}
+
 // What streaming cannot do is a UsageError that says what to do instead.
 TEST_F(MaskedStream, RefusalsSayWhatToDo) {
   // 1.8 MiB: 8 copies do not fit 2 MiB above the minimum, so the plan streams.
