@@ -87,6 +87,14 @@ FoldMask<T> fold_mask(const solvers::MaskedProblem<T>& p, const std::vector<Obse
   return f;
 }
 
+/// check_holdout_folds with the entries' values: a fold must hide a non-zero entry and keep one.
+void check_folds(const std::string& name, const std::vector<Observed>& entries, std::uint64_t seed, int folds,
+                 double holdout) {
+  std::vector<char> nonzero(entries.size());
+  for (std::size_t e = 0; e < entries.size(); ++e) nonzero[e] = entries[e].a != 0 ? 1 : 0;
+  api::check_holdout_folds(name, seed, folds, static_cast<index_t>(entries.size()), holdout, &nonzero);
+}
+
 void check_options(const CrossValidationOptions& o, index_t m, index_t n) {
   if (o.ks.empty()) throw UsageError("cross-validation needs at least one k");
   if (o.folds < 1) throw UsageError("--folds must be >= 1, got " + std::to_string(o.folds));
@@ -114,6 +122,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   if (options.factor.backend == BackendKind::cuda)
     throw UsageError("cross-validation is not supported with --backend cuda yet");
   if (options.factor.init == InitMethod::given) throw UsageError("cross-validation draws its own starts");
+  api::check_not_extrapolated(options.factor);
   const util::ThreadCountScope thread_count(options.factor.threads);
   std::sort(options.ks.begin(), options.ks.end());
   options.ks.erase(std::unique(options.ks.begin(), options.ks.end()), options.ks.end());
@@ -133,10 +142,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's. So do folds that hide
   // only zeros (no relative error: scored in A's units instead, they were averaged with the other folds' ratios)
   // or keep only zeros.
-  std::vector<char> nonzero(entries.size());
-  for (std::size_t e = 0; e < entries.size(); ++e) nonzero[e] = entries[e].a != 0 ? 1 : 0;
-  api::check_holdout_folds(source.name(), options.factor.seed, options.folds, static_cast<index_t>(entries.size()),
-                           options.holdout, &nonzero);
+  check_folds(source.name(), entries, options.factor.seed, options.folds, options.holdout);
 
   CrossValidationResult result;
   result.rows = base.m;
@@ -251,6 +257,30 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
 }
 
 namespace api {
+
+void check_not_extrapolated(const FactorOptions& options) {
+  // The fits are masked problems (the fold's hidden entries), and the masked solver has no extrapolation: without
+  // this, --extrapolate was accepted on complete data and silently not applied.
+  if (options.extrapolate)
+    throw UsageError(
+        "--extrapolate: the cross-validation's fits hide entries (masked fits), which do not extrapolate; leave "
+        "--extrapolate out");
+}
+
+template <class T>
+void check_holdout_values(const Source& source, const FactorOptions& factor, int folds, double holdout) {
+  const api::Held<T> a = api::hold<T>(source);
+  std::optional<api::Held<T>> mask;
+  if (factor.missing.mask) mask = api::hold<T>(*factor.missing.mask);
+  const solvers::StoredMatrix<T> stored_a{&a.ref, source.transposed(), source.name()};
+  const solvers::StoredMatrix<T> stored_mask{mask ? &mask->ref : nullptr, mask && factor.missing.mask->transposed(),
+                                             mask ? factor.missing.mask->name() : std::string()};
+  const solvers::MaskedProblem<T> base = solvers::build_masked_problem<T>(stored_a, stored_mask, factor.missing);
+  check_folds(source.name(), observed_entries(base), factor.seed, folds, holdout);
+}
+
+template void check_holdout_values<float>(const Source&, const FactorOptions&, int, double);
+template void check_holdout_values<double>(const Source&, const FactorOptions&, int, double);
 
 void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
                          const std::vector<char>* nonzero) {

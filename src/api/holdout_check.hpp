@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "dnmf/index.hpp"
+#include "dnmf/options.hpp"
+#include "dnmf/source.hpp"
 
 namespace dnmf::api {
 
@@ -18,5 +20,14 @@ namespace dnmf::api {
 /// one (only zeros leave nothing to fit); it then stops at the first non-zero entry of each kind.
 void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
                          const std::vector<char>* nonzero = nullptr);
+
+/// check_holdout_folds on the observed entries of `source` (read whole, on this process) with their values, as
+/// cross_validate draws its folds: nmfk --cv calls it before its sweep, so that a fold hiding only zeros is
+/// refused before hours of NMFk jobs rather than after them.
+template <class T>
+void check_holdout_values(const Source& source, const FactorOptions& factor, int folds, double holdout);
+
+/// UsageError when `options` ask for extrapolation, which the cross-validation's masked fits cannot do.
+void check_not_extrapolated(const FactorOptions& options);
 
 }  // namespace dnmf::api

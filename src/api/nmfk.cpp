@@ -87,6 +87,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
         throw UsageError("--cv-folds must be >= 1, got " + std::to_string(requested.cv_folds));
       if (!(requested.cv_holdout > 0 && requested.cv_holdout < 1))
         throw UsageError("--cv-holdout must be in (0, 1), got " + std::to_string(requested.cv_holdout));
+      api::check_not_extrapolated(options.factor);
     }
     if (source.transposed())
       throw Error(name + ": nmfk clusters the columns of W and needs A as stored (not a row-major or CSC view)");
@@ -98,11 +99,15 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     (void)io::format_of(name);  // an unknown extension fails before any output
     return io::read_shape(name, world);
   });
-  // Every entry is observed (nmfk takes no missing values), so the folds' draws are known before the sweep.
+  // The folds' draws and the values they hide are known before the sweep, which may take hours: a fold that hides
+  // none of the entries, all of them or only zeros is refused now, not once the sweep is done. One process (above).
   if (requested.cv)
     api::on_every_rank([&] {
-      api::check_holdout_folds(name, options.factor.seed, requested.cv_folds, shape.rows * shape.cols,
-                               requested.cv_holdout);
+      try {
+        api::check_holdout_values<T>(source, options.factor, requested.cv_folds, requested.cv_holdout);
+      } catch (const Error& e) {  // a NaN entry's hint is the one nmfk users can follow
+        throw Error(with_nmfk_hint(e.what()), e.kind());
+      }
     });
   if (source.is_file() && world.rank() == 0) {
     std::error_code ec;

@@ -887,6 +887,15 @@ def cv(ctx):
     zero_fold = ["cv", "Z.npy", "--mask", "MZ.npy", "--k", 1, "--folds", 1, "--holdout", 0.3, "-o", "out_zero"]
     ctx.expect_error(zero_fold + ["--seed", 2], ["Z.npy: fold 0", "all of them zero", "--holdout"], out_dir=None, code=2)
     ctx.expect_error(zero_fold + ["--seed", 4], ["Z.npy: fold 0", "keeps only zero entries"], out_dir=None, code=2)
+    # nmfk --cv refuses such a fold before its sweep (it ran every job first, then refused, writing no result).
+    ctx.expect_error(["nmfk", "Z.npy", "--k", "1:1", "--perturbations", 2, "--iters", 5, "--cv", "--cv-folds", 1,
+                      "--cv-holdout", 0.3, "--seed", 2, "-o", "nmfk_zero"], ["Z.npy: fold 0", "all of them zero"],
+                     out_dir=None, code=2)
+    check(not os.path.exists(ctx.path("nmfk_zero", "checkpoints")), "nmfk --cv ran its jobs before refusing the fold")
+    # The fits hide entries (masked fits), which do not extrapolate: --extrapolate was accepted and not applied.
+    for command in (["cv", "A.npy", "--k", "2:3"], ["nmfk", "A.npy", "--k", "2:3", "--cv"]):
+        ctx.expect_error(command + ["--algo", "hals", "--extrapolate", "-o", "out_x"], ["--extrapolate", "masked fits"],
+                         out_dir=None, code=2)
     # One process only: a grid other than 1x1 is refused rather than ignored.
     ctx.expect_error(["cv", "A.npy", "--k", "2:3", "--grid", "2x2", "-o", "out_grid"], ["--grid 2x2", "one process"],
                      out_dir=None, code=2)
