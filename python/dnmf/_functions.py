@@ -1,6 +1,7 @@
 """The library's entry points as functions: a factorisation or an NMFk of a matrix file (streamed within a
 memory budget, read block by block under MPI) or of a matrix in memory, with the CLI's options and defaults."""
 
+import math
 import os
 import warnings
 
@@ -13,10 +14,14 @@ from ._results import Factorization, NmfkResult
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
 
 
-def _whole(k, what):
-    """k as an int; a fractional or non-numeric k is an error naming `what` (int() truncated 2.9 to 2)."""
-    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or k != int(k):
-        raise ValueError(f"{what} must be whole numbers, got {k!r}")
+def _whole(k, what, limit=2**63 - 1):
+    """k as an int; a fractional, infinite, non-numeric or out-of-range (|k| > limit) k is a UsageError naming
+    `what` (int() truncated 2.9 to 2; inf and 2**31 folds escaped as OverflowError and a plain ValueError)."""
+    numeric = not isinstance(k, bool) and isinstance(k, (int, float, np.integer, np.floating))
+    if not numeric or (isinstance(k, (float, np.floating)) and not math.isfinite(k)) or k != int(k):
+        raise _core.UsageError(f"{what} must be whole numbers, got {k!r}")
+    if abs(int(k)) > limit:
+        raise _core.UsageError(f"{what} must be at most {limit} in size, got {k!r}")
     return int(k)
 
 
@@ -139,11 +144,11 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     "rule": rule, "wilcoxon_alpha": wilcoxon_alpha, "h_silhouettes": h_silhouettes,
                     "groups": groups, "accept_factor": accept_factor,
                     "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
-                    "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds"), "cv_holdout": float(cv_holdout),
+                    "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds", 2**31 - 1), "cv_holdout": float(cv_holdout),
                     "extrapolate": bool(extrapolate), "tf32": bool(tf32),
                     **_context(backend, n_threads, None, grid, comm)})
     if cluster_iters is not None:
-        options["max_cluster_iterations"] = _whole(cluster_iters, "cluster_iters")
+        options["max_cluster_iterations"] = _whole(cluster_iters, "cluster_iters", 2**31 - 1)
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))
     if out.get("cv") and out["cv"]["warning"]:

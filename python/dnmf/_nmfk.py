@@ -136,7 +136,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,
         the held-out error and cv_k_ too."""
         check_is_fitted(self)
-        return plot_nmfk(self.table_, self.k_, ax=ax, threshold=self.sil_threshold, cv_k=self.cv_k_)
+        return plot_nmfk(self.table_, self.k_, ax=ax, threshold=self.sil_threshold, cv_k=self.cv_k_,
+                         best_candidate=self.best_candidate_)
 
     @property
     def _n_features_out(self):

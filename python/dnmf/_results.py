@@ -102,16 +102,17 @@ class NmfkResult:
         """Draws what nmfk.svg shows: minimum and mean silhouette and the relative error against k, with the
         silhouette threshold's accepted ks marked and the selected k highlighted; with cv, the held-out error
         and the cross-validation's k too. Needs matplotlib."""
-        return plot_nmfk(self.table, self.k, ax=ax, threshold=self.sil_threshold, cv_k=self.cv_k)
+        return plot_nmfk(self.table, self.k, ax=ax, threshold=self.sil_threshold, cv_k=self.cv_k,
+                         best_candidate=self.best_candidate)
 
     def __repr__(self):
         return f"NmfkResult(k={self.k}, decided_by={self.decided_by!r}, ks={sorted(self.ranks)})"
 
 
-def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None):
+def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None, best_candidate=None):
     """The NMFk plot on a matplotlib Axes (a new figure when ax is None); returns the Axes. When the table has
     the cross-validation's columns, the held-out error (mean and standard error) is drawn on a third axis and
-    ``cv_k`` marked."""
+    ``cv_k`` marked. With no k selected, ``best_candidate`` is marked in red, as nmfk.svg marks it."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -133,6 +134,9 @@ def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None):
     err.set_ylabel("relative error", color="tab:red")
     if selected_k is not None:
         ax.axvline(selected_k, color="tab:green", alpha=0.4, linewidth=6, label=f"selected k = {selected_k}")
+    elif best_candidate is not None:
+        ax.axvline(best_candidate, color="tab:red", alpha=0.4, linewidth=6,
+                   label=f"no k passed; best candidate k = {best_candidate}")
     lines = ax.get_legend_handles_labels()
     more = err.get_legend_handles_labels()
     handles, labels = lines[0] + more[0], lines[1] + more[1]

@@ -142,6 +142,12 @@ def test_nmfk_plot(tmp_path):
     ax.figure.savefig(tmp_path / "nmfk.png")
     assert (tmp_path / "nmfk.png").stat().st_size > 10_000
     assert len(ax.lines) >= 3
+    # No k passes: the best candidate is marked, as nmfk.svg marks it (plot() drew no marker at all).
+    noise = np.random.default_rng(4).random((40, 30))
+    none = dnmf.NMFk(k_range=(3, 5), n_perturbations=4, random_state=1, n_threads=1, sil_threshold=0.9999).fit(noise)
+    assert none.k_ is None
+    labels = none.plot().get_legend().get_texts()
+    assert f"no k passed; best candidate k = {none.best_candidate_}" in [t.get_text() for t in labels]
 
 
 def test_a_misspelt_penalty_is_refused():
@@ -193,5 +199,12 @@ def test_option_errors_are_usage_errors():
                  lambda: dnmf.factor_file("A.npy", 2, memory_budget="lots")):
         with pytest.raises(dnmf.UsageError):
             call()
+    # Fractional, infinite and out-of-range counts: UsageError too (they escaped as a plain ValueError, or as
+    # OverflowError for inf).
+    for folds in (2.5, float("inf"), float("nan"), 2**31):
+        with pytest.raises(dnmf.UsageError, match="cv_folds"):
+            dnmf.nmfk(A, (2, 3), cv=True, cv_folds=folds)
+    with pytest.raises(dnmf.UsageError, match="k_range"):
+        dnmf.nmfk(A, [2, float("inf")])
     # max_iter=0 returns the start, as the CLI's --iters 0.
     assert dnmf.factor(A, 2, max_iter=0).iterations == 0

@@ -42,8 +42,8 @@ void add_cross_validation(const Source& source, const NmfkOptions& options, cons
   cv.folds = options.cv_folds;
   cv.holdout = options.cv_holdout;
   cv.factor = options.factor;
-  // The sweep's progress lines have ended: say why the run goes on.
-  if (options.notice)
+  // The sweep's progress lines have ended: say why the run goes on (no progress lines, as under -q: nothing to say).
+  if (options.notice && options.progress)
     options.notice("cross-validation: " + std::to_string(cv.folds) + " folds x " + std::to_string(cv.ks.size()) +
                    " k values");
   result.cv = cross_validate<T>(source, cv, context);

@@ -892,6 +892,10 @@ def cv(ctx):
                       "--cv-holdout", 0.3, "--seed", 2, "-o", "nmfk_zero"], ["Z.npy: fold 0", "all of them zero"],
                      out_dir=None, code=2)
     check(not os.path.exists(ctx.path("nmfk_zero", "checkpoints")), "nmfk --cv ran its jobs before refusing the fold")
+    # -q: no progress lines, and so no line saying why the run goes on past them.
+    quiet = ctx.ok("nmfk", "A.npy", "--k", "2:3", "--perturbations", 2, "--iters", 50, "--cv", "--cv-folds", 2, "-q",
+                   "-o", "nmfk_quiet")
+    check("cross-validation:" not in quiet.stderr, "nmfk --cv -q printed: " + quiet.stderr)
     # The fits hide entries (masked fits), which do not extrapolate: --extrapolate was accepted and not applied.
     for command in (["cv", "A.npy", "--k", "2:3"], ["nmfk", "A.npy", "--k", "2:3", "--cv"]):
         ctx.expect_error(command + ["--algo", "hals", "--extrapolate", "-o", "out_x"], ["--extrapolate", "masked fits"],
