@@ -95,6 +95,16 @@ class Communicator {
   /// Ends every process of the job with `code`: the way out when one rank fails, so no other rank hangs.
   [[noreturn]] virtual void abort(int code) = 0;
 
+  // Stop notices: how a rank that stops tells ranks it shares no collective with at the moment (one NMFk group
+  // cancelled while the others run their own jobs). Point to point, never waiting on the receivers; every notice
+  // sent must be taken (wait_stop_notices) before the ranks next meet. One process: nothing to tell.
+  /// Sends every other rank one stop notice.
+  virtual void send_stop_notices() {}
+  /// Notices this rank has taken so far, taking those that have arrived (without waiting).
+  [[nodiscard]] virtual int stop_notices() { return 0; }
+  /// Waits until `count` notices have been taken in all.
+  virtual void wait_stop_notices(int /*count*/) {}
+
   /// Bytes sent by this rank since construction or the last reset_traffic().
   [[nodiscard]] const Traffic& traffic() const { return traffic_; }
   void reset_traffic() { traffic_ = {}; }

@@ -80,6 +80,40 @@ MpiCommunicator::~MpiCommunicator() {
 
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(comm_), "Barrier"); }
 
+namespace {
+// Within MPI's guaranteed tag range (at least 32767); no other point-to-point message uses this communicator (the
+// context's is a duplicate of the host program's).
+constexpr int kStopNoticeTag = 31871;
+}  // namespace
+
+void MpiCommunicator::send_stop_notices() {
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    // Empty and freed at once: the sender never waits for a receiver that is busy elsewhere.
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, kStopNoticeTag, comm_, &request), "Isend");
+    check_mpi(MPI_Request_free(&request), "Request_free");
+  }
+}
+
+int MpiCommunicator::stop_notices() {
+  for (;;) {
+    int arrived = 0;
+    MPI_Status status;
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kStopNoticeTag, comm_, &arrived, &status), "Iprobe");
+    if (arrived == 0) return notices_taken_;
+    check_mpi(MPI_Recv(nullptr, 0, MPI_BYTE, status.MPI_SOURCE, kStopNoticeTag, comm_, MPI_STATUS_IGNORE), "Recv");
+    ++notices_taken_;
+  }
+}
+
+void MpiCommunicator::wait_stop_notices(int count) {
+  while (notices_taken_ < count) {
+    check_mpi(MPI_Recv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, kStopNoticeTag, comm_, MPI_STATUS_IGNORE), "Recv");
+    ++notices_taken_;
+  }
+}
+
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   if (color < 0) throw Error("internal: communicator split with a negative color " + std::to_string(color));
   MPI_Comm out = MPI_COMM_NULL;

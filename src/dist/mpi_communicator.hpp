@@ -27,6 +27,9 @@ class MpiCommunicator final : public Communicator {
   /// MPI_Comm_split; `color` must be >= 0 (every rank gets a communicator).
   [[nodiscard]] std::unique_ptr<Communicator> split(int color, int key) override;
   [[noreturn]] void abort(int code) override;
+  void send_stop_notices() override;
+  [[nodiscard]] int stop_notices() override;
+  void wait_stop_notices(int count) override;
   /// The wrapped communicator (for libraries that take one, e.g. parallel HDF5).
   [[nodiscard]] MPI_Comm comm() const { return comm_; }
 
@@ -44,6 +47,7 @@ class MpiCommunicator final : public Communicator {
   bool owned_;
   int rank_ = 0;
   int size_ = 1;
+  int notices_taken_ = 0;
 };
 
 /// Throws dnmf::Error "MPI <what>: <MPI's message>" when `code` is not MPI_SUCCESS.

@@ -35,6 +35,7 @@
 #include "nmfk/schedule.hpp"
 #include "nmfk/selection.hpp"
 #include "nmfk/silhouette.hpp"
+#include "nmfk/sweep_cancel.hpp"
 #include "solvers/solve.hpp"
 #include "util/memory.hpp"
 #include "util/thread_count.hpp"
@@ -298,19 +299,23 @@ class Sweep {
         ks_(sorted_ks(options)),
         rank_(world.rank()),
         P_(options.perturbations),
-        store_(options.checkpoint_dir) {}
+        store_(options.checkpoint_dir),
+        cancel_(options.factor.cancel, world) {}
 
   NmfkResult<T> run() {
     validate(options_, ks_, m_, n_, world_.size());
     const util::ThreadCountScope thread_count(options_.factor.threads);
     form_group();
     const std::vector<Job> remaining = load_checkpoints();
-    collect_job_records(run_jobs(remaining));
+    const std::vector<double> records = run_jobs(remaining);
+    cancel_.agree();  // every process, before the first collective after the groups' own work
+    collect_job_records(records);
     centroids_.reserve(ks_.size());
     for (index_t k : ks_) centroids_.emplace_back(m_, k);
     if (rank_ == 0) cluster_all();
     for (auto& w : centroids_) world_.broadcast(w.data(), w.storage().size(), dist::Scalar::f64, 0);
     const auto payloads = gather_payloads(world_, run_regressions());
+    cancel_.agree();  // a signal during the clustering or the regressions, to any process
     select(payloads);
     result_.seconds = seconds_since(start_);
     return std::move(result_);
@@ -429,9 +434,17 @@ class Sweep {
                            done, static_cast<int>(mine.size())});
       job_fields(out, *record, m_, n_, options_.h_silhouettes);
     };
+    // The jobs ask cancel_, which also hears of other groups' stops; a stop ends this group's jobs, and the
+    // processes agree on it once all have left theirs (cancel_.agree()).
+    NmfkOptions hooked = options_;
+    if (options_.factor.cancel) hooked.factor.cancel = [this] { return cancel_(); };
     const int workers = side_by_side_workers(mine.size());
     if (workers <= 1) {
-      for (const Job& job : mine) finish(job, run_job(group_, job.k, job.p, options_));
+      try {
+        for (const Job& job : mine) finish(job, run_job(group_, job.k, job.p, hooked));
+      } catch (const Cancelled& e) {
+        cancel_.stopped(e.what());
+      }
       return payload;
     }
     // Records reach the payload in the order the jobs finish; the reader keys them by (k, p).
@@ -439,8 +452,8 @@ class Sweep {
 #pragma omp parallel num_threads(workers)
     {
       omp_set_num_threads(1);  // each job on this thread alone; nested regions and BLAS stay serial
-      NmfkOptions job_options = options_;
-      if (options_.factor.cancel) job_options.factor.cancel = [&failure, this] { return failure.poll(options_); };
+      NmfkOptions job_options = hooked;
+      if (options_.factor.cancel) job_options.factor.cancel = [&failure, &hooked] { return failure.poll(hooked); };
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t i = 0; i < mine.size(); ++i) {
         if (failure.failed()) continue;
@@ -455,7 +468,11 @@ class Sweep {
         }
       }
     }
-    failure.rethrow();
+    try {
+      failure.rethrow();
+    } catch (const Cancelled& e) {
+      cancel_.stopped(e.what());
+    }
     return payload;
   }
 
@@ -655,6 +672,7 @@ class Sweep {
   double stats_[3] = {0, 0, 0};
   std::uint64_t content_hash_ = 0;  // of the whole matrix (content_hash.hpp), group 0's, as every rank knows it
   CheckpointStore store_;
+  SweepCancel cancel_;  // after world_ and options_, which it is made from
   std::map<std::pair<index_t, int>, JobRecord> records_;
   std::vector<DenseMatrix<double>> centroids_;
   NmfkResult<T> result_;

@@ -277,6 +277,40 @@ def signal_to_one_rank_stops_the_job(ctx):
 
 
 @case
+def signal_to_one_nmfk_group_stops_the_job(ctx):
+    """nmfk --groups 2: each group runs its own jobs, so a cancel agreed inside one group left the other running
+    and then waiting forever, at the next collective, for processes that had left (the job hung at 100% CPU).
+    A signal to either process now stops both, nothing committed beyond the checkpoints. SIGTERM: every process
+    exits 143 (a SIGINT'd one exits 130 and the other 143, and which of the two mpirun reports is its choice)."""
+    import signal
+    gen(ctx, "A.npy", 400, 300, 5)
+    for rank, sig, status in ((1, signal.SIGTERM, 143), (0, signal.SIGTERM, 143)):
+        out = "out%d" % rank
+        command = [ctx.mpiexec, "--oversubscribe", "-np", "2", ctx.dnmf, "nmfk", "A.npy", "--k", "10",
+                   "--perturbations", "3", "--algo", "mu", "--iters", "100000000", "--tol", "0", "--threads", "1",
+                   "--groups", "2", "-q", "-o", out]
+        job = subprocess.Popen(command, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, **MPI_ENV))
+        start = time.time()
+        while len(dnmf_ranks(job.pid)) < 2 and time.time() - start < 60:
+            time.sleep(0.1)
+        time.sleep(1.5)  # into the jobs
+        ranks = dnmf_ranks(job.pid)
+        check(rank in ranks, "rank %d not found: %r" % (rank, ranks))
+        os.kill(ranks[rank], sig)
+        try:
+            _, stderr = job.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            raise Failure("the job hung after rank %d got signal %d" % (rank, sig))
+        print(stderr[-2000:])
+        check(job.returncode == status, "exit status %d, expected %d" % (job.returncode, status))
+        lines = [e for e in stderr.splitlines() if e.startswith("dnmf: error:")]
+        check(len(lines) == 1 and "cancelled" in lines[0], "expected one 'cancelled' line:\n" + stderr)
+        check(not os.path.exists(ctx.path(out, "nmfk.json")), "nothing may be committed")
+
+
+@case
 def cv_refused_under_mpirun(ctx):
     """dnmf cv runs on one process: under mpirun it is refused once, with the usage status and no output (every
     rank once ran the whole cross-validation and wrote the same folder)."""
