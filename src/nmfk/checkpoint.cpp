@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'D', 'N', 'M', 'F', 'K', 'J', 'O', 'B'};
 // Job files: 2 carries a CRC-32C; 1 (none) is not trusted, its job runs again. The manifest: 2 adds the
 // content hash of the data.
-constexpr std::uint32_t kVersion = 2;
+// 3: the header names the manifest it was written under (JobHeader::identity).
+constexpr std::uint32_t kVersion = 3;
 constexpr const char* kManifestFormat = "dnmf-nmfk-checkpoints";
 
 // The fixed-size header of a job file; the arrays W (m·k) and H (k·n) of doubles follow. `checksum` is the
@@ -34,6 +35,8 @@ struct JobHeader {
   char magic[8];
   std::uint32_t version;
   std::uint32_t checksum;
+  std::uint64_t identity;  // of the manifest's data and options (run_identity): a job file copied from another
+                           // folder (other data) had passed every check but this one
   std::int64_t k, p, m, n, iterations;
   double rel_error, seconds;
 };
@@ -83,6 +86,18 @@ std::vector<std::string> differences(const nlohmann::json& stored, const Fingerp
   number("data_sum_squares", now.sum_squares);
   compare("options", now.options);
   return out;
+}
+
+// The manifest's data and options as one number: every field the manifest compares exactly (the sums, compared
+// with a tolerance, vary with the process count and are left out).
+std::uint64_t run_identity(const Fingerprint& f) {
+  nlohmann::json j = manifest_json(f);
+  j.erase("data_sum");
+  j.erase("data_sum_squares");
+  const std::string text = j.dump();
+  const std::uint64_t low = util::crc32c(text.data(), text.size());
+  const std::uint64_t high = util::crc32c(text.data(), text.size(), 0x9e3779b9U);
+  return (high << 32) | low;
 }
 
 std::uint32_t job_checksum(JobHeader h, const JobRecord& r) {
@@ -144,6 +159,7 @@ std::string CheckpointStore::job_path(index_t k, int p) const {
 
 std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) {
   if (!enabled()) return "";
+  identity_ = run_identity(fingerprint);
   const fs::path dir(directory_);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -232,6 +248,8 @@ std::optional<JobRecord> CheckpointStore::load(index_t k, int p, index_t m, inde
     return fail("job file version " + std::to_string(h.version) + " is not supported (expected " +
                 std::to_string(kVersion) + ")");
   if (h.k != k || h.p != p || h.m != m || h.n != n) return fail("its shape or job does not match");
+  if (h.identity != identity_)
+    return fail("it was computed from other data or options than this folder's manifest (copied from another run?)");
   JobRecord r;
   r.k = k;
   r.p = p;
@@ -257,6 +275,7 @@ void CheckpointStore::save(const JobRecord& r) const {
   JobHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kVersion;
+  h.identity = identity_;
   h.k = r.k;
   h.p = r.p;
   h.m = r.W.rows();

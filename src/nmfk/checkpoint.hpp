@@ -5,6 +5,7 @@
 // Options that do not change a job (the k range, P, thresholds, groups, threads) may change between runs.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,6 +54,11 @@ class CheckpointStore {
   /// (an flock on its file `lock`) until the store is destroyed: a second sweep into the same folder is refused
   /// with a UsageError while this one runs (two at once mixed their job files under one manifest).
   std::string open(const Fingerprint& fingerprint, bool restart);
+  /// The run's identity, from the fingerprint open() was given: each job file carries it, and load() refuses a
+  /// file that names another (one copied from another run's folder).
+  [[nodiscard]] std::uint64_t identity() const { return identity_; }
+  /// The identity for save() on processes that do not open() the store (the groups' roots): the opener's.
+  void adopt_identity(std::uint64_t identity) { identity_ = identity; }
 
   /// The job's record when its file exists, is complete, its checksum matches, it is consistent with
   /// (k, p, m, n) and every value is finite and >= 0; otherwise the file is removed and the reason reported
@@ -66,6 +72,7 @@ class CheckpointStore {
  private:
   std::string directory_;
   int lock_fd_ = -1;
+  std::uint64_t identity_ = 0;
 };
 
 }  // namespace dnmf::rank_search

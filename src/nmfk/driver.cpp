@@ -415,6 +415,10 @@ class Sweep {
       }
     }
     dist::throw_root_error(world_, 0, std::move(error), kind);  // rank 0's error becomes every rank's
+    // The groups' roots save job files under rank 0's manifest (only rank 0 knows the file's size, a part of it).
+    auto identity = static_cast<std::int64_t>(store_.identity());
+    world_.broadcast(&identity, 1, dist::Scalar::i64, 0);
+    store_.adopt_identity(static_cast<std::uint64_t>(identity));
     return finished;
   }
 

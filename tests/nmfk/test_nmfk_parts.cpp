@@ -316,6 +316,30 @@ TEST_F(Checkpoints, DamagedAndStrayFilesAreNotReused) {
   EXPECT_FALSE(fs::exists(path("ck/k3_p2.job.tmp.123.0")));
 }
 
+// A job file carries its run's identity (the manifest's data and options): one copied from another run's folder,
+// of the same shape and a valid checksum, was reused silently (its W came from other data). A group root that
+// never opens the store saves under the opener's identity, and those files load.
+TEST_F(Checkpoints, JobFilesOfAnotherRunAreNotReused) {
+  Fingerprint other = fingerprint();
+  other.content_hash = "00000000000000ab";
+  {
+    CheckpointStore elsewhere(path("other"));
+    elsewhere.open(other, false);
+    elsewhere.save(record(2, 0));
+  }
+  CheckpointStore store(path("ck"));
+  store.open(fingerprint(), false);
+  fs::copy_file(path("other/k2_p0.job"), store.job_path(2, 0));
+  std::string problem;
+  EXPECT_FALSE(store.load(2, 0, 4, 3, &problem).has_value());
+  EXPECT_THAT(problem, testing::HasSubstr("other data or options"));
+  EXPECT_FALSE(fs::exists(store.job_path(2, 0)));
+  CheckpointStore group_root(path("ck"));  // saves only: no open(), so no lock
+  group_root.adopt_identity(store.identity());
+  group_root.save(record(2, 1));
+  EXPECT_TRUE(store.load(2, 1, 4, 3, &problem).has_value()) << problem;
+}
+
 // ---- Selection rules --------------------------------------------------------------------------------------
 
 // Per-column errors around `level`, slightly different per column (no ties).

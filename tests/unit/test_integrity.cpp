@@ -299,7 +299,7 @@ TEST_F(Integrity, CheckpointWithoutChecksumRunsAgain) {
   poke<std::uint32_t>(store.job_path(2, 1), 8, 1);  // an old version-1 file
   std::string problem;
   EXPECT_FALSE(store.load(2, 1, 4, 4, &problem).has_value());
-  EXPECT_THAT(problem, HasSubstr("job file version 1 has no checksum (expected 2); the job runs again"));
+  EXPECT_THAT(problem, HasSubstr("job file version 1 has no checksum (expected 3); the job runs again"));
 }
 
 // --- float32 range (issue 16, item 5) ---
