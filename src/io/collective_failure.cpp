@@ -16,14 +16,17 @@ void agree_on_failure(dist::Communicator& comm, const std::string& path, const s
   const std::string message = failure ? failure->what() : std::string();
   const ErrorKind kind = failure ? failure->kind() : ErrorKind::general;
   if (failed == comm.size()) raise_everywhere(comm, 0, message, kind);
-  raise_on(comm, failure ? comm.rank() : -1, path, message, kind);
+  // The others learn the failure's kind, so that their PeerError is of its class (Python's DataError on every
+  // rank, not the base Error on all but one).
+  const auto shared = static_cast<ErrorKind>(comm.max<std::int64_t>(static_cast<std::int64_t>(kind)));
+  raise_on(comm, failure ? comm.rank() : -1, path, message, failure ? kind : shared);
 }
 
 void raise_on(dist::Communicator& comm, int reporter, const std::string& path, const std::string& message,
               ErrorKind kind) {
   if (comm.size() == 1) throw CollectiveError(message, kind);
   if (comm.rank() == reporter) throw Error(message, kind);
-  throw PeerError(path + ": failed on another rank");
+  throw PeerError(path + ": failed on another rank", kind);
 }
 
 void raise_everywhere(dist::Communicator& comm, int root, std::string message, ErrorKind kind) {

@@ -17,7 +17,7 @@ namespace dnmf::io::detail {
 
 /// Collective over `comm`. Nothing happens when no rank passes a failure. When every rank failed, each throws
 /// a CollectiveError with rank 0's message. Otherwise a failing rank throws dnmf::Error with its own message
-/// and the others PeerError("<path>: failed on another rank").
+/// and the others PeerError("<path>: failed on another rank") of the same ErrorKind.
 void agree_on_failure(dist::Communicator& comm, const std::string& path, const std::optional<Error>& failure);
 
 /// Runs `step` on this rank, catching dnmf::Error and allocation failures, then agrees with the other ranks of

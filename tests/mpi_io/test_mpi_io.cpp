@@ -64,6 +64,7 @@ dnmf::dist::Layout layout_on(GridShape shape, index_t m, index_t n) {
 struct Outcome {
   enum Kind { ok, own, peer, collective } kind = ok;
   std::string message;
+  dnmf::ErrorKind error_kind = dnmf::ErrorKind::general;
 };
 
 template <class Read>
@@ -71,11 +72,11 @@ Outcome outcome_of(Read&& read) {
   try {
     read();
   } catch (const dnmf::CollectiveError& e) {
-    return {Outcome::collective, e.what()};
+    return {Outcome::collective, e.what(), e.kind()};
   } catch (const dnmf::PeerError& e) {
-    return {Outcome::peer, e.what()};
+    return {Outcome::peer, e.what(), e.kind()};
   } catch (const dnmf::Error& e) {
-    return {Outcome::own, e.what()};
+    return {Outcome::own, e.what(), e.kind()};
   }
   return {};
 }
@@ -207,6 +208,10 @@ TEST_F(MpiIoTest, MatrixMarketCorruptLineIsReportedByItsRankWithTheLineNumber) {
     if (o.kind == Outcome::peer) {
       EXPECT_EQ(o.message, p + ": failed on another rank");
     }
+    // Every rank's error is of the failure's kind (the peers' were `general`: Python's base Error).
+    if (o.kind != Outcome::ok) {
+      EXPECT_EQ(o.error_kind, dnmf::ErrorKind::data) << shape.str();
+    }
   }
   // The same file with a negative value instead: named by line and global position.
   std::string negative = text;
@@ -277,6 +282,7 @@ TEST_F(MpiIoTest, NpyBlocksOnEveryGridAndABadEntryInOneBlock) {
   } else {
     EXPECT_EQ(o.kind, Outcome::peer);
   }
+  EXPECT_EQ(o.error_kind, dnmf::ErrorKind::data);  // on every rank: a peer's error is of the failure's kind
 }
 
 TEST_F(MpiIoTest, NpzBlocksOnEveryGridAndFailures) {
@@ -319,6 +325,7 @@ TEST_F(MpiIoTest, NpzBlocksOnEveryGridAndFailures) {
   } else {
     EXPECT_EQ(o.kind, Outcome::peer);
   }
+  EXPECT_EQ(o.error_kind, dnmf::ErrorKind::data);
   // A truncated archive fails alike everywhere: one collective error, no rank left waiting.
   const std::string cut = path("cut.npz");
   if (world().rank() == 0) {
