@@ -162,7 +162,10 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     // A job's own failure on one process (the solver's checks of a perturbed copy) names the file too, as
     // factor's do; errors that name it already pass unchanged.
     const std::string message = with_nmfk_hint(e.what());
-    if (message.rfind(name + ":", 0) == 0) {
+    // A checkpoint's own failure (a full disk) names the checkpoint file, not the input.
+    const bool names_checkpoint =
+        !options.checkpoint_dir.empty() && message.rfind(options.checkpoint_dir + "/", 0) == 0;
+    if (message.rfind(name + ":", 0) == 0 || names_checkpoint) {
       if (message != e.what()) throw Error(message, e.kind());
       throw;
     }

@@ -1292,6 +1292,12 @@ def output_set_full_disk(ctx):
     check(set_bytes(ctx, "out") == first, "a death while writing changed the previous set")
     ctx.ok(*args)
     check(leftovers(ctx) == [], "the next run did not clean %s" % leftovers(ctx))
+    # nmfk's checkpoint that cannot be written is named alone (the input's name was put before it: "A.npy:
+    # out_k/checkpoints/k8_p0.job: cannot write").
+    result = ctx.run("nmfk", "A.npy", "--k", 8, "--perturbations", 2, "--iters", 5, "--threads", 1, "-q", "-o",
+                     "out_k", preexec_fn=limit_file_size(100000, True))
+    check(result.rc == 4 and "dnmf: error: out_k/checkpoints/k8_p" in result.stderr and "cannot write" in
+          result.stderr, "expected the checkpoint named alone:\n" + result.describe())
     # A real full file system where this machine lets us mount one (root in a container): a 128 KiB tmpfs
     # holds the small set of B.npy but not the 192 KiB W of A.npy.
     mnt = ctx.path("small")
