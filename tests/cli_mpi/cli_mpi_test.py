@@ -243,36 +243,47 @@ def dnmf_ranks(launcher):
     return found
 
 
+def signal_one_rank(ctx, args, rank, what):
+    """Starts `dnmf ARGS` on 2 processes, sends SIGTERM to `rank` once the work has begun (not to mpirun) and
+    returns (exit status, stderr); a job still running 60 s later fails the case as hung."""
+    import signal
+    command = [ctx.mpiexec, "--oversubscribe", "-np", "2", ctx.dnmf, *args]
+    job = subprocess.Popen(command, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ, **MPI_ENV))
+    start = time.time()
+    while len(dnmf_ranks(job.pid)) < 2 and time.time() - start < 60:
+        time.sleep(0.1)
+    time.sleep(1.5)  # into the iterations
+    ranks = dnmf_ranks(job.pid)
+    check(rank in ranks, "rank %d not found: %r" % (rank, ranks))
+    os.kill(ranks[rank], signal.SIGTERM)
+    try:
+        _, stderr = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        raise Failure("the job went on after rank %d got SIGTERM (%s)" % (rank, what))
+    print(stderr[-2000:])
+    return job.returncode, stderr
+
+
+def one_cancelled_line(stderr, words):
+    lines = [e for e in stderr.splitlines() if e.startswith("dnmf: error:")]
+    check(len(lines) == 1 and words in lines[0], "expected one '%s' line:\n%s" % (words, stderr))
+
+
 @case
 def signal_to_one_rank_stops_the_job(ctx):
     """SIGTERM sent to one process of a job (not to mpirun) stops every process after the current iteration with
     exit 143 and nothing committed, masked or not. Only rank 0 polled its flag before: a signal to rank 1 was
     swallowed and the job committed its results with exit 0."""
-    import signal
     gen(ctx, "A.npy", 600, 400, 5)
     write_bytes(ctx.path("M.npy"), npy_bytes([[0.0 if (i * 7 + j) % 10 == 0 else 1.0 for j in range(400)]
                                               for i in range(600)]))
     for extra in ([], ["--mask", "M.npy"]):
-        command = [ctx.mpiexec, "--oversubscribe", "-np", "2", ctx.dnmf, "factor", "A.npy", "-k", "5", "--iters",
-                   "100000000", "--tol", "0", "-q", "-o", "out", *extra]
-        job = subprocess.Popen(command, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, **MPI_ENV))
-        start = time.time()
-        while len(dnmf_ranks(job.pid)) < 2 and time.time() - start < 60:
-            time.sleep(0.1)
-        time.sleep(1.5)  # into the iterations
-        ranks = dnmf_ranks(job.pid)
-        check(1 in ranks, "rank 1 not found: %r" % ranks)
-        os.kill(ranks[1], signal.SIGTERM)
-        try:
-            _, stderr = job.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            job.kill()
-            raise Failure("the job went on after rank 1 got SIGTERM %s" % extra)
-        print(stderr[-2000:])
-        check(job.returncode == 143, "exit status %d, expected 143 %s" % (job.returncode, extra))
-        lines = [e for e in stderr.splitlines() if e.startswith("dnmf: error:")]
-        check(len(lines) == 1 and "cancelled at iteration" in lines[0], "expected one 'cancelled' line:\n" + stderr)
+        status, stderr = signal_one_rank(ctx, ["factor", "A.npy", "-k", "5", "--iters", "100000000", "--tol", "0",
+                                               "-q", "-o", "out", *extra], 1, " ".join(extra))
+        check(status == 143, "exit status %d, expected 143 %s" % (status, extra))
+        one_cancelled_line(stderr, "cancelled at iteration")
         check(not [d for d in os.listdir(ctx.work) if d.startswith("out")], "no output may be left behind")
 
 
@@ -280,33 +291,16 @@ def signal_to_one_rank_stops_the_job(ctx):
 def signal_to_one_nmfk_group_stops_the_job(ctx):
     """nmfk --groups 2: each group runs its own jobs, so a cancel agreed inside one group left the other running
     and then waiting forever, at the next collective, for processes that had left (the job hung at 100% CPU).
-    A signal to either process now stops both, nothing committed beyond the checkpoints. SIGTERM: every process
-    exits 143 (a SIGINT'd one exits 130 and the other 143, and which of the two mpirun reports is its choice)."""
-    import signal
+    A signal to either process now stops both, nothing committed beyond the checkpoints: every process exits 143
+    (SIGINT to one would make it exit 130 and the other 143, and which of the two mpirun reports is its choice)."""
     gen(ctx, "A.npy", 400, 300, 5)
-    for rank, sig, status in ((1, signal.SIGTERM, 143), (0, signal.SIGTERM, 143)):
+    for rank in (1, 0):
         out = "out%d" % rank
-        command = [ctx.mpiexec, "--oversubscribe", "-np", "2", ctx.dnmf, "nmfk", "A.npy", "--k", "10",
-                   "--perturbations", "3", "--algo", "mu", "--iters", "100000000", "--tol", "0", "--threads", "1",
-                   "--groups", "2", "-q", "-o", out]
-        job = subprocess.Popen(command, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, **MPI_ENV))
-        start = time.time()
-        while len(dnmf_ranks(job.pid)) < 2 and time.time() - start < 60:
-            time.sleep(0.1)
-        time.sleep(1.5)  # into the jobs
-        ranks = dnmf_ranks(job.pid)
-        check(rank in ranks, "rank %d not found: %r" % (rank, ranks))
-        os.kill(ranks[rank], sig)
-        try:
-            _, stderr = job.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            job.kill()
-            raise Failure("the job hung after rank %d got signal %d" % (rank, sig))
-        print(stderr[-2000:])
-        check(job.returncode == status, "exit status %d, expected %d" % (job.returncode, status))
-        lines = [e for e in stderr.splitlines() if e.startswith("dnmf: error:")]
-        check(len(lines) == 1 and "cancelled" in lines[0], "expected one 'cancelled' line:\n" + stderr)
+        status, stderr = signal_one_rank(ctx, ["nmfk", "A.npy", "--k", "10", "--perturbations", "3", "--algo", "mu",
+                                               "--iters", "100000000", "--tol", "0", "--threads", "1", "--groups",
+                                               "2", "-q", "-o", out], rank, "nmfk --groups 2")
+        check(status == 143, "exit status %d, expected 143" % status)
+        one_cancelled_line(stderr, "cancelled")
         check(not os.path.exists(ctx.path(out, "nmfk.json")), "nothing may be committed")
 
 
