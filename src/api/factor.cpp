@@ -33,6 +33,7 @@
 #include "io/collective_failure.hpp"
 #include "io/hdf5_io.hpp"
 #include "solvers/init.hpp"
+#include "solvers/masked_loop.hpp"
 #include "solvers/solve.hpp"
 #include "stream/streamed_operand.hpp"
 #include "util/dense_transpose.hpp"
@@ -282,6 +283,12 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
     api::communicator(context).allreduce_sum(sums.data(), sums.size());
     scale_rows(run.w_block, sums, true);
     scale_rows(run.h_block, sums, false);
+    // The penalties of the pair as now normalised (solve() took them of the stored run's normalisation).
+    if (solvers::normalising_changes_penalties(run.options)) {
+      const double e = run.result.rel_error * run.result.norm_a;
+      run.result.objective = 0.5 * e * e + solvers::factor_penalties(api::communicator(context), run.w_block,
+                                                                     run.h_block, run.options.penalties);
+    }
   }
   if (gather_mode == Gather::to_root) gather(run, context);
   return run;

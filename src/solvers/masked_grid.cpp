@@ -161,7 +161,7 @@ class GridIteration {
     const dist::Traffic after = grid_.traffic();
     traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
     if (options_.normalize) normalise();
-    set_final_figures(result, final_error(), p_.weighted_squared_norm);
+    set_final_figures(result, final_error(), p_.weighted_squared_norm, returned_penalties());
     if (kl_ && !result.objective_history.empty()) result.objective = kl_objective_;
     return result;
   }
@@ -400,6 +400,17 @@ class GridIteration {
     for (std::size_t e = 0; e < a.storage().size(); ++e)
       s += static_cast<double>(a.storage()[e]) * static_cast<double>(b.storage()[e]);
     return s;
+  }
+
+  /// The penalty terms of the pieces as returned, summed over the ranks, where normalising changed them; else -1
+  /// (normalised_penalties).
+  double returned_penalties() {
+    if (!normalising_changes_penalties(options_)) return -1;
+    const auto& pen = options_.penalties;
+    const PenaltySums pw = penalty_sums(*w_.piece), ph = penalty_sums(*h_.piece);
+    double sums[4] = {pw.sum, pw.squares, ph.sum, ph.squares};
+    grid_.world().allreduce_sum(sums, 4);
+    return pen.l1_w * sums[0] + 0.5 * pen.l2_w * sums[1] + pen.l1_h * sums[2] + 0.5 * pen.l2_h * sums[3];
   }
 
   /// W's columns sum to 1 over all ranks' pieces; H's rows absorb the scale.

@@ -562,7 +562,8 @@ void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Fact
   // KL's iteration figures are of the pair before the last H update: its objective is taken at the returned one.
   const bool kl = options.algorithm == Algorithm::kl && !result.objective_history.empty();
   double kl_objective = 0;
-  set_final_figures(result, masked_relative_error(p, f.wt, f.h, kl ? &kl_objective : nullptr), p.weighted_squared_norm);
+  set_final_figures(result, masked_relative_error(p, f.wt, f.h, kl ? &kl_objective : nullptr), p.weighted_squared_norm,
+                    normalised_penalties(f, options));
   if (kl) result.objective = kl_objective;
 }
 

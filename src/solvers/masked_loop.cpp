@@ -96,10 +96,26 @@ FactorResult<T> run_masked_loop(const MaskedProblem<T>& p, const FactorOptions& 
 }
 
 template <class T>
-void set_final_figures(FactorResult<T>& result, double rel_error, double weighted_squared_norm) {
+void set_final_figures(FactorResult<T>& result, double rel_error, double weighted_squared_norm,
+                       double returned_penalties) {
   result.rel_error = rel_error;
   result.norm_a = std::sqrt(weighted_squared_norm);
   result.objective = result.objective_history.empty() ? 0.0 : result.objective_history.back();
+  if (returned_penalties >= 0)
+    result.objective = 0.5 * rel_error * rel_error * weighted_squared_norm + returned_penalties;
+}
+
+bool normalising_changes_penalties(const FactorOptions& options) {
+  const Penalties& pen = options.penalties;
+  const bool penalised = pen.l1_w != 0 || pen.l2_w != 0 || pen.l1_h != 0 || pen.l2_h != 0;
+  return penalised && options.normalize && options.algorithm != Algorithm::kl;
+}
+
+template <class T>
+double normalised_penalties(const Factors<T>& f, const FactorOptions& options) {
+  if (!normalising_changes_penalties(options)) return -1;
+  const Penalties& pen = options.penalties;
+  return penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
 }
 
 template <class T>
@@ -152,7 +168,8 @@ void normalise(Factors<T>& f) {
   template class MaskedRecorder<T>;                                                            \
   template FactorResult<T> run_masked_loop<T>(const MaskedProblem<T>&, const FactorOptions&,   \
                                               const std::function<MaskedStep(int)>&);          \
-  template void set_final_figures<T>(FactorResult<T>&, double, double);                        \
+  template void set_final_figures<T>(FactorResult<T>&, double, double, double);                \
+  template double normalised_penalties<T>(const Factors<T>&, const FactorOptions&);            \
   template PenaltySums penalty_sums<T>(const DenseMatrix<T>&);                                 \
   template double penalty<T>(const DenseMatrix<T>&, double, double);                           \
   template double frobenius_objective<T>(double, const Factors<T>&, const Penalties&);         \

@@ -84,9 +84,21 @@ template <class T>
 FactorResult<T> run_masked_loop(const MaskedProblem<T>& problem, const FactorOptions& options,
                                 const std::function<MaskedStep(int)>& step);
 
-/// The result's final figures: rel_error, norm_a = sqrt(Σ w a²) and the last objective.
+/// The result's final figures: rel_error, norm_a = sqrt(Σ w a²) and the objective: the last iteration's, or with
+/// `returned_penalties` >= 0 (the penalty terms of the factors as returned, when normalising changed them) the
+/// Frobenius objective of the returned pair from the final error and those terms.
+/// Whether normalising the factors changes the Frobenius objective's penalty terms: normalize, a penalty set, and
+/// not KL (whose objective has none).
+bool normalising_changes_penalties(const FactorOptions& options);
+
+/// The penalty terms of `f` where normalising changed them (normalising_changes_penalties), else -1: the argument
+/// set_final_figures takes after the normalisation.
 template <class T>
-void set_final_figures(FactorResult<T>& result, double rel_error, double weighted_squared_norm);
+double normalised_penalties(const Factors<T>& f, const FactorOptions& options);
+
+template <class T>
+void set_final_figures(FactorResult<T>& result, double rel_error, double weighted_squared_norm,
+                       double returned_penalties = -1);
 
 /// Σ x and Σ x² over a factor (the penalties' terms).
 struct PenaltySums {

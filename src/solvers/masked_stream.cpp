@@ -491,7 +491,8 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   recorder.finish();
   if (options.normalize) normalise(f);
   const Sums final_pass = run.pass(true, false, false, false).own;
-  set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm);
+  set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm,
+                    normalised_penalties(f, options));
   if (options.algorithm == Algorithm::kl && !result.objective_history.empty())
     result.objective = final_pass.kl_log - p.weighted_sum + final_pass.kl_model;
   return result;

@@ -143,15 +143,6 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   return std::sqrt(local[1] / squared_norm_a);
 }
 
-// l1·Σ + ½·l2·‖·‖² of W and of H, summed over the world's pieces (the Frobenius objective's penalty terms).
-template <class T>
-double start_penalty(dist::Communicator& world, const Factors<T>& f, const Penalties& p) {
-  const PenaltySums w = penalty_sums(f.wt), h = penalty_sums(f.h);
-  double sums[4] = {w.sum, w.squares, h.sum, h.squares};
-  world.allreduce_sum(sums, 4);
-  return p.l1_w * sums[0] + 0.5 * p.l2_w * sums[1] + p.l1_h * sums[2] + 0.5 * p.l2_h * sums[3];
-}
-
 }  // namespace
 
 void check_options(const FactorOptions& o, index_t m, index_t n) {
@@ -201,6 +192,15 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
     throw DataError(std::string("the matrix's entries are too small for float32 (root mean square ") + text +
                     "): products of its factors fall below float's smallest normal number; run in float64 "
                     "(--precision f64) or multiply the matrix by a large constant first");
+  }
+  // Double's counterpart: entries below about 1.5e-154 have subnormal squares, and the error identity and MU's
+  // products (of about scale²) lose digits there. Data of 1e-161 was accepted: MU's iterates drifted by 8% from
+  // those of the same data at scale 1 and its reported error was 1% off.
+  if (std::is_same_v<T, double> && rms < 1e-150) {
+    std::snprintf(text, sizeof text, "%.3g", rms);
+    throw DataError(std::string("the matrix's entries are too small (root mean square ") + text +
+                    "): their squares and the iterations' products fall below double's smallest normal number "
+                    "(2.2e-308) and lose digits; multiply the matrix by a large constant first");
   }
   if (algorithm == Algorithm::kl && mean < 1e-28) {
     std::snprintf(text, sizeof text, "%.3g", mean);
@@ -257,9 +257,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   out.iteration_traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
   out.result.init_seconds = init_seconds;
   out.result.norm_a = std::sqrt(out.stats.squared_norm);
-  // No iteration (--iters 0): the start's penalty terms, taken before normalising as an iteration's are.
   const bool no_iteration = out.result.objective_history.empty();
-  const double start_penalties = no_iteration ? start_penalty(world, out.pieces, options.penalties) : 0.0;
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
   // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.
   // The check runs before normalising, on the factors the iterations balanced: normalised, H's rows carry all
@@ -267,6 +265,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   const std::vector<double>& history = out.result.rel_error_history;
   const bool kl = options.algorithm == Algorithm::kl;
   out.result.objective = out.result.objective_history.empty() ? 0.0 : out.result.objective_history.back();
+  bool recomputed = false;
   if (!kl && !history.empty() && history.back() >= kIdentityNoiseFloor<T>) {
     out.result.rel_error = history.back();
   } else {
@@ -274,13 +273,28 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
     out.result.rel_error = final_relative_error(kernels, host, a, whole, grid, layout, out.pieces, out.stats,
                                                 kl ? &kl_objective : nullptr);
     if (kl) out.result.objective = kl_objective;
+    recomputed = true;
   }
   if (options.normalize) normalise(world, out.pieces);
-  if (!kl && no_iteration) {  // the start's objective, as an iteration would have reported it
+  // The Frobenius objective of the pair returned: the error part from the final error where that was recomputed
+  // (the identity's figure below its floor is noise: 9e-13 for a true 1e-21), and the penalties of the factors
+  // as normalised, since rescaling W's columns into H changes them (the last iteration's figure was of the pair
+  // before, 15-45x below the written factors' with --l2-w 1 --l2-h 1). Without penalties and above the floor, the
+  // last iteration's figure is the returned pair's already.
+  if (!kl && (no_iteration || recomputed || normalising_changes_penalties(options))) {
     const double e = out.result.rel_error * out.result.norm_a;
-    out.result.objective = 0.5 * e * e + start_penalties;
+    out.result.objective = 0.5 * e * e + factor_penalties(world, out.pieces.wt, out.pieces.h, options.penalties);
   }
   return out;
+}
+
+template <class T>
+double factor_penalties(dist::Communicator& world, const DenseMatrix<T>& wt, const DenseMatrix<T>& h,
+                        const Penalties& p) {
+  const PenaltySums ws = penalty_sums(wt), hs = penalty_sums(h);
+  double sums[4] = {ws.sum, ws.squares, hs.sum, hs.squares};
+  world.allreduce_sum(sums, 4);
+  return p.l1_w * sums[0] + 0.5 * p.l2_w * sums[1] + p.l1_h * sums[2] + 0.5 * p.l2_h * sums[3];
 }
 
 template <class T>
@@ -321,6 +335,10 @@ template Solution<double> solve<double>(backend::Kernels<double>&, backend::Kern
                                         const MatrixRef<double>*, const dist::Grid&, const dist::Layout&,
                                         const FactorOptions&, const DenseMatrix<double>*, const DenseMatrix<double>*,
                                         bool);
+template double factor_penalties<float>(dist::Communicator&, const DenseMatrix<float>&, const DenseMatrix<float>&,
+                                        const Penalties&);
+template double factor_penalties<double>(dist::Communicator&, const DenseMatrix<double>&, const DenseMatrix<double>&,
+                                         const Penalties&);
 template void gather_factors<float>(const dist::Grid&, const dist::Layout&, const Factors<float>&, DenseMatrix<float>&,
                                     DenseMatrix<float>&, int);
 template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,

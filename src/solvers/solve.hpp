@@ -32,6 +32,11 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
                   bool a_is_transpose = false);
 
 /// Collects the pieces on `root`: W (m x k) and H (k x n) are filled there and left untouched elsewhere.
+/// l1·Σ + ½·l2·‖·‖² of Wᵀ's and H's pieces summed over `world`: the Frobenius objective's penalty terms.
+template <class T>
+double factor_penalties(dist::Communicator& world, const DenseMatrix<T>& wt, const DenseMatrix<T>& h,
+                        const Penalties& p);
+
 template <class T>
 void gather_factors(const dist::Grid& grid, const dist::Layout& layout, const Factors<T>& pieces, DenseMatrix<T>& W,
                     DenseMatrix<T>& H, int root = 0);
