@@ -36,7 +36,7 @@ def _k_list(k_range):
         # A tuple is the (first, last) pair; (2, 6, 2) would read as range(2, 6, 2) to some and as [2, 6, 2] to
         # others, so other lengths are refused rather than guessed.
         if len(k_range) != 2:
-            raise ValueError(f"k_range as a tuple is a (first, last) pair; got {len(k_range)} values {k_range!r} "
+            raise _core.UsageError(f"k_range as a tuple is a (first, last) pair; got {len(k_range)} values {k_range!r} "
                              "(for a step use 'lo:hi:step' or a range, for chosen values a list)")
         return list(range(_whole(k_range[0], "k_range"), _whole(k_range[1], "k_range") + 1))
     try:
@@ -50,7 +50,7 @@ def _single(x, precision):
     if precision is None:
         return not isinstance(x, (str, os.PathLike)) and dtype_of(x).itemsize == 4
     if precision not in ("f32", "f64"):
-        raise ValueError(f"precision must be 'f32', 'f64' or None, got {precision!r}")
+        raise _core.UsageError(f"precision must be 'f32', 'f64' or None, got {precision!r}")
     return precision == "f32"
 
 
@@ -64,12 +64,12 @@ _PENALTY_KEYS = frozenset({"l1_w", "l2_w", "l1_h", "l2_h"})
 
 def _solver(algorithm, max_iter, tol, init, seed, penalties, fused):
     if algorithm not in _ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
+        raise _core.UsageError(f"algorithm must be one of {_ALGORITHMS}, got {algorithm!r}")
     options = {"algorithm": algorithm, "max_iter": max_iter, "tol": tol, "init": init, "seed": seed,
                "fused": fused}
     unknown = sorted(set(penalties or {}) - _PENALTY_KEYS)
     if unknown:  # a misspelt key would otherwise fit without its penalty
-        raise ValueError(f"unknown penalties {unknown}: the keys are {sorted(_PENALTY_KEYS)}")
+        raise _core.UsageError(f"unknown penalties {unknown}: the keys are {sorted(_PENALTY_KEYS)}")
     options.update({key: float(value) for key, value in (penalties or {}).items()})
     return options
 

@@ -31,6 +31,9 @@ def _is_sparse(x):
 
 def as_float_matrix(x):
     """``x`` as something a source can borrow: a contiguous float ndarray or a canonical CSR/CSC matrix."""
+    # Complex input lost its imaginary part in the cast below (numpy's ComplexWarning only); the estimators refuse it.
+    if np.iscomplexobj(x.data if _is_sparse(x) else x):
+        raise TypeError(f"dnmf: cannot factor complex data (dtype {x.dtype})")
     if _is_sparse(x):
         if x.format not in ("csr", "csc"):
             x = x.tocsr()
@@ -42,7 +45,7 @@ def as_float_matrix(x):
         return x
     x = np.asarray(x)
     if x.ndim != 2:
-        raise ValueError(f"dnmf: expected a 2-D matrix, got an array of shape {x.shape}")
+        raise _core.DataError(f"dnmf: expected a 2-D matrix, got an array of shape {x.shape}")
     if x.dtype not in _FLOATS:
         if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
             raise TypeError(f"dnmf: cannot factor an array of dtype {x.dtype}")
@@ -95,7 +98,7 @@ def missing_options(missing, unstored):
     options = {}
     if missing is not None:
         if missing != "nan":
-            raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+            raise _core.UsageError(f"missing must be None or 'nan', got {missing!r}")
         options["nan_missing"] = True
     if unstored is not None:
         options["unstored"] = unstored
@@ -143,7 +146,7 @@ def estimator_comm(comm):
     if comm is None or comm is False:
         return comm
     if not hasattr(comm, "bcast"):
-        raise ValueError(f"comm must be an mpi4py communicator, None or False, got {comm!r}")
+        raise _core.UsageError(f"comm must be an mpi4py communicator, None or False, got {comm!r}")
     return comm
 
 
@@ -158,3 +161,9 @@ def comm_handle(comm):
 
         handle = MPI._handleof(comm)
     return int(handle)
+
+
+def preserved_dtypes(precision):
+    """The dtypes a transformer's output keeps (scikit-learn's preserves_dtype tag): the asked precision's, else
+    the input's float dtype. A tag that ignored `precision` failed check_transformer_preserve_dtypes."""
+    return {"f32": ["float32"], "f64": ["float64"]}.get(precision, ["float64", "float32"])

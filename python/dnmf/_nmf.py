@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._input import (as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error,
-                     missing_options, source_of)
+                     missing_options, preserved_dtypes, source_of)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -43,6 +43,18 @@ def _hidden_as_zero(X, mask, missing):
         hidden |= weights == 0
     dense[hidden] = 0
     return dense
+
+
+def _hidden_stored_as_zero(X, mask):
+    """A copy of the sparse X whose stored entries that `mask` hides (weight 0) hold zero: _hidden_as_zero's
+    sparse case, which keeps X sparse."""
+    X = X.tocsr(copy=True)
+    if mask.shape != X.shape:
+        raise ValueError(f"mask has shape {mask.shape}, X has shape {X.shape}")
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    weights = mask.tocsr()[rows, X.indices] if hasattr(mask, "tocsr") else np.asarray(mask)[rows, X.indices]
+    X.data[np.asarray(weights).ravel() == 0] = 0
+    return X
 
 
 def project(X, components, backend):
@@ -187,7 +199,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
         tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.transformer_tags.preserves_dtype = preserved_dtypes(self.precision)
         return tags
 
     # ---------------------------------------------------------------- checks
@@ -383,7 +395,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # NNDSVD and NNDSVDa itself), with the estimator's random_state as scikit-learn passes it.
         from sklearn.decomposition._nmf import _initialize_nmf
 
-        W, H = _initialize_nmf(X, k, init="nndsvdar", random_state=self.random_state)
+        # numpy seeds take 32 bits; dnmf's are 64 (any int up to 2**64 - 1): larger ones are folded by SeedSequence.
+        seed = self.random_state
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 2**32:
+            seed = int(np.random.SeedSequence(int(seed)).generate_state(1)[0])
+        W, H = _initialize_nmf(X, k, init="nndsvdar", random_state=seed)
         return np.asfortranarray(W, dtype=dtype), np.asfortranarray(H, dtype=dtype)
 
     # ---------------------------------------------------------------- using the model
@@ -396,10 +412,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
         X = as_float_matrix(X)
-        if mask is not None and self.precision == "f32" and X.dtype == np.float64 and not hasattr(X, "toarray"):
+        if mask is not None and self.precision == "f32" and X.dtype == np.float64:
             # Hidden entries are never read (docs/masked.md): zeros, so that a value float32 cannot hold there is
             # not refused by the narrowing below, as fit does not refuse it. (NaN under missing='nan' stays NaN.)
-            X = _hidden_as_zero(X, mask, None)
+            X = _hidden_stored_as_zero(X, mask) if hasattr(X, "toarray") else _hidden_as_zero(X, mask, None)
         # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
         X = in_precision(X, self.precision)
         if mask is None and missing is None and unstored is None:

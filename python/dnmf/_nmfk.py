@@ -6,7 +6,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._functions import nmfk
 from . import _core
-from ._input import as_float_matrix, estimator_comm, in_precision, library_error
+from ._input import as_float_matrix, estimator_comm, in_precision, library_error, preserved_dtypes
 from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
 from ._results import plot_nmfk
 
@@ -71,6 +71,7 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
         tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = preserved_dtypes(self.precision)
         return tags
 
     def fit(self, X, y=None):

@@ -19,7 +19,9 @@ def expected_failures(estimator):
 
 
 @parametrize_with_checks(
-    [dnmf.NMF(max_iter=300), dnmf.NMFk(k_range=(1, 2), n_perturbations=3, max_iter=50, n_threads=1)],
+    # precision='f32' and 'f64' change the output's dtype, which the preserves_dtype tag must say (it did not).
+    [dnmf.NMF(max_iter=300), dnmf.NMF(max_iter=300, precision="f32"), dnmf.NMF(max_iter=300, precision="f64"),
+     dnmf.NMFk(k_range=(1, 2), n_perturbations=3, max_iter=50, n_threads=1)],
     expected_failed_checks=expected_failures,
 )
 def test_scikit_learn_checks(estimator, check):

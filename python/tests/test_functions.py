@@ -208,3 +208,16 @@ def test_option_errors_are_usage_errors():
         dnmf.nmfk(A, [2, float("inf")])
     # max_iter=0 returns the start, as the CLI's --iters 0.
     assert dnmf.factor(A, 2, max_iter=0).iterations == 0
+
+
+def test_option_errors_of_the_functions_are_usage_errors_and_complex_data_a_type_error():
+    # These were plain ValueErrors (not dnmf.Error), and complex data was factored by its real part.
+    X = planted(12, 9, 2, seed=3)
+    for call in (lambda: dnmf.factor(X, 2, algorithm="cd"), lambda: dnmf.factor(X, 2, seed=-1),
+                 lambda: dnmf.factor(X, 2, penalties={"l1": 1.0}), lambda: dnmf.factor(X, 2, precision="f16"),
+                 lambda: dnmf.factor(X, 2, missing="na"), lambda: dnmf.nmfk(X, (2, 4, 2))):
+        with pytest.raises(dnmf.UsageError):
+            call()
+    for complex_x in (X + 5j * X, sp.csr_matrix(X + 5j * X)):
+        with pytest.raises(TypeError, match="complex"):
+            dnmf.factor(complex_x, 2)

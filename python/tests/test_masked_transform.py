@@ -99,3 +99,6 @@ def test_float32_model_ignores_what_hidden_entries_hold():
     for wild in (1e300, 1e-300):
         Xh = np.where(M == 0, wild, X)
         np.testing.assert_array_equal(f32.transform(Xh, mask=M), W)
+        # Sparse X too (it was refused: only a dense X had its hidden entries zeroed), with a dense or sparse mask.
+        for mask in (M, sp.csr_matrix(M)):
+            np.testing.assert_allclose(f32.transform(sp.csr_matrix(Xh), mask=mask), W, rtol=1e-6, atol=1e-7)

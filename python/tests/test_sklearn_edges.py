@@ -236,3 +236,14 @@ def test_float32_transform_refuses_what_float32_cannot_hold():
             dnmf.NMF(3, precision="f32", max_iter=5).fit(X, mask=np.full(X.shape, value))
     # What float32 holds passes unchanged.
     np.testing.assert_allclose(model.transform(X), model.transform(X.astype(np.float32)), rtol=1e-6)
+
+
+def test_nndsvdar_takes_any_seed_dnmf_takes():
+    # Seeds from 2**32 up went to numpy as they were and were refused ("Seed must be between 0 and 2**32 - 1").
+    X = planted(30, 20, 3, seed=6, noise=0.02)
+    big = dnmf.NMF(3, init="nndsvdar", random_state=2**40, max_iter=5).fit(X)
+    again = dnmf.NMF(3, init="nndsvdar", random_state=2**40, max_iter=5).fit(X)
+    np.testing.assert_array_equal(big.components_, again.components_)
+    other = dnmf.NMF(3, init="nndsvdar", random_state=2**40 + 1, max_iter=5).fit(X)
+    assert not np.array_equal(big.components_, other.components_)
+
