@@ -54,6 +54,7 @@ EntryStats stats_of(const MatrixRef<T>& matrix) {
   s.min = s.max = std::numeric_limits<double>::quiet_NaN();
   if (const auto* dense = std::get_if<DenseView<const T>>(&matrix)) {
     s.stored = s.rows * s.cols;
+    if (s.stored == 0) return s;  // a (0, 2**40) array ran its 2**40 empty columns (minutes)
     for (index_t j = 0; j < s.cols; ++j) {
       for (index_t i = 0; i < s.rows; ++i) add_entry(s, static_cast<double>((*dense)(i, j)));
     }

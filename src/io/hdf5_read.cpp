@@ -281,7 +281,11 @@ void open_compressed(Matrix& m, hid_t group) {
 Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& name) {
   Matrix m;
   m.where = file_path + ":" + name;
-  Id object = h5::checked(H5Oopen(file, name.c_str(), H5P_DEFAULT), H5Oclose, m.where + ": cannot open");
+  // The name exists, so a failure is a link to nothing: a dangling soft link, or an external link whose file is
+  // missing. The input cannot be reached (exit 4), where a plain Error said "internal" (exit 1).
+  const hid_t opened = H5Oopen(file, name.c_str(), H5P_DEFAULT);
+  if (opened < 0) h5::fail_io(m.where + ": cannot open (a link to an object or file that is not there?)");
+  Id object(opened, H5Oclose);
   switch (H5Iget_type(object.get())) {
     case H5I_DATASET:
       open_dense(m, std::move(object));

@@ -45,6 +45,8 @@ void fail(const std::string& what) { throw Error(with_reason(what)); }
 
 void fail_data(const std::string& what) { throw DataError(with_reason(what)); }
 
+void fail_io(const std::string& what) { throw IoError(with_reason(what)); }
+
 Id checked(hid_t id, Id::Close close, const std::string& what) {
   if (id < 0) fail(what);
   return Id(id, close);

@@ -65,6 +65,8 @@ std::string last_error();
 [[noreturn]] void fail(const std::string& what);
 /// fail() for a file that is not readable HDF5 (truncated, damaged, another format): a DataError, exit 3.
 [[noreturn]] void fail_data(const std::string& what);
+/// fail() as an IoError: input that cannot be reached (a dangling link, an external link's missing file).
+[[noreturn]] void fail_io(const std::string& what);
 
 /// `id` when valid, else fail(what).
 Id checked(hid_t id, Id::Close close, const std::string& what);

@@ -233,8 +233,8 @@ void check_matrix_descr(const std::string& path, const std::string& descr, NpyHe
     fail(path, "unsupported dtype '" + printable(descr) + "' (" + reason +
                    "expected little-endian f4 or f8, an integer type i1..i8/u1..u8, or bool)");
   }
-  // numpy stores a bool as one byte holding 0 or 1: read as u1 (a boolean mask saved as it is, True = observed).
-  header.kind = kind == 'b' ? 'u' : kind;
+  // A bool is one byte, read as 0 or 1 (io::convert_detail::Bool8; a boolean mask saved as it is, True = observed).
+  header.kind = kind;
   header.word_size = size;
   header.little_endian = true;
 }

@@ -35,9 +35,25 @@ S load(const std::byte* p) {
   return v;
 }
 
+/// numpy's bool ('b1'): one byte, and any non-zero byte is True (ndarray.view(bool) of other bytes keeps them,
+/// and numpy reads them as True), so it is 1 here too: read as its byte, 255 was a weight of 255.
+struct Bool8 {
+  std::uint8_t byte;
+};
+
+/// The stored value at p as a number.
+template <class S>
+auto value_at(const std::byte* p) {
+  if constexpr (std::is_same_v<S, Bool8>) {
+    return static_cast<std::uint8_t>(load<Bool8>(p).byte != 0 ? 1 : 0);
+  } else {
+    return load<S>(p);
+  }
+}
+
 template <class S, class T>
 void convert_run(const std::byte* src, std::size_t count, T* dst) {
-  for (std::size_t i = 0; i < count; ++i) dst[i] = narrow_entry<T>(load<S>(src + i * sizeof(S)));
+  for (std::size_t i = 0; i < count; ++i) dst[i] = narrow_entry<T>(value_at<S>(src + i * sizeof(S)));
 }
 
 template <class S, class T>
@@ -48,7 +64,7 @@ void convert_transposed(const std::byte* src, index_t m, index_t n, T* dst, inde
     const index_t c1 = c0 + kBlock < n ? c0 + kBlock : n;
     for (index_t r = 0; r < m; ++r) {
       const std::byte* row = src + to_size(r * n) * sizeof(S);
-      for (index_t c = c0; c < c1; ++c) dst[r + c * ld] = narrow_entry<T>(load<S>(row + to_size(c) * sizeof(S)));
+      for (index_t c = c0; c < c1; ++c) dst[r + c * ld] = narrow_entry<T>(value_at<S>(row + to_size(c) * sizeof(S)));
     }
   }
 }
@@ -60,7 +76,7 @@ Converter<T> make() {
 
 }  // namespace convert_detail
 
-/// The converter from a numpy-style stored type ('f' 4/8, 'i' and 'u' 1/2/4/8 bytes) to T; throws
+/// The converter from a numpy-style stored type ('f' 4/8, 'i' and 'u' 1/2/4/8 bytes, 'b' 1) to T; throws
 /// dnmf::Error naming `source` for anything else.
 template <class T>
 Converter<T> converter_for(char kind, std::size_t word, const std::string& source) {
@@ -75,6 +91,7 @@ Converter<T> converter_for(char kind, std::size_t word, const std::string& sourc
   if (kind == 'u' && word == 2) return make<std::uint16_t, T>();
   if (kind == 'u' && word == 4) return make<std::uint32_t, T>();
   if (kind == 'u' && word == 8) return make<std::uint64_t, T>();
+  if (kind == 'b' && word == 1) return make<Bool8, T>();
   throw Error(source + ": cannot convert stored type '" + std::string(1, kind) + std::to_string(word) + "'");
 }
 

@@ -66,6 +66,10 @@ ZipArchive::~ZipArchive() {
 std::optional<std::size_t> ZipArchive::find(const std::string& name) const {
   const auto it = std::find(names_.begin(), names_.end(), name);
   if (it == names_.end()) return std::nullopt;
+  // Two members of one name: numpy reads the last, this reader read the first, silently.
+  if (std::find(it + 1, names_.end(), name) != names_.end())
+    throw DataError(path_ + ": holds more than one member named '" + name +
+                    "' (which one is meant is ambiguous: numpy reads the last); rewrite the archive");
   return to_size(it - names_.begin());
 }
 

@@ -575,6 +575,23 @@ TEST_F(Hdf5Test, BadFilesAndDatasets) {
             p + ":/A: row range [0, 7) is out of bounds for a 6x5 matrix");
   EXPECT_EQ(error_message([&] { dnmf::io::hdf5_shape(p + ":S"); }),
             p + ":/S: holds string values; expected numbers (floating-point or integer)");
+
+  // Links to nothing: input that cannot be reached (IoError, exit 4), where a plain Error meant "internal".
+  const std::string links = path("links.h5");
+  {
+    RawFile f(links);
+    EXPECT_GE(H5Lcreate_soft("/nope", f.id(), "dangling", H5P_DEFAULT, H5P_DEFAULT), 0);
+    EXPECT_GE(H5Lcreate_external("missing.h5", "/X", f.id(), "external", H5P_DEFAULT, H5P_DEFAULT), 0);
+  }
+  for (const char* name : {":dangling", ":external"}) {
+    try {
+      (void)dnmf::io::hdf5_shape(links + name);
+      ADD_FAILURE() << name << " was opened";
+    } catch (const dnmf::Error& e) {
+      EXPECT_EQ(e.kind(), dnmf::ErrorKind::io) << e.what();
+      EXPECT_THAT(std::string(e.what()), HasSubstr("cannot open (a link to an object or file that is not there?)"));
+    }
+  }
 }
 
 }  // namespace

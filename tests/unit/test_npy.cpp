@@ -17,6 +17,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "io/npy_header.hpp"
 #include "support/error_message.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -265,6 +266,22 @@ TEST_F(NpyTest, LittleEndianIntegerDtypesAreConverted) {
   check_integer_dtype<std::uint16_t>(path("i.npy"), "<u2");
   check_integer_dtype<std::uint32_t>(path("i.npy"), "<u4");
   check_integer_dtype<std::uint64_t>(path("i.npy"), "<u8");
+}
+
+// numpy's bool is a byte, and any non-zero byte is True (uint8_array.view(bool) keeps the bytes): read as 1, as
+// numpy reads it. Read as its byte, a mask's 255 was a weight of 255. The dtype is named as numpy writes it.
+TEST_F(NpyTest, BoolBytesAreZeroOrOne) {
+  const std::vector<std::uint8_t> bytes = {0, 1, 255, 2, 0, 7};
+  write_bytes(path("b.npy"), npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }\n", raw(bytes)));
+  const DenseMatrix<double> d = dnmf::io::read_npy<double>(path("b.npy"));
+  const DenseMatrix<float> f = dnmf::io::read_npy<float>(path("b.npy"));
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t j = 0; j < 3; ++j) {
+      const double expected = bytes[dnmf::to_size(i * 3 + j)] != 0 ? 1.0 : 0.0;
+      EXPECT_EQ(d(i, j), expected) << i << "," << j;
+      EXPECT_EQ(f(i, j), static_cast<float>(expected)) << i << "," << j;
+    }
+  EXPECT_EQ(dnmf::io::dtype_name(dnmf::io::read_npy_header(path("b.npy"))), "b1");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -209,6 +209,15 @@ TEST_F(NpzTest, SeveralArraysMustBeNamed) {
   write_zip(empty, {{"notes.txt", "hello"}}, false);
   EXPECT_THAT(error_message([&] { (void)dnmf::io::read_shape(empty); }),
               StartsWith(empty + ": holds no arrays (no .npy members)"));
+  // Two members of one name (Python's zipfile writes them; libzip does not, so the second member's name is
+  // patched in the bytes): numpy reads the last, this reader read the first.
+  const std::string twice = path("twice.npz");
+  write_zip(twice, {{"A.npy", file_bytes(path("a.npy"))}, {"Z.npy", file_bytes(path("b.npy"))}}, false);
+  std::string bytes = file_bytes(twice);
+  for (std::size_t at = bytes.find("Z.npy"); at != std::string::npos; at = bytes.find("Z.npy", at)) bytes[at] = 'A';
+  write_bytes(twice, bytes);
+  EXPECT_THAT(error_message([&] { (void)dnmf::io::read_shape(twice + ":A"); }),
+              StartsWith(twice + ": holds more than one member named 'A.npy'"));
 }
 
 TEST_F(NpzTest, WholeMatrixConvertAndFactorThroughThePublicCalls) {
