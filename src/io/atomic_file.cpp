@@ -111,6 +111,9 @@ class TempFileGuard {
   int fd_ = -1;
 };
 
+/// The longest file name (one path component) Linux file systems take.
+constexpr std::size_t kNameMax = 255;
+
 std::string temporary_name(const std::string& path) {
   // pid + counter keeps concurrent writers (threads, MPI ranks on a shared file system) apart.
   static std::atomic<unsigned long> counter{0};
@@ -124,6 +127,13 @@ std::string parent_directory(const std::string& path) {
 
 /// One-line message: "<path>: cannot write: <strerror> (<hint>)".
 [[noreturn]] void fail(const std::string& path, int error) {
+  const std::size_t name_bytes = std::filesystem::path(path).filename().string().size();
+  if (error == ENAMETOOLONG && name_bytes <= kNameMax)
+    // The name is legal: the temporary written beside it is what is too long (it said "File name too long").
+    throw UsageError(path + ": the name is " + std::to_string(name_bytes) +
+                     " bytes, and the temporary file written beside it (the name plus '.tmp.<pid>.<n>') is longer "
+                     "than the " +
+                     std::to_string(kNameMax) + " bytes a file name may have: choose a shorter name");
   std::string message = path + ": cannot write: " + std::strerror(error);
   if (error == ENOENT) {
     message += " (does the directory '" + parent_directory(path) + "' exist?)";

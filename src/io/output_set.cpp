@@ -209,6 +209,16 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
   }
 
   const fs::path parent = clean.parent_path();
+  const std::string staging_name =
+      clean.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + random_suffix();
+  // A legal name whose staging folder's is not (255 bytes at most) was refused as "not writable".
+  if (staging_name.size() > 255) {
+    const std::size_t extra = staging_name.size() - clean.filename().string().size();
+    throw UsageError(path_ + ": the name is " + std::to_string(clean.filename().string().size()) +
+                     " bytes; dnmf stages the results beside it under the name plus " + std::to_string(extra) +
+                     " bytes, past the 255 a name may have: choose a name of at most " +
+                     std::to_string(extra < 255 ? 255 - extra : 0) + " bytes");
+  }
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec))
     throw IoError(path_ + ": cannot create output directory: " + parent.string() + " is not a directory");
   const std::vector<std::string> missing = missing_directories(parent);
@@ -218,8 +228,7 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
 
   // Creating the staging folder is also the probe: permissions, read-only mounts and quotas are only known by
   // trying, and it fails now rather than after an hour of factorisation.
-  const fs::path staging =
-      parent / (clean.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + random_suffix());
+  const fs::path staging = parent / staging_name;
   if (::mkdir(staging.c_str(), 0777) != 0) {
     const int error = errno;
     for (auto it = created_directories_.rbegin(); it != created_directories_.rend(); ++it) fs::remove(*it, ec);

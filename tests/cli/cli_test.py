@@ -1360,6 +1360,13 @@ def output_set_target_checks(ctx):
     small_dense(ctx)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", ""], ["-o", "empty"], out_dir=None, code=2)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "."], ["working directory"], out_dir=None, code=2)
+    # A legal name too long for the staging folder or temporary file beside it: a usage error saying so (it was
+    # "output directory is not writable: File name too long", exit 4).
+    long_name = "d" * 240
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", long_name], ["the name is 240 bytes", "at most"],
+                     out_dir=None, code=2)
+    ctx.expect_error(["convert", "A.npy", "e" * 245 + ".dcsr"], ["the name is 250 bytes", "shorter name"],
+                     out_dir=None, code=2)
     # A directory holding files dnmf did not write is never replaced.
     os.makedirs(ctx.path("mine"))
     write_text(ctx.path("mine", "notes.txt"), "mine\n")
