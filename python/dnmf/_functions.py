@@ -12,6 +12,8 @@ from ._input import as_dtype, as_float_matrix, comm_handle, dtype_of, in_precisi
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
+# The starts NMFk takes: given factors would be one start for every perturbed job.
+_NMFK_INITS = ("random", "nndsvd", "nndsvda")
 
 
 def _whole(k, what, limit=2**63 - 1):
@@ -138,6 +140,9 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
         # NMFk runs in the matrix's own precision: asked for another, the matrix is converted here (as
         # factor() converts), rather than refused by the library.
         X = in_precision(X, precision)
+    if init not in _NMFK_INITS:  # the library's list of inits names 'given', which NMFk refuses
+        raise _core.UsageError(f"init must be one of {', '.join(_NMFK_INITS)} for NMFk (each perturbed job draws its "
+                               f"own start), got {init!r}")
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, True)
     options.update({"ks": _k_list(k_range), "perturbations": perturbations, "epsilon": epsilon,
                     "perturbation": perturbation, "sil_threshold": sil_threshold, "err_threshold": err_threshold,

@@ -221,3 +221,7 @@ def test_option_errors_of_the_functions_are_usage_errors_and_complex_data_a_type
     for complex_x in (X + 5j * X, sp.csr_matrix(X + 5j * X)):
         with pytest.raises(TypeError, match="complex"):
             dnmf.factor(complex_x, 2)
+    # NMFk's inits: the library's list named 'given', which NMFk then refused.
+    with pytest.raises(dnmf.UsageError, match="random, nndsvd, nndsvda for NMFk"):
+        dnmf.NMFk((2, 3), init="custom").fit(X)
+

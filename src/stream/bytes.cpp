@@ -38,6 +38,8 @@ std::int64_t parse_bytes(const std::string& text) {
     const bool known = unit != nullptr ? (rest.empty() || rest == "B" || rest == "IB") : rest == "B";
     if (!known) throw bad("unknown unit '" + text.substr(pos) + "'");
   }
+  // "1.5" was one byte (then "too small for one tile"): a unit was surely meant.
+  if (scale == 1 && value != std::floor(value)) throw bad("a number of bytes must be whole; did you mean a unit");
   const double bytes = std::floor(value * scale);
   if (!(bytes >= 1)) throw bad("must be at least one byte");
   if (bytes >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) throw bad("too large");

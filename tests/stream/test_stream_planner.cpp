@@ -32,6 +32,10 @@ TEST(ParseBytes, ErrorsNameTheText) {
     const std::string message = error_message([&] { (void)parse_bytes(bad); });
     EXPECT_NE(message.find("'" + bad + "'"), std::string::npos) << message;
   }
+  // A fraction of a byte without a unit was rounded down ("1.5" became one byte): a unit was meant.
+  EXPECT_NE(error_message([&] { (void)parse_bytes("1.5"); }).find("must be whole"), std::string::npos);
+  EXPECT_EQ(parse_bytes("1.5K"), 1536);
+  EXPECT_EQ(parse_bytes("2.0"), 2);
 }
 
 TEST(DescribeBytes, ExactAndHuman) {
