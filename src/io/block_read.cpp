@@ -3,6 +3,7 @@
 #include "io/block_read.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 
 #include "dnmf/error.hpp"
@@ -15,6 +16,7 @@
 #include "io/mtx_parse.hpp"
 #include "io/npy_block.hpp"
 #include "io/npz.hpp"
+#include "util/memory.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -69,7 +71,11 @@ template <class T>
 LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
                          bool check_entries) {
   // The format is known from the name alike on every rank, so the branch taken is the same everywhere.
-  const FileFormat format = detail::run_agreed(comm, path, [&] { return format_of(path); });
+  const FileFormat format = detail::run_agreed(comm, path, [&] {
+    const FileFormat f = format_of(path);
+    if (f != FileFormat::npy) check_row_pointers_fit(path, rows.size());  // a dense read checks its size itself
+    return f;
+  });
   switch (format) {
     case FileFormat::npy: {
       LocalBlock<T> block;
@@ -93,6 +99,20 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
       return detail::run_agreed(comm, path, [&] { return read_npz_block<T>(path, rows, cols, check_entries); });
   }
   throw CollectiveError(path + ": unknown input format", ErrorKind::usage);
+}
+
+void check_row_pointers_fit(const std::string& path, index_t rows) {
+  const double bytes = (static_cast<double>(rows) + 1) * static_cast<double>(sizeof(index_t));
+  const double memory = util::physical_memory_bytes();
+  // Half: the row pointers are not all a read holds (entries, W), and the kernel's OOM killer, not a failed
+  // allocation, answers an over-committed one.
+  if (memory > 0 && bytes > memory / 2) {
+    char need[32], have[32];
+    std::snprintf(need, sizeof need, "%.1f GiB", bytes / (1 << 30));
+    std::snprintf(have, sizeof have, "%.1f GiB", memory / (1 << 30));
+    throw Error(path + ": out of memory while reading: its " + std::to_string(rows) + " rows need " + need +
+                " of row pointers, more than half of this machine's " + have);
+  }
 }
 
 template LocalBlock<float> read_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&, bool);

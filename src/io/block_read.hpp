@@ -34,6 +34,11 @@ template <class T>
 LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
                          bool check_entries = true);
 
+/// Throws dnmf::Error "<path>: out of memory while reading ..." when the row pointers of a CSR of `rows` rows (8
+/// bytes each) would take more than half of the machine's memory: a 10 KB file declaring 2**31 rows was read until the
+/// kernel killed the process (23.9 GB, no message).
+void check_row_pointers_fit(const std::string& path, index_t rows);
+
 /// Rows x cols (global indices) of a matrix in memory as a block of precision T: a copy, converted when the
 /// matrix holds U, with block-local column indices for CSR.
 template <class T, class U>

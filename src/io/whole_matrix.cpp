@@ -63,6 +63,7 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
   if (format == FileFormat::npy) {
     matrix.dense = read_npy<T>(path);
   } else if (format == FileFormat::matrix_market) {
+    check_row_pointers_fit(path, read_shape(path).rows);
     matrix.sparse = true;
     matrix.csr = read_mtx<T>(path);
   } else {

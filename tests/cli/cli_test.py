@@ -659,6 +659,16 @@ def info_negative(ctx):
     write_text(ctx.path("dup4.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 4\n" + "1 1 5\n" * 4)
     j = json.loads(ctx.ok("info", "--json", "dup4.mtx").stdout)
     check((j["stored"], j["min"], j["max"], j["sum"]) == (1, 0, 20, 20), "info --json dup4.mtx: %r" % j)
+    # A small file declaring 2**40 rows: refused before its row pointers are allocated (a 10 KB file declaring 2**31
+    # rows was read until the kernel killed the process, with no message).
+    write_text(ctx.path("tall.mtx"), "%%MatrixMarket matrix coordinate real general\n1099511627776 3 1\n1 1 1\n")
+    for command in (["info", "tall.mtx"], ["factor", "tall.mtx", "-k", 1, "-o", "out_tall"]):
+        ctx.expect_error(command, ["tall.mtx", "out of memory while reading"], out_dir=None, code=1)
+    # 2**31 rows (16 GiB of row pointers) were allocated and the process was killed on a machine of 24 GiB.
+    write_text(ctx.path("tall31.mtx"), "%%MatrixMarket matrix coordinate real general\n2147483648 3 1\n1 1 1\n")
+    if os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") < 2 * 8 * 2**31:  # refused below 32 GiB
+        ctx.expect_error(["factor", "tall31.mtx", "-k", 1, "-o", "out_tall"],
+                         ["tall31.mtx", "out of memory while reading", "row pointers"], out_dir=None, code=1)
     # An empty array of 2**40 columns is described at once (info looped over its empty columns for minutes).
     write_bytes(ctx.path("empty.npy"), npy_bytes([], header_text="{'descr': '<f8', 'fortran_order': False, "
                                                                  "'shape': (0, 1099511627776), }"))
