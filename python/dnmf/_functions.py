@@ -38,8 +38,8 @@ def _k_list(k_range):
         # A tuple is the (first, last) pair; (2, 6, 2) would read as range(2, 6, 2) to some and as [2, 6, 2] to
         # others, so other lengths are refused rather than guessed.
         if len(k_range) != 2:
-            raise _core.UsageError(f"k_range as a tuple is a (first, last) pair; got {len(k_range)} values {k_range!r} "
-                             "(for a step use 'lo:hi:step' or a range, for chosen values a list)")
+            raise _core.UsageError(f"k_range as a tuple is a (first, last) pair; got {len(k_range)} values "
+                                   f"{k_range!r} (for a step use 'lo:hi:step' or a range, for chosen values a list)")
         return list(range(_whole(k_range[0], "k_range"), _whole(k_range[1], "k_range") + 1))
     try:
         return [_whole(k, "k_range") for k in k_range]
@@ -149,7 +149,8 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     "rule": rule, "wilcoxon_alpha": wilcoxon_alpha, "h_silhouettes": h_silhouettes,
                     "groups": groups, "accept_factor": accept_factor,
                     "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
-                    "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds", 2**31 - 1), "cv_holdout": float(cv_holdout),
+                    "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds", 2**31 - 1),
+                    "cv_holdout": float(cv_holdout),
                     "extrapolate": bool(extrapolate), "tf32": bool(tf32),
                     **_context(backend, n_threads, None, grid, comm)})
     if cluster_iters is not None:
