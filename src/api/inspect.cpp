@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dnmf/source.hpp"
+#include "io/block_read.hpp"
 #include "io/csr_build.hpp"
 #include "io/dcsr.hpp"
 #include "io/mtx_lines.hpp"
@@ -96,6 +97,7 @@ MatrixInfo inspect(const std::string& path) {
     // factor checks each line before duplicates are summed, so the checks' figures and the sum (of the finite
     // lines: the merge keeps a bad duplicate instead of adding it) come from the lines; the stored count,
     // non-zeros, min and max from the merged matrix, the one factor fits (two lines of 3 at one place are a 6).
+    io::check_row_pointers_fit(path, io::read_shape(path).rows);  // before the lines' row pointers are allocated
     const CsrMatrix<double> lines = io::read_mtx_lines<double>(path);
     const EntryStats as_given = stats_of<double>(lines.view());
     std::vector<index_t> indptr = lines.indptr();
