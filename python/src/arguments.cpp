@@ -33,10 +33,9 @@ bool get(const nb::dict& kwargs, const char* key, T& out) {
     // of range, not a value of the wrong type.
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (PyLong_Check(value.ptr()) != 0)
-        throw UsageError("dnmf: option '" + std::string(key) + "' must be in [" +
-                         std::to_string(std::numeric_limits<T>::min()) + ", " +
-                         std::to_string(std::numeric_limits<T>::max()) + "], got " +
-                         nb::cast<std::string>(nb::str(value)));
+        throw UsageError(
+            "dnmf: option '" + std::string(key) + "' must be in [" + std::to_string(std::numeric_limits<T>::min()) +
+            ", " + std::to_string(std::numeric_limits<T>::max()) + "], got " + nb::cast<std::string>(nb::str(value)));
     }
     throw nb::type_error(("dnmf: option '" + std::string(key) + "' has the wrong type").c_str());
   }
