@@ -32,6 +32,7 @@
 #include "solvers/listed_products.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/masked_loop.hpp"
+#include "solvers/solve.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
 
@@ -406,11 +407,7 @@ class GridIteration {
   /// (normalised_penalties).
   double returned_penalties() {
     if (!normalising_changes_penalties(options_)) return -1;
-    const auto& pen = options_.penalties;
-    const PenaltySums pw = penalty_sums(*w_.piece), ph = penalty_sums(*h_.piece);
-    double sums[4] = {pw.sum, pw.squares, ph.sum, ph.squares};
-    grid_.world().allreduce_sum(sums, 4);
-    return pen.l1_w * sums[0] + 0.5 * pen.l2_w * sums[1] + pen.l1_h * sums[2] + 0.5 * pen.l2_h * sums[3];
+    return factor_penalties(grid_.world(), *w_.piece, *h_.piece, options_.penalties);
   }
 
   /// W's columns sum to 1 over all ranks' pieces; H's rows absorb the scale.
