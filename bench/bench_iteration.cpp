@@ -227,7 +227,8 @@ int run(int argc, char** argv) {
 
   std::printf("\nthreads=%d  k=16  copy bandwidth (read+write) %.2f GB/s  square GEMM %.1f (f64) %.1f (f32) GFLOP/s\n",
               threads, copy_bw / 1e9, rate64, rate32);
-  std::printf("BLAS: %s; skinny kernels: %s\n", dnmf::blas_summary().c_str(), dnmf::backend::cpu::skinny_isa());
+  std::printf("BLAS: %s; skinny kernels: %s; next tile requested ahead: %s\n", dnmf::blas_summary().c_str(),
+              dnmf::backend::cpu::skinny_isa(), dnmf::backend::cpu::fetch_ahead_pays() ? "yes" : "no");
   std::printf("%-24s %-18s %12s %10s %16s %14s %12s %10s\n", "workload", "what", "s/iter", "GFLOP/s", "iter/(2 prod)",
               "A bytes/s", "of copy bw", "x floor");
   nlohmann::json out = {{"threads", threads},
@@ -237,6 +238,7 @@ int run(int argc, char** argv) {
                         {"square_gemm_gflops_f32", rate32},
                         {"blas", dnmf::blas_summary()},
                         {"skinny_kernels", dnmf::backend::cpu::skinny_isa()},
+                        {"fetch_ahead", dnmf::backend::cpu::fetch_ahead_pays()},
                         {"rows", nlohmann::json::array()}};
   for (const auto& r : rows) {
     std::printf("%-24s %-18s %12.5f %10.2f %16.3f %12.2e %11.1f%% %10.2f\n", r.workload.c_str(), r.what.c_str(),

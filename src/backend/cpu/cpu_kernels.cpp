@@ -746,7 +746,7 @@ index_t CpuKernels<T>::dense_fused_pass(const DenseView<const T>& d, CView<T> y,
   const bool transposed = sums_transposed<T>(m_rows, k);
   std::vector<std::vector<T>>& privates = slot_buffers<T>(transposed ? plan.slots : plan.slots - 1);
   if (!accumulate) fill(other_numer, T(0));
-  const bool fetch_ahead = sizeof(T) == 8 && k >= 16;
+  const bool fetch_ahead = sizeof(T) == 8 && k >= 16 && cpu::fetch_ahead_pays();
   // A transposed slot's first tile stores its product instead of adding it (no zeroing pass), except where slot 0
   // starts from what other_numer holds.
   const auto starts_fresh = [&](index_t slot) { return !(slot == 0 && accumulate); };
@@ -790,7 +790,8 @@ index_t CpuKernels<T>::dense_fused_pass(const DenseView<const T>& d, CView<T> y,
           // The slot's next tile, fetched while this product works on the tile in cache, where that was measured
           // to pay (docs/benchmarks.md, session 10): f64 with k >= 16, whose WᵀA reading from memory ran at 62-75
           // GFLOP/s against ~100 in cache (one Zen 5 core), and whose AHᵀ is long enough to hide the fetch. f32
-          // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it.
+          // (WᵀA 174 against 198) and k = 8 were 3-7% slower with it. On AMD only: on Intel it cost 20-30%
+          // (cpu::fetch_ahead_pays says why).
           cpu::Ahead ahead;
           if (fetch_ahead && tile + 1 < first_tile[to_size(slot + 1)]) {
             const T* next = d.data + last * d.ld;

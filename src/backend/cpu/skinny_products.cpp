@@ -67,6 +67,20 @@ std::atomic<bool> blas_forced{false};
 
 }  // namespace
 
+bool fetch_ahead_pays() {
+  static const bool pays = [] {
+    const char* forced = std::getenv("DNMF_FETCH_AHEAD");
+    if (forced != nullptr && *forced != '\0') return std::strcmp(forced, "0") != 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") != 0;
+#else
+    return false;
+#endif
+  }();
+  return pays;
+}
+
 const char* skinny_isa() {
   switch (isa()) {
     case Isa::avx512:

@@ -59,6 +59,13 @@ struct Ahead {
   index_t bytes = 0;
 };
 
+/// True where requesting the fused pass's next tile during AHᵀ (Ahead) was measured to pay: AMD CPUs (Zen 5: f64
+/// k = 16 +3..+10%). On Intel (Emerald Rapids) the requests stalled the kernel: each software prefetch holds one of
+/// the core's few line-fill buffers until its line arrives, and a burst of ~130 lines per block of rows stopped
+/// the arithmetic behind it (perf: 38% of AHᵀ's samples on the prefetch instruction; f64 MU 9.0 -> 7.0 ms per
+/// iteration without them, A in L3 or in memory alike). DNMF_FETCH_AHEAD=1 or 0 overrides (decided once).
+bool fetch_ahead_pays();
+
 /// Bytes per cache line, the unit in which Ahead is requested.
 constexpr index_t kLineBytes = 64;
 
