@@ -342,10 +342,17 @@ class Pivoting {
   // Scales B's columns and starts each passive set at X's positive live entries.
   template <class T>
   void load(DenseView<const T> B, DenseView<T> X) {
+    const bool all_live = std::all_of(s_.live.begin(), s_.live.end(), [](char l) { return l != 0; });
+    const double* inv_d = s_.inv_d.data();
     util::for_each_index(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
       double* bj = bs_.data() + j * k_;
       Word* pj = passive_.data() + j * words_;
-      for (index_t i = 0; i < k_; ++i) bj[i] = s_.live[i] ? static_cast<double>(B(i, j)) * s_.inv_d[i] : 0.0;
+      const T* b = &B(0, j);
+      if (all_live) {  // the usual case, without a test per entry: the loop then runs in vectors
+        for (index_t i = 0; i < k_; ++i) bj[i] = static_cast<double>(b[i]) * inv_d[i];
+      } else {
+        for (index_t i = 0; i < k_; ++i) bj[i] = s_.live[i] ? static_cast<double>(b[i]) * inv_d[i] : 0.0;
+      }
       // Each word built in a register: flipping bits in memory made every bit wait for the one before.
       for (index_t w = 0; w < words_; ++w) {
         Word word = 0;
@@ -377,16 +384,28 @@ class Pivoting {
   template <class T>
   void store(DenseView<T> X) const {
     const double t_max = static_cast<double>(std::numeric_limits<T>::max());
+    const bool all_live = std::all_of(s_.live.begin(), s_.live.end(), [](char l) { return l != 0; });
+    const double* inv_d = s_.inv_d.data();
     stats_.nonfinite_zeroed +=
         util::count_over(n_, worth_threads_per_entry(static_cast<double>(k_) * n_), [&](index_t j) {
           const double* zj = z_.data() + j * k_;
-          bool finite = true;
-          for (index_t i = 0; i < k_; ++i) {
-            // Accepted infeasibilities are below kFeasTol and clamp to zero.
-            const double v = s_.live[i] ? std::max(zj[i], 0.0) * s_.inv_d[i] : 0.0;
-            const bool ok = v <= t_max;  // false for NaN too
-            finite = finite && ok;
-            X(i, j) = ok ? static_cast<T>(v) : T(0);
+          T* xj = &X(0, j);
+          int finite = 1;
+          // Accepted infeasibilities are below kFeasTol and clamp to zero. v <= t_max is false for NaN too.
+          if (all_live) {  // as below without a test per entry, so that the loop runs in vectors
+            for (index_t i = 0; i < k_; ++i) {
+              const double v = std::max(zj[i], 0.0) * inv_d[i];
+              const bool ok = v <= t_max;
+              finite &= static_cast<int>(ok);
+              xj[i] = ok ? static_cast<T>(v) : T(0);
+            }
+          } else {
+            for (index_t i = 0; i < k_; ++i) {
+              const double v = s_.live[i] ? std::max(zj[i], 0.0) * inv_d[i] : 0.0;
+              const bool ok = v <= t_max;
+              finite &= static_cast<int>(ok);
+              xj[i] = ok ? static_cast<T>(v) : T(0);
+            }
           }
           if (finite) return index_t{0};
           for (index_t i = 0; i < k_; ++i) X(i, j) = T(0);
