@@ -109,6 +109,10 @@ class Kernels {
   // ---- factor-sized kernels ------------------------------------------------------------------
   /// g = X·Xᵀ + beta·g (X is k x d, g is k x k, full symmetric result).
   virtual void gram(CView<T> x, View<T> g, T beta) = 0;
+  /// g (k x k, host memory, column-major, full) = X·Xᵀ formed and returned in float64, for the error identity at
+  /// float32: gram()'s float result carries a relative error of about eps·sqrt(d) per entry, which put noise of
+  /// about 1e-7·‖A‖² into the squared error. False where the backend has none; the caller then uses gram().
+  virtual bool gram_f64(CView<T> /*x*/, double* /*g*/) { return false; }
   /// Sets every entry of x to `value`.
   virtual void fill(View<T> x, T value) = 0;
   /// Σ x_ij·y_ij in float64.

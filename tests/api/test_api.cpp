@@ -140,6 +140,42 @@ TEST(Api, ObjectiveIsTheReturnedFactors) {
   EXPECT_LE(std::abs(run.result.objective - truth), 1e-2 * truth) << run.result.objective << " vs " << truth;
 }
 
+// In float32 the figures that steer the iteration (tol > 0) take the identity's Gram term from Grams formed in
+// double. From the float Grams, its squared error was 6e-5 to 1.3e-4 off the direct sum's at 3% error (600x400,
+// rank 8): noise as large as HALS's change per iteration there, so the tol test stopped at random. Now about 7e-6.
+TEST(Api, Float32IdentityTracksTheDirectErrorWhereItSteersTheIteration) {
+  PlantedOptions p;
+  p.rows = 600;
+  p.cols = 400;
+  p.rank = 8;
+  p.noise = 0.03;
+  p.seed = 11;
+  const DenseMatrix<float> a = make_planted<float>(p).dense;
+  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
+    FactorOptions o;
+    o.rank = 8;
+    o.algorithm = algo;
+    o.max_iterations = 30;
+    o.tol = 1e-30;  // never met: the run goes on to 30 iterations with its figures from double Grams
+    o.seed = 3;
+    const Factorization<float> run = factor<float>(Source::dense<float>(a.view()), o);
+    ASSERT_EQ(run.result.iterations, 30);
+    double residual = 0, norm = 0;
+    for (index_t j = 0; j < a.cols(); ++j)
+      for (index_t i = 0; i < a.rows(); ++i) {
+        double q = 0;
+        for (index_t l = 0; l < 8; ++l)
+          q += static_cast<double>(run.result.W(i, l)) * static_cast<double>(run.result.H(l, j));
+        residual += (a(i, j) - q) * (a(i, j) - q);
+        norm += static_cast<double>(a(i, j)) * a(i, j);
+      }
+    const double direct = residual / norm;  // squared relative error
+    ASSERT_GT(direct, 1e-4);                // above the floor where the final figure would be recomputed
+    const double identity = run.result.rel_error * run.result.rel_error;
+    EXPECT_LE(std::abs(identity - direct), 2e-5 * direct) << to_string(algo) << ": " << identity << " vs " << direct;
+  }
+}
+
 TEST(Api, RowMajorAndCscAreFactoredWithoutCopyAndNormalisedLikeW) {
   const DenseMatrix<double> a = planted_dense();
   const std::vector<double> rm = row_major(a);

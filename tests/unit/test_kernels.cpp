@@ -107,6 +107,27 @@ TYPED_TEST(KernelsTest, FactorSizedKernelsMatchReference) {
   }
 }
 
+// The error identity's float64 Gram (runs of 2048 columns, each its own dsyrk, added in order) against plain
+// double loops, to double's rounding even for float input; the same bits on 1 and 2 threads.
+TYPED_TEST(KernelsTest, GramInDoubleMatchesReference) {
+  using T = TypeParam;
+  for (const index_t k : {1, 7, 16}) {
+    for (const index_t cols : {1, 2047, 4100}) {
+      const DenseMatrix<T> x = test::random_dense<T>(k, cols, 21);
+      std::vector<double> g_ref(to_size(k * k)), g_cpu(to_size(k * k), -1.0), g_one(to_size(k * k), -1.0);
+      ASSERT_TRUE(this->ref.gram_f64(x.view(), g_ref.data()));
+      ASSERT_TRUE(this->cpu.gram_f64(x.view(), g_cpu.data()));
+      for (std::size_t q = 0; q < g_ref.size(); ++q)
+        EXPECT_NEAR(g_cpu[q], g_ref[q], 1e-13 * g_ref[q]) << "k " << k << " cols " << cols << " entry " << q;
+      const int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      ASSERT_TRUE(this->cpu.gram_f64(x.view(), g_one.data()));
+      omp_set_num_threads(threads);
+      EXPECT_EQ(g_one, g_cpu) << "k " << k << " cols " << cols;
+    }
+  }
+}
+
 // The cpu backend's extrapolation (ranges of columns, its own loop) against the reference backend's (the base
 // class's), on blocks wider than one task's 256 columns and with a leading dimension past k: x̂ and x_prev alike.
 TYPED_TEST(KernelsTest, ExtrapolateMatchesReference) {

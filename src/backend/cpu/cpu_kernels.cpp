@@ -626,6 +626,41 @@ void CpuKernels<T>::gram(CView<T> x, View<T> g, T beta) {
   mirror_upper(g);
 }
 
+// Fixed runs of columns, each converted to double and summed by one serial dsyrk into a Gram of its own, the
+// runs' Grams then added in order: the same bits for any thread count.
+template <class T>
+bool CpuKernels<T>::gram_f64(CView<T> x, double* g) {
+  const index_t k = x.rows;
+  std::fill(g, g + k * k, 0.0);
+  if (k == 0 || x.cols == 0) return true;
+  constexpr index_t kRun = 2048;
+  const index_t runs = (x.cols + kRun - 1) / kRun;
+  std::vector<double> partial(to_size(runs * k * k));
+  struct RunScratch {
+    SerialBlas serial;
+    std::vector<double> wide;
+  };
+  util::for_each_index_dynamic_with(
+      runs, runs > 1 && parallel_worth(k * k * x.cols),
+      [&] {
+        return RunScratch{{}, std::vector<double>(to_size(k * std::min(kRun, x.cols)))};
+      },
+      [&](index_t r, RunScratch& own) {
+        const index_t first = r * kRun;
+        const index_t cols = std::min(x.cols, first + kRun) - first;
+        for (index_t c = 0; c < cols; ++c)
+          for (index_t l = 0; l < k; ++l) own.wide[to_size(l + c * k)] = static_cast<double>(x(l, first + c));
+        blas::syrk(as_int(k), as_int(cols), 1.0, own.wide.data(), as_int(k), 0.0, partial.data() + r * k * k,
+                   as_int(k));
+      });
+  for (index_t r = 0; r < runs; ++r)
+    for (index_t q = 0; q < k; ++q)
+      for (index_t p = 0; p <= q; ++p) g[p + q * k] += partial[to_size(r * k * k + p + q * k)];
+  for (index_t q = 0; q < k; ++q)
+    for (index_t p = q + 1; p < k; ++p) g[p + q * k] = g[q + p * k];
+  return true;
+}
+
 template <class T>
 void CpuKernels<T>::fill(View<T> x, T value) {
   util::for_each_index(x.cols, parallel_worth(x.size()),

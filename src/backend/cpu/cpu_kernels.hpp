@@ -21,6 +21,7 @@ class CpuKernels final : public Kernels<T> {
   KlSums kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, CView<T> x, View<T> out, T beta) override;
   [[nodiscard]] MatrixStats stats(const MatrixRef<T>& a) override;
   void gram(CView<T> x, View<T> g, T beta) override;
+  bool gram_f64(CView<T> x, double* g) override;
   void fill(View<T> x, T value) override;
   void extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T beta) override;
   [[nodiscard]] double dot(CView<T> x, CView<T> y) override;

@@ -108,6 +108,17 @@ void ReferenceKernels<T>::gram(CView<T> x, View<T> g, T beta) {
 }
 
 template <class T>
+bool ReferenceKernels<T>::gram_f64(CView<T> x, double* g) {
+  for (index_t p = 0; p < x.rows; ++p)
+    for (index_t q = 0; q < x.rows; ++q) {
+      double s = 0;
+      for (index_t c = 0; c < x.cols; ++c) s += static_cast<double>(x(p, c)) * static_cast<double>(x(q, c));
+      g[p + q * x.rows] = s;
+    }
+  return true;
+}
+
+template <class T>
 void ReferenceKernels<T>::fill(View<T> x, T value) {
   for (index_t c = 0; c < x.cols; ++c)
     for (index_t l = 0; l < x.rows; ++l) x(l, c) = value;

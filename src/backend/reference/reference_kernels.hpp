@@ -18,6 +18,7 @@ class ReferenceKernels final : public Kernels<T> {
   KlSums kl_multiply(const MatrixRef<T>& a, Side side, CView<T> y, CView<T> x, View<T> out, T beta) override;
   [[nodiscard]] MatrixStats stats(const MatrixRef<T>& a) override;
   void gram(CView<T> x, View<T> g, T beta) override;
+  bool gram_f64(CView<T> x, double* g) override;
   void fill(View<T> x, T value) override;
   [[nodiscard]] double dot(CView<T> x, CView<T> y) override;
   void row_sums(CView<T> x, T* out) override;
