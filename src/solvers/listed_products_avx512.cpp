@@ -43,9 +43,10 @@ template <class T>
 }
 
 /// out[v] += Σ_r s[r] y_r[8v..8v+8) over eight rows, as a tree: one addition per block on out's chains, where
-/// eight multiply-adds in a row made every block wait eight FMA latencies.
+/// eight multiply-adds in a row made every block wait eight FMA latencies. The form for b (a sparse column's
+/// weighted numerator) and G_j x together: with both, partial sums (add_rows below) leave too few registers.
 template <int KV, class T>
-[[gnu::always_inline]] inline void add_rows(Wide (&out)[KV], Wide s, const T* const (&y)[8]) {
+[[gnu::always_inline]] inline void add_rows_tree(Wide (&out)[KV], Wide s, const T* const (&y)[8]) {
   Wide sr[8];
   for (index_t r = 0; r < 8; ++r) sr[r] = splat(s[r]);
   for (index_t v = 0; v < KV; ++v) {
@@ -56,12 +57,24 @@ template <int KV, class T>
   }
 }
 
+/// out[q][v] += s[2q]·y_2q[8v..8v+8) + s[2q+1]·y_2q+1[8v..) over eight rows, Q = 4 or 2 partial sums per vector:
+/// multiply-adds only, each partial a chain of 8/Q per block. s is read from memory, so that its broadcasts ride
+/// on the multiply-adds' loads instead of taking the shuffle port the transposing reduction needs (a tree of
+/// additions over s splatted from a register took 11 more operations per block on the two vector ports).
+template <int KV, int Q, class T>
+[[gnu::always_inline]] inline void add_rows(Wide (&out)[Q][KV], const double* s, const T* const (&y)[8]) {
+  for (index_t v = 0; v < KV; ++v)
+    for (index_t r = 0; r < 8; ++r) out[r % Q][v] += splat(s[r]) * load8(y[r] + 8 * v);
+}
+
 /// The kernel for k = 8·KV; WithG: gx is summed, WithB: b is (fixed at compile time: fewer live registers).
 template <class T, int KV, bool WithG, bool WithB>
 double products(const T* yt, const index_t* row, const double* coef, index_t p0, index_t p1, const T* x, double* gx,
                 const T* weighted, double* b) {
   constexpr index_t k = 8 * index_t{KV};
+  constexpr int Q = KV <= 2 ? 4 : 2;  // partial sums per output vector, within the 32 registers
   Wide xv[KV], g[KV] = {}, bv[KV] = {};
+  Wide gq[Q][KV] = {};
   for (index_t v = 0; v < KV; ++v) {
     xv[v] = load8(x + 8 * v);
     if constexpr (WithG) g[v] = load8(gx + 8 * v);
@@ -80,8 +93,19 @@ double products(const T* yt, const index_t* row, const double* coef, index_t p0,
     const Wide d = transpose_sum(acc);
     const Wide c = load8(coef + p) * d;
     quad8 += c * d;
-    if constexpr (WithB) add_rows<KV>(bv, load8(weighted + p), y);
-    if constexpr (WithG) add_rows<KV>(g, c, y);
+    if constexpr (WithB) {
+      add_rows_tree<KV>(bv, load8(weighted + p), y);
+      if constexpr (WithG) add_rows_tree<KV>(g, c, y);
+    } else if constexpr (WithG) {
+      alignas(64) double cs[8];
+      std::memcpy(cs, &c, sizeof c);
+      asm volatile("" : : "r"(cs) : "memory");  // keeps cs in memory: the compiler would splat c's lanes by shuffles
+      add_rows<KV, Q>(gq, cs, y);
+    }
+  }
+  if constexpr (WithG && !WithB) {
+    for (index_t v = 0; v < KV; ++v)
+      g[v] += (gq[0][v] + gq[1 % Q][v]) + (Q == 4 ? gq[2 % Q][v] + gq[3 % Q][v] : Wide{});
   }
   double quad = 0;
   for (; p < p1; ++p) {
