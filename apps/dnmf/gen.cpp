@@ -91,12 +91,20 @@ class StagedFiles {
     return message;
   }
 
-  void commit() {
-    // What makes a rename fail after others have been done is found before the first one.
-    for (const std::string& target : targets_) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(target, ec)) throw IoError(target + ": cannot write: it is a directory");
+  /// Creates every staged file empty and checks that no target is a directory: what would make the writes or the
+  /// renames fail is found before the matrix is built (a 3e9 x 3e9 sparse gen into a folder it could not write
+  /// ran out of memory first).
+  void check_writable() const {
+    check_targets();
+    for (std::size_t i = 0; i < staged_.size(); ++i) {
+      std::FILE* f = std::fopen(staged_[i].c_str(), "wb");
+      if (f == nullptr) throw IoError(targets_[i] + ": cannot write: " + std::strerror(errno));
+      std::fclose(f);
     }
+  }
+
+  void commit() {
+    check_targets();  // what makes a rename fail after others have been done is found before the first one
     for (std::size_t i = 0; i < staged_.size(); ++i) {
       if (std::rename(staged_[i].c_str(), targets_[i].c_str()) != 0)
         throw IoError(targets_[i] + ": cannot move into place: " + std::strerror(errno));
@@ -105,6 +113,13 @@ class StagedFiles {
   }
 
  private:
+  void check_targets() const {
+    for (const std::string& target : targets_) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(target, ec)) throw IoError(target + ": cannot write: it is a directory");
+    }
+  }
+
   std::vector<std::string> targets_, staged_;
   bool committed_ = false;
 };
@@ -131,6 +146,13 @@ void write_set(const Planted<T>& planted, const std::string& ext, const StagedFi
 template <class T>
 int generate(const GenArgs& args) {
   check_output_name(args);
+  const std::string w_path = truth_path(args.output, "W");
+  const std::string h_path = truth_path(args.output, "H");
+  // A, W and H are one set: all three are written under staged names first and renamed into place only when all
+  // are complete, so a failure (a full disk at H) leaves the previous three as they were, not a new A beside the
+  // previous truth. (A kill between the three renames, microseconds, is the one window left.)
+  StagedFiles staged({args.output, w_path, h_path});
+  staged.check_writable();
   const Planted<T> planted = [&] {
     try {
       return make_planted<T>(args.planted);
@@ -141,12 +163,6 @@ int generate(const GenArgs& args) {
                 " matrix of rank " + std::to_string(args.planted.rank) + " does not fit in memory");
   }();
   const std::string ext = extension_of(args.output);
-  const std::string w_path = truth_path(args.output, "W");
-  const std::string h_path = truth_path(args.output, "H");
-  // A, W and H are one set: all three are written under staged names first and renamed into place only when all
-  // are complete, so a failure (a full disk at H) leaves the previous three as they were, not a new A beside the
-  // previous truth. (A kill between the three renames, microseconds, is the one window left.)
-  StagedFiles staged({args.output, w_path, h_path});
   try {
     write_set(planted, ext, staged);
   } catch (const IoError& e) {

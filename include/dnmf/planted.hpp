@@ -29,7 +29,8 @@ struct Planted {
   [[nodiscard]] MatrixRef<T> matrix() const { return sparse ? MatrixRef<T>{csr.view()} : MatrixRef<T>{dense.view()}; }
 };
 
-/// Builds the planted problem; deterministic for a given seed. Throws dnmf::Error for bad sizes.
+/// Builds the planted problem; deterministic for a given seed. Throws dnmf::Error for bad sizes, std::bad_alloc
+/// before allocating when the problem would not fit in this machine's physical memory.
 template <class T>
 Planted<T> make_planted(const PlantedOptions& options);
 

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "util/memory.hpp"
 #include "util/random.hpp"
 
 namespace dnmf {
@@ -57,6 +59,15 @@ Planted<T> make_planted(const PlantedOptions& o) {
     throw UsageError("density must be in (0, 1], got " + std::to_string(o.density));
   if (!(o.noise >= 0) || !std::isfinite(o.noise)) throw UsageError("noise must be >= 0");
   const index_t m = o.rows, n = o.cols, r = o.rank;
+  // What the problem holds (A dense, or about density·m·n entries and m + 1 row pointers; W and H), refused as a
+  // failed allocation before any is made: an over-committed request is answered by the kernel's OOM killer, not by
+  // bad_alloc (a 3e9 x 3e9 sparse gen was killed at 24 GB).
+  const auto dm = static_cast<double>(m), dn = static_cast<double>(n), dr = static_cast<double>(r);
+  const double entry = o.density < 1 ? sizeof(T) + sizeof(col_index_t) : sizeof(T);
+  const double bytes = (dm + dn) * dr * sizeof(T) + dm * dn * std::min(o.density * 1.1, 1.0) * entry +
+                       (o.density < 1 ? (dm + 1) * sizeof(index_t) : 0.0);
+  const double memory = util::physical_memory_bytes();
+  if (memory > 0 && bytes > memory) throw std::bad_alloc();
   Planted<T> p;
   p.sparse = o.density < 1;
   // Dense: half the factor entries are zero. Sparse: an entry of A is zero when each of its r products

@@ -313,8 +313,17 @@ def gen_truth_files(ctx):
     # Sizes past memory (or past what rows * cols can count) are one clear line, not a crash.
     ctx.expect_error(["gen", "--rows", 9223372036854775807, "--cols", 3000000, "--rank", 2, "-o", "huge.npy"],
                      ["gen:", "does not fit in memory"], out_dir=None, code=1)
-    # (A size that only fails in the allocator, 3e6 x 3e6, is not run here: AddressSanitizer aborts on a 72 TB
-    # request from the aligned operator new even with allocator_may_return_null=1.)
+    # Sizes past this machine's memory are refused before anything is allocated (a 3e9 x 3e9 sparse gen was
+    # OOM-killed at 24 GB; a 3e6 x 3e6 dense one aborted under AddressSanitizer in the allocator).
+    for shape, extra in (((3000000, 3000000), []), ((3000000000, 3000000000), ["--density", 1e-12])):
+        ctx.expect_error(["gen", "--rows", shape[0], "--cols", shape[1], "--rank", 4, *extra, "-o",
+                          "huge.mtx" if extra else "huge.npy"], ["gen:", "does not fit in memory"], out_dir=None,
+                         code=1, timeout=60)
+    # An output that cannot be written is found before the matrix is built: at once, not after the build.
+    started = time.monotonic()
+    ctx.expect_error(["gen", "--rows", 3000000000, "--cols", 3000000000, "--rank", 4, "--density", 1e-12, "-o",
+                      "no_such_dir/A.mtx"], ["no_such_dir/A.mtx", "cannot write"], out_dir=None, code=4, timeout=60)
+    check(time.monotonic() - started < 10, "gen into a missing folder took %.1f s" % (time.monotonic() - started))
     # A, W and H are one set: when H cannot be written (here its name is a folder) the previous A and W stay.
     before = [open(ctx.path("data", n), "rb").read() for n in ("A.npy", "A.W.npy")]
     shutil.move(ctx.path("data", "A.H.npy"), ctx.path("H_saved.npy"))
