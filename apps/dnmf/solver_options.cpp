@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "dnmf/error.hpp"
+#include "dnmf/options.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -29,7 +30,8 @@ int available_cores() {
 std::string threads_warning(int threads, int cores) {
   // Twice the cores: a little oversubscription (hyperthreads, a core busy elsewhere) is common and harmless;
   // beyond that each thread waits for the others at every barrier of every product.
-  if (threads <= 2 * cores) return "";
+  // Above kMaxThreads the run is refused with its own message; a warning before it said the same twice.
+  if (threads <= 2 * cores || threads > kMaxThreads) return "";
   return "--threads " + std::to_string(threads) + " is far more than the " + std::to_string(cores) + " core" +
          (cores == 1 ? "" : "s") +
          " this process may use: threads beyond the cores only wait for each other and slow the run; use --threads " +

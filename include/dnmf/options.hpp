@@ -47,6 +47,9 @@ struct IterationInfo {
   double seconds = 0;    ///< wall time since the iterations started
 };
 
+/// Most OpenMP threads one process runs (FactorOptions::threads, or OMP_NUM_THREADS where that is 0); more is refused.
+inline constexpr int kMaxThreads = 4096;
+
 /// Options of factorize(); defaults are what the CLI uses.
 struct FactorOptions {
   index_t rank = 0;  ///< k, 1 <= k <= min(m, n)

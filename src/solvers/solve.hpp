@@ -54,9 +54,6 @@ double squared_residual_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseVi
 template <class T>
 void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm);
 
-/// Most OpenMP threads one process runs (FactorOptions::threads, or OMP_NUM_THREADS where that is 0).
-inline constexpr int kMaxThreads = 4096;
-
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);
 
