@@ -337,7 +337,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_components_ = k
         self.n_iter_ = int(out["iterations"])
         if algorithm == "kl":
-            self.reconstruction_err_ = float(np.sqrt(2 * max(out["objective"], 0.0)))
+            # scikit-learn's figure is the divergence alone; the library's KL objective adds the penalty terms
+            # (what the updates minimise), which are taken off again here.
+            pen = options
+            w64, h64 = np.asarray(W_out, dtype=np.float64), np.asarray(H_out, dtype=np.float64)
+            terms = (pen["l1_w"] * w64.sum() + 0.5 * pen["l2_w"] * np.vdot(w64, w64) + pen["l1_h"] * h64.sum()
+                     + 0.5 * pen["l2_h"] * np.vdot(h64, h64))
+            self.reconstruction_err_ = float(np.sqrt(2 * max(out["objective"] - terms, 0.0)))
         else:
             self.reconstruction_err_ = float(out["rel_error"]) * float(out["norm_a"])
         self.report_ = out["report_json"]

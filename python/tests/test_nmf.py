@@ -316,6 +316,13 @@ def test_kl_reconstruction_error_is_that_of_the_returned_factors():
         M = W @ model.components_
         kl = np.sum(mask * (X * np.log(X / M) - X + M))
         assert model.reconstruction_err_ == pytest.approx(np.sqrt(2 * kl), rel=1e-10)
+    # With penalties: still the divergence alone, as scikit-learn reports it (the library's objective adds them).
+    model = dnmf.NMF(4, solver="mu", beta_loss="kullback-leibler", max_iter=9, tol=0, random_state=1,
+                     alpha_W=0.01, alpha_H=0.02, l1_ratio=0.5)
+    W = model.fit_transform(X)
+    M = W @ model.components_
+    kl = np.sum(X * np.log(X / M) - X + M)
+    assert model.reconstruction_err_ == pytest.approx(np.sqrt(2 * kl), rel=1e-8)
 
 
 def test_the_fit_does_not_depend_on_the_data_scale():

@@ -275,6 +275,12 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   distribution->transposed = true;
   run.distribution = distribution;
   if (run.options.normalize) {
+    // KL's objective is the divergence, which rescaling leaves as it is, plus the penalty terms, which it changes.
+    const Penalties& pen = run.options.penalties;
+    const bool kl_penalised =
+        run.options.algorithm == Algorithm::kl && (pen.l1_w != 0 || pen.l2_w != 0 || pen.l1_h != 0 || pen.l2_h != 0);
+    const double kl_before =
+        kl_penalised ? solvers::factor_penalties(api::communicator(context), run.w_block, run.h_block, pen) : 0.0;
     // W's columns sum to 1 as for any other source; each of W's rows is owned by exactly one process.
     const index_t k = run.w_block.rows();
     std::vector<double> sums(to_size(k), 0.0);
@@ -288,6 +294,9 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
       const double e = run.result.rel_error * run.result.norm_a;
       run.result.objective = 0.5 * e * e + solvers::factor_penalties(api::communicator(context), run.w_block,
                                                                      run.h_block, run.options.penalties);
+    } else if (kl_penalised) {
+      run.result.objective +=
+          solvers::factor_penalties(api::communicator(context), run.w_block, run.h_block, pen) - kl_before;
     }
   }
   if (gather_mode == Gather::to_root) gather(run, context);

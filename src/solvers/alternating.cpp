@@ -452,7 +452,7 @@ class Iteration {
     if (kl_) {
       f.squared_error = stats_.squared_norm - 2 * sums.kl_sums.a_times_m + kernels_.dot(gw_prev_.cview(), gh_.cview());
       const double model_sum = kernels_.dot(w_sums_.cview(), h_sums_.cview());
-      f.objective = sums.kl_sums.a_log_a_over_m - stats_.sum + model_sum;
+      f.objective = sums.kl_sums.a_log_a_over_m - stats_.sum + model_sum + kl_penalty();
     } else {
       const auto& pen = options_.penalties;
       f.squared_error = stats_.squared_norm - 2 * sums.cross + gram_term();
@@ -461,6 +461,28 @@ class Iteration {
     }
     f.rel_error = std::sqrt(std::max(f.squared_error, 0.0) / stats_.squared_norm);
     return f;
+  }
+
+  // The penalty terms at the pair KL's figures are of (its ratio's W, the previous one, and the current H), from the
+  // same world-summed row sums and Grams as the figures: the updates minimise D(A‖WH) + penalties, so the figure
+  // the tol test reads includes them (it had left them out).
+  double kl_penalty() {
+    const Penalties& p = options_.penalties;
+    if (p.l1_w == 0 && p.l2_w == 0 && p.l1_h == 0 && p.l2_h == 0) return 0;
+    const auto host = [&](const Block<T>& b) {
+      std::vector<T> v(b.size());
+      b.download(v.data());
+      return v;
+    };
+    const std::vector<T> ws = host(w_sums_), hs = host(h_sums_), gw = host(gw_prev_), gh = host(gh_);
+    double w1 = 0, h1 = 0, w2 = 0, h2 = 0;
+    for (index_t l = 0; l < k_; ++l) {
+      w1 += static_cast<double>(ws[to_size(l)]);
+      h1 += static_cast<double>(hs[to_size(l)]);
+      w2 += static_cast<double>(gw[to_size(l + l * k_)]);
+      h2 += static_cast<double>(gh[to_size(l + l * k_)]);
+    }
+    return p.l1_w * w1 + 0.5 * p.l2_w * w2 + p.l1_h * h1 + 0.5 * p.l2_h * h2;
   }
 
   // <WᵀW, HHᵀ>, the identity's last term. In float32, where a figure steers the iteration (the tol test, the

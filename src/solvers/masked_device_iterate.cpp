@@ -333,9 +333,8 @@ FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& p, const Factor
     MaskedStep s;
     s.cap_hits = first.cap_hits + last.cap_hits;
     s.squared = last.squared;
-    s.objective = kl ? last.kl_log - p.weighted_sum + last.kl_model
-                     : 0.5 * std::max(last.squared, 0.0) + run.penalty(false, pen.l1_w, pen.l2_w) +
-                           run.penalty(true, pen.l1_h, pen.l2_h);
+    const double penalties = run.penalty(false, pen.l1_w, pen.l2_w) + run.penalty(true, pen.l1_h, pen.l2_h);
+    s.objective = (kl ? last.kl_log - p.weighted_sum + last.kl_model : 0.5 * std::max(last.squared, 0.0)) + penalties;
     return s;
   };
   FactorResult<T> result = run_masked_loop<T>(p, options, step);

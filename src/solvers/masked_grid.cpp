@@ -137,7 +137,8 @@ class GridIteration {
       double squared = 0, objective = 0;
       if (kl_) {
         squared = v[4];
-        objective = v[2] - p_.weighted_sum + v[3];
+        objective = v[2] - p_.weighted_sum + v[3] + pen.l1_w * v[6] + 0.5 * pen.l2_w * v[7] + pen.l1_h * v[8] +
+                    0.5 * pen.l2_h * v[9];
       } else {
         double quad = v[1];
         // MU's quadratic term from its parts: the lists' share and, where they correct YᵀY, Σ_c x_cᵀYᵀYx_c.
@@ -163,7 +164,8 @@ class GridIteration {
     traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
     if (options_.normalize) normalise();
     set_final_figures(result, final_error(), p_.weighted_squared_norm, returned_penalties());
-    if (kl_ && !result.objective_history.empty()) result.objective = kl_objective_;
+    if (kl_ && !result.objective_history.empty())
+      result.objective = kl_objective_ + factor_penalties(grid_.world(), *w_.piece, *h_.piece, options_.penalties);
     return result;
   }
 

@@ -564,7 +564,7 @@ void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Fact
   double kl_objective = 0;
   set_final_figures(result, masked_relative_error(p, f.wt, f.h, kl ? &kl_objective : nullptr), p.weighted_squared_norm,
                     normalised_penalties(f, options));
-  if (kl) result.objective = kl_objective;
+  if (kl) result.objective = kl_objective + frobenius_objective(0.0, f, options.penalties);
 }
 
 template <class T>
@@ -614,7 +614,7 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
       // At the state where the second half formed its ratios, (W_{t-1}, H_t) in H-first order, as the unmasked
       // iteration reports.
       s.squared = last.kl_squared;
-      s.objective = last.kl_log - p.weighted_sum + last.kl_model;
+      s.objective = last.kl_log - p.weighted_sum + last.kl_model + frobenius_objective(0.0, f, pen);
     } else {
       s.squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
       s.objective = frobenius_objective(s.squared, f, pen);

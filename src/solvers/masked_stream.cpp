@@ -482,7 +482,7 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
       const bool more = it < iterations;
       const Sums s = run.pass(false, true, !kl, more).own;
       result.nnls_cap_hits += s.cap_hits;
-      const bool stop = kl ? recorder.record(it, s.kl_squared, s.kl_log - p.weighted_sum + s.kl_model)
+      const bool stop = kl ? recorder.record(it, s.kl_squared, s.kl_log - p.weighted_sum + s.kl_model + frobenius(0.0))
                            : recorder.record(it, s.residual, frobenius(s.residual));
       if (stop || !more) break;
       result.nnls_cap_hits += run.update_other().cap_hits;
@@ -494,7 +494,7 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm,
                     normalised_penalties(f, options));
   if (options.algorithm == Algorithm::kl && !result.objective_history.empty())
-    result.objective = final_pass.kl_log - p.weighted_sum + final_pass.kl_model;
+    result.objective = final_pass.kl_log - p.weighted_sum + final_pass.kl_model + frobenius_objective(0.0, f, pen);
   return result;
 }
 

@@ -281,7 +281,11 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // as normalised, since rescaling W's columns into H changes them (the last iteration's figure was of the pair
   // before, 15-45x below the written factors' with --l2-w 1 --l2-h 1). Without penalties and above the floor, the
   // last iteration's figure is the returned pair's already.
-  if (!kl && (no_iteration || recomputed || normalising_changes_penalties(options))) {
+  if (kl) {
+    // KL's divergence at the returned pair (normalising changes W·H not at all) and its factors' penalty terms.
+    out.result.objective =
+        out.result.objective + factor_penalties(world, out.pieces.wt, out.pieces.h, options.penalties);
+  } else if (no_iteration || recomputed || normalising_changes_penalties(options)) {
     const double e = out.result.rel_error * out.result.norm_a;
     out.result.objective = 0.5 * e * e + factor_penalties(world, out.pieces.wt, out.pieces.h, options.penalties);
   }
