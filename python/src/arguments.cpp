@@ -2,10 +2,12 @@
 
 #include "arguments.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -42,13 +44,40 @@ bool get(const nb::dict& kwargs, const char* key, T& out) {
   return true;
 }
 
+std::int64_t checked_bytes(const std::string& what, std::int64_t bytes) {
+  if (bytes < 0) throw UsageError(what + "a byte count must be >= 0, not " + std::to_string(bytes));
+  if (bytes == 0) throw UsageError(what + "must be at least one byte (None: no budget)");
+  return bytes;
+}
+
 std::int64_t bytes_of(const nb::dict& kwargs, const char* key) {
   if (!kwargs.contains(key) || kwargs[key].is_none()) return 0;
   nb::handle value = kwargs[key];
   if (nb::isinstance<nb::str>(value)) return parse_bytes(nb::cast<std::string>(value));
-  const auto bytes = nb::cast<std::int64_t>(value);
-  if (bytes < 0) throw UsageError(std::string(key) + ": a byte count must be >= 0, not " + std::to_string(bytes));
-  return bytes;
+  // A whole number of bytes, as an int or a float such as 1e9 (a float budget raised std::bad_cast); 0 is refused
+  // as the string "0" and the CLI's --memory-budget 0 are (it had meant no budget, silently): None is that.
+  const std::string what = std::string(key) + ": ";
+  double number = 0;
+  if (nb::isinstance<nb::bool_>(value)) {
+    throw UsageError(what + "a byte count or a size such as '2G', not a bool");
+  } else if (nb::isinstance<nb::int_>(value)) {
+    try {
+      return checked_bytes(what, nb::cast<std::int64_t>(value));
+    } catch (const nb::python_error&) {
+      throw UsageError(what + "more bytes than a 64-bit count holds");
+    } catch (const std::bad_cast&) {
+      throw UsageError(what + "more bytes than a 64-bit count holds");
+    }
+  } else if (nb::isinstance<nb::float_>(value)) {
+    number = nb::cast<double>(value);
+  } else {
+    throw UsageError(what + "a byte count or a size such as '2G', not a " +
+                     nb::cast<std::string>(nb::str(value.type().attr("__name__"))));
+  }
+  if (!std::isfinite(number) || number != std::floor(number) || std::abs(number) >= 9.2e18)
+    throw UsageError(what + "a whole number of bytes or a size such as '2G', not " +
+                     nb::cast<std::string>(nb::repr(value)));
+  return checked_bytes(what, static_cast<std::int64_t>(number));
 }
 
 #ifdef DNMF_HAVE_MPI

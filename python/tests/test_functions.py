@@ -63,6 +63,19 @@ def test_streamed_within_a_memory_budget_equals_resident(tmp_path):
         dnmf.factor_file(tmp_path / "A.npy", 5, memory_budget="10K")
 
 
+def test_memory_budget_values(tmp_path):
+    # Whole numbers of bytes as an int or a float (1e9), or a size string; 0 refused as "0" is (it had meant no
+    # budget, silently); a fraction, a bool or another type a UsageError (a float raised RuntimeError bad_cast).
+    np.save(tmp_path / "x.npy", planted(50, 40, 3, seed=1))
+    ok = dnmf.factor_file(tmp_path / "x.npy", 3, max_iter=2, memory_budget=2.0 ** 33)
+    assert ok.report["memory"]["budget_bytes"] == 2 ** 33
+    for bad, needle in ((0, "at least one byte"), ("0", "at least one byte"), (1.5, "whole number"),
+                        (float("nan"), "whole number"), (True, "bool"), ([1], "list"), (-5, ">= 0"),
+                        (2 ** 70, "64-bit")):
+        with pytest.raises(dnmf.UsageError, match=needle):
+            dnmf.factor_file(tmp_path / "x.npy", 3, max_iter=2, memory_budget=bad)
+
+
 def test_file_errors_name_the_file(tmp_path):
     (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
     with pytest.raises(dnmf.DataError, match="bad.npy"):
