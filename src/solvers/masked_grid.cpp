@@ -405,12 +405,8 @@ class GridIteration {
     return s;
   }
 
-  /// The penalty terms of the pieces as returned, summed over the ranks, where normalising changed them; else -1
-  /// (normalised_penalties).
-  double returned_penalties() {
-    if (!normalising_changes_penalties(options_)) return -1;
-    return factor_penalties(grid_.world(), *w_.piece, *h_.piece, options_.penalties);
-  }
+  /// The penalty terms of the pieces as returned, summed over the ranks (returned_penalty_terms).
+  double returned_penalties() { return factor_penalties(grid_.world(), *w_.piece, *h_.piece, options_.penalties); }
 
   /// W's columns sum to 1 over all ranks' pieces; H's rows absorb the scale.
   void normalise() {

@@ -563,7 +563,7 @@ void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Fact
   const bool kl = options.algorithm == Algorithm::kl && !result.objective_history.empty();
   double kl_objective = 0;
   set_final_figures(result, masked_relative_error(p, f.wt, f.h, kl ? &kl_objective : nullptr), p.weighted_squared_norm,
-                    normalised_penalties(f, options));
+                    returned_penalty_terms(f, options));
   if (kl) result.objective = kl_objective + frobenius_objective(0.0, f, options.penalties);
 }
 

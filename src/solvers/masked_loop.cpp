@@ -112,8 +112,7 @@ bool normalising_changes_penalties(const FactorOptions& options) {
 }
 
 template <class T>
-double normalised_penalties(const Factors<T>& f, const FactorOptions& options) {
-  if (!normalising_changes_penalties(options)) return -1;
+double returned_penalty_terms(const Factors<T>& f, const FactorOptions& options) {
   const Penalties& pen = options.penalties;
   return penalty(f.wt, pen.l1_w, pen.l2_w) + penalty(f.h, pen.l1_h, pen.l2_h);
 }
@@ -169,7 +168,7 @@ void normalise(Factors<T>& f) {
   template FactorResult<T> run_masked_loop<T>(const MaskedProblem<T>&, const FactorOptions&,   \
                                               const std::function<MaskedStep(int)>&);          \
   template void set_final_figures<T>(FactorResult<T>&, double, double, double);                \
-  template double normalised_penalties<T>(const Factors<T>&, const FactorOptions&);            \
+  template double returned_penalty_terms<T>(const Factors<T>&, const FactorOptions&);          \
   template PenaltySums penalty_sums<T>(const DenseMatrix<T>&);                                 \
   template double penalty<T>(const DenseMatrix<T>&, double, double);                           \
   template double frobenius_objective<T>(double, const Factors<T>&, const Penalties&);         \

@@ -84,17 +84,18 @@ template <class T>
 FactorResult<T> run_masked_loop(const MaskedProblem<T>& problem, const FactorOptions& options,
                                 const std::function<MaskedStep(int)>& step);
 
-/// The result's final figures: rel_error, norm_a = sqrt(Σ w a²) and the objective: the last iteration's, or with
-/// `returned_penalties` >= 0 (the penalty terms of the factors as returned, when normalising changed them) the
-/// Frobenius objective of the returned pair from the final error and those terms.
+/// The result's final figures: rel_error, norm_a = sqrt(Σ w a²) and the objective: with `returned_penalties` >= 0
+/// (the penalty terms of the factors as returned) the Frobenius objective of the returned pair from the final error
+/// and those terms, else the last iteration's. KL's callers then set their own.
 /// Whether normalising the factors changes the Frobenius objective's penalty terms: normalize, a penalty set, and
-/// not KL (whose objective has none).
+/// not KL (whose objective, divergence and penalties, its callers set apart).
 bool normalising_changes_penalties(const FactorOptions& options);
 
-/// The penalty terms of `f` where normalising changed them (normalising_changes_penalties), else -1: the argument
-/// set_final_figures takes after the normalisation.
+/// The penalty terms of `f` as returned (0 without penalties): the argument set_final_figures takes after the
+/// normalisation. Always given, so that the objective follows the final error, which the masked solvers compute
+/// directly (float32's identity had left the in-memory objective 7e-4 off its own rel_error).
 template <class T>
-double normalised_penalties(const Factors<T>& f, const FactorOptions& options);
+double returned_penalty_terms(const Factors<T>& f, const FactorOptions& options);
 
 template <class T>
 void set_final_figures(FactorResult<T>& result, double rel_error, double weighted_squared_norm,

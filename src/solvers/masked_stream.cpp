@@ -492,7 +492,7 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   if (options.normalize) normalise(f);
   const Sums final_pass = run.pass(true, false, false, false).own;
   set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm,
-                    normalised_penalties(f, options));
+                    returned_penalty_terms(f, options));
   if (options.algorithm == Algorithm::kl && !result.objective_history.empty())
     result.objective = final_pass.kl_log - p.weighted_sum + final_pass.kl_model + frobenius_objective(0.0, f, pen);
   return result;
