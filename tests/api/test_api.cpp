@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -19,15 +20,31 @@
 namespace dnmf {
 namespace {
 
-/// A planted rank-4 matrix, dense column-major, with a little noise.
-DenseMatrix<double> planted_dense(index_t rows = 60, index_t cols = 40) {
+/// A planted dense matrix (column-major) of the given rank, noise and seed.
+template <class T>
+DenseMatrix<T> planted_matrix(index_t rows, index_t cols, index_t rank, double noise, std::uint64_t seed) {
   PlantedOptions p;
   p.rows = rows;
   p.cols = cols;
-  p.rank = 4;
-  p.noise = 0.01;
-  p.seed = 7;
-  return make_planted<double>(p).dense;
+  p.rank = rank;
+  p.noise = noise;
+  p.seed = seed;
+  return make_planted<T>(p).dense;
+}
+
+/// Weights 1 with every tenth entry (in a fixed scatter) 0 = missing.
+template <class T>
+DenseMatrix<T> tenth_missing(index_t rows, index_t cols) {
+  DenseMatrix<T> mask(rows, cols, T(1));
+  for (index_t j = 0; j < cols; ++j)
+    for (index_t i = 0; i < rows; ++i)
+      if ((i * 7 + j * 3) % 10 == 0) mask(i, j) = T(0);
+  return mask;
+}
+
+/// A planted rank-4 matrix, dense column-major, with a little noise.
+DenseMatrix<double> planted_dense(index_t rows = 60, index_t cols = 40) {
+  return planted_matrix<double>(rows, cols, 4, 0.01, 7);
 }
 
 FactorOptions options_k4(Algorithm algorithm = Algorithm::hals) {
@@ -100,10 +117,7 @@ double objective_of(const DenseMatrix<double>& a, const DenseMatrix<double>* mas
 TEST(Api, ObjectiveIsTheReturnedFactors) {
   const DenseMatrix<double> a = planted_dense();
   const std::vector<double> rm = row_major(a);
-  DenseMatrix<double> mask(a.rows(), a.cols(), 1.0);
-  for (index_t j = 0; j < a.cols(); ++j)
-    for (index_t i = 0; i < a.rows(); ++i)
-      if ((i * 7 + j * 3) % 10 == 0) mask(i, j) = 0.0;
+  const DenseMatrix<double> mask = tenth_missing<double>(a.rows(), a.cols());
   for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp})
     for (const int iterations : {0, 20}) {
       FactorOptions o = options_k4(algo);
@@ -145,10 +159,7 @@ TEST(Api, ObjectiveIsTheReturnedFactors) {
 TEST(Api, KlObjectiveIncludesThePenaltiesOfTheReturnedFactors) {
   const DenseMatrix<double> a = planted_dense();
   const std::vector<double> rm = row_major(a);
-  DenseMatrix<double> mask(a.rows(), a.cols(), 1.0);
-  for (index_t j = 0; j < a.cols(); ++j)
-    for (index_t i = 0; i < a.rows(); ++i)
-      if ((i * 7 + j * 3) % 10 == 0) mask(i, j) = 0.0;
+  const DenseMatrix<double> mask = tenth_missing<double>(a.rows(), a.cols());
   FactorOptions o = options_k4(Algorithm::kl);
   o.max_iterations = 30;
   o.penalties = {0.3, 1.0, 0.2, 0.7};
@@ -183,59 +194,46 @@ TEST(Api, KlObjectiveIncludesThePenaltiesOfTheReturnedFactors) {
 // double. From the float Grams, its squared error was 6e-5 to 1.3e-4 off the direct sum's at 3% error (600x400,
 // rank 8): noise as large as HALS's change per iteration there, so the tol test stopped at random. Now about 7e-6.
 TEST(Api, Float32IdentityTracksTheDirectErrorWhereItSteersTheIteration) {
-  PlantedOptions p;
-  p.rows = 600;
-  p.cols = 400;
-  p.rank = 8;
-  p.noise = 0.03;
-  p.seed = 11;
-  const DenseMatrix<float> a = make_planted<float>(p).dense;
-  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
+  const DenseMatrix<float> a = planted_matrix<float>(600, 400, 8, 0.03, 11);
+  const auto options = [](Algorithm algo) {
     FactorOptions o;
     o.rank = 8;
     o.algorithm = algo;
     o.max_iterations = 30;
     o.tol = 1e-30;  // never met: the run goes on to 30 iterations with its figures from double Grams
     o.seed = 3;
-    const Factorization<float> run = factor<float>(Source::dense<float>(a.view()), o);
-    ASSERT_EQ(run.result.iterations, 30);
-    double residual = 0, norm = 0;
-    for (index_t j = 0; j < a.cols(); ++j)
-      for (index_t i = 0; i < a.rows(); ++i) {
-        double q = 0;
-        for (index_t l = 0; l < 8; ++l)
-          q += static_cast<double>(run.result.W(i, l)) * static_cast<double>(run.result.H(l, j));
-        residual += (a(i, j) - q) * (a(i, j) - q);
-        norm += static_cast<double>(a(i, j)) * a(i, j);
-      }
-    const double direct = residual / norm;  // squared relative error
-    ASSERT_GT(direct, 1e-4);                // above the floor where the final figure would be recomputed
-    const double identity = run.result.rel_error * run.result.rel_error;
-    EXPECT_LE(std::abs(identity - direct), 2e-5 * direct) << to_string(algo) << ": " << identity << " vs " << direct;
-  }
-  // Masked, the final error is computed directly and the objective now follows it (it was the last iteration's
-  // float figure, 7e-4 off its own rel_error at 1% error).
-  DenseMatrix<float> mask(a.rows(), a.cols(), 1.0f);
-  for (index_t j = 0; j < a.cols(); ++j)
-    for (index_t i = 0; i < a.rows(); ++i)
-      if ((i * 7 + j * 3) % 10 == 0) mask(i, j) = 0.0f;
-  for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
-    FactorOptions o;
-    o.rank = 8;
-    o.algorithm = algo;
-    o.max_iterations = 30;
-    o.tol = 1e-30;
-    o.seed = 3;
-    o.missing.mask = Source::dense<float>(mask.view());
-    const Factorization<float> run = factor<float>(Source::dense<float>(a.view()), o);
+    return o;
+  };
+  // Σ w (a - (WH)_ij)² in double over the returned factors (w = 1 without a mask).
+  const auto residual_of = [&](const Factorization<float>& run, const DenseMatrix<float>* mask) {
     double residual = 0;
     for (index_t j = 0; j < a.cols(); ++j)
       for (index_t i = 0; i < a.rows(); ++i) {
         double q = 0;
         for (index_t l = 0; l < 8; ++l)
           q += static_cast<double>(run.result.W(i, l)) * static_cast<double>(run.result.H(l, j));
-        residual += mask(i, j) * (a(i, j) - q) * (a(i, j) - q);
+        residual += (mask != nullptr ? (*mask)(i, j) : 1.0) * (a(i, j) - q) * (a(i, j) - q);
       }
+    return residual;
+  };
+  double norm = 0;
+  for (const float v : a.storage()) norm += static_cast<double>(v) * v;
+  for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
+    const Factorization<float> run = factor<float>(Source::dense<float>(a.view()), options(algo));
+    ASSERT_EQ(run.result.iterations, 30);
+    const double direct = residual_of(run, nullptr) / norm;  // squared relative error
+    ASSERT_GT(direct, 1e-4);  // above the floor where the final figure would be recomputed
+    const double identity = run.result.rel_error * run.result.rel_error;
+    EXPECT_LE(std::abs(identity - direct), 2e-5 * direct) << to_string(algo) << ": " << identity << " vs " << direct;
+  }
+  // Masked, the final error is computed directly and the objective now follows it (it was the last iteration's
+  // float figure, 7e-4 off its own rel_error at 1% error).
+  const DenseMatrix<float> mask = tenth_missing<float>(a.rows(), a.cols());
+  for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
+    FactorOptions o = options(algo);
+    o.missing.mask = Source::dense<float>(mask.view());
+    const Factorization<float> run = factor<float>(Source::dense<float>(a.view()), o);
+    const double residual = residual_of(run, &mask);
     EXPECT_NEAR(run.result.objective, 0.5 * residual, 1e-6 * residual) << to_string(algo) << " masked";
   }
 }
@@ -616,13 +614,7 @@ TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {
 }
 
 TEST(Api, NmfkOnASourceFindsThePlantedRank) {
-  PlantedOptions p;
-  p.rows = 80;
-  p.cols = 60;
-  p.rank = 3;
-  p.noise = 0.01;
-  p.seed = 11;
-  const DenseMatrix<double> a = make_planted<double>(p).dense;
+  const DenseMatrix<double> a = planted_matrix<double>(80, 60, 3, 0.01, 11);
   NmfkOptions o;
   o.ks = {2, 3, 4, 5};
   o.perturbations = 6;
