@@ -91,6 +91,25 @@ def test_bad_masks_are_refused():
         dnmf.NMF(2, max_iter=5).fit(X, mask=M)
 
 
+def test_h5py_bool_mask_is_read_as_weights_of_zero_and_one(tmp_path):
+    # h5py stores numpy's bool as an HDF5 enum (FALSE = 0, TRUE = 1); it was refused as "enum values", where a
+    # bool .npy is read. Other enums stay refused: their values are labels.
+    h5py = pytest.importorskip("h5py")
+    X = planted(30, 20, 2, seed=3)
+    M = np.random.default_rng(0).random(X.shape) > 0.2
+    np.save(tmp_path / "X.npy", X)
+    with h5py.File(tmp_path / "M.h5", "w") as f:
+        f["X"] = M
+        labels = h5py.enum_dtype({"RED": 0, "GREEN": 1, "BLUE": 2}, basetype="i1")
+        f.create_dataset("colours", data=np.zeros(X.shape, dtype="i1"), dtype=labels)
+    from_h5 = dnmf.factor_file(tmp_path / "X.npy", 2, max_iter=20, mask=f"{tmp_path / 'M.h5'}:/X")
+    from_array = dnmf.factor_file(tmp_path / "X.npy", 2, max_iter=20, mask=M.astype(np.float64))
+    assert from_h5.report["observed"] == int(M.sum())
+    np.testing.assert_array_equal(from_h5.W, from_array.W)
+    with pytest.raises(dnmf.DataError, match="enum"):
+        dnmf.factor_file(tmp_path / "X.npy", 2, max_iter=20, mask=f"{tmp_path / 'M.h5'}:/colours")
+
+
 @pytest.mark.parametrize("init", ["nndsvda", "nndsvd", "random"])
 def test_scaling_every_weight_leaves_the_fit_unchanged(init):
     # The weighted objective only scales with a common factor of the weights, and so must the whole fit: NNDSVD

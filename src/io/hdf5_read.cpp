@@ -3,6 +3,7 @@
 // hdf5_io.hpp.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -190,6 +191,26 @@ void read_1d(hid_t dataset, hid_t memory_type, hsize_t first, hsize_t count, voi
   if (H5Dread(dataset, memory_type, memory.get(), space.get(), H5P_DEFAULT, out) < 0) fail_read(dataset, what);
 }
 
+// h5py's bool: an enum over an integer with the members FALSE = 0 and TRUE = 1 (a mask saved from numpy), read as
+// 0 and 1 through HDF5's enum-to-number conversion. Other enums' values are labels, not numbers.
+bool is_bool_enum(hid_t dataset) {
+  const Id type(H5Dget_type(dataset), H5Tclose);
+  if (!type.valid() || H5Tget_class(type.get()) != H5T_ENUM || H5Tget_nmembers(type.get()) != 2) return false;
+  const Id base(H5Tget_super(type.get()), H5Tclose);
+  if (!base.valid() || H5Tget_class(base.get()) != H5T_INTEGER) return false;
+  for (const auto& [name, value] : {std::pair<const char*, long long>{"FALSE", 0}, {"TRUE", 1}}) {
+    // The member's value comes in the base type's format; converted in place to a native long long.
+    alignas(8) unsigned char buffer[16] = {};
+    if (H5Tget_size(base.get()) > sizeof buffer || H5Tenum_valueof(type.get(), name, buffer) < 0 ||
+        H5Tconvert(base.get(), H5T_NATIVE_LLONG, 1, buffer, nullptr, H5P_DEFAULT) < 0)
+      return false;
+    long long v = 0;
+    std::memcpy(&v, buffer, sizeof v);
+    if (v != value) return false;
+  }
+  return true;
+}
+
 void open_dense(Matrix& m, Id object) {
   const std::vector<hsize_t> dims = dims_of(object.get());
   if (dims.size() != 2) {
@@ -197,7 +218,7 @@ void open_dense(Matrix& m, Id object) {
                     "; expected a 2-D matrix");
   }
   const H5T_class_t type = class_of(object.get());
-  if (type != H5T_FLOAT && type != H5T_INTEGER) {
+  if (type != H5T_FLOAT && type != H5T_INTEGER && !is_bool_enum(object.get())) {
     throw DataError(m.where + ": holds " + class_name(type) + " values; expected numbers (floating-point or integer)");
   }
   m.rows = static_cast<index_t>(dims[0]);
