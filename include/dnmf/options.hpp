@@ -36,6 +36,8 @@ enum class BackendKind {
 /// Optional penalties: l1 * sum(X) + 0.5 * l2 * ||X||_F^2 added to the Frobenius objective.
 struct Penalties {
   double l1_w = 0, l2_w = 0, l1_h = 0, l2_h = 0;
+  /// True when any of the four is set.
+  [[nodiscard]] bool any() const { return l1_w != 0 || l2_w != 0 || l1_h != 0 || l2_h != 0; }
 };
 
 /// What the progress callback is told after each iteration.
@@ -43,8 +45,9 @@ struct IterationInfo {
   int iteration = 0;  ///< 1-based
   int max_iterations = 0;
   double rel_error = 0;  ///< ||A - WH||_F / ||A||_F
-  double objective = 0;  ///< the loss the algorithm decreases (Frobenius: 0.5||A-WH||^2 + penalties; KL: divergence)
-  double seconds = 0;    ///< wall time since the iterations started
+  /// The loss the algorithm decreases: Frobenius 0.5||A-WH||^2 + penalties, KL the divergence + penalties.
+  double objective = 0;
+  double seconds = 0;  ///< wall time since the iterations started
 };
 
 /// Most OpenMP threads one process runs (FactorOptions::threads, or OMP_NUM_THREADS where that is 0); more is refused.

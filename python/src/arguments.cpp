@@ -7,7 +7,6 @@
 #include <limits>
 #include <string>
 #include <type_traits>
-#include <typeinfo>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -61,13 +60,9 @@ std::int64_t bytes_of(const nb::dict& kwargs, const char* key) {
   if (nb::isinstance<nb::bool_>(value)) {
     throw UsageError(what + "a byte count or a size such as '2G', not a bool");
   } else if (nb::isinstance<nb::int_>(value)) {
-    try {
-      return checked_bytes(what, nb::cast<std::int64_t>(value));
-    } catch (const nb::python_error&) {
-      throw UsageError(what + "more bytes than a 64-bit count holds");
-    } catch (const std::bad_cast&) {
-      throw UsageError(what + "more bytes than a 64-bit count holds");
-    }
+    std::int64_t bytes = 0;
+    if (!nb::try_cast(value, bytes)) throw UsageError(what + "more bytes than a 64-bit count holds");
+    return checked_bytes(what, bytes);
   } else if (nb::isinstance<nb::float_>(value)) {
     number = nb::cast<double>(value);
   } else {

@@ -277,8 +277,7 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   if (run.options.normalize) {
     // KL's objective is the divergence, which rescaling leaves as it is, plus the penalty terms, which it changes.
     const Penalties& pen = run.options.penalties;
-    const bool kl_penalised =
-        run.options.algorithm == Algorithm::kl && (pen.l1_w != 0 || pen.l2_w != 0 || pen.l1_h != 0 || pen.l2_h != 0);
+    const bool kl_penalised = run.options.algorithm == Algorithm::kl && pen.any();
     const double kl_before =
         kl_penalised ? solvers::factor_penalties(api::communicator(context), run.w_block, run.h_block, pen) : 0.0;
     // W's columns sum to 1 as for any other source; each of W's rows is owned by exactly one process.

@@ -468,7 +468,7 @@ class Iteration {
   // the tol test reads includes them (it had left them out).
   double kl_penalty() {
     const Penalties& p = options_.penalties;
-    if (p.l1_w == 0 && p.l2_w == 0 && p.l1_h == 0 && p.l2_h == 0) return 0;
+    if (!p.any()) return 0;
     const auto host = [&](const Block<T>& b) {
       std::vector<T> v(b.size());
       b.download(v.data());

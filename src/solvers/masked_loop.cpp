@@ -107,8 +107,7 @@ void set_final_figures(FactorResult<T>& result, double rel_error, double weighte
 
 bool normalising_changes_penalties(const FactorOptions& options) {
   const Penalties& pen = options.penalties;
-  const bool penalised = pen.l1_w != 0 || pen.l2_w != 0 || pen.l1_h != 0 || pen.l2_h != 0;
-  return penalised && options.normalize && options.algorithm != Algorithm::kl;
+  return pen.any() && options.normalize && options.algorithm != Algorithm::kl;
 }
 
 template <class T>
