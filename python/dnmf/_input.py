@@ -126,9 +126,15 @@ def source_of(x):
 
 
 def library_error(error, estimator):
-    """The library's error for a negative entry, headed as scikit-learn's positive-only estimators say it (its
-    estimator checks look for that head); any other error as it is."""
+    """The library's error for a negative entry or a bad initial factor, headed as scikit-learn's estimators say
+    it (its estimator checks look for those heads); any other error as it is."""
     message = str(error)
+    for name in ("W", "H"):
+        if message.startswith(f"initial {name} is all zeros"):  # W·H = 0 is a fixed point of every solver
+            return _core.DataError(f"Array passed to {estimator} (input {name}) is full of zeros: {message}")
+        if message.startswith(f"initial {name}: entry at"):
+            return _core.DataError(f"Negative or non-finite values in data passed to {estimator} (input {name}): "
+                                   f"{message}")
     if message.endswith("input must be non-negative"):
         return _core.DataError(f"Negative values in data passed to {estimator} (input X): {message}")
     return error

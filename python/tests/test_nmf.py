@@ -296,7 +296,7 @@ def test_a_bad_custom_start_is_named_as_given():
         bad = arrays[0].copy()
         bad[2, 1] = np.nan if name == "W" else np.inf
         W, H = (bad, H0) if name == "W" else (W0, bad)
-        with pytest.raises(ValueError, match=rf"input {name}\): {name}\[2, 1\] is"):
+        with pytest.raises(ValueError, match=rf"input {name}\): initial {name}: entry at row 2, column 1 is"):
             dnmf.NMF(3, init="custom", max_iter=5).fit(X, W=W, H=H)
 
 

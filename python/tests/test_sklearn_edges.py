@@ -116,6 +116,22 @@ def test_degenerate_custom_starts_are_refused_as_scikit_learn_refuses_them():
         dnmf.NMF(3, init="custom").fit(X, W=sp.csr_matrix(np.ones((30, 3))), H=np.ones((3, 20)))
 
 
+def test_a_negative_custom_start_entry_is_named_by_input_place_and_value():
+    # The values of W and H are checked by the library (one vectorised pass); its message is headed as
+    # scikit-learn's, naming the input, the entry's place and its value (NaN and inf: test_nmf).
+    X = planted(30, 20, 3, seed=2)
+    W, H = np.ones((30, 3)), np.ones((3, 20))
+    bad_w = W.copy()
+    bad_w[4, 2] = -0.5
+    with pytest.raises(ValueError, match=r"input W\): .*row 4, column 2 is -0.5"):
+        dnmf.NMF(3, init="custom").fit(X, W=bad_w, H=H)
+    # Float32 factors too, and the estimator stays unfitted.
+    model = dnmf.NMF(3, init="custom")
+    with pytest.raises(ValueError, match=r"input W\)"):
+        model.fit(X.astype(np.float32), W=bad_w.astype(np.float32), H=H.astype(np.float32))
+    assert not hasattr(model, "components_")
+
+
 def test_comm_true_is_refused_before_the_fit():
     # True (MPI's world for the functions) ran the whole fit and then failed on the estimator's broadcast.
     X = planted(30, 20, 3, seed=2)

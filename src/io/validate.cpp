@@ -11,6 +11,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/source.hpp"
+#include "io/entry_scan.hpp"
 #include "io/entry_text.hpp"
 #include "io/hdf5_path.hpp"
 #include "io/narrow.hpp"
@@ -31,15 +32,6 @@ bool acceptable(T value) {
 template <class T>
 [[noreturn]] void report(const std::string& source, index_t row, index_t col, T value) {
   throw DataError(source + ": " + describe_bad_entry(row, col, value));
-}
-
-// Branch-free over the whole run so that the common all-good case vectorises; the rare bad run is
-// scanned a second time to find the culprit.
-template <class T>
-bool all_acceptable(const T* values, index_t count) {
-  bool good = true;
-  for (index_t k = 0; k < count; ++k) good &= acceptable(values[k]);
-  return good;
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
+#include "io/entry_scan.hpp"
 #include "solvers/truncated_svd.hpp"
 #include "util/dense_transpose.hpp"
 #include "util/random.hpp"
@@ -102,24 +104,24 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
   if (x->rows() != rows || x->cols() != cols)
     throw UsageError(std::string("initial ") + name + " is " + std::to_string(x->rows()) + "x" +
                      std::to_string(x->cols()) + ", expected " + std::to_string(rows) + "x" + std::to_string(cols));
-  // Branch-free over the whole matrix so that the common good case vectorises; a bad one is scanned again.
+  // One vectorised pass in the common good case; a bad factor is scanned again for the entry to name.
   const T* v = x->data();
   const index_t count = rows * cols;
-  bool good = true, nonzero = false;
-  for (index_t p = 0; p < count; ++p) {
-    good &= io::acceptable_entry(v[p]);
-    nonzero |= v[p] != T(0);
-  }
+  const io::EntryScan scan = io::scan_entries(v, count);
+  const bool good = scan.all_acceptable;
   // W·H = 0 is where every algorithm stays (MU multiplies zeros, ALS solves for a zero Gram matrix): the run
   // returned an all-zero model with no word, where scikit-learn refuses such a start.
-  if (good && !nonzero && count > 0)
+  if (good && count > 0 && !scan.any_nonzero)
     throw DataError(std::string("initial ") + name + " is all zeros: every algorithm keeps W·H = 0 from such a start");
   if (good) return;
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)
-      if (!(std::isfinite(static_cast<double>((*x)(i, j))) && (*x)(i, j) >= T(0)))
+      if (!io::acceptable_entry((*x)(i, j))) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%.17g", static_cast<double>((*x)(i, j)));
         throw DataError(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
-                        std::to_string(j) + " is negative or not finite");
+                        std::to_string(j) + " is " + value + ": negative or not finite");
+      }
 }
 
 template <class T>

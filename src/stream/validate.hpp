@@ -7,6 +7,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/matrix.hpp"
+#include "io/entry_scan.hpp"
 
 namespace dnmf::stream {
 
@@ -15,9 +16,7 @@ template <class T>
 void check_dense_entries(const std::string& source, DenseView<const T> tile, index_t row0, index_t col0) {
   for (index_t j = 0; j < tile.cols; ++j) {
     const T* column = tile.data + j * tile.ld;
-    bool good = true;
-    for (index_t i = 0; i < tile.rows; ++i) good &= io::acceptable_entry(column[i]);  // vectorises
-    if (good) continue;
+    if (io::all_acceptable(column, tile.rows)) continue;
     for (index_t i = 0; i < tile.rows; ++i)
       if (!io::acceptable_entry(column[i]))
         throw DataError(source + ": " + io::describe_bad_entry(row0 + i, col0 + j, column[i]));

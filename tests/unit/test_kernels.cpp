@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 
@@ -104,6 +106,34 @@ TYPED_TEST(KernelsTest, FactorSizedKernelsMatchReference) {
     this->ref.row_sums(x.view(), sums_ref.data());
     this->cpu.row_sums(x.view(), sums_cpu.data());
     EXPECT_LE(test::max_relative_difference(sums_cpu, sums_ref), test::reference_tolerance<T>());
+  }
+}
+
+// Gram matrices from the skinny kernel (k up to four vectors of lanes) or BLAS's syrk (beyond) against the
+// reference's loops: ranks on both sides of the switch, column counts past the kernels' blocks, a leading
+// dimension past k, beta 0 over a NaN-filled output (overwritten) and 1; the result symmetric bit for bit.
+TYPED_TEST(KernelsTest, GramMatchesReferenceAcrossRanksAndColumns) {
+  using T = TypeParam;
+  for (const index_t k : {1, 7, 16, 33, 64}) {
+    for (const index_t cols : {1, 2047, 5003}) {
+      const index_t ld = k + 2;
+      const DenseMatrix<T> storage = test::random_dense<T>(ld, cols, 31);
+      const backend::CView<T> x{storage.data(), k, cols, ld};
+      for (const T beta : {T(0), T(1)}) {
+        DenseMatrix<T> g_ref = test::random_dense<T>(k, k, 32);
+        for (index_t q = 0; q < k; ++q)
+          for (index_t p = q + 1; p < k; ++p) g_ref(p, q) = g_ref(q, p);
+        DenseMatrix<T> g_cpu = g_ref;
+        if (beta == T(0))
+          std::fill(g_cpu.storage().begin(), g_cpu.storage().end(), std::numeric_limits<T>::quiet_NaN());
+        this->ref.gram(x, g_ref.view(), beta);
+        this->cpu.gram(x, g_cpu.view(), beta);
+        EXPECT_LE(test::max_relative_difference(g_cpu, g_ref), test::reference_tolerance<T>())
+            << "k " << k << " cols " << cols << " beta " << beta;
+        for (index_t q = 0; q < k; ++q)
+          for (index_t p = q + 1; p < k; ++p) ASSERT_EQ(g_cpu(p, q), g_cpu(q, p)) << "k " << k << " cols " << cols;
+      }
+    }
   }
 }
 
