@@ -315,9 +315,11 @@ class Pivoting {
         big_groups_(store.big_groups),
         lane_columns_(store.lane_columns),
         lane_sorted_(store.lane_sorted) {
-    bs_.assign(to_size(k_ * n), 0.0);
+    // load() writes every entry of bs_ and passive_: only the solutions start from zeros (a variable outside its
+    // column's passive set is never written). Filling all three cost 2-3% of a float32 BPP iteration.
+    bs_.resize(to_size(k_ * n));
     z_.assign(to_size(k_ * n), 0.0);
-    passive_.assign(to_size(words_ * n), 0);
+    passive_.resize(to_size(words_ * n));
     state_.assign(to_size(n), ColumnState{});
     // One workspace per thread its regions can get: one when called inside an active region that cannot nest
     // (the masked solver's per-column solves), where a team's worth would be allocated per column for nothing.
