@@ -27,6 +27,9 @@ struct FactorResult {
   bool fused = false;              ///< whether the single-pass iteration ran
   long long nnls_cap_hits = 0;     ///< bpp: columns whose pivoting hit its round cap (a warning)
   int extrapolation_restarts = 0;  ///< FactorOptions::extrapolate: steps that raised the objective (β shrank)
+  /// InitMethod::given: the power of two both given factors were multiplied by, because the mean of their
+  /// product was more than 2^20 away from A's (a warning; 1: taken as given).
+  double initial_scale = 1;
   /// ||A||_F from the pass that checks A (absolute errors need no other pass); for a masked run the weighted
   /// norm of the observed entries, sqrt(Σ w·a²), the scale of its rel_error.
   double norm_a = 0;

@@ -13,6 +13,7 @@ is borrowed.
 """
 
 import os
+import re
 
 import numpy as np
 
@@ -129,12 +130,14 @@ def library_error(error, estimator):
     """The library's error for a negative entry or a bad initial factor, headed as scikit-learn's estimators say
     it (its estimator checks look for those heads); any other error as it is."""
     message = str(error)
-    for name in ("W", "H"):
-        if message.startswith(f"initial {name} is all zeros"):  # W·H = 0 is a fixed point of every solver
+    # The message may come after the source's name ("<memory>: initial W: ...") on the paths that name it.
+    initial = re.search(r"(?:^|: )initial (W|H)( is all zeros|: entry at)", message)
+    if initial is not None:
+        name = initial.group(1)
+        if initial.group(2) == " is all zeros":  # W·H = 0 is a fixed point of every solver
             return _core.DataError(f"Array passed to {estimator} (input {name}) is full of zeros: {message}")
-        if message.startswith(f"initial {name}: entry at"):
-            return _core.DataError(f"Negative or non-finite values in data passed to {estimator} (input {name}): "
-                                   f"{message}")
+        return _core.DataError(f"Negative or non-finite values in data passed to {estimator} (input {name}): "
+                               f"{message}")
     if message.endswith("input must be non-negative"):
         return _core.DataError(f"Negative values in data passed to {estimator} (input X): {message}")
     return error

@@ -350,7 +350,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # The CLI prints the library's warnings; the one a masked fit's user must see (docs/masked.md) is raised
         # here too, instead of resting in report_ unseen.
         for text in json.loads(self.report_).get("warnings", []):
-            if "no observed entry" in text:
+            if "no observed entry" in text or "were both multiplied by" in text:
                 warnings.warn(f"dnmf.NMF: {text}", UserWarning, stacklevel=3)
         self._library_seconds = float(out["library_seconds"])  # for bench/bench_python.py's overhead figure
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
@@ -378,8 +378,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         for name, x in (("W", W), ("H", H)):
             if hasattr(x, "toarray"):
                 raise TypeError(f"init = 'custom' takes dense arrays; input {name} is a sparse matrix (use .toarray())")
-        W = np.asarray(W, dtype=dtype)
-        H = np.asarray(H, dtype=dtype)
+            if np.iscomplexobj(x):  # the cast below would drop the imaginary part with numpy's warning only
+                raise TypeError(f"init = 'custom' cannot take complex values (input {name} has dtype "
+                                f"{np.asarray(x).dtype})")
+        # A float64 start of a float32 fit: an entry float32 cannot hold (beyond its range, or a non-zero that
+        # underflows to 0) is refused as X's are, not turned into inf or 0.
+        W = as_dtype(np.asarray(W), dtype, "input W")
+        H = as_dtype(np.asarray(H), dtype, "input H")
         if W.shape != (n_samples, k):
             raise ValueError(f"Array with wrong shape passed to NMF (input W). Expected {(n_samples, k)}, "
                              f"but got {W.shape}")

@@ -132,6 +132,52 @@ def test_a_negative_custom_start_entry_is_named_by_input_place_and_value():
     assert not hasattr(model, "components_")
 
 
+def test_custom_start_errors_are_headed_alike_for_every_input_kind():
+    # The library names some sources ("<memory>: initial W: ..."): the heading must not depend on X's layout.
+    X = planted(30, 20, 3, seed=4)
+    W, H = np.ones((30, 3)), np.ones((3, 20))
+    bad_w = W.copy()
+    bad_w[4, 2] = -0.5
+    kinds = [(X, {}), (np.asfortranarray(X), {}), (sp.csr_matrix(X), {}), (sp.csc_matrix(X), {}),
+             (X, {"mask": np.ones_like(X)}), (sp.csr_matrix(X), {"unstored": "missing"})]
+    for Xi, kw in kinds:
+        with pytest.raises(ValueError, match=r"^Negative or non-finite values in data passed to NMF \(input W\): "
+                                             r".*row 4, column 2 is -0.5"):
+            dnmf.NMF(3, init="custom").fit(Xi, W=bad_w, H=H, **kw)
+        with pytest.raises(ValueError, match=r"^Array passed to NMF \(input H\) is full of zeros"):
+            dnmf.NMF(3, init="custom").fit(Xi, W=W, H=np.zeros((3, 20)), **kw)
+
+
+def test_custom_start_values_float32_cannot_hold_and_complex_starts_are_refused():
+    X = planted(30, 20, 3, seed=4).astype(np.float32)
+    W, H = np.ones((30, 3)), np.ones((3, 20))
+    big = W.copy()
+    big[3, 1] = 1e39  # was cast to inf and reported as "is inf"
+    with pytest.raises(ValueError, match=r"input W: entry at row 3, column 1 .*too large for single precision"):
+        dnmf.NMF(3, init="custom").fit(X, W=big, H=H)
+    with pytest.raises(ValueError, match=r"input H: entry at row 0, column 0 .*underflows"):
+        dnmf.NMF(3, init="custom").fit(X, W=W, H=np.full((3, 20), 1e-320))  # was "full of zeros"
+    with pytest.raises(TypeError, match="complex"):
+        dnmf.NMF(3, init="custom").fit(X, W=W + 1j, H=H)
+
+
+def test_a_custom_start_far_from_the_datas_scale_is_rescaled_with_a_warning():
+    # From W = H = 1e-150 MU returned an all-zero model marked converged; HALS did from 1e-10.
+    # A start at X's scale times a power of two comes back to that start exactly: the same fit for every solver.
+    X = planted(30, 20, 3, seed=4)
+    rng = np.random.default_rng(1)
+    W, H = rng.random((30, 3)), rng.random((3, 20))
+    c = np.sqrt(X.mean() / (W.mean() * H.mean() * 3))
+    W, H = c * W, c * H
+    for solver in ("mu", "cd", "bpp"):
+        base = dnmf.NMF(3, init="custom", solver=solver, max_iter=100, tol=0).fit(X, W=W, H=H)
+        for scale in (2.0**-500, 2.0**-34, 2.0**34):
+            with pytest.warns(UserWarning, match="were both multiplied by 2\\^"):
+                model = dnmf.NMF(3, init="custom", solver=solver, max_iter=100, tol=0).fit(X, W=scale * W,
+                                                                                       H=scale * H)
+            assert model.reconstruction_err_ == pytest.approx(base.reconstruction_err_, rel=1e-12), (solver, scale)
+
+
 def test_comm_true_is_refused_before_the_fit():
     # True (MPI's world for the functions) ran the whole fit and then failed on the estimator's broadcast.
     X = planted(30, 20, 3, seed=2)

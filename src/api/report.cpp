@@ -1,6 +1,8 @@
 // report.json of a factorisation (docs/formats.md): what `dnmf factor` writes beside W and H.
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -130,6 +132,14 @@ std::string report_json(const Factorization<T>& run) {
   if (result.nnls_cap_hits > 0)
     j["warnings"].push_back(std::to_string(result.nnls_cap_hits) +
                             " NNLS solves hit the pivoting round cap and were finished by an exact active-set solve");
+  if (result.initial_scale != 1) {
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "the given W and H were both multiplied by 2^%d: their product's mean was %s A's by more than "
+                  "2^20, where the iterations' guards against division by zero stall them",
+                  std::ilogb(result.initial_scale), result.initial_scale > 1 ? "below" : "above");
+    j["warnings"].push_back(text);
+  }
   if (result.unobserved_rows > 0 || result.unobserved_cols > 0)
     j["warnings"].push_back(std::to_string(result.unobserved_rows) + " rows and " +
                             std::to_string(result.unobserved_cols) +

@@ -31,18 +31,22 @@ template <class T>
 struct EntryScan {
   bool all_acceptable = true;
   bool any_nonzero = false;
+  double sum = 0;  // of the entries, where all are acceptable
 };
 
-/// all_acceptable() and "some entry is not zero" in one vectorised pass (an initial factor's checks).
+/// all_acceptable(), "some entry is not zero" and the entries' sum in one vectorised pass (an initial factor's
+/// checks and scale).
 template <class T>
 [[nodiscard]] inline EntryScan scan_entries(const T* v, index_t n) {
   unsigned bad = 0, nonzero = 0;
-#pragma omp simd reduction(| : bad, nonzero)
+  double sum = 0;
+#pragma omp simd reduction(| : bad, nonzero) reduction(+ : sum)
   for (index_t p = 0; p < n; ++p) {
     bad |= static_cast<unsigned>(!(v[p] >= T(0))) | static_cast<unsigned>(!(v[p] <= std::numeric_limits<T>::max()));
     nonzero |= static_cast<unsigned>(v[p] != T(0));
+    sum += static_cast<double>(v[p]);
   }
-  return {bad == 0, nonzero != 0};
+  return {bad == 0, nonzero != 0, sum};
 }
 
 }  // namespace dnmf::io

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -17,6 +18,7 @@
 #include "io/hdf5_path.hpp"
 #include "io/hdf5_util.hpp"
 #include "io/input_file.hpp"
+#include "io/narrow.hpp"
 
 namespace dnmf::io {
 namespace {
@@ -57,6 +59,19 @@ std::vector<hsize_t> dims_of(hid_t dataset) {
 H5T_class_t class_of(hid_t dataset) {
   const Id type(H5Dget_type(dataset), H5Tclose);
   return type.valid() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+}
+
+/// Whether `dataset` holds floats wider than T: those are read as double and narrowed by narrow_entry, so that a
+/// value T cannot hold is reported as the other readers report it. HDF5's own conversion to float turned 1e39 into
+/// inf, 1e-50 into 0 and -1e-300 into -0.0 (a negative entry accepted) without a word.
+template <class T>
+bool narrows(hid_t dataset) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    const Id type(H5Dget_type(dataset), H5Tclose);
+    return type.valid() && H5Tget_class(type.get()) == H5T_FLOAT && H5Tget_size(type.get()) > sizeof(float);
+  }
 }
 
 std::string class_name(H5T_class_t c) {
@@ -383,6 +398,7 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols, b
   // Row-major slabs of whole block rows, transposed into the column-major block.
   const index_t slab = std::max<index_t>(1, static_cast<index_t>(kChunkBytes / sizeof(T)) / cb);
   std::vector<T> buffer(to_size(std::min(slab, rows.size()) * cb));
+  std::vector<double> wide(narrows<T>(m.dataset.get()) ? buffer.size() : 0);
   const std::string what = m.where + ": cannot read rows [" + std::to_string(rows.first) + ", " +
                            std::to_string(rows.last) + ") x columns [" + std::to_string(cols.first) + ", " +
                            std::to_string(cols.last) + ")";
@@ -393,8 +409,14 @@ DenseMatrix<T> read_dense(const Matrix& m, dist::Range rows, dist::Range cols, b
     const hsize_t count[2] = {static_cast<hsize_t>(ri), static_cast<hsize_t>(cb)};
     if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) h5::fail(what);
     const Id memory = h5::checked(H5Screate_simple(2, count, nullptr), H5Sclose, what);
-    if (H5Dread(m.dataset.get(), h5::native_type<T>(), memory.get(), space.get(), H5P_DEFAULT, buffer.data()) < 0) {
-      fail_read(m.dataset.get(), what);
+    if (wide.empty()) {
+      if (H5Dread(m.dataset.get(), h5::native_type<T>(), memory.get(), space.get(), H5P_DEFAULT, buffer.data()) < 0)
+        fail_read(m.dataset.get(), what);
+    } else {
+      if (H5Dread(m.dataset.get(), H5T_NATIVE_DOUBLE, memory.get(), space.get(), H5P_DEFAULT, wide.data()) < 0)
+        fail_read(m.dataset.get(), what);
+      const std::size_t read = to_size(ri * cb);
+      for (std::size_t q = 0; q < read; ++q) buffer[q] = narrow_entry<T>(wide[q]);
     }
     // Tiles of 64 columns keep the strided writes into the column-major block within cache.
     for (index_t j0 = 0; j0 < cb; j0 += 64) {
@@ -432,6 +454,8 @@ CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols
   const std::size_t chunk = kChunkBytes / (sizeof(std::int64_t) + sizeof(T));
   std::vector<std::int64_t> index_buffer;
   std::vector<T> value_buffer;
+  std::vector<double> wide;
+  const bool narrowing = narrows<T>(m.data.get());
   index_t i = 0;  // local line of the entry at hand
   for (std::int64_t first = ptr[0]; first < ptr[count_lines];) {
     const auto count = to_size(std::min<std::int64_t>(static_cast<std::int64_t>(chunk), ptr[count_lines] - first));
@@ -439,8 +463,15 @@ CsrMatrix<T> read_compressed(const Matrix& m, dist::Range rows, dist::Range cols
     value_buffer.resize(count);
     read_1d(m.indices.get(), H5T_NATIVE_INT64, static_cast<hsize_t>(first), count, index_buffer.data(),
             m.where + ": cannot read 'indices'");
-    read_1d(m.data.get(), h5::native_type<T>(), static_cast<hsize_t>(first), count, value_buffer.data(),
-            m.where + ": cannot read 'data'");
+    if (narrowing) {
+      wide.resize(count);
+      read_1d(m.data.get(), H5T_NATIVE_DOUBLE, static_cast<hsize_t>(first), count, wide.data(),
+              m.where + ": cannot read 'data'");
+      for (std::size_t t = 0; t < count; ++t) value_buffer[t] = narrow_entry<T>(wide[t]);
+    } else {
+      read_1d(m.data.get(), h5::native_type<T>(), static_cast<hsize_t>(first), count, value_buffer.data(),
+              m.where + ": cannot read 'data'");
+    }
     for (std::size_t t = 0; t < count; ++t) {
       const std::int64_t k = first + static_cast<std::int64_t>(t);
       while (ptr[i + 1] <= k) ++i;

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "dnmf/error.hpp"
@@ -95,10 +97,27 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
   return f;
 }
 
+// The power of two that brings the mean of W·H, about mean(W)·mean(H)·k, to A's mean, where the two are more
+// than 2^20 apart; else 1. The iterations' guards against division by zero are set by A's scale: from a start of
+// 1e-10 times it HALS returned an all-zero model, from 1e-150 MU did (its WᵀW·H underflowed), and from 1e10 HALS
+// stopped at a worse fit. Multiplying both factors by a power of two is exact, leaves the start's shape as it
+// is, and MU's iterates after its first half-step are those of the start as given (it undoes any scale there).
+double initial_scale(double w_mean, double h_mean, index_t k, double a_mean) {
+  constexpr double kTolerated = 20;  // binary orders of magnitude
+  const double off = std::log2(w_mean) + std::log2(h_mean) + std::log2(static_cast<double>(k)) - std::log2(a_mean);
+  if (!std::isfinite(off) || std::abs(off) <= kTolerated) return 1;
+  return std::ldexp(1.0, static_cast<int>(std::lround(-off / 2)));
+}
+
+template <class T>
+void scale_by(DenseMatrix<T>& x, double c) {
+  for (T& v : x.storage()) v = static_cast<T>(static_cast<double>(v) * c);
+}
+
 }  // namespace
 
 template <class T>
-void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
+double check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
   // The caller's mistakes (a missing or misshapen factor: usage) and its data (bad entries: data), as for A.
   if (x == nullptr) throw UsageError(std::string("init 'given' needs ") + name);
   if (x->rows() != rows || x->cols() != cols)
@@ -113,7 +132,7 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
   // returned an all-zero model with no word, where scikit-learn refuses such a start.
   if (good && count > 0 && !scan.any_nonzero)
     throw DataError(std::string("initial ") + name + " is all zeros: every algorithm keeps W·H = 0 from such a start");
-  if (good) return;
+  if (good) return scan.sum / static_cast<double>(count);
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)
       if (!io::acceptable_entry((*x)(i, j))) {
@@ -122,6 +141,7 @@ void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, c
         throw DataError(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
                         std::to_string(j) + " is " + value + ": negative or not finite");
       }
+  return 0;  // not reached: the scan found a bad entry
 }
 
 template <class T>
@@ -144,20 +164,26 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
       return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0,
                             transposed);
     case InitMethod::given: {
-      check_initial_factor(w0, m, k, "W");
-      check_initial_factor(h0, k, n, "H");
+      const double w_mean = check_initial_factor(w0, m, k, "W");
+      const double h_mean = check_initial_factor(h0, k, n, "H");
       Factors<T> f{DenseMatrix<T>(k, layout.w_rows.size()), DenseMatrix<T>(k, layout.h_cols.size())};
       util::transpose_into(w0->data() + layout.w_rows.first, std::max<index_t>(m, 1), layout.w_rows.size(), k,
                            f.wt.data(), std::max<index_t>(k, 1));
       std::copy_n(h0->data() + layout.h_cols.first * k, layout.h_cols.size() * k, f.h.data());
+      // Every rank scans the whole W0 and H0 and reads the global statistics: the same scale everywhere.
+      f.initial_scale = initial_scale(w_mean, h_mean, k, mean);
+      if (f.initial_scale != 1) {
+        scale_by(f.wt, f.initial_scale);
+        scale_by(f.h, f.initial_scale);
+      }
       return f;
     }
   }
   throw Error("unknown init method");
 }
 
-template void check_initial_factor<float>(const DenseMatrix<float>*, index_t, index_t, const char*);
-template void check_initial_factor<double>(const DenseMatrix<double>*, index_t, index_t, const char*);
+template double check_initial_factor<float>(const DenseMatrix<float>*, index_t, index_t, const char*);
+template double check_initial_factor<double>(const DenseMatrix<double>*, index_t, index_t, const char*);
 template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>*, const dist::Layout&,
                                           const FactorOptions&, const backend::MatrixStats&, const DenseMatrix<float>*,
                                           const DenseMatrix<float>*, bool);

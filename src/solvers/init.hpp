@@ -13,12 +13,13 @@ template <class T>
 struct Factors {
   DenseMatrix<T> wt;
   DenseMatrix<T> h;
+  double initial_scale = 1;  ///< given factors: the power of two both were multiplied by (1: as given)
 };
 
 /// Throws dnmf::Error unless the given factor `x` ("W" or "H" in messages) is rows x cols with every entry finite
-/// and >= 0, naming the first bad entry's row and column.
+/// and >= 0, naming the first bad entry's row and column, and not all zeros. Returns the mean of its entries.
 template <class T>
-void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name);
+double check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name);
 
 /// Builds this rank's pieces of the initial factors on the host (Wt: k x layout.w_rows, H: k x layout.h_cols).
 /// `whole` is the whole matrix when it is resident on one process (NNDSVD needs it; nullptr otherwise: NNDSVD

@@ -476,6 +476,7 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   GridIteration<T> iteration(block, grid, layout, options, out.pieces);
   out.result = iteration.run(out.iteration_traffic);
   out.result.init_seconds = init_seconds;
+  out.result.initial_scale = out.pieces.initial_scale;
   return out;
 }
 

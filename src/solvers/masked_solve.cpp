@@ -75,6 +75,7 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
           ? iterate_masked_on_device(p, options, factors, *backend::make_masked_device<T>(BackendKind::cuda))
           : iterate_masked(p, options, factors);
   result.init_seconds = init_seconds;
+  result.initial_scale = factors.initial_scale;
   return result;
 }
 

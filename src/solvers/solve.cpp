@@ -256,6 +256,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   const dist::Traffic after = grid.traffic();
   out.iteration_traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
   out.result.init_seconds = init_seconds;
+  out.result.initial_scale = out.pieces.initial_scale;
   out.result.norm_a = std::sqrt(out.stats.squared_norm);
   const bool no_iteration = out.result.objective_history.empty();
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final

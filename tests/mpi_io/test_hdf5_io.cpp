@@ -191,6 +191,42 @@ TYPED_TEST(Hdf5Typed, CsrWriterThenEveryBlockOfA3x2Split) {
   EXPECT_EQ(dense_of(part.csr).storage(), slice(whole, {5, 12}, {0, 11}).storage());
 }
 
+// Float64 data read in float32: a value float32 cannot hold is reported as the other readers report it. HDF5's own
+// conversion (H5Dread to float) turned 1e39 into inf, 1e-50 into 0 and -1e-300 into -0.0, which was accepted.
+TEST_F(Hdf5Test, Float64ValuesFloat32CannotHoldAreNamedInDenseAndCsr) {
+  for (const bool sparse : {false, true}) {
+    for (const auto& [value, words] :
+         {std::pair{1e39, "too large for single precision"}, std::pair{1e-50, "too small for single precision"},
+          std::pair{-1e-300, "too small for single precision"}}) {
+      DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 7, 8, 0.0);
+      whole(5, 3) = value;
+      const std::string p = path("N.h5");
+      if (sparse) {
+        dnmf::io::write_h5_csr<double>(p, "X", dnmf::test::to_csr(whole).view());
+      } else {
+        dnmf::io::write_h5_dense<double>(p, "X", whole.view());
+      }
+      const std::string message = error_message([&] { (void)read<float>(p, {0, 9}, {0, 7}); });
+      EXPECT_THAT(message, HasSubstr("entry at row 5, column 3 (0-based) is ")) << value << " sparse " << sparse;
+      EXPECT_THAT(message, HasSubstr(words)) << value << " sparse " << sparse;
+      // Read in float64 the same file is taken as it is, except the negative value.
+      if (value > 0) EXPECT_EQ(read<double>(p, {0, 9}, {0, 7}).sparse, sparse);
+    }
+    // Values float32 holds are read as before.
+    const DenseMatrix<double> good = dnmf::test::random_dense<double>(9, 7, 9, 0.0);
+    const std::string p = path("G.h5");
+    if (sparse) {
+      dnmf::io::write_h5_csr<double>(p, "X", dnmf::test::to_csr(good).view());
+    } else {
+      dnmf::io::write_h5_dense<double>(p, "X", good.view());
+    }
+    const auto block = read<float>(p, {0, 9}, {0, 7});
+    const DenseMatrix<float> got = sparse ? dense_of(block.csr) : block.dense;
+    for (index_t j = 0; j < 7; ++j)
+      for (index_t i = 0; i < 9; ++i) EXPECT_EQ(got(i, j), static_cast<float>(good(i, j)));
+  }
+}
+
 TEST_F(Hdf5Test, WritersReplaceOrAppend) {
   const DenseMatrix<double> a = dnmf::test::random_dense<double>(3, 2, 1),
                             b = dnmf::test::random_dense<double>(4, 5, 2);

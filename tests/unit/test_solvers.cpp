@@ -435,6 +435,46 @@ TEST(Solvers, ScaledDataGivesTheSameFitAtItsScale) {
   }
 }
 
+TEST(Solvers, GivenStartFarFromTheDatasScaleIsBroughtToItByAPowerOfTwo) {
+  // The guards against division by zero are set by A's scale: from W0, H0 at 1e-10 of it HALS returned an all-zero
+  // model, from 1e-150 MU did, from 1e10 HALS stopped at a worse fit. Such starts are multiplied by the power of two
+  // that brings their product's mean to A's (FactorResult::initial_scale, a warning in the report); the start's
+  // shape is kept. MU undoes any scale in its first half-step, so its figures are the same as from the start as
+  // given; the others end at the same fit. Starts within 2^20 of A's scale are taken as given.
+  PlantedOptions po{.rows = 60, .cols = 45, .rank = 4, .noise = 0.01, .seed = 23};
+  for (const double density : {1.0, 0.5}) {
+    po.density = density;
+    const auto p = make_planted<double>(po);
+    const DenseMatrix<double> w0 = test::random_dense<double>(60, 4, 5);
+    const DenseMatrix<double> h0 = test::random_dense<double>(4, 45, 6);
+    for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
+      FactorOptions o = options_for(algo, 4, 150);
+      o.init = InitMethod::given;
+      const FactorResult<double> base = factorize<double>(p.matrix(), o, &w0, &h0);
+      EXPECT_EQ(base.initial_scale, 1.0);
+      for (const int e : {-500, -40, -12, -8, 8, 12, 40}) {
+        DenseMatrix<double> w = w0, h = h0;
+        for (double& v : w.storage()) v = std::ldexp(v, e);
+        for (double& v : h.storage()) v = std::ldexp(v, e);
+        const FactorResult<double> fit = factorize<double>(p.matrix(), o, &w, &h);
+        const std::string what = to_string(algo) + " density " + std::to_string(density) + " 2^" + std::to_string(e);
+        if (std::abs(e) <= 10) {
+          EXPECT_EQ(fit.initial_scale, 1.0) << what;
+          continue;
+        }
+        int exponent = 0;
+        EXPECT_EQ(std::frexp(fit.initial_scale, &exponent), 0.5) << what;  // a power of two
+        EXPECT_NEAR(exponent - 1, -e, 1) << what;
+        if (algo == Algorithm::mu) {
+          EXPECT_NEAR(fit.rel_error, base.rel_error, 1e-12 * base.rel_error) << what;
+        } else {
+          EXPECT_NEAR(fit.rel_error, base.rel_error, 1e-3 * base.rel_error) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST(Solvers, KlObjectiveIsThatOfTheReturnedFactors) {
   // The iterations' KL figures are of the pair before the last H update; the reported objective is KL(A ‖ WH) of
   // the factors returned, summed here directly over every entry (0·log 0 = 0), dense and sparse, 1 and 7 steps.
