@@ -27,9 +27,10 @@ struct FactorResult {
   bool fused = false;              ///< whether the single-pass iteration ran
   long long nnls_cap_hits = 0;     ///< bpp: columns whose pivoting hit its round cap (a warning)
   int extrapolation_restarts = 0;  ///< FactorOptions::extrapolate: steps that raised the objective (β shrank)
-  /// InitMethod::given: the power of two both given factors were multiplied by, because the mean of their
-  /// product was more than 2^20 away from A's (a warning; 1: taken as given).
-  double initial_scale = 1;
+  /// InitMethod::given: the powers of two the given W and H were multiplied by, because the mean of their product
+  /// was more than 2^20 from A's or their mean entries more than 2^40 apart (a warning; 0, 0: taken as given).
+  int initial_w_exponent = 0;
+  int initial_h_exponent = 0;
   /// ||A||_F from the pass that checks A (absolute errors need no other pass); for a masked run the weighted
   /// norm of the observed entries, sqrt(Σ w·a²), the scale of its rel_error.
   double norm_a = 0;

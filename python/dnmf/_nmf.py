@@ -350,7 +350,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # The CLI prints the library's warnings; the one a masked fit's user must see (docs/masked.md) is raised
         # here too, instead of resting in report_ unseen.
         for text in json.loads(self.report_).get("warnings", []):
-            if "no observed entry" in text or "were both multiplied by" in text:
+            if "no observed entry" in text or "W and H were multiplied by" in text:
                 warnings.warn(f"dnmf.NMF: {text}", UserWarning, stacklevel=3)
         self._library_seconds = float(out["library_seconds"])  # for bench/bench_python.py's overhead figure
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:

@@ -172,7 +172,7 @@ def test_a_custom_start_far_from_the_datas_scale_is_rescaled_with_a_warning():
     for solver in ("mu", "cd", "bpp"):
         base = dnmf.NMF(3, init="custom", solver=solver, max_iter=100, tol=0).fit(X, W=W, H=H)
         for scale in (2.0**-500, 2.0**-34, 2.0**34):
-            with pytest.warns(UserWarning, match="were both multiplied by 2\\^"):
+            with pytest.warns(UserWarning, match="W and H were multiplied by 2\\^"):
                 model = dnmf.NMF(3, init="custom", solver=solver, max_iter=100, tol=0).fit(X, W=scale * W,
                                                                                        H=scale * H)
             assert model.reconstruction_err_ == pytest.approx(base.reconstruction_err_, rel=1e-12), (solver, scale)

@@ -258,7 +258,9 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   // Aᵀ ≈ H'ᵀ... : factoring the stored Aᵀ = W' H' gives A = H'ᵀ W'ᵀ, so W = H'ᵀ and H = W'ᵀ, with no copy of A.
   std::optional<InitialFactors<T>> initial_t;
   if (initial != nullptr) {
-    check_initial_as_given(source, options.rank, *initial);
+    // Agreed: a rank given a bad start must not leave the others waiting in the run's first collective.
+    io::detail::run_agreed(api::communicator(context), "initial W and H",
+                           [&] { check_initial_as_given(source, options.rank, *initial); });
     initial_t = InitialFactors<T>{util::transposed(initial->H), util::transposed(initial->W)};
   }
   FactorOptions options_t = options;  // W's penalties are H's of the stored run, and the other way round
@@ -270,6 +272,7 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
   std::swap(run.options.penalties.l2_w, run.options.penalties.l2_h);
   std::swap(run.w_block, run.h_block);
   std::swap(run.w_row_first, run.h_col_first);
+  std::swap(run.result.initial_w_exponent, run.result.initial_h_exponent);
   std::swap(run.m, run.n);
   auto distribution = std::make_shared<detail::Distribution<T>>(*run.distribution);
   distribution->transposed = true;

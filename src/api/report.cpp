@@ -132,12 +132,13 @@ std::string report_json(const Factorization<T>& run) {
   if (result.nnls_cap_hits > 0)
     j["warnings"].push_back(std::to_string(result.nnls_cap_hits) +
                             " NNLS solves hit the pivoting round cap and were finished by an exact active-set solve");
-  if (result.initial_scale != 1) {
-    char text[200];
+  if (result.initial_w_exponent != 0 || result.initial_h_exponent != 0) {
+    char text[240];
     std::snprintf(text, sizeof text,
-                  "the given W and H were both multiplied by 2^%d: their product's mean was %s A's by more than "
-                  "2^20, where the iterations' guards against division by zero stall them",
-                  std::ilogb(result.initial_scale), result.initial_scale > 1 ? "below" : "above");
+                  "the given W and H were multiplied by 2^%d and 2^%d: the mean of their product was more than 2^20 "
+                  "from A's, or their entries more than 2^40 apart, where the iterations' guards against division by "
+                  "zero stall them",
+                  result.initial_w_exponent, result.initial_h_exponent);
     j["warnings"].push_back(text);
   }
   if (result.unobserved_rows > 0 || result.unobserved_cols > 0)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -97,27 +98,64 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
   return f;
 }
 
-// The power of two that brings the mean of W·H, about mean(W)·mean(H)·k, to A's mean, where the two are more
-// than 2^20 apart; else 1. The iterations' guards against division by zero are set by A's scale: from a start of
-// 1e-10 times it HALS returned an all-zero model, from 1e-150 MU did (its WᵀW·H underflowed), and from 1e10 HALS
-// stopped at a worse fit. Multiplying both factors by a power of two is exact, leaves the start's shape as it
-// is, and MU's iterates after its first half-step are those of the start as given (it undoes any scale there).
-double initial_scale(double w_mean, double h_mean, index_t k, double a_mean) {
-  constexpr double kTolerated = 20;  // binary orders of magnitude
-  const double off = std::log2(w_mean) + std::log2(h_mean) + std::log2(static_cast<double>(k)) - std::log2(a_mean);
-  if (!std::isfinite(off) || std::abs(off) <= kTolerated) return 1;
-  return std::ldexp(1.0, static_cast<int>(std::lround(-off / 2)));
+// The powers of two that bring a given start to A's scale, where it is far from it: the mean of W·H more than 2^20
+// from A's mean, or W's and H's mean entries more than 2^40 apart. The iterations' guards against division by zero
+// follow A's scale: from W = H = 1e-10 times it HALS returned an all-zero model, from 1e-150 MU did (its WᵀW·H
+// underflowed), from 1e10 HALS stopped at a worse fit; and an unbalanced pair (W·2^-64, H·2^64 in float32)
+// overflowed the Gram matrices. Multiplying W by 2^w and H by 2^h is exact; the Frobenius and KL updates take
+// H, W to the same products from (aW, bH) as from (W, H) once each has been updated once (their ratios undo the
+// scale), and the start's shape is kept. The mean of W·H is 1ᵀW·H1/(mn): W's column sums dotted with H's row
+// sums, in units where neither overflows.
+template <class T>
+InitialScale initial_scale(const DenseMatrix<T>& w, const DenseMatrix<T>& h, double a_mean) {
+  constexpr double kProductTolerated = 20, kBalanceTolerated = 40;  // binary orders of magnitude
+  const index_t m = w.rows(), k = w.cols(), n = h.cols();
+  std::vector<double> cw(to_size(k)), rh(to_size(k));
+  double unit = 1;  // sums of the entries times unit
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::fill(cw.begin(), cw.end(), 0.0);
+    std::fill(rh.begin(), rh.end(), 0.0);
+    for (index_t l = 0; l < k; ++l)
+      for (index_t i = 0; i < m; ++i) cw[to_size(l)] += static_cast<double>(w(i, l)) * unit;
+    for (index_t j = 0; j < n; ++j)
+      for (index_t l = 0; l < k; ++l) rh[to_size(l)] += static_cast<double>(h(l, j)) * unit;
+    const auto finite = [](double v) { return std::isfinite(v); };
+    if (std::all_of(cw.begin(), cw.end(), finite) && std::all_of(rh.begin(), rh.end(), finite)) break;
+    unit = std::ldexp(1.0, -600);  // entries near double's largest: their sums overflowed
+  }
+  const double cw_max = *std::max_element(cw.begin(), cw.end());
+  const double rh_max = *std::max_element(rh.begin(), rh.end());
+  double dot = 0;
+  for (index_t l = 0; l < k; ++l) dot += (cw[to_size(l)] / cw_max) * (rh[to_size(l)] / rh_max);
+  if (!(dot > 0))
+    throw DataError(
+        "initial W and H share no component: every column of W with a non-zero entry meets a row of H that is all "
+        "zeros, so W·H = 0, a start every algorithm stays at");
+  const double log_unit = std::log2(unit);
+  const double log_product = std::log2(dot) + std::log2(cw_max) + std::log2(rh_max) - 2 * log_unit -
+                             std::log2(static_cast<double>(m)) - std::log2(static_cast<double>(n));
+  const double log_w = std::log2(std::accumulate(cw.begin(), cw.end(), 0.0)) - log_unit -
+                       std::log2(static_cast<double>(m) * static_cast<double>(k));
+  const double log_h = std::log2(std::accumulate(rh.begin(), rh.end(), 0.0)) - log_unit -
+                       std::log2(static_cast<double>(k) * static_cast<double>(n));
+  const double product_off = std::log2(a_mean) - log_product;  // wanted: w + h
+  const double balance_off = log_h - log_w;                    // wanted: w - h
+  if (!std::isfinite(product_off) || !std::isfinite(balance_off)) return {};
+  if (std::abs(product_off) <= kProductTolerated && std::abs(balance_off) <= kBalanceTolerated) return {};
+  return {static_cast<int>(std::lround((product_off + balance_off) / 2)),
+          static_cast<int>(std::lround((product_off - balance_off) / 2))};
 }
 
 template <class T>
-void scale_by(DenseMatrix<T>& x, double c) {
-  for (T& v : x.storage()) v = static_cast<T>(static_cast<double>(v) * c);
+void scale_by(DenseMatrix<T>& x, int exponent) {
+  if (exponent == 0) return;
+  for (T& v : x.storage()) v = static_cast<T>(std::ldexp(static_cast<double>(v), exponent));
 }
 
 }  // namespace
 
 template <class T>
-double check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
+void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name) {
   // The caller's mistakes (a missing or misshapen factor: usage) and its data (bad entries: data), as for A.
   if (x == nullptr) throw UsageError(std::string("init 'given' needs ") + name);
   if (x->rows() != rows || x->cols() != cols)
@@ -132,7 +170,7 @@ double check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols,
   // returned an all-zero model with no word, where scikit-learn refuses such a start.
   if (good && count > 0 && !scan.any_nonzero)
     throw DataError(std::string("initial ") + name + " is all zeros: every algorithm keeps W·H = 0 from such a start");
-  if (good) return scan.sum / static_cast<double>(count);
+  if (good) return;
   for (index_t j = 0; j < cols; ++j)
     for (index_t i = 0; i < rows; ++i)
       if (!io::acceptable_entry((*x)(i, j))) {
@@ -141,7 +179,19 @@ double check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols,
         throw DataError(std::string("initial ") + name + ": entry at row " + std::to_string(i) + ", column " +
                         std::to_string(j) + " is " + value + ": negative or not finite");
       }
-  return 0;  // not reached: the scan found a bad entry
+}
+
+void agree_on_initial_scale(dist::Communicator& world, const InitialScale& scale) {
+  if (world.size() == 1) return;
+  const auto w = static_cast<double>(scale.w_exponent), h = static_cast<double>(scale.h_exponent);
+  double sums[4] = {w, w * w, h, h * h};
+  world.allreduce_sum(sums, 4);
+  const auto p = static_cast<double>(world.size());
+  // Equal on every rank exactly when p·Σx² = (Σx)² (integers: the sums are exact).
+  if (p * sums[1] != sums[0] * sums[0] || p * sums[3] != sums[2] * sums[2])
+    throw CollectiveError(
+        "the processes were given different initial W or H (they need different scales): every process must pass "
+        "the same whole W and H");
 }
 
 template <class T>
@@ -164,26 +214,25 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
       return nndsvd_factors(host_kernels, *whole, k, options.seed, options.init == InitMethod::nndsvda ? mean : 0.0,
                             transposed);
     case InitMethod::given: {
-      const double w_mean = check_initial_factor(w0, m, k, "W");
-      const double h_mean = check_initial_factor(h0, k, n, "H");
+      check_initial_factor(w0, m, k, "W");
+      check_initial_factor(h0, k, n, "H");
       Factors<T> f{DenseMatrix<T>(k, layout.w_rows.size()), DenseMatrix<T>(k, layout.h_cols.size())};
       util::transpose_into(w0->data() + layout.w_rows.first, std::max<index_t>(m, 1), layout.w_rows.size(), k,
                            f.wt.data(), std::max<index_t>(k, 1));
       std::copy_n(h0->data() + layout.h_cols.first * k, layout.h_cols.size() * k, f.h.data());
-      // Every rank scans the whole W0 and H0 and reads the global statistics: the same scale everywhere.
-      f.initial_scale = initial_scale(w_mean, h_mean, k, mean);
-      if (f.initial_scale != 1) {
-        scale_by(f.wt, f.initial_scale);
-        scale_by(f.h, f.initial_scale);
-      }
+      // Every rank reads the whole W0 and H0 and the global statistics: the same scale everywhere (callers on a
+      // grid check that the ranks agree, in case they were given different starts).
+      f.initial_scale = initial_scale(*w0, *h0, mean);
+      scale_by(f.wt, f.initial_scale.w_exponent);
+      scale_by(f.h, f.initial_scale.h_exponent);
       return f;
     }
   }
   throw Error("unknown init method");
 }
 
-template double check_initial_factor<float>(const DenseMatrix<float>*, index_t, index_t, const char*);
-template double check_initial_factor<double>(const DenseMatrix<double>*, index_t, index_t, const char*);
+template void check_initial_factor<float>(const DenseMatrix<float>*, index_t, index_t, const char*);
+template void check_initial_factor<double>(const DenseMatrix<double>*, index_t, index_t, const char*);
 template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>*, const dist::Layout&,
                                           const FactorOptions&, const backend::MatrixStats&, const DenseMatrix<float>*,
                                           const DenseMatrix<float>*, bool);

@@ -8,18 +8,28 @@
 
 namespace dnmf::solvers {
 
+/// The powers of two given initial factors were multiplied by (0: as given).
+struct InitialScale {
+  int w_exponent = 0;
+  int h_exponent = 0;
+};
+
 /// The two factors in the solvers' layout: Wt is k x m (W stored row-major), H is k x n.
 template <class T>
 struct Factors {
   DenseMatrix<T> wt;
   DenseMatrix<T> h;
-  double initial_scale = 1;  ///< given factors: the power of two both were multiplied by (1: as given)
+  InitialScale initial_scale;  ///< given factors: brought to A's scale (initialise)
 };
 
 /// Throws dnmf::Error unless the given factor `x` ("W" or "H" in messages) is rows x cols with every entry finite
-/// and >= 0, naming the first bad entry's row and column, and not all zeros. Returns the mean of its entries.
+/// and >= 0, naming the first bad entry's row and column, and not all zeros.
 template <class T>
-double check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name);
+void check_initial_factor(const DenseMatrix<T>* x, index_t rows, index_t cols, const char* name);
+
+/// Collective: throws a CollectiveError on every rank unless the ranks of `world` brought their given starts to A's
+/// scale by the same powers of two (they were given different W0 or H0 otherwise).
+void agree_on_initial_scale(dist::Communicator& world, const InitialScale& scale);
 
 /// Builds this rank's pieces of the initial factors on the host (Wt: k x layout.w_rows, H: k x layout.h_cols).
 /// `whole` is the whole matrix when it is resident on one process (NNDSVD needs it; nullptr otherwise: NNDSVD

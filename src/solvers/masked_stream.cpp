@@ -431,7 +431,8 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   const bool kl = options.algorithm == Algorithm::kl;
   FactorResult<T> result = masked_result<T>(p.observed, p.unobserved_row_count, p.unobserved_col_count);
   result.init_seconds = init_seconds;
-  result.initial_scale = f.initial_scale;
+  result.initial_w_exponent = f.initial_scale.w_exponent;
+  result.initial_h_exponent = f.initial_scale.h_exponent;
   zero_flagged_columns(f.h, p.unobserved_cols);
   zero_flagged_columns(f.wt, p.unobserved_rows);
 

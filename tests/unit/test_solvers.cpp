@@ -435,12 +435,13 @@ TEST(Solvers, ScaledDataGivesTheSameFitAtItsScale) {
   }
 }
 
-TEST(Solvers, GivenStartFarFromTheDatasScaleIsBroughtToItByAPowerOfTwo) {
-  // The guards against division by zero are set by A's scale: from W0, H0 at 1e-10 of it HALS returned an all-zero
-  // model, from 1e-150 MU did, from 1e10 HALS stopped at a worse fit. Such starts are multiplied by the power of two
-  // that brings their product's mean to A's (FactorResult::initial_scale, a warning in the report); the start's
-  // shape is kept. MU undoes any scale in its first half-step, so its figures are the same as from the start as
-  // given; the others end at the same fit. Starts within 2^20 of A's scale are taken as given.
+TEST(Solvers, GivenStartFarFromTheDatasScaleIsBroughtToItByPowersOfTwo) {
+  // The guards against division by zero follow A's scale: from W0, H0 at 1e-10 of it HALS returned an all-zero
+  // model, from 1e-150 MU did, from 1e10 HALS stopped at a worse fit, and an unbalanced pair overflowed float32's
+  // Grams. Such starts are multiplied by the powers of two that bring the mean of their product to A's and their
+  // mean entries together (FactorResult::initial_w_exponent / initial_h_exponent, a warning in the report); the
+  // start's shape is kept. MU undoes any such scale in its first updates, so its figures are those of the start as
+  // given; the others end at the same fit. Starts within 2^20 of A's scale and 2^40 of balance are taken as given.
   PlantedOptions po{.rows = 60, .cols = 45, .rank = 4, .noise = 0.01, .seed = 23};
   for (const double density : {1.0, 0.5}) {
     po.density = density;
@@ -451,27 +452,55 @@ TEST(Solvers, GivenStartFarFromTheDatasScaleIsBroughtToItByAPowerOfTwo) {
       FactorOptions o = options_for(algo, 4, 150);
       o.init = InitMethod::given;
       const FactorResult<double> base = factorize<double>(p.matrix(), o, &w0, &h0);
-      EXPECT_EQ(base.initial_scale, 1.0);
-      for (const int e : {-500, -40, -12, -8, 8, 12, 40}) {
+      EXPECT_EQ(base.initial_w_exponent, 0);
+      EXPECT_EQ(base.initial_h_exponent, 0);
+      // (W's exponent, H's exponent) of the start, and whether it is far enough to be brought back.
+      const std::pair<int, int> starts[] = {{-500, -500}, {-40, -40}, {-12, -12}, {-8, -8},  {8, 8},   {12, 12},
+                                            {40, 40},     {30, -30},  {-30, 30},  {15, -15}, {-15, 15}};
+      for (const auto& [ew, eh] : starts) {
         DenseMatrix<double> w = w0, h = h0;
-        for (double& v : w.storage()) v = std::ldexp(v, e);
-        for (double& v : h.storage()) v = std::ldexp(v, e);
+        for (double& v : w.storage()) v = std::ldexp(v, ew);
+        for (double& v : h.storage()) v = std::ldexp(v, eh);
         const FactorResult<double> fit = factorize<double>(p.matrix(), o, &w, &h);
-        const std::string what = to_string(algo) + " density " + std::to_string(density) + " 2^" + std::to_string(e);
-        if (std::abs(e) <= 10) {
-          EXPECT_EQ(fit.initial_scale, 1.0) << what;
-          continue;
+        const std::string what = to_string(algo) + " density " + std::to_string(density) + " W·2^" +
+                                 std::to_string(ew) + " H·2^" + std::to_string(eh);
+        const bool far = std::abs(ew + eh) > 20 || std::abs(ew - eh) > 40;
+        if (!far) {
+          EXPECT_EQ(fit.initial_w_exponent, 0) << what;
+          EXPECT_EQ(fit.initial_h_exponent, 0) << what;
+        } else {
+          EXPECT_NEAR(fit.initial_w_exponent, -ew, 1) << what;
+          EXPECT_NEAR(fit.initial_h_exponent, -eh, 1) << what;
         }
-        int exponent = 0;
-        EXPECT_EQ(std::frexp(fit.initial_scale, &exponent), 0.5) << what;  // a power of two
-        EXPECT_NEAR(exponent - 1, -e, 1) << what;
         if (algo == Algorithm::mu) {
-          EXPECT_NEAR(fit.rel_error, base.rel_error, 1e-12 * base.rel_error) << what;
+          EXPECT_NEAR(fit.rel_error, base.rel_error, 1e-10 * base.rel_error) << what;
         } else {
           EXPECT_NEAR(fit.rel_error, base.rel_error, 1e-3 * base.rel_error) << what;
         }
       }
     }
+  }
+  // W and H whose large entries sit in different components: W·H is at A's scale although the product of the
+  // means is 2^24 above it. Taken as given (the mean of W·H is measured, not estimated).
+  const auto p = make_planted<double>(po);
+  DenseMatrix<double> w(60, 4, std::ldexp(1.0, -12)), h(4, 45, std::ldexp(1.0, 12));
+  for (index_t i = 0; i < 60; ++i) w(i, 0) = std::ldexp(1.0, 12);
+  for (index_t j = 0; j < 45; ++j) h(0, j) = std::ldexp(1.0, -12);
+  FactorOptions o = options_for(Algorithm::mu, 4, 5);
+  o.init = InitMethod::given;
+  const FactorResult<double> fit = factorize<double>(p.matrix(), o, &w, &h);
+  EXPECT_EQ(fit.initial_w_exponent, 0);
+  EXPECT_EQ(fit.initial_h_exponent, 0);
+  // No component shared: W·H = 0, refused as an all-zero start is.
+  DenseMatrix<double> w1(60, 4, 0.0), h1(4, 45, 0.0);
+  for (index_t i = 0; i < 60; ++i) w1(i, 0) = 1;
+  for (index_t j = 0; j < 45; ++j) h1(1, j) = 1;
+  try {
+    (void)factorize<double>(p.matrix(), o, &w1, &h1);
+    ADD_FAILURE() << "a start with W·H = 0 was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::data);
+    EXPECT_NE(std::string(e.what()).find("initial W and H share no component"), std::string::npos) << e.what();
   }
 }
 
