@@ -102,9 +102,10 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
 // from A's mean, or W's and H's mean entries more than 2^40 apart. The iterations' guards against division by zero
 // follow A's scale: from W = H = 1e-10 times it HALS returned an all-zero model, from 1e-150 MU did (its WᵀW·H
 // underflowed), from 1e10 HALS stopped at a worse fit; and an unbalanced pair (W·2^-64, H·2^64 in float32)
-// overflowed the Gram matrices. Multiplying W by 2^w and H by 2^h is exact; the Frobenius and KL updates take
-// H, W to the same products from (aW, bH) as from (W, H) once each has been updated once (their ratios undo the
-// scale), and the start's shape is kept. The mean of W·H is 1ᵀW·H1/(mn): W's column sums dotted with H's row
+// overflowed the Gram matrices. Multiplying W by 2^w and H by 2^h is exact and keeps the start's shape; MU (both
+// losses) and BPP reach the same products from (aW, bH) as from (W, H) once each factor has been updated (MU's
+// ratios and BPP's exact solves undo the scale), while HALS's first sweep starts from the scaled H and ends near,
+// not at, the same fit. The mean of W·H is 1ᵀW·H1/(mn): W's column sums dotted with H's row
 // sums, in units where neither overflows.
 template <class T>
 InitialScale initial_scale(const DenseMatrix<T>& w, const DenseMatrix<T>& h, double a_mean) {
