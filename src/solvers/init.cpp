@@ -114,8 +114,7 @@ InitialScale initial_scale(const DenseMatrix<T>& w, const DenseMatrix<T>& h, dou
   std::vector<double> cw(to_size(k)), rh(to_size(k));
   double unit = 1;  // sums of the entries times unit
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::fill(cw.begin(), cw.end(), 0.0);
-    std::fill(rh.begin(), rh.end(), 0.0);
+    std::fill(rh.begin(), rh.end(), 0.0);  // cw is written whole below
     for (index_t l = 0; l < k; ++l) {
       const T* column = w.data() + l * m;
       double sum = 0;
@@ -203,7 +202,8 @@ void agree_on_initial_scale(dist::Communicator& world, const InitialScale& scale
 template <class T>
 Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* whole, const dist::Layout& layout,
                       const FactorOptions& options, const backend::MatrixStats& stats, const DenseMatrix<T>* w0,
-                      const DenseMatrix<T>* h0, bool transposed) {
+                      const DenseMatrix<T>* h0, InitialScale* scale, bool transposed) {
+  *scale = {};
   const index_t m = layout.m;
   const index_t n = layout.n;
   const index_t k = options.rank;
@@ -228,9 +228,9 @@ Factors<T> initialise(backend::Kernels<T>& host_kernels, const MatrixRef<T>* who
       std::copy_n(h0->data() + layout.h_cols.first * k, layout.h_cols.size() * k, f.h.data());
       // Every rank reads the whole W0 and H0 and the global statistics: the same scale everywhere (callers on a
       // grid check that the ranks agree, in case they were given different starts).
-      f.initial_scale = initial_scale(*w0, *h0, mean);
-      scale_by(f.wt, f.initial_scale.w_exponent);
-      scale_by(f.h, f.initial_scale.h_exponent);
+      *scale = initial_scale(*w0, *h0, mean);
+      scale_by(f.wt, scale->w_exponent);
+      scale_by(f.h, scale->h_exponent);
       return f;
     }
   }
@@ -241,9 +241,10 @@ template void check_initial_factor<float>(const DenseMatrix<float>*, index_t, in
 template void check_initial_factor<double>(const DenseMatrix<double>*, index_t, index_t, const char*);
 template Factors<float> initialise<float>(backend::Kernels<float>&, const MatrixRef<float>*, const dist::Layout&,
                                           const FactorOptions&, const backend::MatrixStats&, const DenseMatrix<float>*,
-                                          const DenseMatrix<float>*, bool);
+                                          const DenseMatrix<float>*, InitialScale*, bool);
 template Factors<double> initialise<double>(backend::Kernels<double>&, const MatrixRef<double>*, const dist::Layout&,
                                             const FactorOptions&, const backend::MatrixStats&,
-                                            const DenseMatrix<double>*, const DenseMatrix<double>*, bool);
+                                            const DenseMatrix<double>*, const DenseMatrix<double>*, InitialScale*,
+                                            bool);
 
 }  // namespace dnmf::solvers

@@ -472,17 +472,16 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
   // Global figures: every rank fails alike, and the job says so once.
   dist::check_shared_figures(grid.world(), [&] { check_scale<T>(out.stats, p.m, p.n, options.algorithm); });
+  InitialScale initial_scale;
   out.pieces = io::detail::run_agreed(grid.world(), "initial W and H", [&] {
-    return initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0);
+    return initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0, &initial_scale);
   });
-  agree_on_initial_scale(grid.world(), out.pieces.initial_scale);
-  const InitialScale initial_scale = out.pieces.initial_scale;  // before the iteration may rebuild the pieces
+  agree_on_initial_scale(grid.world(), initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
   GridIteration<T> iteration(block, grid, layout, options, out.pieces);
   out.result = iteration.run(out.iteration_traffic);
   out.result.init_seconds = init_seconds;
-  out.result.initial_w_exponent = initial_scale.w_exponent;
-  out.result.initial_h_exponent = initial_scale.h_exponent;
+  record_initial_scale(out.result, initial_scale);
   return out;
 }
 

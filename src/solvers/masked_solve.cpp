@@ -66,8 +66,8 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
     start = &observed_only;
   }
   const MatrixRef<T> whole = DenseView<const T>(start->view());
-  factors = initialise(*host, svd ? &whole : nullptr, layout, options, stats, W0, H0);
-  const InitialScale initial_scale = factors.initial_scale;  // before the iteration may rebuild the factors
+  InitialScale initial_scale;
+  factors = initialise(*host, svd ? &whole : nullptr, layout, options, stats, W0, H0, &initial_scale);
   observed_only = DenseMatrix<T>();
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
   // --backend cuda: the matrix-form iteration on the GPU (every algorithm); otherwise the host's column-wise one.
@@ -76,8 +76,7 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
           ? iterate_masked_on_device(p, options, factors, *backend::make_masked_device<T>(BackendKind::cuda))
           : iterate_masked(p, options, factors);
   result.init_seconds = init_seconds;
-  result.initial_w_exponent = initial_scale.w_exponent;
-  result.initial_h_exponent = initial_scale.h_exponent;
+  record_initial_scale(result, initial_scale);
   return result;
 }
 

@@ -424,15 +424,15 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   const double mean = p.observed_sum / static_cast<double>(p.observed);
   const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
   check_scale<T>(stats, p.m, p.n, options.algorithm);
-  f = initialise<T>(*host, nullptr, layout, options, stats, W0, H0);
+  InitialScale initial_scale;
+  f = initialise<T>(*host, nullptr, layout, options, stats, W0, H0, &initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
 
   const auto& pen = options.penalties;
   const bool kl = options.algorithm == Algorithm::kl;
   FactorResult<T> result = masked_result<T>(p.observed, p.unobserved_row_count, p.unobserved_col_count);
   result.init_seconds = init_seconds;
-  result.initial_w_exponent = f.initial_scale.w_exponent;
-  result.initial_h_exponent = f.initial_scale.h_exponent;
+  record_initial_scale(result, initial_scale);
   zero_flagged_columns(f.h, p.unobserved_cols);
   zero_flagged_columns(f.wt, p.unobserved_rows);
 

@@ -251,11 +251,11 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   // A bad given start fails on every rank alike, or on one rank where the ranks were given different ones: agreed,
   // so that no rank waits in the iteration's first collective.
+  InitialScale initial_scale;
   out.pieces = io::detail::run_agreed(world, "initial W and H", [&] {
-    return initialise(host, whole, layout, options, out.stats, W0, H0, a_is_transpose);
+    return initialise(host, whole, layout, options, out.stats, W0, H0, &initial_scale, a_is_transpose);
   });
-  agree_on_initial_scale(world, out.pieces.initial_scale);
-  const InitialScale initial_scale = out.pieces.initial_scale;  // iterate() may rebuild the pieces
+  agree_on_initial_scale(world, initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
 
   const dist::Traffic before = grid.traffic();
@@ -263,8 +263,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   const dist::Traffic after = grid.traffic();
   out.iteration_traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
   out.result.init_seconds = init_seconds;
-  out.result.initial_w_exponent = initial_scale.w_exponent;
-  out.result.initial_h_exponent = initial_scale.h_exponent;
+  record_initial_scale(out.result, initial_scale);
   out.result.norm_a = std::sqrt(out.stats.squared_norm);
   const bool no_iteration = out.result.objective_history.empty();
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final

@@ -25,6 +25,14 @@ DenseMatrix<double> planted() {
   return make_planted<double>(p).dense;
 }
 
+// a's entries in row-major order (a C-order array's memory).
+std::vector<double> row_major(const DenseMatrix<double>& a) {
+  std::vector<double> rm(to_size(a.rows() * a.cols()));
+  for (index_t i = 0; i < a.rows(); ++i)
+    for (index_t j = 0; j < a.cols(); ++j) rm[to_size(i * a.cols() + j)] = a(i, j);
+  return rm;
+}
+
 FactorOptions options() {
   FactorOptions o;
   o.rank = 4;
@@ -60,9 +68,7 @@ TEST(MpiApi, HostCommunicatorContextEqualsOneProcess) {
 TEST(MpiApi, RowMajorSourceOnAGridEqualsOneProcess) {
   const Context context = mpi_context(MPI_COMM_WORLD);
   const DenseMatrix<double> a = planted();
-  std::vector<double> rm(to_size(a.rows() * a.cols()));
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) rm[to_size(i * a.cols() + j)] = a(i, j);
+  const std::vector<double> rm = row_major(a);
   const Source source = Source::dense_row_major<double>(rm.data(), a.rows(), a.cols(), a.cols());
   const Factorization<double> one = factor<double>(source, options());
   const Factorization<double> grid = factor<double>(source, options(), context);
@@ -79,9 +85,7 @@ TEST(MpiApi, RowMajorSourceOnAGridEqualsOneProcess) {
 TEST(MpiApi, GivenStartsAreCheckedAndScaledAlikeOnEveryProcess) {
   const Context context = mpi_context(MPI_COMM_WORLD);
   const DenseMatrix<double> a = planted();
-  std::vector<double> rm(to_size(a.rows() * a.cols()));
-  for (index_t i = 0; i < a.rows(); ++i)
-    for (index_t j = 0; j < a.cols(); ++j) rm[to_size(i * a.cols() + j)] = a(i, j);
+  const std::vector<double> rm = row_major(a);
   const Source sources[] = {Source::dense<double>(a.view()),
                             Source::dense_row_major<double>(rm.data(), a.rows(), a.cols(), a.cols())};
   FactorOptions o = options();
