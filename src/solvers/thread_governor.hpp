@@ -4,7 +4,9 @@
 // outweighs starting and joining it, which is ~10 µs on an idle machine and several milliseconds on a busy
 // one, where a thread waiting at a join may lose a whole scheduler time slice; no fixed threshold fits both.
 // So the governor times one iteration on all threads against one on a single thread, keeps the faster, and
-// times them again after a while; each time one thread wins, the next trial waits twice as long.
+// times them again after a while. A trial's one-thread iteration costs about one more iteration where the team
+// pays, so when the same count wins again (all threads by a clear margin, or one thread) the next trial waits
+// twice as long: a long run's trials then cost a few iterations in all, not one in every 32.
 #pragma once
 
 #include <omp.h>
@@ -44,19 +46,35 @@ class ThreadGovernor {
   /// After iteration `it`: records a trial's time and, after the second, chooses.
   void end(int it) {
     if (!enabled_ || phase_ == Phase::steady) return;
-    const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    record(it, std::chrono::duration<double>(Clock::now() - start_).count());
+  }
+
+  /// The thread count chosen last (the caller's count before the first choice).
+  [[nodiscard]] int chosen() const { return chosen_; }
+  /// The iteration that next runs on all threads for a trial (-1: none).
+  [[nodiscard]] int next_trial() const { return next_trial_; }
+
+  /// end()'s bookkeeping, given the iteration's seconds (public for the tests' clock).
+  void record(int it, double seconds) {
+    if (!enabled_ || phase_ == Phase::steady) return;
     if (phase_ == Phase::many) {
       many_seconds_ = seconds;
       return;
     }
     const bool one_wins = seconds < many_seconds_;
-    chosen_ = one_wins ? 1 : threads_;
-    period_ = one_wins ? std::min(period_ * 2, kMaxPeriod) : kFirstPeriod;
+    const int winner = one_wins ? 1 : threads_;
+    // A narrow win for the team may turn with the machine's load: it is timed again at the first period.
+    const bool clear = one_wins || seconds > kClearMargin * many_seconds_;
+    const bool again = clear && winner == chosen_ && trials_ > 0;
+    chosen_ = winner;
+    if (again) {
+      period_ = std::min(period_ * 2, one_wins ? kMaxPeriod : kMaxTeamPeriod);
+    } else {
+      period_ = one_wins ? 2 * kFirstPeriod : kFirstPeriod;
+    }
     next_trial_ = it + period_;
+    ++trials_;
   }
-
-  /// The thread count chosen last (the caller's count before the first choice).
-  [[nodiscard]] int chosen() const { return chosen_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -65,6 +83,11 @@ class ThreadGovernor {
   static constexpr int kFirstTrial = 2;
   static constexpr int kFirstPeriod = 32;
   static constexpr int kMaxPeriod = 4096;
+  // The team's trials stay more frequent than one thread's: a machine that turns busy is noticed within
+  // 512 iterations.
+  static constexpr int kMaxTeamPeriod = 512;
+  // One thread slower than the team by more than this: the team's win is clear.
+  static constexpr double kClearMargin = 1.25;
   static constexpr double kTrialFlops = 4e6;
 
   const int threads_;
@@ -72,6 +95,7 @@ class ThreadGovernor {
   int chosen_;
   int next_trial_ = kFirstTrial;
   int period_ = kFirstPeriod;
+  int trials_ = 0;
   double many_seconds_ = 0;
   Phase phase_ = Phase::steady;
   Clock::time_point start_;
