@@ -12,6 +12,7 @@ FusedSums Kernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateR
                                  CView<T> gy, const T* y_row_sums, View<T> other_numer, View<T> gx, bool accumulate) {
   FusedSums sums;
   const bool kl = rule.algorithm == Algorithm::kl;
+  if (!kl) sums.cross_before = 0;
   const index_t k = x.rows;
   // About 4 MiB of A per tile: the tile is touched twice in a row and should still be in cache.
   const auto bounds = tile_bounds(a, side, 4.0 * 1024 * 1024 / sizeof(T));
@@ -34,6 +35,7 @@ FusedSums Kernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const UpdateR
       } else {
         multiply(tile, side, y, numer, T(0));
       }
+      if (!kl) sums.cross_before += dot(x_tile, numer);
       sums.nnls_cap_hits += update(rule, x_tile, numer, gy, y_row_sums);
       sums.cross += dot(x_tile, numer);
       if (kl) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -56,8 +57,12 @@ struct KlSums {
 /// What a fused pass returns beside the factor it updated.
 struct FusedSums {
   double cross = 0;  ///< Σ over tiles of <X_tile (updated), numerator_tile>
-  KlSums kl_numer;   ///< KL sums of the ratio formed for the numerator (state before the update)
-  KlSums kl_accum;   ///< KL sums of the ratio formed for the other side's numerator (after the update)
+  /// Σ over tiles of <X_tile (before the update), numerator_tile>; NaN where a pass does not form it. With
+  /// `cross` it gives the half-step's change of the error's cross term with the numerator's rounding cancelled
+  /// (the float32 tol test reads it).
+  double cross_before = std::numeric_limits<double>::quiet_NaN();
+  KlSums kl_numer;  ///< KL sums of the ratio formed for the numerator (state before the update)
+  KlSums kl_accum;  ///< KL sums of the ratio formed for the other side's numerator (after the update)
   int nnls_cap_hits = 0;
 };
 

@@ -131,12 +131,18 @@ void check_block_shape(index_t m_block, index_t n_block, const dist::Layout& lay
 struct StepSums {
   double cross = 0;         // <Wt, H·Aᵀ> at the state the error is reported for (global)
   backend::KlSums kl_sums;  // KL: ratio sums at (W_{t-1}, H_t), global
+  // The cross term's change over the iteration, c(W_t, H_t) - c(W_{t-1}, H_{t-1}), summed half by half as
+  // <P, H_t> - <P, H_{t-1}> + <Qt, W_t> - <Qt, W_{t-1}> with each half's own numerator: its rounding cancels
+  // (float32's tol test; see stop_change()). NaN where a half's numerator was not formed at the state it
+  // starts from (an extrapolated H half without P) or KL.
+  double cross_change = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct Figures {
   double squared_error = 0;
   double objective = 0;
   double rel_error = 0;
+  double decrease = std::numeric_limits<double>::quiet_NaN();  // f_{t-1} - f_t from the cross term's change
 };
 
 // The iteration's state on this rank: factor pieces, their gathered blocks, the products P = Wt·A and
@@ -202,10 +208,10 @@ class Iteration {
           (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h(it == options_.max_iterations);
       const Figures f = measure(sums);
       if (kl_) refresh_w_sums();
-      if (extrapolate_) next_step_size(f.objective);
+      if (extrapolate_) next_step_size(f);
       governor.end(it);
       record(it, f, start);
-      if (should_stop(it, f.objective, previous_objective)) {
+      if (should_stop(it, f, previous_objective)) {
         result_.converged = true;
         break;
       }
@@ -290,17 +296,24 @@ class Iteration {
     }
     const CView<T> w_read = hat ? w_hat_full_->cview() : wt_full_.cview();
     const CView<T> gw_read = hat ? g_hat_->cview() : gw_.cview();
+    // An H half from Ŵ has no numerator at W_{t-1}: no cross change this iteration.
+    double h_change = std::numeric_limits<double>::quiet_NaN();
     if (fused_) {
-      sums.kl_sums = fused_h_pass(w_read, gw_read);
+      const auto pass = fused_h_pass(w_read, gw_read);
+      sums.kl_sums = pass.kl_accum;
+      if (!hat) h_change = pass_change(pass);
     } else if (update_pass_h_) {
       const auto pass = a_.update_pass(Side::H, rule_h_, h_.view(), w_read, gw_read, w_sums_.data(), gh_.view());
       count_cap_hits(pass.nnls_cap_hits);
       exchange_.allreduce(world_, gh_.data(), kk());
       gather_h();
+      if (!hat) h_change = pass_change(pass);
     } else {
       form_p(w_read);
+      const double before = track_change() && !hat ? world_.sum(kernels_.dot(h_.cview(), p_.cview())) : 0.0;
       update_h(p_.cview(), gw_read);
       gather_h();
+      if (track_change() && !hat) h_change = world_.sum(kernels_.dot(h_.cview(), p_.cview())) - before;
     }
     if (update_pass_w_) {
       swap(gw_, gw_prev_);
@@ -309,6 +322,7 @@ class Iteration {
       count_cap_hits(pass.nnls_cap_hits);
       exchange_.allreduce(world_, gw_.data(), kk());
       sums.cross = world_.sum(pass.cross);
+      sums.cross_change = h_change + pass_change(pass);
       return sums;
     }
     if (!fused_) sums.kl_sums = form_qt();
@@ -317,35 +331,56 @@ class Iteration {
       allreduce_kl(world_, sums.kl_sums);
       sum_h_rows();
     }
-    update_w(sums);
+    update_w(sums, h_change);
     return sums;
   }
 
-  // W's update from its reduced numerator Qt, its Gram matrix and (not KL) the cross term of the error.
-  void update_w(StepSums& sums) {
+  // W's update from its reduced numerator Qt, its Gram matrix and (not KL) the cross term of the error;
+  // `h_change`: the H half's cross change, to which the W half's is added.
+  void update_w(StepSums& sums, double h_change) {
+    const double before = track_change() ? world_.sum(kernels_.dot(wt_.cview(), qt_.cview())) : 0.0;
     count_cap_hits(kernels_.update(rule_w_, wt_.view(), qt_.cview(), gh_.cview(), h_sums_.data()));
     swap(gw_, gw_prev_);
     kernels_.gram(wt_.cview(), gw_.view(), T(0));
     exchange_.allreduce(world_, gw_.data(), kk());
     if (!kl_) sums.cross = world_.sum(kernels_.dot(wt_.cview(), qt_.cview()));
+    if (track_change()) sums.cross_change = h_change + (sums.cross - before);
+  }
+
+  // Whether the iteration tracks the cross term's change half by half: where the tol test or the extrapolation's
+  // step reads it (float32, Frobenius; stop_change() says why).
+  [[nodiscard]] bool track_change() const {
+    return std::is_same_v<T, float> && !kl_ && (options_.tol > 0 || extrapolate_);
+  }
+
+  // A pass's cross change, world-summed (NaN where its backend did not form the sum before the update).
+  double pass_change(const backend::FusedSums& pass) {
+    if (!track_change()) return std::numeric_limits<double>::quiet_NaN();
+    double both[2] = {pass.cross, pass.cross_before};
+    world_.allreduce_sum(both, 2);
+    return both[0] - both[1];
   }
 
   // Fused on the W side: H half from the P the previous pass left, then one pass that updates W and forms
   // the next P. The last iteration (`last`) needs no next P: its W half forms W's numerator alone, one product
   // over A where the pass computes two (a fit of one iteration had cost three products instead of two).
   StepSums w_pass_then_h(bool last) {
+    // P = W_{t-1}ᵀA itself is at hand even when the step reads P̂: the H half's cross change is <P, H_t - H_{t-1}>.
+    const double before = track_change() ? world_.sum(kernels_.dot(h_.cview(), p_.cview())) : 0.0;
     if (extrapolate_w()) {
       update_h(p_hat_->cview(), g_hat_->cview());
     } else {
       update_h(p_.cview(), gw_.cview());
     }
+    const double h_change = track_change() ? world_.sum(kernels_.dot(h_.cview(), p_.cview())) - before
+                                           : std::numeric_limits<double>::quiet_NaN();
     if (kl_) sum_h_rows();
     gather_h();
     if (last && !kl_) {  // KL's pass also forms the ratio sums its figures come from: it keeps the pass
       StepSums sums;
       form_qt();
       exchange_.reduce_scatter(row_comm_, qt_full_.data(), qt_.data(), w_counts_);
-      update_w(sums);
+      update_w(sums, h_change);
       return sums;
     }
     swap(gw_, gw_prev_);
@@ -356,17 +391,18 @@ class Iteration {
     count_cap_hits(pass.nnls_cap_hits);
     StepSums sums;
     sums.cross = world_.sum(pass.cross);
+    sums.cross_change = h_change + pass_change(pass);
     sums.kl_sums = pass.kl_numer;
     if (kl_) allreduce_kl(world_, sums.kl_sums);
     return sums;
   }
 
-  backend::KlSums fused_h_pass(CView<T> w_read, CView<T> gw_read) {
+  backend::FusedSums fused_h_pass(CView<T> w_read, CView<T> gw_read) {
     auto pass =
         a_.fused_pass(Side::H, rule_h_, h_.view(), w_read, gw_read, w_sums_.data(), qt_full_.view(), gh_.view());
     count_cap_hits(pass.nnls_cap_hits);
     exchange_.allreduce(world_, gh_.data(), kk());
-    return pass.kl_accum;
+    return pass;
   }
 
   // P = Wt·A (KL: the ratio product), summed over the grid column onto this rank's columns.
@@ -437,8 +473,8 @@ class Iteration {
   }
 
   // β follows the objective; rank 0's β is every rank's, so that all take the same steps.
-  void next_step_size(double objective) {
-    schedule_.record(objective);
+  void next_step_size(const Figures& f) {
+    schedule_.record(f.objective, track_change() ? f.decrease : std::numeric_limits<double>::quiet_NaN());
     if (world_.size() > 1) {
       double beta = schedule_.beta();
       world_.broadcast(&beta, 1, dist::Scalar::f64, 0);
@@ -455,9 +491,16 @@ class Iteration {
       f.objective = sums.kl_sums.a_log_a_over_m - stats_.sum + model_sum + kl_penalty();
     } else {
       const auto& pen = options_.penalties;
-      f.squared_error = stats_.squared_norm - 2 * sums.cross + gram_term();
-      f.objective = 0.5 * std::max(f.squared_error, 0.0) + penalty(kernels_, world_, wt_, gw_, pen.l1_w, pen.l2_w) +
-                    penalty(kernels_, world_, h_, gh_, pen.l1_h, pen.l2_h);
+      const GramTerm g = gram_term();
+      const double penalties = penalty(kernels_, world_, wt_, gw_, pen.l1_w, pen.l2_w) +
+                               penalty(kernels_, world_, h_, gh_, pen.l1_h, pen.l2_h);
+      f.squared_error = stats_.squared_norm - 2 * sums.cross + g.value;
+      f.objective = 0.5 * std::max(f.squared_error, 0.0) + penalties;
+      // f_{t-1} - f_t = Δc - ½Δg - Δpenalties, each change formed where its rounding cancels (NaN propagates).
+      const double gram_change = g.in_double ? g.value - previous_gram_ : std::numeric_limits<double>::quiet_NaN();
+      f.decrease = sums.cross_change - 0.5 * gram_change - (penalties - previous_penalties_);
+      previous_gram_ = g.value;
+      previous_penalties_ = penalties;
     }
     f.rel_error = std::sqrt(std::max(f.squared_error, 0.0) / stats_.squared_norm);
     return f;
@@ -489,17 +532,21 @@ class Iteration {
   // extrapolation's step), from Grams formed in double: the float Grams put noise of about 1e-7·‖A‖² into the
   // squared error, as large as MU's change per iteration near 1% error, so the tol test stopped at random (f32
   // MU, 2000x1500 rank 8 + 1% noise, tol 1e-4: 459 iterations against f64's 735; 656 with these Grams).
-  double gram_term() {
+  struct GramTerm {
+    double value = 0;
+    bool in_double = false;  // from Grams formed in double
+  };
+  GramTerm gram_term() {
     if (std::is_same_v<T, float> && (options_.tol > 0 || extrapolate_)) {
       std::vector<double> g(2 * kk());
       if (kernels_.gram_f64(wt_.cview(), g.data()) && kernels_.gram_f64(h_.cview(), g.data() + kk())) {
         world_.allreduce_sum(g.data(), g.size());
         double sum = 0;
         for (std::size_t q = 0; q < kk(); ++q) sum += g[q] * g[kk() + q];
-        return sum;
+        return {sum, true};
       }
     }
-    return kernels_.dot(gw_.cview(), gh_.cview());
+    return {kernels_.dot(gw_.cview(), gh_.cview()), false};
   }
 
   void record(int it, const Figures& f, std::chrono::steady_clock::time_point start) {
@@ -516,9 +563,9 @@ class Iteration {
   // Every rank must leave the loop together: rank 0's convergence test is the job's, and a cancel on any rank
   // (a signal reaches the process it is sent to) stops all. Only rank 0 was asked before: a SIGTERM sent to
   // another rank was swallowed and the job committed its results with exit 0.
-  bool should_stop(int it, double objective, double previous_objective) {
+  bool should_stop(int it, const Figures& f, double previous_objective) {
     bool stop = it > 1 && options_.tol > 0 &&
-                std::abs(previous_objective - objective) <= options_.tol * std::abs(previous_objective);
+                std::abs(stop_change(f, previous_objective)) <= options_.tol * std::abs(previous_objective);
     bool cancel = options_.cancel && options_.cancel();
     if (world_.size() > 1) {
       double shared[2] = {world_.rank() == 0 && stop ? 1.0 : 0.0, cancel ? 1.0 : 0.0};
@@ -530,6 +577,18 @@ class Iteration {
     return stop;
   }
 
+  // The objective's change the tol test reads. In float32 the difference of two objectives carries the cross
+  // term's rounding: P = WᵀA and Qt = H·Aᵀ are float sums whose error puts noise of about 1e-8·‖A‖² into each
+  // objective (docs/algorithms.md, "Stopping"), as large as the change per iteration below about 1% error, so
+  // the test stopped at random (MU, 500x400 rank 8 + 0.1% noise: 808 iterations at 3.3x float64's error).
+  // Each half's <numerator, X> before and after its update shares the numerator's rounding, which cancels in
+  // their difference; with the Grams in double the change is then exact to float64's rounding. float64's
+  // objectives carry noise of ~1e-16·‖A‖², no more than those sums: it keeps the plain difference.
+  [[nodiscard]] double stop_change(const Figures& f, double previous_objective) const {
+    if (track_change() && std::isfinite(f.decrease)) return f.decrease;
+    return previous_objective - f.objective;
+  }
+
   void gather_w(const Block<T>& piece, const Block<T>& full) {
     exchange_.allgather(row_comm_, piece.data(), full.data(), w_counts_);
   }
@@ -538,6 +597,8 @@ class Iteration {
   [[nodiscard]] std::size_t kk() const { return to_size(k_ * k_); }
   [[nodiscard]] std::size_t ku() const { return to_size(k_); }
 
+  double previous_gram_ = std::numeric_limits<double>::quiet_NaN();  // the last figures' Gram term and penalties
+  double previous_penalties_ = std::numeric_limits<double>::quiet_NaN();
   Factors<T>& factors_;  // the starting point, and the result (the CPU iterates in their storage)
   backend::Kernels<T>& kernels_;
   backend::Operand<T>& a_;

@@ -3,6 +3,7 @@
 // falls and shrinks, with a lower ceiling, when a step made it rise. docs/algorithms.md, "Extrapolation".
 #pragma once
 
+#include <cmath>
 #include <limits>
 
 namespace dnmf::solvers {
@@ -16,9 +17,12 @@ class ExtrapolationSchedule {
   static constexpr double kShrink = 1.5;    ///< β's divisor after a step that raised it
   static constexpr double kMaxCeiling = 1;  ///< the ceiling never exceeds this
 
-  /// β for the next step, to be applied after an iteration whose objective was `objective`.
-  void record(double objective) {
-    if (objective > previous_) {
+  /// β for the next step, to be applied after an iteration whose objective was `objective`. `decrease`, where
+  /// finite, is the objective's fall over that iteration formed more precisely than the difference of two
+  /// objectives (float32's, alternating.cpp's stop_change()): it says whether the step raised the objective.
+  void record(double objective, double decrease = std::numeric_limits<double>::quiet_NaN()) {
+    const bool rose = std::isfinite(decrease) ? decrease < 0 : objective > previous_;
+    if (rose) {
       ++restarts_;
       ceiling_ = beta_;
       beta_ /= kShrink;

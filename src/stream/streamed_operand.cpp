@@ -130,11 +130,13 @@ backend::FusedSums StreamedOperand<T>::fused_pass(Side side, const backend::Upda
   kernels_.fill(other_numer, T(0));
   kernels_.fill(gx, T(0));
   backend::FusedSums total;
+  total.cross_before = 0;
   pass([&](const Tile<T>& tile) {
     const dist::Range r = tile.range;
     const backend::FusedSums s = kernels_.fused_pass(tile.ref(), side, rule, x.columns(r.first, r.last), y, gy,
                                                      y_row_sums, other_numer, gx, true);
     total.cross += s.cross;
+    total.cross_before += s.cross_before;
     total.kl_numer += s.kl_numer;
     total.kl_accum += s.kl_accum;
     total.nnls_cap_hits += s.nnls_cap_hits;

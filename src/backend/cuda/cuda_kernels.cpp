@@ -290,6 +290,7 @@ FusedSums CudaKernels<T>::fused_pass(const MatrixRef<T>& a, Side side, const Upd
   } else {
     multiply(a, side, y, numer, T(0));
   }
+  if (!kl) sums.cross_before = dot(x, numer);
   sums.nnls_cap_hits = update(rule, x, numer, gy, y_row_sums);
   sums.cross = dot(x, numer);
   if (kl) {
