@@ -71,7 +71,7 @@ int run_nmfk(NmfkArgs args) {
   if (!root) return 0;
 
   const NmfkRunInfo run = nmfk_run_info<T>(source);
-  const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, out->staging());
+  const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, out->staging(), args.output);
   if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
   out->commit({"checkpoints"});
   // Where the files are now that the set is in place (write_nmfk_outputs named them in the staging folder).
@@ -79,13 +79,7 @@ int run_nmfk(NmfkArgs args) {
     return staged.empty() ? staged
                           : (std::filesystem::path(args.output) / std::filesystem::path(staged).filename()).string();
   };
-  if (!files.plot_warning.empty()) {
-    std::string warning = files.plot_warning;
-    const std::string staged = out->staging();
-    for (std::size_t at = warning.find(staged); at != std::string::npos; at = warning.find(staged, at))
-      warning.replace(at, staged.size(), args.output);
-    std::fprintf(stderr, "dnmf: warning: %s\n", warning.c_str());
-  }
+  if (!files.plot_warning.empty()) std::fprintf(stderr, "dnmf: warning: %s\n", files.plot_warning.c_str());
   const NmfkSelection& s = result.selection;
   std::printf("nmfk: %s\n", s.message.c_str());
   if (s.selected_k)

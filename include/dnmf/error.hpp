@@ -74,4 +74,21 @@ class PeerError : public Error {
   using Error::Error;
 };
 
+/// Throws the class of `kind` (UsageError, DataError, IoError, NumericalError; Error for general) with `message`:
+/// for callers that add where a failure happened, so that `catch (const DataError&)` still sees it.
+[[noreturn]] inline void throw_as(ErrorKind kind, const std::string& message) {
+  switch (kind) {
+    case ErrorKind::usage:
+      throw UsageError(message);
+    case ErrorKind::data:
+      throw DataError(message);
+    case ErrorKind::io:
+      throw IoError(message);
+    case ErrorKind::numerical:
+      throw NumericalError(message);
+    default:
+      throw Error(message, kind);
+  }
+}
+
 }  // namespace dnmf

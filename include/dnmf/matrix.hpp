@@ -113,8 +113,9 @@ class DenseMatrix {
   AlignedVector<T> storage_;  // on a cache line: see CacheAlignedAllocator
 };
 
-/// Non-owning view of a CSR matrix. indptr has rows + 1 entries; indptr[0] may be non-zero
-/// (a row range of a larger matrix), so entries of row i are [indptr[i], indptr[i + 1]).
+/// Non-owning view of a CSR matrix. indptr has rows + 1 entries; entries of row i are [indptr[i], indptr[i + 1]).
+/// Inside the library indptr[0] may be non-zero (row_range(): a row range of a larger matrix); the entry points
+/// (Source::csr, factorize(), transform(), ...) take whole matrices, indptr[0] = 0 (detail::check_compressed).
 template <class T>
 struct CsrView {
   index_t rows = 0;

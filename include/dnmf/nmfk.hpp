@@ -188,9 +188,10 @@ struct NmfkOutputs {
 
 /// Writes OUTDIR/nmfk.json, nmfk.csv, k_<K>/W.npy, H.npy, column_errors.npy, and the plot (nmfk.svg,
 /// nmfk.png, drawn by gnuplot from nmfk.gp). Without a working gnuplot everything else is still written and
-/// the returned plot_warning says what is missing. Call on world rank 0.
+/// the returned plot_warning says what is missing. Call on world rank 0. `shown_directory`: the folder the
+/// messages name (where the caller moves a staging `directory`'s files; empty: `directory`).
 template <class T>
 NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& result, const NmfkOptions& options, const NmfkRunInfo& run,
-                               const std::string& directory);
+                               const std::string& directory, const std::string& shown_directory = "");
 
 }  // namespace dnmf

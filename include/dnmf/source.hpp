@@ -24,16 +24,23 @@ void check_compressed(const char* what, index_t outer, index_t inner, const inde
 /// `what` starts the message.
 void check_dense(const char* what, index_t rows, index_t cols, index_t ld, bool row_major = false);
 
-/// check_dense or check_compressed, as the view is: what the entry points taking views run first.
+/// Throws UsageError when a matrix of `count` entries (dense) or stored values (compressed) has no array to hold
+/// them (`data` null): the kernels would read through the null pointer. `what` starts the message, `array`
+/// names the array ("data", "values").
+void check_storage(const char* what, const void* data, index_t count, const char* array);
+
+/// check_dense or check_compressed, as the view is, and check_storage: what the entry points taking views run first.
 template <class T>
 void check_view(const char* what, const MatrixRef<T>& a) {
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
     check_dense(what, d->rows, d->cols, d->ld);
+    check_storage(what, d->data, d->rows * d->cols, "data");
     return;
   }
   const auto& s = std::get<CsrView<T>>(a);
-  check_compressed("CSR", s.rows, s.cols, s.indptr, s.indices,
-                   s.rows > 0 && s.indptr != nullptr ? s.indptr[s.rows] : 0);
+  const index_t stored = s.rows > 0 && s.indptr != nullptr ? s.indptr[s.rows] : 0;
+  check_compressed("CSR", s.rows, s.cols, s.indptr, s.indices, stored);
+  check_storage("sparse CSR matrix", s.values, stored, "values");
 }
 }  // namespace detail
 
@@ -54,6 +61,7 @@ class Source {
   template <class T>
   static Source dense(DenseView<const T> a, std::shared_ptr<const void> owner = {}) {
     detail::check_dense("dense matrix", a.rows, a.cols, a.ld);
+    detail::check_storage("dense matrix", a.data, a.rows * a.cols, "data");
     return Source(MatrixRef<T>{a}, false, std::move(owner));
   }
   /// A dense row-major matrix (entry (i, j) at data[i·ld + j]), e.g. a C-order numpy array; ld >= cols.
@@ -61,14 +69,16 @@ class Source {
   static Source dense_row_major(const T* data, index_t rows, index_t cols, index_t ld,
                                 std::shared_ptr<const void> owner = {}) {
     detail::check_dense("row-major dense matrix", rows, cols, ld, true);
+    detail::check_storage("row-major dense matrix", data, rows * cols, "data");
     return Source(MatrixRef<T>{DenseView<const T>(data, cols, rows, ld)}, true, std::move(owner));
   }
   /// A CSR matrix (column indices sorted and unique within each row); its structure is checked here
   /// (detail::check_compressed: DataError).
   template <class T>
   static Source csr(CsrView<T> a, std::shared_ptr<const void> owner = {}) {
-    detail::check_compressed("CSR", a.rows, a.cols, a.indptr, a.indices,
-                             a.rows > 0 && a.indptr != nullptr ? a.indptr[a.rows] : 0);
+    const index_t stored = a.rows > 0 && a.indptr != nullptr ? a.indptr[a.rows] : 0;
+    detail::check_compressed("CSR", a.rows, a.cols, a.indptr, a.indices, stored);
+    detail::check_storage("sparse CSR matrix", a.values, stored, "values");
     return Source(MatrixRef<T>{a}, false, std::move(owner));
   }
   /// A CSC matrix of rows x cols: `indptr` has cols + 1 entries, `indices` are row indices sorted within each column;
@@ -76,7 +86,9 @@ class Source {
   template <class T>
   static Source csc(index_t rows, index_t cols, const index_t* indptr, const col_index_t* indices, const T* values,
                     std::shared_ptr<const void> owner = {}) {
-    detail::check_compressed("CSC", cols, rows, indptr, indices, cols > 0 && indptr != nullptr ? indptr[cols] : 0);
+    const index_t stored = cols > 0 && indptr != nullptr ? indptr[cols] : 0;
+    detail::check_compressed("CSC", cols, rows, indptr, indices, stored);
+    detail::check_storage("sparse CSC matrix", values, stored, "values");
     return Source(MatrixRef<T>{CsrView<T>{cols, rows, indptr, indices, values}}, true, std::move(owner));
   }
 

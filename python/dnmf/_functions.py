@@ -92,6 +92,8 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
     path or a matrix of X's shape; 0 = missing, > 0 = weight), ``missing="nan"``, ``unstored="missing"``.
     Returns a Factorization.
     """
+    algorithm = "mu" if algorithm is None else algorithm
+    init = "random" if init is None else init
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, fused)
     options.update({"k": _whole(k, "k"), "extrapolate": bool(extrapolate), "tf32": bool(tf32),
                     **_context(backend, n_threads, memory_budget, grid, comm)})
@@ -130,6 +132,13 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     Fortran-order copy (NMFk clusters A's columns and perturbs copies of A anyway); CSC input is converted to
     CSR. Returns an NmfkResult.
     """
+    # An option given as None takes its default (docs/python.md), these as the others.
+    algorithm = "hals" if algorithm is None else algorithm
+    init = "random" if init is None else init
+    cv_folds = 5 if cv_folds is None else cv_folds
+    cv_holdout = 0.05 if cv_holdout is None else cv_holdout
+    if isinstance(cv_holdout, bool) or not isinstance(cv_holdout, (int, float, np.integer, np.floating)):
+        raise _core.UsageError(f"cv_holdout must be a number in (0, 1), got {cv_holdout!r}")
     if not isinstance(X, (str, os.PathLike)):
         if hasattr(X, "tocsr"):
             X = X.tocsr()

@@ -33,7 +33,8 @@ def _is_sparse(x):
 def as_float_matrix(x):
     """``x`` as something a source can borrow: a contiguous float ndarray or a canonical CSR/CSC matrix."""
     # Complex input lost its imaginary part in the cast below (numpy's ComplexWarning only); the estimators refuse it.
-    if np.iscomplexobj(x.data if _is_sparse(x) else x):
+    # A sparse matrix's dtype, not its .data: DOK has none, and LIL's is an object array of lists.
+    if np.issubdtype(x.dtype, np.complexfloating) if _is_sparse(x) else np.iscomplexobj(x):
         raise TypeError(f"dnmf: cannot factor complex data (dtype {x.dtype})")
     if _is_sparse(x):
         if x.format not in ("csr", "csc"):
@@ -43,6 +44,11 @@ def as_float_matrix(x):
         if not x.has_canonical_format:
             x = x.copy()
             x.sum_duplicates()
+        if not (x.indices.dtype.isnative and x.indptr.dtype.isnative):
+            # The binding takes index arrays in the machine's byte order only (scipy keeps a file's big-endian ones).
+            x = x.copy()
+            x.indices = x.indices.astype(x.indices.dtype.newbyteorder("="))
+            x.indptr = x.indptr.astype(x.indptr.dtype.newbyteorder("="))
         return x
     x = np.asarray(x)
     if x.ndim != 2:

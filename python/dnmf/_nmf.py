@@ -235,6 +235,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return int(k)
 
     def _check_numbers(self):
+        k = self.n_components
+        if k is not None and k != "auto" and (not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1):
+            raise ValueError(f"n_components must be a positive integer or 'auto', got {k!r}")
+        if self.precision not in (None, "f32", "f64"):
+            raise ValueError(f"precision must be 'f32', 'f64' or None, got {self.precision!r}")
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
         if not isinstance(self.tol, numbers.Real) or self.tol < 0:
@@ -279,11 +284,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         weight), ``missing="nan"`` takes NaN entries of X as missing, ``unstored="missing"`` fits only the stored
         entries of a sparse X. Only the observed entries are fitted; ``reconstruction_err_`` is then the
         weighted error over them."""
+        # The parameters first, as scikit-learn checks them: a refused refit leaves n_features_in_ as it was.
+        algorithm = self._algorithm()
+        self._check_numbers()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=True)
         X = as_float_matrix(X)
-        algorithm = self._algorithm()
-        self._check_numbers()
         n_samples, n_features = X.shape
         k = self._rank(n_samples, n_features, W, H)
         single = self._precision(X)

@@ -41,7 +41,12 @@ class RankTable(dict):
     def from_ranks(cls, ranks, cv=None):
         """``cv``: the cross-validation's figures (same ks), added as cv_mean_heldout_error, cv_standard_error."""
         table = cls()
+        # H's silhouettes only where they were asked for (h_silhouettes=True): elsewhere they were never computed,
+        # and a column of zeros would read as "no cluster structure".
+        with_h = any(len(r.get("h_silhouettes", ())) for r in ranks)
         for name in cls.COLUMNS:
+            if name.startswith("h_") and not with_h:
+                continue
             values = [len(r[name]) if name == "rejected_perturbations" else r[name] for r in ranks]
             table[name] = np.asarray(values)
         if cv is not None:
@@ -55,8 +60,7 @@ class RankTable(dict):
         return pd.DataFrame(dict(self)).set_index("k")
 
     def __repr__(self):
-        # H's silhouettes only when they were asked for (they are zero otherwise).
-        columns = [c for c in self.COLUMNS if not c.startswith("h_") or np.any(self[c] != 0)]
+        columns = [c for c in self.COLUMNS if c in self]
         columns += [c for c in ("cv_mean_heldout_error", "cv_standard_error") if c in self]
         width = {c: max(len(c), 8) for c in columns}
         head = "  ".join(f"{c:>{width[c]}}" for c in columns)

@@ -188,7 +188,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   out["jobs_loaded"] = result.jobs_loaded;
   if (root && !output_dir.empty()) {
     const NmfkRunInfo info = nmfk_run_info<T>(source);
-    NmfkOutputs files = write_nmfk_outputs(result, options, info, output_set->staging());
+    NmfkOutputs files = write_nmfk_outputs(result, options, info, output_set->staging(), output_dir);
     output_set->commit({"checkpoints"});  // checkpoints kept in the folder outlive its sets, as the CLI's do
     // The committed set's names, not the staging folder's.
     const std::string staging = output_set->staging();

@@ -309,3 +309,61 @@ def test_nndsvdar_takes_any_seed_dnmf_takes():
     other = dnmf.NMF(3, init="nndsvdar", random_state=2**40 + 1, max_iter=5).fit(X)
     assert not np.array_equal(big.components_, other.components_)
 
+
+
+# A helper session's findings (2026-12-06): each was an AttributeError, a silent loss, a broken model or a
+# nanobind signature dump.
+def test_dok_and_lil_inputs_are_converted_and_complex_ones_refused():
+    X = planted(40, 25, 3, seed=4)
+    ones = np.ones(X.shape)
+    model = dnmf.NMF(3, random_state=0)
+    dense = model.fit_transform(X, mask=ones)
+    for kind in (sp.dok_array, sp.dok_matrix, sp.lil_matrix):
+        np.testing.assert_array_equal(dnmf.NMF(3, random_state=0).fit_transform(X, mask=kind(ones)), dense)
+        np.testing.assert_array_equal(model.transform(X, mask=kind(ones)), model.transform(X, mask=ones))
+        assert dnmf.factor(kind(X), 3, comm=False).rel_error == pytest.approx(dnmf.factor(X, 3, comm=False).rel_error)
+    # LIL's .data is an object array of lists: its complex values had passed the check and lost their imaginary part.
+    with pytest.raises(TypeError, match="complex"):
+        dnmf.factor(sp.lil_matrix(X + 1j * X), 3, comm=False)
+    with pytest.raises(TypeError, match="complex"):
+        dnmf.NMF(3).fit(X, mask=sp.lil_matrix(ones + 5j))
+
+
+def test_sparse_index_arrays_in_either_byte_order():
+    X = sp.csr_matrix(planted(40, 25, 3, seed=5))
+    swapped = X.copy()
+    swapped.indices = swapped.indices.astype(">i4")
+    swapped.indptr = swapped.indptr.astype(">i4")
+    np.testing.assert_array_equal(dnmf.NMF(3, random_state=0).fit_transform(swapped),
+                                  dnmf.NMF(3, random_state=0).fit_transform(X))
+
+
+def test_a_refit_refused_for_a_parameter_leaves_the_fitted_model_usable():
+    X = planted(40, 25, 3, seed=6)
+    for bad in ({"solver": "bogus"}, {"n_components": -1}, {"precision": "f16"}, {"max_iter": 0}):
+        model = dnmf.NMF(3, random_state=0).fit(X)
+        before = model.transform(X)
+        with pytest.raises(ValueError):
+            model.set_params(**bad).fit(X[:10, :5])
+        assert model.n_features_in_ == 25, bad
+        model.set_params(solver="cd", n_components=3, precision=None, max_iter=200)
+        np.testing.assert_array_equal(model.transform(X), before)
+
+
+def test_nmfk_table_has_h_silhouettes_only_where_they_were_computed():
+    X = planted(60, 40, 3, seed=7)
+    fitted = dnmf.NMFk(k_range=(2, 4), n_perturbations=3, random_state=1, n_threads=1).fit(X)
+    assert not any(name.startswith("h_") for name in fitted.table_), list(fitted.table_)
+    with_h = dnmf.nmfk(X, "2:4", perturbations=3, h_silhouettes=True)
+    assert with_h.table["h_min_silhouette"].shape == (3,)
+    assert np.all(with_h.table["h_min_silhouette"] > 0)
+
+
+def test_nmfk_options_given_as_none_take_their_defaults():
+    X = planted(60, 40, 3, seed=8)
+    default = dnmf.nmfk(X, "2:4", perturbations=3, cv=True)
+    nones = dnmf.nmfk(X, "2:4", perturbations=3, cv=True, cv_holdout=None, cv_folds=None, algorithm=None, init=None)
+    assert nones.k == default.k
+    np.testing.assert_array_equal(nones.table["cv_mean_heldout_error"], default.table["cv_mean_heldout_error"])
+    with pytest.raises(dnmf.UsageError, match="cv_holdout must be a number"):
+        dnmf.nmfk(X, "2:4", perturbations=3, cv=True, cv_holdout="5%")

@@ -83,7 +83,8 @@ FactorOptions resolve(const FactorOptions& options, const Context& context) {
   o.backend = context.backend;
   o.threads = context.threads;
   std::string why_not;
-  if (!backend_available(o.backend, &why_not)) throw UsageError("--backend " + to_string(o.backend) + ": " + why_not);
+  if (!backend_available(o.backend, &why_not))
+    throw UsageError(o.backend == BackendKind::cuda ? "--backend cuda: " + why_not : why_not);
   if (o.tf32 && o.backend != BackendKind::cuda) throw UsageError("--tf32: tensor-core float math needs --backend cuda");
   return o;
 }

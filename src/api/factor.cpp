@@ -162,7 +162,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
       // In A's terms: the caller's matrix is A even when its storage is Aᵀ's (the checks are symmetric).
       solvers::check_options(options, transposed ? shape.cols : shape.rows, transposed ? shape.rows : shape.cols);
     } catch (const Error& e) {
-      throw Error(name + ": " + e.what(), e.kind());  // "rank k=0 does not fit a 20x10 matrix" names no file
+      throw_as(e.kind(), name + ": " + e.what());  // "rank k=0 does not fit a 20x10 matrix" names no file
     }
     return api::pick_grid(context, world.size(), shape, options, sizeof(T), cache_bytes, grid_choice);
   });
@@ -201,7 +201,7 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
     const std::string what = e.what();
     const Error named(what.starts_with(name + ": ") ? what : name + ": " + what, e.kind());
     if (dynamic_cast<const CollectiveError*>(&e) != nullptr) throw CollectiveError(named);
-    throw named;
+    throw_as(e.kind(), named.what());
   }
 
   Factorization<T> run;

@@ -84,7 +84,7 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   } catch (const Cancelled&) {
     throw;
   } catch (const Error& e) {
-    throw Error(name + ": " + e.what(), e.kind());
+    throw_as(e.kind(), name + ": " + e.what());
   }
   describe_input(run, name, format, problem.m, problem.n, options);
   keep_one_process(run, std::move(factors), context, world, gather);

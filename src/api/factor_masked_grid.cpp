@@ -123,7 +123,7 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
     try {
       solvers::check_options(options, shape.rows, shape.cols);
     } catch (const Error& e) {
-      throw Error(name + ": " + e.what(), e.kind());
+      throw_as(e.kind(), name + ": " + e.what());
     }
     return context.grid == "auto" ? dist::choose_grid(world.size(), shape.rows, shape.cols, options.rank)
                                   : dist::parse_grid(context.grid);
@@ -170,7 +170,7 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
   } catch (const CollectiveError& e) {
     throw CollectiveError(name + ": " + e.what(), e.kind());
   } catch (const Error& e) {
-    throw Error(name + ": " + e.what(), e.kind());
+    throw_as(e.kind(), name + ": " + e.what());
   }
 
   Factorization<T> run;

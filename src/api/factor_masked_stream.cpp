@@ -89,7 +89,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
   try {
     solvers::check_options(options, shape.rows, shape.cols);
   } catch (const Error& e) {
-    throw Error(name + ": " + e.what(), e.kind());
+    throw_as(e.kind(), name + ": " + e.what());
   }
   if (missing.unstored == Unstored::missing && !shape.sparse)
     throw UsageError(name +
@@ -181,7 +181,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
                          "), which --memory-budget " + stream::describe_bytes(budget) +
                          " leaves no room for; raise the budget or use --algo mu or kl (their sums grow with k only)");
     }
-    throw Error(name + ": " + e.what(), e.kind());
+    throw_as(e.kind(), name + ": " + e.what());
   }
   if (memory.plan.streamed && memory.plan.resident_total - in.resident_beside <= budget) {
     stream::PlanInput counted = in;
@@ -227,8 +227,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     throw;
   } catch (const Error& e) {
     const std::string what = e.what();
-    throw Error(what.starts_with(name + ": ") || what.starts_with(mask_name + ": ") ? what : name + ": " + what,
-                e.kind());
+    throw_as(e.kind(), what.starts_with(name + ": ") || what.starts_with(mask_name + ": ") ? what : name + ": " + what);
   }
   run.memory = memory_figures(memory, tiles->stats(), tiles->tile_count());
   tiles.reset();

@@ -74,7 +74,7 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
     try {
       return stream::plan_memory(in);
     } catch (const Error& e) {
-      throw Error(path + ": " + e.what(), e.kind());  // the planner knows budgets, not files
+      throw_as(e.kind(), path + ": " + e.what());  // the planner knows budgets, not files
     }
   };
   // Rank-local failures (this block is too large for the budget) reach every rank, so none waits alone.

@@ -106,7 +106,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
       try {
         api::check_holdout_values<T>(source, options.factor, requested.cv_folds, requested.cv_holdout);
       } catch (const Error& e) {  // a NaN entry's hint is the one nmfk users can follow
-        throw Error(with_nmfk_hint(e.what()), e.kind());
+        throw_as(e.kind(), with_nmfk_hint(e.what()));
       }
     });
   if (source.is_file() && world.rank() == 0) {
@@ -166,10 +166,10 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
     const bool names_checkpoint =
         !options.checkpoint_dir.empty() && message.rfind(options.checkpoint_dir + "/", 0) == 0;
     if (message.rfind(name + ":", 0) == 0 || names_checkpoint) {
-      if (message != e.what()) throw Error(message, e.kind());
+      if (message != e.what()) throw_as(e.kind(), message);
       throw;
     }
-    throw Error(name + ": " + (message.rfind("nmfk: ", 0) == 0 ? message.substr(6) : message), e.kind());
+    throw_as(e.kind(), name + ": " + (message.rfind("nmfk: ", 0) == 0 ? message.substr(6) : message));
   }
 }
 

@@ -11,7 +11,12 @@
 namespace dnmf::backend {
 
 bool backend_available(BackendKind kind, std::string* why_not) {
-  if (kind != BackendKind::cuda) return true;
+  if (kind == BackendKind::cpu || kind == BackendKind::reference) return true;
+  if (kind != BackendKind::cuda) {  // a value cast from an integer outside the enumeration
+    if (why_not)
+      *why_not = "unknown backend (value " + std::to_string(static_cast<int>(kind)) + "): use cpu, reference or cuda";
+    return false;
+  }
 #if DNMF_WITH_CUDA
   std::string why;
   if (const CudaModuleApi* module = find_cuda_module(&why)) {
@@ -48,6 +53,7 @@ std::unique_ptr<Kernels<T>> make_kernels(BackendKind kind) {
   }
   std::string why;
   backend_available(kind, &why);
+  if (kind != BackendKind::cuda) throw UsageError(why);
   throw Error("--backend cuda: " + why);
 }
 

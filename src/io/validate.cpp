@@ -156,4 +156,10 @@ void check_dense(const char* what, index_t rows, index_t cols, index_t ld, bool 
                      std::to_string(rows) + "x" + std::to_string(cols) + "): they would overlap");
 }
 
+void check_storage(const char* what, const void* data, index_t count, const char* array) {
+  if (data == nullptr && count > 0)
+    throw UsageError(std::string(what) + ": no " + array + " array (a null pointer) for its " + std::to_string(count) +
+                     (std::string(array) == "values" ? " stored entries" : " entries"));
+}
+
 }  // namespace dnmf::detail

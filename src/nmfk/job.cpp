@@ -55,7 +55,7 @@ std::optional<JobRecord> run_job(const MatrixBlock<T>& block, const dist::Grid& 
     } catch (const CollectiveError& e) {
       throw CollectiveError(which(e), e.kind());
     } catch (const Error& e) {
-      throw Error(which(e), e.kind());
+      throw_as(e.kind(), which(e));
     }
   }();
   DenseMatrix<T> W, H;

@@ -172,7 +172,7 @@ std::string csv_text(const auto& r, bool h) {
 
 template <class T>
 NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, const NmfkRunInfo& run,
-                               const std::string& directory) {
+                               const std::string& directory, const std::string& shown_directory) {
   const fs::path dir(directory);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -191,7 +191,8 @@ NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, con
   const std::string csv = csv_text(r, o.h_silhouettes);
   io::write_file_atomically(files.csv, [&csv](std::ostream& s) { s << csv; });
   const int cv_column = r.cv ? (o.h_silhouettes ? 9 : 7) : 0;  // 1-based, after the columns csv_text wrote
-  const rank_search::PlotFiles plot = rank_search::draw_plot(directory, r.selection, o.sil_threshold, cv_column);
+  const rank_search::PlotFiles plot = rank_search::draw_plot(directory, r.selection, o.sil_threshold, cv_column,
+                                                             shown_directory.empty() ? directory : shown_directory);
   files.gnuplot_script = plot.script;
   files.svg = plot.svg;
   files.png = plot.png;
@@ -203,8 +204,8 @@ NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, con
 }
 
 template NmfkOutputs write_nmfk_outputs<float>(const NmfkResult<float>&, const NmfkOptions&, const NmfkRunInfo&,
-                                               const std::string&);
+                                               const std::string&, const std::string&);
 template NmfkOutputs write_nmfk_outputs<double>(const NmfkResult<double>&, const NmfkOptions&, const NmfkRunInfo&,
-                                                const std::string&);
+                                                const std::string&, const std::string&);
 
 }  // namespace dnmf

@@ -132,7 +132,8 @@ std::string find_on_path(const std::string& program) {
   return "";
 }
 
-PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold, int cv_column) {
+PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold, int cv_column,
+                    const std::string& shown_directory) {
   PlotFiles out;
   const fs::path dir = fs::absolute(directory);
   out.script = (dir / "nmfk.gp").string();
@@ -144,7 +145,7 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
     out.warning =
         "gnuplot was not found on PATH, so nmfk.svg and nmfk.png were not drawn (install gnuplot, e.g. "
         "Debian's gnuplot-nox, then run 'gnuplot nmfk.gp' in " +
-        dir.string() + ")";
+        fs::absolute(shown_directory.empty() ? directory : shown_directory).string() + ")";
     return out;
   }
   const fs::path svg = dir / "nmfk.svg", png = dir / "nmfk.png", log = dir / "nmfk.gp.log";

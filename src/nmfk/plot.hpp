@@ -20,9 +20,9 @@ struct PlotFiles {
 /// runs gnuplot on it (found on PATH) to draw DIR/nmfk.svg and DIR/nmfk.png. With cv_column > 0 (the 1-based
 /// CSV column of the mean held-out error, its standard error in the next one) a second panel draws the
 /// cross-validation with selection.cv_k marked. Never throws for a missing or failing gnuplot: the warning says
-/// what is missing.
+/// what is missing, naming `shown_directory` (empty: `directory`) as the folder to run gnuplot in.
 PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold,
-                    int cv_column = 0);
+                    int cv_column = 0, const std::string& shown_directory = "");
 
 /// The full path of `program` on PATH, or "" when it is not there.
 std::string find_on_path(const std::string& program);

@@ -31,13 +31,11 @@ void check_weight(const std::string& name, index_t i, index_t j, T w) {
 }
 
 /// Throws DataError naming `name` and (i, j) unless the observed entry a is finite and >= 0 (a NaN's message
-/// points to --missing nan).
+/// points to --missing nan: describe_bad_entry's hint, once).
 template <class T>
 void check_observed_entry(const std::string& name, index_t i, index_t j, T a) {
   if (a >= 0 && std::isfinite(a)) return;
-  std::string message = name + ": " + io::describe_bad_entry(i, j, a);
-  if (std::isnan(a) && io::narrow_marker(a) == 0) message += " (--missing nan takes NaN entries as missing)";
-  throw DataError(message);
+  throw DataError(name + ": " + io::describe_bad_entry(i, j, a));
 }
 
 /// Throws DataError naming `name` when nothing is observed or every observed entry is zero, NumericalError when

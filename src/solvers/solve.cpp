@@ -152,6 +152,15 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
   if (o.rank < 1 || o.rank > limit)
     throw UsageError("rank k=" + std::to_string(o.rank) + " does not fit a " + std::to_string(m) + "x" +
                      std::to_string(n) + " matrix: need 1 <= k <= " + std::to_string(limit));
+  // Values outside the enumerations (a cast from an integer): an unknown algorithm had run no update at all and
+  // returned the start as the result of its "iterations".
+  if (o.algorithm != Algorithm::mu && o.algorithm != Algorithm::kl && o.algorithm != Algorithm::hals &&
+      o.algorithm != Algorithm::bpp)
+    throw UsageError("unknown algorithm (value " + std::to_string(static_cast<int>(o.algorithm)) +
+                     "): use mu, kl, hals or bpp");
+  if (o.backend != BackendKind::reference && o.backend != BackendKind::cpu && o.backend != BackendKind::cuda)
+    throw UsageError("unknown backend (value " + std::to_string(static_cast<int>(o.backend)) +
+                     "): use cpu, reference or cuda");
   if (o.max_iterations < 0) throw UsageError("iterations must be >= 0, got " + std::to_string(o.max_iterations));
   if (!(o.tol >= 0) || !std::isfinite(o.tol)) throw UsageError("tol must be a finite number >= 0");
   const auto& p = o.penalties;
@@ -265,6 +274,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   out.result.init_seconds = init_seconds;
   record_initial_scale(out.result, initial_scale);
   out.result.norm_a = std::sqrt(out.stats.squared_norm);
+  out.result.observed = layout.m * layout.n;  // every entry (FactorResult::observed)
   const bool no_iteration = out.result.objective_history.empty();
   // The Frobenius iterations' last figure is the identity at the returned pair, from the same products a final
   // check would form (normalising rescales W and H, not their product); KL's figures are of the previous pair.

@@ -478,6 +478,89 @@ TEST(Api, BadInputAndContextsAreClearErrors) {
   EXPECT_THROW((void)factor<double>(Source::file("matrix.txt"), options_k4()), Error);
 }
 
+// Misuse a C++ caller can make with values outside the API's contracts (a helper session's findings): each was a
+// crash or a silently wrong result.
+TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
+  const DenseMatrix<double> good = planted_dense();
+  const auto usage_message = [](const auto& call) {
+    try {
+      call();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      return std::string("another exception: ") + e.what();
+    }
+    return std::string("accepted");
+  };
+  // A null data or values pointer for a non-empty matrix (SIGSEGV in the first product); empty ones stay fine.
+  const std::vector<index_t> indptr = {0, 1, 2, 3};
+  const std::vector<col_index_t> indices = {0, 1, 2};
+  EXPECT_NE(usage_message([] {
+              (void)Source::dense<double>(DenseView<const double>(nullptr, 4, 3, 4));
+            }).find("dense matrix: no data array (a null pointer) for its 12 entries"),
+            std::string::npos);
+  EXPECT_NE(usage_message([] { (void)Source::dense_row_major<float>(nullptr, 2, 3, 3); }).find("no data array"),
+            std::string::npos);
+  EXPECT_NE(usage_message([&] {
+              (void)Source::csr<double>(CsrView<double>{3, 3, indptr.data(), indices.data(), nullptr});
+            }).find("sparse CSR matrix: no values array (a null pointer) for its 3 stored entries"),
+            std::string::npos);
+  EXPECT_NE(usage_message([&] {
+              (void)Source::csc<double>(3, 3, indptr.data(), indices.data(), nullptr);
+            }).find("sparse CSC matrix: no values array"),
+            std::string::npos);
+  EXPECT_NE(usage_message([] {
+              (void)factorize<double>(MatrixRef<double>{DenseView<const double>(nullptr, 4, 3, 4)}, FactorOptions{});
+            }).find("no data array"),
+            std::string::npos);
+  EXPECT_NO_THROW((void)Source::dense<double>(DenseView<const double>(nullptr, 0, 3, 1)));
+  // An algorithm or backend cast from an integer outside the enumeration: the algorithm had run no update and
+  // returned the start as its result; the backend was taken for cuda with an empty message.
+  FactorOptions o = options_k4();
+  o.algorithm = static_cast<Algorithm>(7);
+  EXPECT_NE(usage_message([&] {
+              (void)factor<double>(Source::dense<double>(good.view()), o);
+            }).find("unknown algorithm (value 7): use mu, kl, hals or bpp"),
+            std::string::npos);
+  EXPECT_NE(usage_message([&] {
+              (void)factorize<double>(MatrixRef<double>{good.view()}, o);
+            }).find("unknown algorithm (value 7)"),
+            std::string::npos);
+  Context context;
+  context.backend = static_cast<BackendKind>(9);
+  EXPECT_NE(usage_message([&] {
+              (void)factor<double>(Source::dense<double>(good.view()), options_k4(), context);
+            }).find("unknown backend (value 9): use cpu, reference or cuda"),
+            std::string::npos);
+}
+
+// factor() names the source in its messages and keeps the failure's class: a NumericalError stays one (it was
+// rethrown as a plain Error of kind numerical, which `catch (const NumericalError&)` missed). A failure every
+// process detects together stays a CollectiveError, of the same kind.
+TEST(Api, FactorKeepsTheClassOfTheErrorItNames) {
+  DenseMatrix<float> huge = planted_matrix<float>(60, 40, 4, 0.01, 7);
+  for (float& v : huge.storage()) v *= 1e30F;
+  try {
+    (void)factor<float>(Source::dense<float>(huge.view()), options_k4());
+    ADD_FAILURE() << "float32 entries of 1e30 were factored";
+  } catch (const NumericalError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("<memory>: ", 0), 0U) << e.what();
+  }
+  DenseMatrix<double> zeros(20, 10, 0.0);
+  try {
+    (void)factor<double>(Source::dense<double>(zeros.view()), options_k4());
+    ADD_FAILURE() << "an all-zero matrix was factored";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::data) << e.what();
+  }
+  const DenseMatrix<double> good = planted_dense();
+  FactorOptions o = options_k4();
+  o.max_iterations = 3;
+  const Factorization<double> run = factor<double>(Source::dense<double>(good.view()), o);
+  EXPECT_EQ(run.result.observed, good.rows() * good.cols()) << "an unmasked run observes every entry";
+  EXPECT_EQ(factorize<double>(MatrixRef<double>{good.view()}, o).observed, good.rows() * good.cols());
+}
+
 // A compressed source whose arrays do not describe a matrix would send the kernels outside them: refused when
 // the source is made, naming the line and the fault.
 TEST(Api, CompressedSourcesWithABadStructureAreRefused) {

@@ -293,7 +293,7 @@ TEST(MpiMasked, BadInputFailsOnEveryRankWithTheSameError) {
   m = same_error_everywhere([&] { (void)factor<double>(Source::dense<double>(bad.view()), o, context); },
                             ErrorKind::data);
   EXPECT_NE(m.find("row 36, column 28"), std::string::npos) << m;
-  EXPECT_NE(m.find("--missing nan takes NaN entries as missing"), std::string::npos) << m;
+  EXPECT_NE(m.find("can be fitted as missing values: --missing nan"), std::string::npos) << m;
   w(kRows - 1, kCols - 1) = 0.0;
   EXPECT_NO_THROW((void)factor<double>(Source::dense<double>(bad.view()), o, context));
 

@@ -210,7 +210,9 @@ TEST_F(Hdf5Test, Float64ValuesFloat32CannotHoldAreNamedInDenseAndCsr) {
       EXPECT_THAT(message, HasSubstr("entry at row 5, column 3 (0-based) is ")) << value << " sparse " << sparse;
       EXPECT_THAT(message, HasSubstr(words)) << value << " sparse " << sparse;
       // Read in float64 the same file is taken as it is, except the negative value.
-      if (value > 0) EXPECT_EQ(read<double>(p, {0, 9}, {0, 7}).sparse, sparse);
+      if (value > 0) {
+        EXPECT_EQ(read<double>(p, {0, 9}, {0, 7}).sparse, sparse);
+      }
     }
     // Values float32 holds are read as before.
     const DenseMatrix<double> good = dnmf::test::random_dense<double>(9, 7, 9, 0.0);

@@ -140,6 +140,10 @@ def without_gnuplot(ctx):
     check(not os.path.exists(os.path.join(out, "nmfk.svg")), "no svg")
     j = load(os.path.join(out, "nmfk.json"))
     check(j["plot"]["svg"] is None and "gnuplot" in j["plot"]["warning"], "plot fields: %r" % j["plot"])
+    # The folder to run gnuplot in is the output folder, not the staging one it was written in (gone by now).
+    folder = os.path.abspath(out)
+    for where, text in (("stderr", r.stderr), ("nmfk.json", j["plot"]["warning"])):
+        check(text.rstrip().endswith("in %s)" % folder) and ".tmp." not in text, "%s names %s: %r" % (where, folder, text))
     check(j["selection"]["selected_k"] == 3, "selection still made")
 
 

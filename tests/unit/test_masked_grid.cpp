@@ -167,7 +167,8 @@ TEST(MaskedGrid, ABlockNamesTheEntryByItsPlaceInA) {
   a(0, 2) = std::numeric_limits<double>::quiet_NaN();
   m = test::error_message([&] { solvers::build_masked_block<double>(sa, sw, none, {10, 20}, {5, 15}); });
   EXPECT_NE(m.find("A.npy: entry at row 10, column 7"), std::string::npos) << m;
-  EXPECT_NE(m.find("(--missing nan takes NaN entries as missing)"), std::string::npos) << m;
+  EXPECT_NE(m.find("can be fitted as missing values: --missing nan"), std::string::npos) << m;
+  EXPECT_EQ(m.find("missing nan"), m.rfind("missing nan")) << "the hint once: " << m;
   // Stored transposed (a row-major source): the stored (4, 3) is A's (3, 4) of the block.
   w(3, 4) = -2.0;
   a(0, 2) = 1.0;
