@@ -57,8 +57,11 @@ struct HalfShared {
   const DenseMatrix<T>& yt;
   const backend::UpdateRule& rule;
   index_t k;
-  bool figures;              ///< the half's sums are wanted (the second half of an iteration)
-  bool corrected;            ///< G_j = F + Σ listed; else G_j = Σ listed
+  bool figures;    ///< the half's sums are wanted (the second half of an iteration)
+  bool corrected;  ///< G_j = F + Σ listed; else G_j = Σ listed
+  /// float32's tol test: F summed in double, and the cross term x·b_j at the old and the new x in every half
+  /// (frobenius_fall says why)
+  bool track = false;
   std::vector<double> full;  ///< F (k x k), corrected only
   std::vector<double> sums;  ///< Σ_i y_i (KL)
 };
@@ -67,7 +70,7 @@ struct HalfShared {
 template <class T>
 struct ColumnScratch {
   std::vector<double> b, gx, u, s, z, g, gp;
-  std::vector<T> bt, st, gt;
+  std::vector<T> bt, st, gt, x_old;
   std::vector<const double*> rows;  ///< the listed rows as doubles (listed_gram)
   ListedColumns listed;             ///< hals's transposed lists
   BppScratch<T> bpp;                ///< bpp's solver arrays and penalised G_j, b_j
@@ -79,7 +82,8 @@ struct ColumnScratch {
         g(to_size(k * k)),
         bt(to_size(k)),
         st(to_size(k)),
-        gt(to_size(k * k)) {}
+        gt(to_size(k * k)),
+        x_old(to_size(k)) {}
 };
 
 /// u = F x (k x k times k), or zero when G_j is summed from zero.
@@ -124,6 +128,7 @@ void mu_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, Colum
     const double denom = rule.l1 + rule.l2 * xl + rule.eps + sc.gx[to_size(l)];
     x[l] = static_cast<T>(xl * sc.b[to_size(l)] / denom);
   }
+  if (sh.track && !sh.figures) out.cross += lane_dot(x, sc.b.data(), k);
   if (!sh.figures) return;
   // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²: dots only.
   full_times(sh, x, sc.u.data());
@@ -199,8 +204,13 @@ void hals_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, Col
   const SweepRule rule{sh.rule.l1, sh.rule.l2, sh.rule.eps};
   const ListedRows list{h.gram_row.data() + p0, h.common_coef ? nullptr : h.gram_coef.data() + p0,
                         h.common_coef.value_or(0.0), count};
+  if (sh.track) std::copy(x, x + k, sc.x_old.begin());
   const double listed_quad = listed_hals_sweep(sh.yt.data(), k, list, sh.corrected ? sh.full.data() : nullptr, weighted,
                                                rule, sc.b.data(), sc.u.data(), x, sc.listed, sh.figures);
+  if (sh.track) {  // after the sweep: a sparse half's b_j is complete only then
+    out.cross_before += lane_dot(sc.x_old.data(), sc.b.data(), k);
+    if (!sh.figures) out.cross += lane_dot(x, sc.b.data(), k);
+  }
   if (!sh.figures) return;
   out.quad += lane_dot(x, sc.u.data(), k) + listed_quad;  // xᵀG_jx = xᵀFx + Σ c (y_iᵀx)²
   out.cross += lane_dot(x, sc.b.data(), k);
@@ -225,7 +235,9 @@ void bpp_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, Colu
   const backend::View<T> xv(x, k, 1, k);
   const backend::CView<T> bv(b, k, 1, k);
   const backend::CView<T> gv(g, k, k, k);
+  if (sh.track) out.cross_before += lane_dot(x, sc.b.data(), k);
   out.cap_hits += bpp_update<T>(sh.rule, xv, bv, gv, 0, 1, &sc.bpp);
+  if (sh.track && !sh.figures) out.cross += lane_dot(x, sc.b.data(), k);
   if (!sh.figures) return;
   for (index_t q = 0; q < k; ++q) {
     const double xq = static_cast<double>(x[q]);
@@ -326,13 +338,17 @@ void kl_dense_block(const HalfShared<T>& sh, index_t j0, index_t j1, DenseMatrix
 /// What a half-step's columns share: F = YᵀY where G_j corrects it (Frobenius) or the column sums of Y (KL).
 template <class T>
 HalfShared<T> share_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const backend::UpdateRule& rule,
-                         bool figures) {
+                         bool figures, bool track = false) {
   const index_t k = yt.rows();
-  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, {}, {}};
+  HalfShared<T> sh{h, yt, rule, k, figures, !h.direct_gram, track, {}, {}};
   if (rule.algorithm == Algorithm::kl) {
     sh.sums.assign(to_size(k), 0.0);
     if (sh.corrected)
       for (index_t i = 0; i < h.rows; ++i) add_scaled(sh.sums.data(), 1.0, yt.data() + i * k, k);
+  } else if (sh.corrected && track && std::is_same_v<T, float>) {
+    // Summed in double: the float F's rounding (about ε·√m per entry) put ε·Σwa² of noise into each quadratic term.
+    sh.full.assign(to_size(k * k), 0.0);
+    backend::CpuKernels<T>{}.gram_f64(backend::CView<T>(yt.data(), k, h.rows, std::max<index_t>(k, 1)), sh.full.data());
   } else if (sh.corrected) {
     const int ik = static_cast<int>(k);
     DenseMatrix<T> full(k, k);
@@ -382,16 +398,23 @@ inline HalfSums column_total(const std::vector<HalfSums>& per_column) {
   return total;
 }
 
+/// A half's change of the cross term c = Σ_j x_jᵀb_j, from its own numerator at the old and the new x: b_j's float
+/// rounding, the same in both, cancels. float32's tol test reads the objective's fall as these changes and the
+/// change of the quadratic term q (from F summed in double, exact to double's rounding): the difference of two
+/// float figures carries their numerators' rounding, as large as the change per iteration below about 1% error.
+double cross_change(const HalfSums& s) { return s.cross - s.cross_before; }
+
 /// One half-step: every column of x (k x h.cols) against yt (k x h.rows). `figures`: fill the sums the
 /// iteration's error and objective come from (only the second half's are read). Columns are independent and
 /// each column's sums are kept apart and added in column order, so the result does not depend on the threads.
 /// numer_ready: numer already holds a dense Frobenius half's numerator (the other half's fused pass formed it).
+/// track: HalfShared::track.
 template <class T>
 HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& numer,
-                     const backend::UpdateRule& rule, bool figures, bool numer_ready = false) {
+                     const backend::UpdateRule& rule, bool figures, bool numer_ready = false, bool track = false) {
   const index_t k = yt.rows();
   const bool kl = rule.algorithm == Algorithm::kl;
-  const HalfShared<T> sh = share_half(h, yt, rule, figures);
+  const HalfShared<T> sh = share_half(h, yt, rule, figures, track);
   if (!kl && h.dense && !numer_ready) dense_numerator(sh, numer);
   std::vector<HalfSums> per_column(to_size(h.cols));
   if (kl && h.dense) {
@@ -424,9 +447,9 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
 /// other_numer is the other half's numerator: k x h.rows (the other half's columns are this one's rows).
 template <class T>
 HalfSums fused_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatrix<T>& x, DenseMatrix<T>& other_numer,
-                    const backend::UpdateRule& rule, std::vector<ColumnScratch<T>>& slot_scratch) {
+                    const backend::UpdateRule& rule, std::vector<ColumnScratch<T>>& slot_scratch, bool track) {
   const index_t k = yt.rows();
-  const HalfShared<T> sh = share_half(h, yt, rule, false);
+  const HalfShared<T> sh = share_half(h, yt, rule, false, track);
   if (other_numer.rows() != k || other_numer.cols() != h.rows) other_numer = DenseMatrix<T>(k, h.rows);
   std::vector<HalfSums> per_column(to_size(h.cols));
   backend::CpuKernels<T> kernels;
@@ -459,7 +482,7 @@ double iteration_flops(const MaskedProblem<T>& p, index_t k) {
 template <class T, class FirstHalf, class SecondHalf>
 FactorResult<T> run_deferred_figures_loop(const MaskedProblem<T>& p, const FactorOptions& options,
                                           ThreadGovernor& governor, Factors<T>& f, const FirstHalf& first_half,
-                                          const SecondHalf& second_half) {
+                                          const SecondHalf& second_half, bool track) {
   const Penalties& pen = options.penalties;
   FactorResult<T> result = masked_result<T>(p.observed, p.unobserved_rows, p.unobserved_cols);
   MaskedRecorder<T> recorder(options, p.weighted_squared_norm, result);
@@ -467,6 +490,10 @@ FactorResult<T> run_deferred_figures_loop(const MaskedProblem<T>& p, const Facto
   DenseMatrix<T> kept;
   bool pending = false;
   double pending_w = 0, pending_h = 0;  // iteration t's penalties, of W_t and H_t
+  // Tracking (float32's tol test): iteration t's fall of the objective's Frobenius part is its halves' cross
+  // changes and the change of q between the first halves' figures of t and t + 1 (cross_change says why).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  double pending_cross = nan, pending_quad = nan;  // iteration t's cross change, and q at its start
   for (int it = 1; it <= options.max_iterations; ++it) {
     governor.begin(it);
     const bool may_stop = pending && options.tol > 0;
@@ -474,7 +501,8 @@ FactorResult<T> run_deferred_figures_loop(const MaskedProblem<T>& p, const Facto
     const HalfSums first = first_half();
     if (pending) {
       const double squared = p.weighted_squared_norm - 2 * first.cross_before + first.quad_before;
-      if (recorder.record(it - 1, squared, 0.5 * std::max(squared, 0.0) + pending_w + pending_h)) {
+      const double fall = track ? pending_cross - 0.5 * (first.quad_before - pending_quad) : nan;
+      if (recorder.record(it - 1, squared, 0.5 * std::max(squared, 0.0) + pending_w + pending_h, fall)) {
         if (may_stop) first_x = std::move(kept);
         break;
       }
@@ -482,13 +510,17 @@ FactorResult<T> run_deferred_figures_loop(const MaskedProblem<T>& p, const Facto
     const bool last_iteration = it == options.max_iterations;
     const HalfSums last = second_half(last_iteration);
     governor.end(it);
+    const double cross = track ? cross_change(first) + cross_change(last) : nan;
     if (last_iteration) {
       const double squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
-      recorder.record(it, squared, frobenius_objective(squared, f, pen));
+      recorder.record(it, squared, frobenius_objective(squared, f, pen),
+                      track ? cross - 0.5 * (last.quad - first.quad_before) : nan);
     } else {
       pending = true;
       pending_w = penalty(f.wt, pen.l1_w, pen.l2_w);
       pending_h = penalty(f.h, pen.l1_h, pen.l2_h);
+      pending_cross = cross;
+      pending_quad = first.quad_before;
     }
   }
   recorder.finish();
@@ -591,18 +623,21 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
   std::vector<ColumnScratch<T>> slot_scratch;
   if (fused)
     for (index_t s = 0; s < backend::CpuKernels<T>::max_fused_slots; ++s) slot_scratch.emplace_back(f.h.rows());
+  // float32's tol test reads the objective's fall formed where the float figures' rounding cancels (cross_change).
+  const bool track = std::is_same_v<T, float> && !kl && options.tol > 0;
   const auto first_half = [&]() -> HalfSums {
     // The halves in the order asked for (FactorOptions::w_first).
     if (fused)
-      return options.w_first ? fused_half(p.w_half, f.h, f.wt, numer_h, rule_w, slot_scratch)
-                             : fused_half(p.h_half, f.wt, f.h, numer_w, rule_h, slot_scratch);
-    return options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false)
-                           : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false);
+      return options.w_first ? fused_half(p.w_half, f.h, f.wt, numer_h, rule_w, slot_scratch, track)
+                             : fused_half(p.h_half, f.wt, f.h, numer_w, rule_h, slot_scratch, track);
+    return options.w_first ? update_half(p.w_half, f.h, f.wt, numer_w, rule_w, false, false, track)
+                           : update_half(p.h_half, f.wt, f.h, numer_h, rule_h, false, false, track);
   };
   const auto second_half = [&](bool figures) -> HalfSums {
-    return options.w_first ? update_half(p.h_half, f.wt, f.h, numer_h, rule_h, figures, fused)
-                           : update_half(p.w_half, f.h, f.wt, numer_w, rule_w, figures, fused);
+    return options.w_first ? update_half(p.h_half, f.wt, f.h, numer_h, rule_h, figures, fused, track)
+                           : update_half(p.w_half, f.h, f.wt, numer_w, rule_w, figures, fused, track);
   };
+  double previous_quad = std::numeric_limits<double>::quiet_NaN();  // q at the iteration's start (tracking)
   const auto step = [&](int it) {
     governor.begin(it);
     const HalfSums first = first_half();
@@ -610,6 +645,8 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
     governor.end(it);
     MaskedStep s;
     s.cap_hits = first.cap_hits + last.cap_hits;
+    if (track) s.frobenius_fall = cross_change(first) + cross_change(last) - 0.5 * (last.quad - previous_quad);
+    previous_quad = last.quad;
     if (kl) {
       // At the state where the second half formed its ratios, (W_{t-1}, H_t) in H-first order, as the unmasked
       // iteration reports.
@@ -622,7 +659,7 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
     return s;
   };
   FactorResult<T> result = options.algorithm == Algorithm::mu
-                               ? run_deferred_figures_loop(p, options, governor, f, first_half, second_half)
+                               ? run_deferred_figures_loop(p, options, governor, f, first_half, second_half, track)
                                : run_masked_loop<T>(p, options, step);
   finish_masked(p, options, f, result);
   return result;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "dnmf/factorize.hpp"
@@ -35,6 +36,9 @@ struct MaskedStep {
   double squared = 0;
   double objective = 0;
   long long cap_hits = 0;
+  /// The fall of the objective's Frobenius part over the iteration, summed from each half's own sums before and
+  /// after its update (float32's tol test reads it; NaN: the difference of the objectives).
+  double frobenius_fall = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// A masked run's result before its first iteration: masked, the observed and unobserved counts, host backend.
@@ -57,15 +61,20 @@ class MaskedRecorder {
 
   /// Records iteration `it` (the weighted squared error and the objective) unless it is broken, reports
   /// progress and applies the stopping rule; asks FactorOptions::cancel when `ask_cancel` (on a grid, rank 0
-  /// alone asks, and its verdict is every rank's).
-  Verdict note(int it, double squared, double objective, bool ask_cancel = true);
+  /// alone asks, and its verdict is every rank's). `frobenius_fall` (MaskedStep's), where finite, gives the
+  /// change the rule reads in float32 (with the penalties' change); else it reads the objectives' difference.
+  Verdict note(int it, double squared, double objective, bool ask_cancel = true,
+               double frobenius_fall = std::numeric_limits<double>::quiet_NaN());
 
   /// Acts on a verdict: throws NumericalError for a breakdown (as a CollectiveError when `collective`), Cancelled
   /// when cancelled; marks the run converged and returns true when it stops.
   bool act(int it, const Verdict& verdict, bool collective = false) const;
 
   /// note() then act() on one process; true when the run stops.
-  bool record(int it, double squared, double objective) { return act(it, note(it, squared, objective)); }
+  bool record(int it, double squared, double objective,
+              double frobenius_fall = std::numeric_limits<double>::quiet_NaN()) {
+    return act(it, note(it, squared, objective, true, frobenius_fall));
+  }
 
   /// Sets the result's iteration seconds (since construction).
   void finish() const;
@@ -76,6 +85,7 @@ class MaskedRecorder {
   FactorResult<T>& result_;
   std::chrono::steady_clock::time_point start_;
   double previous_;
+  double previous_penalties_;
 };
 
 /// The loop of a run whose iterations are whole steps (host and device): calls step(it) for it = 1, 2, ... and
