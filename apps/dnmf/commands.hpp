@@ -49,6 +49,9 @@ CLI::Validator at_least(double bound);
 /// one to 2^64 - 1, so that two different seeds given would silently run the same stream.
 CLI::Validator seed_value();
 
+/// A validator accepting a number strictly between 0 and 1 (a hold-out fraction), as the text given.
+CLI::Validator fraction();
+
 /// A validator refusing an empty value: `--mask "$MASK"` with the variable unset would otherwise run unmasked.
 CLI::Validator not_empty();
 

@@ -67,9 +67,9 @@ int run_cv(CvArgs args) {
   for (const auto& k : result.ranks)
     std::printf("%6lld  %18.6g  %14.3g%s\n", static_cast<long long>(k.k), k.mean, k.standard_error,
                 k.k == result.selected_k ? "  <- selected" : "");
-  std::printf("selected k=%lld (lowest mean at k=%lld; one-standard-error rule), %d folds of %.3g%% -> %s\n",
+  std::printf("selected k=%lld (lowest mean at k=%lld; one-standard-error rule), %d %s of %.3g%% -> %s\n",
               static_cast<long long>(result.selected_k), static_cast<long long>(result.best_k), o.folds,
-              100 * o.holdout, args.output.c_str());
+              o.folds == 1 ? "fold" : "folds", 100 * o.holdout, args.output.c_str());
   return 0;
 }
 
@@ -86,7 +86,7 @@ Command add_cv(CLI::App& parent) {
       ->check(at_least(1))
       ->capture_default_str();
   app->add_option("--holdout", o.holdout, "fraction of the observed entries hidden in each fold")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(fraction())
       ->capture_default_str();
   // Every fit must be converged for the errors to compare k fairly: BPP reaches tight tolerances in few
   // iterations.

@@ -177,6 +177,18 @@ CLI::Validator at_least(double bound) {
       name.str());
 }
 
+CLI::Validator fraction() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') return "not a number: '" + text + "'";
+        if (!(value > 0 && value < 1)) return "must be a fraction in (0, 1), got " + text;
+        return {};
+      },
+      "FRACTION in (0, 1)");
+}
+
 CLI::Validator not_empty() {
   return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "must not be empty" : ""; },
                         "NOT EMPTY");

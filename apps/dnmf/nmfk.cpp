@@ -96,8 +96,9 @@ int run_nmfk(NmfkArgs args) {
       std::printf("%6lld  %18.6g  %14.3g%s\n", static_cast<long long>(k.k), k.mean, k.standard_error,
                   k.k == cv.selected_k ? "  <- cross-validation" : "");
     std::printf(
-        "cross-validation: k=%lld (lowest held-out error at k=%lld; one-standard-error rule), %d folds of %.3g%%\n",
-        static_cast<long long>(cv.selected_k), static_cast<long long>(cv.best_k), o.cv_folds, 100 * o.cv_holdout);
+        "cross-validation: k=%lld (lowest held-out error at k=%lld; one-standard-error rule), %d %s of %.3g%%\n",
+        static_cast<long long>(cv.selected_k), static_cast<long long>(cv.best_k), o.cv_folds,
+        o.cv_folds == 1 ? "fold" : "folds", 100 * o.cv_holdout);
   }
   std::printf("jobs: %d run, %d from checkpoints; %.1f s -> %s\n", result.jobs_run, result.jobs_loaded, result.seconds,
               final_path(files.json).c_str());
@@ -148,7 +149,7 @@ Command add_nmfk(CLI::App& parent) {
       ->needs(cv)
       ->capture_default_str();
   app->add_option("--cv-holdout", o.cv_holdout, "--cv: fraction of the entries hidden in each fold")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(fraction())
       ->needs(cv)
       ->capture_default_str();
   app->add_flag("--restart", o.restart,

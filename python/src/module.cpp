@@ -300,11 +300,30 @@ NB_MODULE(_core, m) {
   m.attr("IoError") = nb::handle(io_error);
   m.attr("NumericalError") = nb::handle(numerical_error);
   m.attr("Cancelled") = nb::handle(cancelled);
+  // The library's messages name the CLI's flags (--precision f64); from Python they name the keyword instead.
+  static const auto for_python = [](std::string message) {
+    // The NaN hint lists every interface; here the keyword alone (python/tests/test_functions.py checks the text).
+    static const std::string nan_hint =
+        "(NaN entries of A can be fitted as missing values: --missing nan, MissingValues::nan_missing in C++, or "
+        "dnmf.NMF().fit(X, missing='nan'))";
+    static const std::pair<std::string, std::string> words[] = {
+        {nan_hint, "(missing='nan' takes NaN entries as missing)"},
+        {"--precision f64", "precision='f64'"},
+        {"--precision f32", "precision='f32'"},
+        {"--unstored missing", "unstored='missing'"},
+        {"--missing nan", "missing='nan'"},
+        {"--init random", "init='random'"},
+        {"--tf32", "tf32=True"}};
+    for (const auto& [cli, python] : words)
+      for (std::size_t at = message.find(cli); at != std::string::npos; at = message.find(cli, at + python.size()))
+        message.replace(at, cli.size(), python);
+    return message;
+  };
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const dnmf::Cancelled& e) {
-      PyErr_SetString(cancelled, e.what());
+      PyErr_SetString(cancelled, for_python(e.what()).c_str());
     } catch (const dnmf::Error& e) {
       PyObject* type = error;
       switch (e.kind()) {
@@ -323,7 +342,7 @@ NB_MODULE(_core, m) {
         case dnmf::ErrorKind::general:
           break;
       }
-      PyErr_SetString(type, e.what());
+      PyErr_SetString(type, for_python(e.what()).c_str());
     }
   });
   m.attr("__version__") = DNMF_VERSION_STRING;

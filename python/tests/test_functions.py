@@ -238,3 +238,23 @@ def test_option_errors_of_the_functions_are_usage_errors_and_complex_data_a_type
     with pytest.raises(dnmf.UsageError, match="random, nndsvd, nndsvda for NMFk"):
         dnmf.NMFk((2, 3), init="custom").fit(X)
 
+
+
+def test_library_messages_name_python_keywords_not_cli_flags(tmp_path):
+    """The library's messages name the CLI's flags (--precision f64, --missing nan); raised in Python they name the
+    keywords a Python user passes instead."""
+    X = planted(30, 20, 3, seed=9)
+    big = X.copy()
+    big[2, 3] = 1e39
+    np.save(tmp_path / "big.npy", big)  # read and narrowed by the library, not checked in Python first
+    with pytest.raises(dnmf.DataError) as narrowing:
+        dnmf.factor_file(str(tmp_path / "big.npy"), 3, precision="f32", comm=False)
+    assert "big.npy" in str(narrowing.value), str(narrowing.value)
+    assert "precision='f64'" in str(narrowing.value) and "--precision" not in str(narrowing.value)
+    holed = X.copy()
+    holed[4, 5] = np.nan
+    with pytest.raises(dnmf.DataError) as nan:
+        dnmf.factor(holed, 3, comm=False)
+    message = str(nan.value)
+    assert "row 4, column 5" in message and "(missing='nan' takes NaN entries as missing)" in message, message
+    assert "--missing" not in message and "C++" not in message, message

@@ -18,6 +18,7 @@
 #include "api/holdout_check.hpp"
 #include "dist/communicator.hpp"
 #include "dnmf/error.hpp"
+#include "io/entry_text.hpp"
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
 #include "util/random.hpp"
@@ -285,7 +286,7 @@ template void check_holdout_values<double>(const Source&, const FactorOptions&, 
 void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
                          const std::vector<char>* nonzero) {
   const std::string fraction =
-      name + ": the hold-out fraction " + std::to_string(holdout) + " (--holdout, --cv-holdout) hides ";
+      name + ": the hold-out fraction " + io::shortest_repr(holdout) + " (--holdout, --cv-holdout) hides ";
   for (int fold = 0; fold < folds; ++fold) {
     const std::uint64_t first = static_cast<std::uint64_t>(fold) * static_cast<std::uint64_t>(observed);
     bool some_held = false, some_kept = false;
@@ -309,7 +310,7 @@ void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds,
                        std::to_string(fold) + ", leaving nothing to fit");
     // Past here the loop ran to the end, so held_count is the fold's.
     const std::string which = name + ": fold " + std::to_string(fold) + " (seed " + std::to_string(seed) +
-                              ", hold-out fraction " + std::to_string(holdout) + ") ";
+                              ", hold-out fraction " + io::shortest_repr(holdout) + ") ";
     if (!nonzero_held)
       throw UsageError(which + "hides " + std::to_string(held_count) +
                        " observed entries, all of them zero: their relative error is undefined; raise the "

@@ -86,7 +86,7 @@ NmfkResult<T> nmfk(const Source& source, const NmfkOptions& requested, const Con
       if (requested.cv_folds < 1)
         throw UsageError("--cv-folds must be >= 1, got " + std::to_string(requested.cv_folds));
       if (!(requested.cv_holdout > 0 && requested.cv_holdout < 1))
-        throw UsageError("--cv-holdout must be in (0, 1), got " + std::to_string(requested.cv_holdout));
+        throw UsageError("--cv-holdout must be in (0, 1), got " + io::shortest_repr(requested.cv_holdout));
       api::check_not_extrapolated(options.factor);
     }
     if (source.transposed())

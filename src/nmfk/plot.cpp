@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "dnmf/io.hpp"
@@ -20,6 +23,13 @@ namespace dnmf::rank_search {
 namespace {
 
 namespace fs = std::filesystem;
+
+// How long gnuplot may draw: 60 s (a plot of a few hundred points takes well under one), or DNMF_GNUPLOT_SECONDS.
+int plot_seconds() {
+  const char* text = std::getenv("DNMF_GNUPLOT_SECONDS");
+  const int seconds = text != nullptr ? std::atoi(text) : 0;
+  return seconds > 0 ? seconds : 60;
+}
 
 // A gnuplot single-quoted string: a quote is written twice.
 std::string quoted(const std::string& text) {
@@ -167,17 +177,35 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
   const int spawned = posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
+  bool timed_out = false;
+  const int limit = plot_seconds();
   if (spawned == 0) {
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    // A gnuplot that hangs (a broken terminal driver, a font lookup on a dead network share) must not hold the
+    // run, whose results are written: after plot_seconds() it is killed and the plot reported missing.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit);
+    for (;;) {
+      const pid_t done = ::waitpid(pid, &status, WNOHANG);
+      if (done == pid || (done < 0 && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ::kill(pid, SIGKILL);
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
   std::ifstream log_in(log);
   std::string log_text((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
   for (char& c : log_text)
     if (c == '\n') c = ' ';
-  const bool ok = spawned == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(svg) && fs::exists(png);
+  const bool ok =
+      spawned == 0 && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(svg) && fs::exists(png);
   if (!ok) {
-    out.warning = "gnuplot (" + gnuplot + ") failed to draw the plot" +
+    out.warning = "gnuplot (" + gnuplot + ") " +
+                  (timed_out ? "did not finish within " + std::to_string(limit) + " s and was stopped"
+                             : std::string("failed to draw the plot")) +
                   (log_text.empty() ? std::string() : ": " + log_text.substr(0, 300));
     if (fs::exists(svg)) out.svg = svg.string();
     if (fs::exists(png)) out.png = png.string();

@@ -148,6 +148,27 @@ def without_gnuplot(ctx):
 
 
 @case
+def hanging_gnuplot(ctx):
+    """A gnuplot that never finishes is stopped after DNMF_GNUPLOT_SECONDS (60 by default): the run ends with its
+    results and a warning saying so, instead of waiting forever."""
+    a = ctx.gen("A.npy", rank=3, seed=3)
+    fake = ctx.path("fakebin")
+    os.makedirs(fake, exist_ok=True)
+    with open(os.path.join(fake, "gnuplot"), "w") as f:
+        f.write("#!/bin/sh\nexec sleep 600\n")
+    os.chmod(os.path.join(fake, "gnuplot"), 0o755)
+    env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""), DNMF_GNUPLOT_SECONDS="2")
+    out = ctx.path("out")
+    start = time.monotonic()
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out], env=env)
+    check(time.monotonic() - start < 60, "the run waited for gnuplot")
+    check("did not finish within 2 s and was stopped" in r.stderr, "warning: %r" % r.stderr)
+    j = load(os.path.join(out, "nmfk.json"))
+    check(j["plot"]["svg"] is None and "was stopped" in j["plot"]["warning"], "plot fields: %r" % j["plot"])
+    check(j["selection"]["selected_k"] == 3, "selection still made")
+
+
+@case
 def sparse_wilcoxon_h(ctx):
     """Matrix Market input, the Wilcoxon rule deciding, H silhouettes, float precision."""
     a = ctx.gen("S.mtx", rows=150, cols=100, rank=5, density=0.4, noise=0.03, seed=4)
@@ -305,7 +326,10 @@ def bad_options(ctx):
                        (["--k", "2:4", "--groups", "2"], "--groups 2"),
                        (["--k", "2:4", "--memory-budget", "1G"], "--memory-budget"),
                        (["--k", "2:4", "--perturbation", "gauss"], "--perturbation"),
-                       (["--k", "2:4", "--epsilon", "1.5"], "--epsilon")):
+                       (["--k", "2:4", "--epsilon", "1.5"], "--epsilon"),
+                       # A fraction outside (0, 1), said as given (was "value 1 not in range 0 to 1"; help "[0 - 1]").
+                       (["--k", "2:4", "--cv", "--cv-holdout", "1"], "--cv-holdout: must be a fraction in (0, 1), got 1"),
+                       (["--k", "2:4", "--cv", "--cv-holdout", "0"], "must be a fraction in (0, 1), got 0")):
         r = ctx.run(["nmfk", a] + args + ["-o", ctx.path("bad")], expect=None)
         check(r.returncode != 0, "%s accepted" % args)
         lines = error_lines(r.stderr)
@@ -315,6 +339,7 @@ def bad_options(ctx):
     r = ctx.run(["nmfk", small, "--k", "1:4", "--cv", "--cv-holdout", "0.001", "-o", ctx.path("small_out")], expect=2)
     lines = error_lines(r.stderr)
     check(len(lines) == 1 and "hides no entry of 20" in lines[0], "cv hold-out: %r" % r.stderr)
+    check("fraction 0.001 (" in lines[0], "the fraction as given, not 0.001000: %r" % lines[0])
     check(not os.path.exists(ctx.path("small_out")), "refused before the sweep: nothing written")
     check("nmfk: k=" not in r.stderr, "no job ran: %r" % r.stderr)
 
