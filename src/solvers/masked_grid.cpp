@@ -165,7 +165,7 @@ class GridIteration {
     traffic = {after.bytes_sent - before.bytes_sent, after.collectives - before.collectives};
     if (options_.normalize) normalise();
     set_final_figures(result, final_error(), p_.weighted_squared_norm, returned_penalties());
-    if (kl_ && !result.objective_history.empty())
+    if (kl_)  // also after no iteration: the divergence at the start, as the unmasked run reports it
       result.objective = kl_objective_ + factor_penalties(grid_.world(), *w_.piece, *h_.piece, options_.penalties);
     return result;
   }
@@ -471,7 +471,7 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   Solution<T> out;
   out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
   // Global figures: every rank fails alike, and the job says so once.
-  dist::check_shared_figures(grid.world(), [&] { check_scale<T>(out.stats, p.m, p.n, options.algorithm); });
+  dist::check_shared_figures(grid.world(), [&] { check_scale<T>(out.stats, p.m, p.n, options.algorithm, true); });
   InitialScale initial_scale;
   out.pieces = io::detail::run_agreed(grid.world(), "initial W and H", [&] {
     return initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0, &initial_scale);

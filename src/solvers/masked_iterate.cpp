@@ -592,7 +592,7 @@ template <class T>
 void finish_masked(const MaskedProblem<T>& p, const FactorOptions& options, Factors<T>& f, FactorResult<T>& result) {
   if (options.normalize) normalise(f);
   // KL's iteration figures are of the pair before the last H update: its objective is taken at the returned one.
-  const bool kl = options.algorithm == Algorithm::kl && !result.objective_history.empty();
+  const bool kl = options.algorithm == Algorithm::kl;  // also after no iteration: the divergence at the start
   double kl_objective = 0;
   set_final_figures(result, masked_relative_error(p, f.wt, f.h, kl ? &kl_objective : nullptr), p.weighted_squared_norm,
                     returned_penalty_terms(f, options));

@@ -51,7 +51,7 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   // The random start is scaled to the mean of A; here that of the observed entries (missing ones are not zeros).
   const double mean = p.observed_sum / static_cast<double>(p.observed);
   const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
-  check_scale<T>(stats, p.m, p.n, options.algorithm);
+  check_scale<T>(stats, p.m, p.n, options.algorithm, true);
   const bool svd = options.init == InitMethod::nndsvd || options.init == InitMethod::nndsvda;
   if (svd && !p.h_half.dense)
     throw UsageError("--init " + to_string(options.init) +

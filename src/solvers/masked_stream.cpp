@@ -423,7 +423,7 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   // As solve_masked: the random start is scaled to the mean of the observed entries.
   const double mean = p.observed_sum / static_cast<double>(p.observed);
   const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
-  check_scale<T>(stats, p.m, p.n, options.algorithm);
+  check_scale<T>(stats, p.m, p.n, options.algorithm, true);
   InitialScale initial_scale;
   f = initialise<T>(*host, nullptr, layout, options, stats, W0, H0, &initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
@@ -495,7 +495,7 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   const Sums final_pass = run.pass(true, false, false, false).own;
   set_final_figures(result, std::sqrt(final_pass.residual / p.weighted_squared_norm), p.weighted_squared_norm,
                     returned_penalty_terms(f, options));
-  if (options.algorithm == Algorithm::kl && !result.objective_history.empty())
+  if (options.algorithm == Algorithm::kl)  // also after no iteration: the divergence at the start
     result.objective = final_pass.kl_log - p.weighted_sum + final_pass.kl_model + frobenius_objective(0.0, f, pen);
   return result;
 }

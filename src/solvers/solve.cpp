@@ -187,7 +187,7 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 }
 
 template <class T>
-void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm) {
+void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted) {
   // The factors' entries are of about sqrt(scale / k) and the iterations multiply three of them (G·x), so their
   // products are of about scale^1.5. In float those fell below its smallest normal number (1.2e-38) for data of
   // 1e-30 and every algorithm returned zero factors with "converged". KL floors its model values at
@@ -197,26 +197,32 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
   if (!(cells > 0)) return;
   const double rms = std::sqrt(stats.squared_norm / cells), mean = stats.sum / cells;
   char text[32];
+  // With a mask the figures are of w·a: weights of 1e-310 made "the matrix's entries" of 0.1-2 "too small".
+  const std::string entries =
+      weighted ? "the weighted entries w·a (the mask's weights times A's entries)" : "the matrix's entries";
+  const std::string remedy = weighted ? "multiply the matrix or the mask's weights by a large constant first"
+                                      : "multiply the matrix by a large constant first";
   if (std::is_same_v<T, float> && rms < 1e-25) {
     std::snprintf(text, sizeof text, "%.3g", rms);
-    throw DataError(std::string("the matrix's entries are too small for float32 (root mean square ") + text +
+    throw DataError(entries + " are too small for float32 (root mean square " + text +
                     "): products of its factors fall below float's smallest normal number; run in float64 "
-                    "(--precision f64) or multiply the matrix by a large constant first");
+                    "(--precision f64) or " +
+                    remedy);
   }
   // Double's counterpart: entries below about 1.5e-154 have subnormal squares, and the error identity and MU's
   // products (of about scale²) lose digits there. Data of 1e-161 was accepted: MU's iterates drifted by 8% from
   // those of the same data at scale 1 and its reported error was 1% off.
   if (std::is_same_v<T, double> && rms < 1e-150) {
     std::snprintf(text, sizeof text, "%.3g", rms);
-    throw DataError(std::string("the matrix's entries are too small (root mean square ") + text +
+    throw DataError(entries + " are too small (root mean square " + text +
                     "): their squares and the iterations' products fall below double's smallest normal number "
-                    "(2.2e-308) and lose digits; multiply the matrix by a large constant first");
+                    "(2.2e-308) and lose digits; " +
+                    remedy);
   }
   if (algorithm == Algorithm::kl && mean < 1e-28) {
     std::snprintf(text, sizeof text, "%.3g", mean);
-    throw DataError(std::string("the matrix's entries are too small for KL (mean ") + text +
-                    "): its model values are floored at 1e-30 to keep a / (WH) finite; multiply the matrix by a "
-                    "large constant first");
+    throw DataError(entries + " are too small for KL (mean " + text +
+                    "): its model values are floored at 1e-30 to keep a / (WH) finite; " + remedy);
   }
 }
 
@@ -365,7 +371,7 @@ template void gather_factors<float>(const dist::Grid&, const dist::Layout&, cons
                                     DenseMatrix<float>&, int);
 template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,
                                      DenseMatrix<double>&, DenseMatrix<double>&, int);
-template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm);
-template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm);
+template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool);
+template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool);
 
 }  // namespace dnmf::solvers

@@ -188,6 +188,13 @@ TEST(Api, KlObjectiveIncludesThePenaltiesOfTheReturnedFactors) {
   masked.missing.mask = Source::dense<double>(mask.view());
   const Factorization<double> m = factor<double>(Source::dense<double>(a.view()), masked);
   EXPECT_NEAR(m.result.objective, expected(m, &mask), 1e-9 * m.result.objective) << "masked";
+  // No iteration: the divergence at the start, masked too (it was the Frobenius objective there; a helper session's
+  // finding), in memory and streamed from a file.
+  for (FactorOptions* run : {&o, &masked}) run->max_iterations = 0;
+  const Factorization<double> plain0 = factor<double>(Source::dense<double>(a.view()), o);
+  EXPECT_NEAR(plain0.result.objective, expected(plain0, nullptr), 1e-9 * plain0.result.objective) << "0 iterations";
+  const Factorization<double> m0 = factor<double>(Source::dense<double>(a.view()), masked);
+  EXPECT_NEAR(m0.result.objective, expected(m0, &mask), 1e-9 * m0.result.objective) << "masked, 0 iterations";
 }
 
 // In float32 the figures that steer the iteration (tol > 0) take the identity's Gram term from Grams formed in
@@ -510,6 +517,27 @@ TEST(Api, Float32ToleranceStopsWhereFloat64DoesWithAMask) {
         << to_string(algo) << ": " << r32.iterations << " vs " << r64.iterations;
     EXPECT_GE(r32.iterations, r64.iterations * 9 / 10) << to_string(algo);
     EXPECT_LE(r32.iterations, r64.iterations * 11 / 10 + 2) << to_string(algo);
+  }
+}
+
+// Subnormal mask weights make the weighted figures too small to fit: the message says the weights may be the cause
+// (it blamed "the matrix's entries", of 0.1-2 here, and told to rescale the matrix alone).
+TEST(Api, TooSmallWeightedEntriesNameTheWeights) {
+  const DenseMatrix<double> a = planted_dense();
+  DenseMatrix<double> mask = tenth_missing<double>(a.rows(), a.cols());
+  for (double& w : mask.storage()) w *= 1e-310;
+  FactorOptions o = options_k4();
+  o.missing.mask = Source::dense<double>(mask.view());
+  try {
+    (void)factor<double>(Source::dense<double>(a.view()), o);
+    ADD_FAILURE() << "weights of 1e-310 were accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::data) << m;
+    EXPECT_NE(m.find("the weighted entries w·a (the mask's weights times A's entries) are too small"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("multiply the matrix or the mask's weights by a large constant"), std::string::npos) << m;
   }
 }
 
