@@ -245,6 +245,18 @@ TEST(Api, Float32IdentityTracksTheDirectErrorWhereItSteersTheIteration) {
   }
 }
 
+/// A planted rank-8 500x400 matrix with 0.1% noise: fitted to about 0.1% error, where float32's figures carry
+/// rounding as large as the objective's change per iteration.
+PlantedOptions finely_fitted_planted() {
+  PlantedOptions p;
+  p.rows = 500;
+  p.cols = 400;
+  p.rank = 8;
+  p.noise = 0.001;
+  p.seed = 3;
+  return p;
+}
+
 // float32's tol test reads the objective's change formed half by half from each numerator's dot with the factor
 // before and after its update, where the numerator's rounding cancels. From the difference of two float32
 // objectives (noise ~1e-8·‖A‖² each) it stopped at random below ~1% error: MU here after 661 iterations at 2.1x
@@ -252,12 +264,7 @@ TEST(Api, Float32IdentityTracksTheDirectErrorWhereItSteersTheIteration) {
 // float64's iteration count, at its error. Dense (fused pass and two passes) and CSR (update passes over A and its
 // transpose).
 TEST(Api, Float32ToleranceStopsWhereFloat64Does) {
-  PlantedOptions p;
-  p.rows = 500;
-  p.cols = 400;
-  p.rank = 8;
-  p.noise = 0.001;
-  p.seed = 3;
+  PlantedOptions p = finely_fitted_planted();
   const auto dense64 = make_planted<double>(p);
   const auto dense32 = make_planted<float>(p);
   p.density = 0.3;
@@ -489,12 +496,7 @@ TEST(Api, BadInputAndContextsAreClearErrors) {
 // term from F summed in double. From the difference of two float32 figures masked MU stopped here after 641
 // iterations at 2.2x float64's error (2950), HALS ran 362 iterations against 63, BPP stopped at 24 against 27.
 TEST(Api, Float32ToleranceStopsWhereFloat64DoesWithAMask) {
-  PlantedOptions p;
-  p.rows = 500;
-  p.cols = 400;
-  p.rank = 8;
-  p.noise = 0.001;
-  p.seed = 3;
+  PlantedOptions p = finely_fitted_planted();
   const auto a64 = make_planted<double>(p);
   const auto a32 = make_planted<float>(p);
   const DenseMatrix<double> mask64 = tenth_missing<double>(p.rows, p.cols);
