@@ -65,11 +65,16 @@ MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, 
       stream::PlanInput unlimited = in;
       unlimited.budget = std::numeric_limits<std::int64_t>::max() / 4;
       const std::int64_t needed = stream::plan_memory(unlimited).resident_total;
+      // The stated figure has the planner's margin for the process's baseline, which varies between runs: the
+      // need itself, stated bare, was refused again on a rerun (33893264 bytes asked, 33921936 needed).
       if (!allow_resident || needed > budget)
-        throw UsageError(
-            path + ": this block needs " + stream::describe_bytes(needed) +
-            " to be held in memory, more than --memory-budget " + stream::describe_bytes(budget) +
-            "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx, HDF5 or .npz)");
+        throw UsageError(path + ": this block needs " + stream::describe_bytes(needed + stream::kStatedBaselineJitter) +
+                         " to be held in memory (with " +
+                         stream::human_bytes(static_cast<double>(stream::kStatedBaselineJitter)) +
+                         " for the process's baseline, which varies between runs), more than --memory-budget " +
+                         stream::describe_bytes(budget) +
+                         "; streaming reads .npy and .dcsr files (`dnmf convert` makes a .dcsr from .mtx, HDF5 or "
+                         ".npz)");
     }
     try {
       return stream::plan_memory(in);

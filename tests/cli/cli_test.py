@@ -991,8 +991,12 @@ def stream_error_classes(ctx):
     ctx.expect_error(["factor", "A.npy", "-k", 4, "--init", "nndsvd", "--memory-budget", budget, "-o", "out"],
                      ["--init nndsvd", "--init random"], code=2)
     ctx.gen(300, 200, 3, "S.mtx", "--density", 0.2)
-    ctx.expect_error(["factor", "S.mtx", "-k", 3, "--memory-budget", "1K", "-o", "out"],
-                     ["S.mtx", "to be held in memory", "dnmf convert"], code=2)
+    held = ctx.expect_error(["factor", "S.mtx", "-k", 3, "--memory-budget", "1K", "-o", "out"],
+                            ["S.mtx", "to be held in memory", "dnmf convert"], code=2)
+    # The figure it states carries the baseline's margin: a rerun with it is accepted (the bare need was refused
+    # again when the baseline grew between the runs).
+    stated = int(re.search(r"needs (\d+) bytes", held).group(1))
+    ctx.ok("factor", "S.mtx", "-k", 3, "--iters", 2, "--memory-budget", stated, "-o", "held")
 
 
 @case
