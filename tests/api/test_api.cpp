@@ -257,6 +257,26 @@ PlantedOptions finely_fitted_planted() {
   return p;
 }
 
+/// The tol-1e-4 options both float32 stopping tests run, and what they expect of the float32 run against the
+/// float64 one: converged, within 5% of its error, within 10% of its iteration count.
+FactorOptions stopping_options(Algorithm algo) {
+  FactorOptions o;
+  o.rank = 8;
+  o.algorithm = algo;
+  o.max_iterations = 8000;
+  o.tol = 1e-4;
+  o.seed = 5;
+  return o;
+}
+template <class R64, class R32>
+void expect_float32_stops_with_float64(const R64& r64, const R32& r32, const std::string& name) {
+  ASSERT_TRUE(r64.converged) << name;
+  EXPECT_TRUE(r32.converged) << name;
+  EXPECT_LE(r32.rel_error, 1.05 * r64.rel_error) << name << ": " << r32.iterations << " vs " << r64.iterations;
+  EXPECT_GE(r32.iterations, r64.iterations * 9 / 10) << name;
+  EXPECT_LE(r32.iterations, r64.iterations * 11 / 10 + 2) << name;
+}
+
 // float32's tol test reads the objective's change formed half by half from each numerator's dot with the factor
 // before and after its update, where the numerator's rounding cancels. From the difference of two float32
 // objectives (noise ~1e-8·‖A‖² each) it stopped at random below ~1% error: MU here after 661 iterations at 2.1x
@@ -283,20 +303,10 @@ TEST(Api, Float32ToleranceStopsWhereFloat64Does) {
                         {&dense64, &dense32, Algorithm::bpp, true, "dense bpp"},
                         {&sparse64, &sparse32, Algorithm::mu, true, "sparse mu"}};
   for (const Case& c : cases) {
-    FactorOptions o;
-    o.rank = 8;
-    o.algorithm = c.algo;
+    FactorOptions o = stopping_options(c.algo);
     o.fused = c.fused;
-    o.max_iterations = 8000;
-    o.tol = 1e-4;
-    o.seed = 5;
-    const auto r64 = factorize<double>(c.a64->matrix(), o);
-    const auto r32 = factorize<float>(c.a32->matrix(), o);
-    ASSERT_TRUE(r64.converged) << c.name;
-    EXPECT_TRUE(r32.converged) << c.name;
-    EXPECT_LE(r32.rel_error, 1.05 * r64.rel_error) << c.name << ": " << r32.iterations << " vs " << r64.iterations;
-    EXPECT_GE(r32.iterations, r64.iterations * 9 / 10) << c.name;
-    EXPECT_LE(r32.iterations, r64.iterations * 11 / 10 + 2) << c.name;
+    expect_float32_stops_with_float64(factorize<double>(c.a64->matrix(), o), factorize<float>(c.a32->matrix(), o),
+                                      c.name);
   }
 }
 
@@ -502,23 +512,12 @@ TEST(Api, Float32ToleranceStopsWhereFloat64DoesWithAMask) {
   const DenseMatrix<double> mask64 = tenth_missing<double>(p.rows, p.cols);
   const DenseMatrix<float> mask32 = tenth_missing<float>(p.rows, p.cols);
   for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
-    FactorOptions o;
-    o.rank = 8;
-    o.algorithm = algo;
-    o.max_iterations = 8000;
-    o.tol = 1e-4;
-    o.seed = 5;
-    FactorOptions o64 = o, o32 = o;
+    FactorOptions o64 = stopping_options(algo), o32 = stopping_options(algo);
     o64.missing.mask = Source::dense<double>(mask64.view());
     o32.missing.mask = Source::dense<float>(mask32.view());
-    const auto r64 = factor<double>(Source::dense<double>(a64.dense.view()), o64).result;
-    const auto r32 = factor<float>(Source::dense<float>(a32.dense.view()), o32).result;
-    ASSERT_TRUE(r64.converged) << to_string(algo);
-    EXPECT_TRUE(r32.converged) << to_string(algo);
-    EXPECT_LE(r32.rel_error, 1.05 * r64.rel_error)
-        << to_string(algo) << ": " << r32.iterations << " vs " << r64.iterations;
-    EXPECT_GE(r32.iterations, r64.iterations * 9 / 10) << to_string(algo);
-    EXPECT_LE(r32.iterations, r64.iterations * 11 / 10 + 2) << to_string(algo);
+    expect_float32_stops_with_float64(factor<double>(Source::dense<double>(a64.dense.view()), o64).result,
+                                      factor<float>(Source::dense<float>(a32.dense.view()), o32).result,
+                                      to_string(algo));
   }
 }
 
