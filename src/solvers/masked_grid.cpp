@@ -71,6 +71,7 @@ struct Side {
   DenseMatrix<T>* piece = nullptr;      ///< k x owned
   DenseMatrix<T> full;                  ///< k x half->cols
   DenseMatrix<T> gram;                  ///< k x k, Σ over all of the factor's columns (when needed)
+  std::vector<double> gram64;           ///< the same summed in double (float32's tol test, corrected lists)
   backend::UpdateRule rule;
 };
 
@@ -86,6 +87,10 @@ class GridIteration {
         kl_(options.algorithm == Algorithm::kl),
         direct_(block.problem.h_half.direct_gram),
         full_gram_(!direct_ && !kl_),
+        // float32's tol test reads the objective's fall formed half by half (masked_iterate.cpp's frobenius_fall):
+        // each half's cross term at the old and the new x from the same summed numerator, whose float rounding
+        // cancels, and the quadratic term from double Grams and list sums, where the float records' did not.
+        track_(std::is_same_v<T, float> && !kl_ && options.tol > 0),
         record_(options.algorithm == Algorithm::hals || options.algorithm == Algorithm::bpp ? k_ + k_ * (k_ + 1) / 2
                                                                                             : 2 * k_) {
     const double eps =
@@ -121,6 +126,7 @@ class GridIteration {
     // count, and ranks sharing a node's cores with their teams ran 190x slower than on one thread each (4 ranks
     // on 2 cores: 0.11 s against 0.0006 s per iteration).
     ThreadGovernor governor(omp_get_max_threads(), true, block_flops());
+    double previous_quad = std::numeric_limits<double>::quiet_NaN();  // the tracked quadratic term (track_)
     for (int it = 1; it <= options_.max_iterations; ++it) {
       governor.begin(it);
       // The halves in the order asked for (FactorOptions::w_first); the figures come from the second one.
@@ -130,10 +136,23 @@ class GridIteration {
       const Shares b = update(second, first, true);
       const auto& pen = options_.penalties;
       const PenaltySums pw = penalty_sums(*w_.piece), ph = penalty_sums(*h_.piece);
-      double v[10] = {
-          b.cross, b.quad,     b.kl_log, b.kl_model, b.kl_squared, static_cast<double>(a.cap_hits + b.cap_hits),
-          pw.sum,  pw.squares, ph.sum,   ph.squares};
-      world.allreduce_sum(v, 10);
+      // Tracking: both halves' cross changes and this block's list share of the new quadratic term.
+      const double listed = !track_                               ? 0.0
+                            : options_.algorithm == Algorithm::mu ? b.quad
+                                                                  : mu_list_quad(*second.half, first.full, second.full);
+      double v[12] = {b.cross,
+                      b.quad,
+                      b.kl_log,
+                      b.kl_model,
+                      b.kl_squared,
+                      static_cast<double>(a.cap_hits + b.cap_hits),
+                      pw.sum,
+                      pw.squares,
+                      ph.sum,
+                      ph.squares,
+                      (a.cross - a.cross_before) + (b.cross - b.cross_before),
+                      listed};
+      world.allreduce_sum(v, 12);
       result.nnls_cap_hits += static_cast<long long>(v[5]);
       double squared = 0, objective = 0;
       if (kl_) {
@@ -151,7 +170,13 @@ class GridIteration {
       // Every rank asks for a cancel (a signal reaches the process it is sent to; asked on rank 0 alone, a SIGTERM
       // to another rank was swallowed). Rank 0's breakdown and convergence verdicts are the job's: every rank
       // leaves the loop, or fails, together.
-      auto verdict = recorder.note(it, squared, objective, true);
+      double fall = std::numeric_limits<double>::quiet_NaN();
+      if (track_) {
+        const double quad = v[11] + (full_gram_ ? plain_dot(first.gram64, second.gram64) : 0.0);
+        fall = v[10] - 0.5 * (quad - previous_quad);
+        previous_quad = quad;
+      }
+      auto verdict = recorder.note(it, squared, objective, true, fall);
       const bool lead = world.rank() == 0;
       double shared[3] = {lead && verdict.broken ? 1.0 : 0.0, lead && verdict.stop ? 1.0 : 0.0,
                           verdict.cancel ? 1.0 : 0.0};
@@ -313,6 +338,8 @@ class GridIteration {
           out.cap_hits += backend::update_columns<T>(rule, xv, bv, bv, rec + k, 0, 1);
           continue;
         }
+        if (track_)
+          for (index_t l = 0; l < k; ++l) out.cross_before += static_cast<double>(xj[l]) * static_cast<double>(rec[l]);
         if (rule.algorithm == Algorithm::mu) {
           // masked_iterate.cpp's MU step with G_c x_c = YᵀY x_c (corrected lists) + the summed list share.
           for (index_t l = 0; l < k; ++l) gd[to_size(l)] = static_cast<double>(rec[k + l]);
@@ -397,6 +424,21 @@ class GridIteration {
                           s.piece->data(), ik, T(0), s.gram.data(), ik);
     }
     grid_.world().allreduce_sum(s.gram.data(), s.gram.storage().size());
+    if (!track_) return;
+    s.gram64.assign(to_size(k_ * k_), 0.0);
+    for (index_t c = 0; c < s.piece->cols(); ++c) {
+      const T* x = s.piece->data() + c * k_;
+      for (index_t q = 0; q < k_; ++q)
+        for (index_t l = 0; l < k_; ++l)
+          s.gram64[to_size(q * k_ + l)] += static_cast<double>(x[q]) * static_cast<double>(x[l]);
+    }
+    grid_.world().allreduce_sum(s.gram64.data(), s.gram64.size());
+  }
+
+  static double plain_dot(const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (std::size_t e = 0; e < a.size(); ++e) s += a[e] * b[e];
+    return s;
   }
 
   static double frobenius_dot(const DenseMatrix<T>& a, const DenseMatrix<T>& b) {
@@ -452,6 +494,7 @@ class GridIteration {
   double kl_objective_ = 0;  // final_error()'s KL objective
   const bool direct_;        // the lists hold the observed entries (else corrections of YᵀY)
   const bool full_gram_;     // the Gram matrices YᵀY are needed (corrected lists, not KL)
+  const bool track_;         // float32's tol test from the halves' own sums (see the constructor)
   const index_t record_;     // values per column in the reduce-scatter
   Side<T> h_, w_;
 };
