@@ -47,9 +47,17 @@ struct UpdateRule {
 struct KlSums {
   double a_log_a_over_m = 0;  ///< Σ over a > 0 of a·log(a / m), m = (WH)_ij
   double a_times_m = 0;       ///< Σ a·m, the cross term of ||A - WH||²
+  /// Σ m over the entries whose m the ratio pass formed, and their number (a dense pass forms every entry's; a
+  /// sparse one only the stored entries'). Where it covers all of A, KL's objective takes its model term from
+  /// it rather than from the factors' sums: then a float m's rounding enters the log term and the model term
+  /// alike and cancels to first order (from the factors' exact sums it did not, and float32's tol test read noise).
+  double model_sum = 0;
+  double model_entries = 0;
   KlSums& operator+=(const KlSums& o) {
     a_log_a_over_m += o.a_log_a_over_m;
     a_times_m += o.a_times_m;
+    model_sum += o.model_sum;
+    model_entries += o.model_entries;
     return *this;
   }
 };

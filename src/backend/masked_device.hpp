@@ -45,7 +45,8 @@ class MaskedDevice {
   /// q = w ∘ q (MU's weighted model).
   virtual void weight(const T* w, T* q, std::size_t count) = 0;
   /// KL: q (the model) becomes the weighted ratio, wa / max(q, floor) where wa != 0, else 0, and returns
-  /// {Σ_{w>0} w (a - q)², Σ_{wa>0} wa log(a / max(q, floor))} with a = wa / w, at the model q had.
+  /// {Σ_{w>0} w (a - q)², Σ_{wa>0} wa log(a / max(q, floor)) + Σ_{w>0} w q} with a = wa / w, at the model q had:
+  /// the divergence's log and model terms from the same q, so that a float q's rounding cancels between them.
   virtual MaskedSums kl_ratio(const T* wa, const T* w, T* q, std::size_t count) = 0;
   /// Σ_{w>0} w (a - q)² with a = wa / w: the weighted squared error of the model q.
   virtual double residual(const T* wa, const T* w, const T* q, std::size_t count) = 0;

@@ -44,6 +44,7 @@ class HostMaskedDevice final : public MaskedDevice<T> {
       if (we > 0) {
         const double a = wae / we;
         s.first += we * (a - qe) * (a - qe);
+        s.second += we * qe;
       }
       if (wae == 0) {
         q[e] = T(0);

@@ -114,10 +114,12 @@ std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t
 }
 
 void allreduce_kl(dist::Communicator& world, backend::KlSums& sums) {
-  double v[2] = {sums.a_log_a_over_m, sums.a_times_m};
-  world.allreduce_sum(v, 2);
+  double v[4] = {sums.a_log_a_over_m, sums.a_times_m, sums.model_sum, sums.model_entries};
+  world.allreduce_sum(v, 4);
   sums.a_log_a_over_m = v[0];
   sums.a_times_m = v[1];
+  sums.model_sum = v[2];
+  sums.model_entries = v[3];
 }
 
 void check_block_shape(index_t m_block, index_t n_block, const dist::Layout& layout) {
@@ -159,6 +161,7 @@ class Iteration {
         a_(a),
         options_(options),
         stats_(stats),
+        entries_(static_cast<double>(layout.m) * static_cast<double>(layout.n)),
         k_(options.rank),
         kl_(options.algorithm == Algorithm::kl),
         extrapolate_(options.extrapolate),
@@ -487,7 +490,9 @@ class Iteration {
     Figures f;
     if (kl_) {
       f.squared_error = stats_.squared_norm - 2 * sums.kl_sums.a_times_m + kernels_.dot(gw_prev_.cview(), gh_.cview());
-      const double model_sum = kernels_.dot(w_sums_.cview(), h_sums_.cview());
+      const backend::KlSums& kl = sums.kl_sums;
+      const double model_sum =
+          kl.model_entries == entries_ ? kl.model_sum : kernels_.dot(w_sums_.cview(), h_sums_.cview());
       f.objective = sums.kl_sums.a_log_a_over_m - stats_.sum + model_sum + kl_penalty();
     } else {
       const auto& pen = options_.penalties;
@@ -604,6 +609,7 @@ class Iteration {
   backend::Operand<T>& a_;
   const FactorOptions& options_;
   const backend::MatrixStats& stats_;
+  const double entries_;  // m·n of the whole A (KlSums::model_entries covers it where a dense pass formed every m)
   const index_t k_;
   const bool kl_;
   const bool extrapolate_;

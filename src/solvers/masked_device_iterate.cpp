@@ -73,8 +73,7 @@ struct DevicePattern {
 /// What a half-step leaves for the figures (only the second half's are read).
 struct DeviceHalfSums {
   double squared = 0;   ///< Frobenius: Σ w (a - q)² after the update; KL: at the model the ratios used
-  double kl_log = 0;    ///< KL: Σ w a log(a / q)
-  double kl_model = 0;  ///< KL: Σ_j s_jᵀ x_j at the old x
+  double kl_terms = 0;  ///< KL: Σ w a log(a / q) + Σ w q at the old x (MaskedDevice::kl_ratio)
   long long cap_hits = 0;
 };
 
@@ -138,11 +137,10 @@ class DeviceIteration {
         break;
       case Algorithm::kl: {
         hs.product(k_, hs.w(), denom_.get());
-        if (figures) sums.kl_model = dev_.dot(denom_.get(), hs.x, hs.count());
         hs.model();
         const backend::MaskedSums ratio = dev_.kl_ratio(hs.wa(), hs.w(), q_.get(), entries_);
         sums.squared = ratio.first;
-        sums.kl_log = ratio.second;
+        sums.kl_terms = ratio.second;
         hs.product(k_, q_.get(), numer_.get());
         dev_.multiplicative(hs.x, numer_.get(), denom_.get(), hs.count(), rule.l1, rule.l2, rule.eps);
         return sums;
@@ -334,7 +332,7 @@ FactorResult<T> iterate_masked_on_device(const MaskedProblem<T>& p, const Factor
     s.cap_hits = first.cap_hits + last.cap_hits;
     s.squared = last.squared;
     const double penalties = run.penalty(false, pen.l1_w, pen.l2_w) + run.penalty(true, pen.l1_h, pen.l2_h);
-    s.objective = (kl ? last.kl_log - p.weighted_sum + last.kl_model : 0.5 * std::max(last.squared, 0.0)) + penalties;
+    s.objective = (kl ? last.kl_terms - p.weighted_sum : 0.5 * std::max(last.squared, 0.0)) + penalties;
     return s;
   };
   FactorResult<T> result = run_masked_loop<T>(p, options, step);

@@ -281,6 +281,8 @@ inline double kl_entry(double wa, double w, double q, bool figures, HalfSums& ou
     const double a = wa / w;
     out.kl_squared += w * (a - q) * (a - q);
     out.kl_log += backend::kl_log_term(wa, w, q);
+    out.kl_formed_model += w * q;
+    out.kl_formed += 1;
   }
   return backend::kl_ratio(wa, q);
 }
@@ -651,7 +653,8 @@ FactorResult<T> iterate_masked(const MaskedProblem<T>& p, const FactorOptions& o
       // At the state where the second half formed its ratios, (W_{t-1}, H_t) in H-first order, as the unmasked
       // iteration reports.
       s.squared = last.kl_squared;
-      s.objective = last.kl_log - p.weighted_sum + last.kl_model + frobenius_objective(0.0, f, pen);
+      const double model = last.kl_formed == static_cast<double>(p.observed) ? last.kl_formed_model : last.kl_model;
+      s.objective = last.kl_log - p.weighted_sum + model + frobenius_objective(0.0, f, pen);
     } else {
       s.squared = p.weighted_squared_norm - 2 * last.cross + last.quad;
       s.objective = frobenius_objective(s.squared, f, pen);

@@ -22,6 +22,8 @@ MaskedSums& MaskedSums::operator+=(const MaskedSums& o) {
   kl_log += o.kl_log;
   kl_model += o.kl_model;
   kl_squared += o.kl_squared;
+  kl_formed_model += o.kl_formed_model;
+  kl_formed += o.kl_formed;
   cap_hits += o.cap_hits;
   return *this;
 }

@@ -26,7 +26,12 @@ struct MaskedSums {
   double kl_log = 0;        ///< KL: Σ w a log(a / q) at the old x
   double kl_model = 0;      ///< KL: Σ w q at the old x
   double kl_squared = 0;    ///< KL: Σ w (a - q)² at the old x
-  long long cap_hits = 0;   ///< bpp
+  /// KL: Σ w q over the entries whose q the ratio pass formed, and their number. Where they are all the observed
+  /// entries, the objective's model term comes from them (the log term's own q: a float q's rounding cancels
+  /// between the two) rather than from kl_model.
+  double kl_formed_model = 0;
+  double kl_formed = 0;
+  long long cap_hits = 0;  ///< bpp
   MaskedSums& operator+=(const MaskedSums& o);
 };
 

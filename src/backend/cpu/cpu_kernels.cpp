@@ -228,10 +228,12 @@ KlSums dense_kl(const DenseView<const T>& d, Side side, CView<T> wt, CView<T> h,
       const double a = static_cast<double>(ac[i]);
       const double md = static_cast<double>(mc[i]);
       sums.a_times_m += a * md;
+      sums.model_sum += md;
       if (a > 0) sums.a_log_a_over_m += a * std::log(a / std::max(md, kl_model_floor));
       mc[i] = static_cast<T>(kl_ratio(a, md));
     }
   }
+  sums.model_entries = static_cast<double>(m) * static_cast<double>(width);
   if (side == Side::H) {
     if (m > 0) {
       blas::gemm(false, false, as_int(k), as_int(width), as_int(m), T(1), wt.data, ld_of(wt.ld), scratch, as_int(lds),

@@ -22,6 +22,7 @@ __global__ void kl_ratio_kernel(const T* wa, const T* w, T* q, index_t count, do
     if (we > 0) {
       const double a = wae / we;
       s.x += we * (a - qe) * (a - qe);
+      s.y += we * qe;
     }
     if (wae == 0) {
       q[e] = T(0);
