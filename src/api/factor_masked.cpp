@@ -46,6 +46,8 @@ Factorization<T> factor_masked(const Source& source, const FactorOptions& reques
   const std::string& name = source.name();
   const std::string flag = flag_of(requested.missing);
   if (world.size() > 1) return factor_masked_grid<T>(source, requested, context, gather, initial);
+  // A given grid must fit one process, as on the unmasked path (a 2x1 was ignored here and the run went on 1x1).
+  if (context.grid != "auto") (void)dist::Grid(world, dist::parse_grid(context.grid));
   FactorOptions options = api::resolve(requested, context);
   if (options.backend == BackendKind::cuda && context.memory_budget > 0)
     throw UsageError(flag +

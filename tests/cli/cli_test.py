@@ -800,6 +800,9 @@ def masked_factor(ctx):
     w = Npy(ctx.path("out", "W.npy"))
     check(all(w(5, c) == 0.0 for c in range(2)), "the unobserved row of W is not zero")
     check(report["rel_error"] < 0.05, "rel_error %s" % report["rel_error"])
+    # --grid auto on one process: chosen by words as on a masked grid (the report said "given").
+    check(report["grid_choice"] == {"rule": "words", "chosen": "1x1", "by_words": "1x1"},
+          "grid_choice: %s" % report["grid_choice"])
     # The same mask as Matrix Market (unstored = weight 0): the same observed entries.
     entries = [(i, j, v) for i, row in enumerate(mask) for j, v in enumerate(row) if v > 0]
     write_text(ctx.path("M.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (m, n, len(entries)) +
@@ -1045,6 +1048,11 @@ def err_mask(ctx):
                      ["cannot stream", "M.mtx", "must be a .npy"], code=2)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--unstored", "missing", "-o", "out"],
                      ["A.npy", "--unstored missing applies to a sparse matrix"], code=2)
+    # A grid that does not fit one process is refused with missing values as without (a 2x1 ran on 1x1, exit 0).
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--mask", "M.npy", "--grid", "2x1", "-o", "out"],
+                     ["--grid 2x1 needs 2 processes", "run it under mpirun -np 2"], code=2)
+    ctx.expect_error(["factor", "nan.npy", "-k", 2, "--missing", "nan", "--grid", "1x3", "-o", "out"],
+                     ["--grid 1x3 needs 3 processes"], code=2)
     ctx.expect_error(["nmfk", "A.npy", "--k", "1:2", "--mask", "M.npy", "-o", "out"],
                      ["not supported by nmfk", "dnmf cv"], code=2)
     # A finite entry that float32 cannot hold is bad input, not a missing value, whatever --missing says (it was
