@@ -377,9 +377,9 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
         message = path + ": " + what;
       }
     }
-    detail::raise_on(comm, holder, path, message, ErrorKind::data);
+    detail::raise_everywhere(comm, holder, message, ErrorKind::data);
   }
-  if (failing >= 0) {
+  if (failing >= 0) {  // every rank knows who failed: one CollectiveError with its message, printed once
     std::string message;
     if (comm.rank() == failing) {
       message = parsed.failure_line < 0
@@ -387,7 +387,7 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
                     : path + ":" + std::to_string(h.size_line + lines_before_failing + parsed.failure_line + 1) + ": " +
                           parsed.problem;
     }
-    detail::raise_on(comm, failing, path, message, ErrorKind::data);
+    detail::raise_everywhere(comm, failing, message, ErrorKind::data);
   }
   if (total_entries < h.entries) {  // every rank knows this message: no broadcast needed
     throw CollectiveError(path + ":" + std::to_string(h.size_line + total_lines + 1) +

@@ -443,13 +443,21 @@ def masked_bad_input_reported_once(ctx):
     weights[9][4] = -0.5  # rows 6..11 belong to rank 1 on a 2x1 grid
     write_bytes(ctx.path("M.npy"), npy_bytes(weights))
     write_bytes(ctx.path("M_shape.npy"), npy_bytes([[1.0] * rows for _ in range(cols)]))
+    # A malformed Matrix Market line in the part of the file rank 1 parses: it ended the job in MPI_Abort with a
+    # "rank 1:" prefix and Open MPI's banner; every rank knows who failed, so the job ends as for the others.
+    lines = ["%d %d %g" % (i + 1, j + 1, 1.0) for j in range(cols) for i in range(rows)]
+    lines[60] = "7 garbage 1"
+    write_text(ctx.path("M_bad.mtx"), "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" %
+               (rows, cols, len(lines)) + "\n".join(lines) + "\n")
     for mask, words in (("M.npy", ["M.npy", "row 9, column 4", "mask weights must be finite and >= 0"]),
-                        ("M_shape.npy", ["M_shape.npy", "6x12", "12x6", "a mask must have A's shape"])):
+                        ("M_shape.npy", ["M_shape.npy", "6x12", "12x6", "a mask must have A's shape"]),
+                        ("M_bad.mtx", ["M_bad.mtx:63:", "garbage"])):
         completed = ctx.run(["factor", "A.npy", "-k", 2, "--mask", mask, "--grid", "2x1", "-o", "out"], 2, timeout=60)
         check(completed.returncode == 3, "exit status %d, expected 3 (data error)" % completed.returncode)
         errors = [line for line in completed.stderr.splitlines() if line.startswith("dnmf: error:")]
         check(len(errors) == 1, "the error must be printed once, got:\n" + completed.stderr)
         check(all(w in errors[0] for w in words), "unclear message: " + errors[0])
+        check("rank " not in errors[0] and "MPI_ABORT" not in completed.stderr, "an abort: " + completed.stderr)
         check(not os.path.exists(ctx.path("out")), "no output may be left behind")
 
 
