@@ -25,6 +25,7 @@
 #include "dnmf/source.hpp"
 #include "dnmf/version.hpp"
 #include "hooks.hpp"
+#include "keyword_messages.hpp"
 #include "memory_policy.hpp"
 #include "sources.hpp"
 
@@ -306,18 +307,10 @@ NB_MODULE(_core, m) {
     static const std::string nan_hint =
         "(NaN entries of A can be fitted as missing values: --missing nan, MissingValues::nan_missing in C++, or "
         "dnmf.NMF().fit(X, missing='nan'))";
-    static const std::pair<std::string, std::string> words[] = {
-        {nan_hint, "(missing='nan' takes NaN entries as missing)"},
-        {"--precision f64", "precision='f64'"},
-        {"--precision f32", "precision='f32'"},
-        {"--unstored missing", "unstored='missing'"},
-        {"--missing nan", "missing='nan'"},
-        {"--init random", "init='random'"},
-        {"--tf32", "tf32=True"}};
-    for (const auto& [cli, python] : words)
-      for (std::size_t at = message.find(cli); at != std::string::npos; at = message.find(cli, at + python.size()))
-        message.replace(at, cli.size(), python);
-    return message;
+    static const std::string python_hint = "(missing='nan' takes NaN entries as missing)";
+    for (auto at = message.find(nan_hint); at != std::string::npos; at = message.find(nan_hint, at))
+      message.replace(at, nan_hint.size(), python_hint);
+    return dnmf::python::with_python_keywords(std::move(message));
   };
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

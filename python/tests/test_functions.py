@@ -258,3 +258,24 @@ def test_library_messages_name_python_keywords_not_cli_flags(tmp_path):
     message = str(nan.value)
     assert "row 4, column 5" in message and "(missing='nan' takes NaN entries as missing)" in message, message
     assert "--missing" not in message and "C++" not in message, message
+
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda X: dnmf.nmfk(X, "2:4", perturbations=1, comm=False), "perturbations must be >= 2"),
+    (lambda X: dnmf.nmfk(X, "3:1", perturbations=2, comm=False), "k_range: the range '3:1' is empty"),
+    (lambda X: dnmf.nmfk(X, "2:3", perturbations=2, epsilon=1.0, comm=False), "epsilon must be in [0, 1)"),
+    (lambda X: dnmf.nmfk(X, "2:3", perturbations=2, groups=3, comm=False), "groups=3 needs"),
+    (lambda X: dnmf.nmfk(X, "2:3", perturbations=2, cv=True, cv_holdout=0.9999, comm=False), "(cv_holdout)"),
+    (lambda X: dnmf.nmfk(X, "2:3", perturbations=2, cv=True, extrapolate=True, comm=False), "extrapolate=True"),
+    (lambda X: dnmf.factor(X, 3, grid="2x2", comm=False), "grid='2x2' needs 4 processes"),
+    (lambda X: dnmf.factor(X, 3, n_threads=100000, comm=False), "n_threads=100000 is more"),
+])
+def test_more_library_messages_name_python_keywords(call, expected):
+    """A helper session's list: these messages named --perturbations, --k, --epsilon, --groups, --holdout,
+    --extrapolate, --grid and --threads from Python; each names the keyword a Python user passes, with its value."""
+    X = planted(30, 20, 3, seed=9)
+    with pytest.raises(dnmf.Error) as raised:
+        call(X)
+    message = str(raised.value)
+    assert expected in message, message
+    assert " --" not in message and not message.startswith("--") and "(--" not in message, message
