@@ -58,12 +58,22 @@ struct TransformResult {
   index_t unobserved_cols = 0;  ///< with missing values: columns of A with no observed entry (their H column is 0)
 };
 
-/// Solves H = argmin ||A - W H||_F subject to H >= 0 with W (m x k) fixed, each column exactly by block
-/// principal pivoting: projecting new data onto learned features, and NMFk's regression step.
-/// Throws UsageError when W's row count differs from A's, DataError when W has a negative or non-finite entry. The
-/// products run on the host whatever `backend` says (the cuda backend included).
+/// Penalties on the coefficients transform() solves: each column minimises its least squares plus
+/// l1 Σ h + ½ l2 ‖h‖², as FactorOptions::penalties' H terms add them to a fit's H half (so that a penalised
+/// fit's coefficients are what transform() gives for its own data).
+struct TransformPenalty {
+  double l1 = 0;
+  double l2 = 0;
+};
+
+/// Solves H = argmin ||A - W H||_F (+ `penalty`) subject to H >= 0 with W (m x k) fixed, each column exactly by
+/// block principal pivoting: projecting new data onto learned features, and NMFk's regression step.
+/// Throws UsageError when W's row count differs from A's or a penalty is negative or not finite, DataError when W
+/// has a negative or non-finite entry. The products run on the host whatever `backend` says (the cuda backend
+/// included). rel_error is the fit's error, without the penalty terms.
 template <class T>
-TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, BackendKind backend = BackendKind::cpu);
+TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, BackendKind backend = BackendKind::cpu,
+                             const TransformPenalty& penalty = {});
 
 /// transform() of new data with missing values (docs/masked.md): each column solves min Σ_i w_ij (a_ij −
 /// (W h_j)_i)², h_j ≥ 0, over A's observed entries only (the masked H half-step, exact by block principal
@@ -75,7 +85,7 @@ TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, Backen
 /// bad mask or entry, or for a bad W.
 template <class T>
 TransformResult<T> transform(const Source& A, DenseView<const T> W, const MissingValues& missing,
-                             BackendKind backend = BackendKind::cpu);
+                             BackendKind backend = BackendKind::cpu, const TransformPenalty& penalty = {});
 
 /// ||A - W H||_F / ||A||_F computed directly (one pass, float64 sums): a check for the Gram identity.
 template <class T>

@@ -57,15 +57,16 @@ def _hidden_stored_as_zero(X, mask):
     return X
 
 
-def project(X, components, backend):
-    """W ≥ 0 minimising ‖X − W components‖_F, each row exactly (block principal pivoting), in X's precision."""
+def project(X, components, backend, l1=0.0, l2=0.0):
+    """W ≥ 0 minimising ½‖X − W components‖²_F + l1 ΣW + ½ l2 ‖W‖², each row exactly (block principal pivoting),
+    in X's precision."""
     # Checked here, not only in the library, so that a bad entry is named where it is in X (the library sees Xᵀ).
     _check_masked_input(X, None, None, None)
     basis = np.asfortranarray(components.T, dtype=X.dtype)
     # The library solves H for A ≈ W H with W fixed; here A = Xᵀ, whose column-major storage is X's C order
     # (the CSR of Xᵀ is the CSC of X).
     Xt = X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
-    Wt, _ = _core.transform(source_of(Xt), basis, backend)
+    Wt, _ = _core.transform(source_of(Xt), basis, backend, l1, l2)
     return np.ascontiguousarray(Wt.T)
 
 
@@ -125,7 +126,7 @@ def _check_masked_input(X, weights, missing, unstored):
                    " (missing='nan' takes NaN entries as missing)" if missing is None else "")
 
 
-def project_masked(X, components, backend, mask=None, missing=None, unstored=None):
+def project_masked(X, components, backend, mask=None, missing=None, unstored=None, l1=0.0, l2=0.0):
     """project() fitting only the observed entries of each row of X (docs/masked.md): ``mask`` (X's shape, 0 =
     missing, > 0 = weight), ``missing='nan'`` (NaN entries are missing), ``unstored='missing'`` (sparse X: only
     stored entries). A row with no observed entry gets zeros."""
@@ -140,7 +141,7 @@ def project_masked(X, components, backend, mask=None, missing=None, unstored=Non
         mask_source = source_of(_transposed(weights))
     _check_masked_input(X, weights if mask is not None else None, missing, unstored)
     Wt, _, _ = _core.transform_masked(source_of(_transposed(X)), basis, mask_source, missing == "nan",
-                                      unstored or "zero", backend)
+                                      unstored or "zero", backend, l1, l2)
     return np.ascontiguousarray(Wt.T)
 
 
@@ -416,7 +417,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- using the model
     def transform(self, X, mask=None, missing=None, unstored=None):
-        """W for new data X with the learned components fixed: each row by exact non-negative least squares.
+        """W for new data X with the learned components fixed: each row by exact non-negative least squares, with
+        the W penalties of alpha_W and l1_ratio (scaled as in fit), as scikit-learn's transform applies them.
 
         With missing values (as in fit): ``mask`` (weights of X's shape, 0 = missing), ``missing="nan"`` or
         ``unstored="missing"``: each row is fitted on its observed entries only (a row with none gets zeros)."""
@@ -430,10 +432,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             X = _hidden_stored_as_zero(X, mask) if hasattr(X, "toarray") else _hidden_as_zero(X, mask, None)
         # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
         X = in_precision(X, self.precision)
+        pen = self._penalties(X.shape[0], X.shape[1])
         if mask is None and missing is None and unstored is None:
-            return project(X, self.components_, self.backend)
+            return project(X, self.components_, self.backend, pen["l1_w"], pen["l2_w"])
         try:
-            return project_masked(X, self.components_, self.backend, mask, missing, unstored)
+            return project_masked(X, self.components_, self.backend, mask, missing, unstored, pen["l1_w"],
+                                  pen["l2_w"])
         except _core.Error as error:
             raise library_error(error, "NMF") from None
 

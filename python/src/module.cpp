@@ -234,7 +234,8 @@ nb::dict nmfk_entry(const Source& source, const nb::dict& kwargs, bool single, c
 }
 
 template <class T>
-nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind backend) {
+nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind backend,
+                       const TransformPenalty& penalty) {
   const MatrixRef<T>* a = data.stored<T>();
   if (a == nullptr || data.transposed())
     throw nb::type_error("dnmf: transform needs Xᵀ in Fortran order (CSC for sparse) of the basis's dtype");
@@ -242,39 +243,43 @@ nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind b
   TransformResult<T> r;
   {
     nb::gil_scoped_release released;
-    r = dnmf::transform<T>(*a, w.view(), backend);
+    r = dnmf::transform<T>(*a, w.view(), backend, penalty);
   }
   return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error);
 }
 
-nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std::string& backend) {
+nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std::string& backend, double l1,
+                          double l2) {
   const BackendKind kind = parse_backend(backend);
-  if (data.holds_float()) return transform_as<float>(data, basis, kind);
-  return transform_as<double>(data, basis, kind);
+  const TransformPenalty penalty{l1, l2};
+  if (data.holds_float()) return transform_as<float>(data, basis, kind, penalty);
+  return transform_as<double>(data, basis, kind, penalty);
 }
 
 template <class T>
 nb::tuple transform_masked_as(const Source& data, const AnyMatrix& basis, const MissingValues& missing,
-                              BackendKind backend) {
+                              BackendKind backend, const TransformPenalty& penalty) {
   const DenseMatrix<T> w = dense_copy<T>(basis, "the basis");
   TransformResult<T> r;
   {
     nb::gil_scoped_release released;
-    r = dnmf::transform<T>(data, w.view(), missing, backend);
+    r = dnmf::transform<T>(data, w.view(), missing, backend, penalty);
   }
   return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error, r.unobserved_cols);
 }
 
 /// transform() with missing values: `mask` (a Source of A's shape, or None), NaN as missing, unstored as missing.
 nb::tuple transform_masked_entry(const Source& data, const AnyMatrix& basis, std::optional<Source> mask,
-                                 bool nan_missing, const std::string& unstored, const std::string& backend) {
+                                 bool nan_missing, const std::string& unstored, const std::string& backend, double l1,
+                                 double l2) {
   MissingValues missing;
   missing.mask = std::move(mask);
   missing.nan_missing = nan_missing;
   missing.unstored = parse_unstored(unstored);
   const BackendKind kind = parse_backend(backend);
-  if (data.holds_float()) return transform_masked_as<float>(data, basis, missing, kind);
-  return transform_masked_as<double>(data, basis, missing, kind);
+  const TransformPenalty penalty{l1, l2};
+  if (data.holds_float()) return transform_masked_as<float>(data, basis, missing, kind, penalty);
+  return transform_masked_as<double>(data, basis, missing, kind, penalty);
 }
 
 }  // namespace
@@ -358,9 +363,9 @@ NB_MODULE(_core, m) {
         "H0"_a.none() = nb::none(), "callback"_a.none() = nb::none(), "verbose"_a = false);
   m.def("nmfk", &nmfk_entry, "source"_a, "options"_a, "single"_a, "output_dir"_a = "", "callback"_a.none() = nb::none(),
         "verbose"_a = false);
-  m.def("transform", &transform_entry, "data"_a, "basis"_a, "backend"_a = "cpu");
+  m.def("transform", &transform_entry, "data"_a, "basis"_a, "backend"_a = "cpu", "l1"_a = 0.0, "l2"_a = 0.0);
   m.def("transform_masked", &transform_masked_entry, "data"_a, "basis"_a, "mask"_a.none(), "nan_missing"_a,
-        "unstored"_a, "backend"_a = "cpu");
+        "unstored"_a, "backend"_a = "cpu", "l1"_a = 0.0, "l2"_a = 0.0);
   m.def("backend_available", [](const std::string& name) {
     std::string why;
     const bool ok = dnmf::backend_available(dnmf::parse_backend(name), &why);

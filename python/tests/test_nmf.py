@@ -155,6 +155,28 @@ def test_transform_is_exact_nonnegative_least_squares():
     np.testing.assert_allclose(model.transform(sp.csr_matrix(Xnew)), W, rtol=1e-9, atol=1e-12)
 
 
+def test_transform_applies_the_w_penalties_as_scikit_learn_does():
+    """scikit-learn's transform applies alpha_W / l1_ratio (scaled by n_features) to the rows it solves; dnmf's
+    ignored them, so fit_transform(X) and transform(X) of a penalised model differed by 13%. Now a converged
+    penalised fit's W is what transform(X) gives, as in scikit-learn, with and without a mask."""
+    X = planted(150, 100, 5, seed=4, noise=0.01)
+    for solver in ("cd", "bpp"):
+        model = dnmf.NMF(5, solver=solver, init="nndsvda", alpha_W=0.01, l1_ratio=0.5, max_iter=3000, tol=1e-12)
+        W = model.fit_transform(X)
+        np.testing.assert_allclose(model.transform(X), W, rtol=1e-3, atol=1e-5 * W.max())
+    sk = SkNMF(5, solver="cd", init="nndsvda", alpha_W=0.01, l1_ratio=0.5, max_iter=3000, tol=1e-12)
+    W_sk = sk.fit_transform(X)
+    # Both transforms of the same new rows on scikit-learn's components solve the same penalised problem.
+    model.components_ = sk.components_
+    np.testing.assert_allclose(model.transform(X[:20]), sk.transform(X[:20]), rtol=1e-4, atol=1e-7 * W_sk.max())
+    mask = np.ones_like(X)
+    mask[::7, ::3] = 0
+    plain = dnmf.NMF(5, solver="bpp", alpha_W=0.0).fit(X)
+    plain.components_ = sk.components_
+    penalised = model.transform(X, mask=mask)
+    assert not np.allclose(penalised, plain.transform(X, mask=mask), rtol=1e-3), "the penalties changed nothing"
+
+
 @pytest.mark.parametrize("form", ["C", "F", "csr"])
 def test_input_is_not_copied(form):
     X = planted(2000, 500, 4, seed=11)  # 8 MB

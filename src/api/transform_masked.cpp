@@ -16,8 +16,9 @@ namespace dnmf {
 
 template <class T>
 TransformResult<T> transform(const Source& source, DenseView<const T> w, const MissingValues& missing,
-                             BackendKind backend) {
+                             BackendKind backend, const TransformPenalty& penalty) {
   (void)backend;  // every backend's transform runs on the host, as the unmasked one's does (one NNLS per column)
+  solvers::check_transform_penalty(penalty);
   detail::check_dense("transform: W", w.rows, w.cols, w.ld);
   const api::Held<T> a = api::hold<T>(source);
   std::optional<api::Held<T>> mask;
@@ -33,12 +34,12 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
     throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but " + source.name() + " has " +
                      std::to_string(problem.m));
   if (k < 1) throw UsageError("transform: W has no columns");
-  return solvers::masked_transform<T>(problem, solvers::checked_basis_transpose(w));
+  return solvers::masked_transform<T>(problem, solvers::checked_basis_transpose(w), penalty);
 }
 
 template TransformResult<float> transform<float>(const Source&, DenseView<const float>, const MissingValues&,
-                                                 BackendKind);
+                                                 BackendKind, const TransformPenalty&);
 template TransformResult<double> transform<double>(const Source&, DenseView<const double>, const MissingValues&,
-                                                   BackendKind);
+                                                   BackendKind, const TransformPenalty&);
 
 }  // namespace dnmf

@@ -12,7 +12,8 @@
 namespace dnmf::solvers {
 
 template <class T>
-TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt) {
+TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt,
+                                    const TransformPenalty& penalty) {
   const MaskedHalf<T>& h = problem.h_half;  // A (m x n): columns are the new samples
   const index_t k = wt.rows();
   // YᵀY over every row of W: the start of G_j when the lists only correct it.
@@ -52,7 +53,11 @@ TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const Dense
         for (index_t e = h.ptr[to_size(j)]; e < h.ptr[to_size(j) + 1]; ++e)
           add(h.row[to_size(e)], static_cast<double>(h.weighted_value[to_size(e)]));
       }
-      for (index_t l = 0; l < k; ++l) x(l, 0) = 0.0;
+      for (index_t l = 0; l < k; ++l) {
+        g(l, l) += penalty.l2;
+        b(l, 0) -= penalty.l1;
+        x(l, 0) = 0.0;
+      }
       try {
         cap_hits += static_cast<long long>(nnls_bpp<double>(g.view(), b.view(), x.view()).rounds_cap_hits);
       } catch (...) {
@@ -70,7 +75,9 @@ TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const Dense
   return result;
 }
 
-template TransformResult<float> masked_transform<float>(const MaskedProblem<float>&, const DenseMatrix<float>&);
-template TransformResult<double> masked_transform<double>(const MaskedProblem<double>&, const DenseMatrix<double>&);
+template TransformResult<float> masked_transform<float>(const MaskedProblem<float>&, const DenseMatrix<float>&,
+                                                        const TransformPenalty&);
+template TransformResult<double> masked_transform<double>(const MaskedProblem<double>&, const DenseMatrix<double>&,
+                                                          const TransformPenalty&);
 
 }  // namespace dnmf::solvers

@@ -8,9 +8,11 @@
 
 namespace dnmf::solvers {
 
-/// H (k x n) for `problem`'s A (m x n) and Wt (k x m, checked by the caller: finite, >= 0). Columns with no
-/// observed entry get zero; rel_error is the weighted error over the observed entries.
+/// H (k x n) for `problem`'s A (m x n) and Wt (k x m, checked by the caller: finite, >= 0), each column with
+/// `penalty` added (checked by the caller). Columns with no observed entry get zero; rel_error is the weighted error
+/// over the observed entries.
 template <class T>
-TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt);
+TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt,
+                                    const TransformPenalty& penalty = {});
 
 }  // namespace dnmf::solvers

@@ -14,7 +14,9 @@
 namespace dnmf {
 
 template <class T>
-TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, BackendKind backend) {
+TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, BackendKind backend,
+                             const TransformPenalty& penalty) {
+  solvers::check_transform_penalty(penalty);
   detail::check_view("transform: A", a);
   detail::check_dense("transform: W", w.rows, w.cols, w.ld);
   const index_t m = rows_of(a);
@@ -34,7 +36,15 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   kernels->gram(wt.view(), g.view(), T(0));
   TransformResult<T> result;
   result.H = DenseMatrix<T>(k, n);
-  result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(g.view(), p.view(), result.H.view()).rounds_cap_hits);
+  if (penalty.l1 > 0 || penalty.l2 > 0) {
+    // The penalised normal equations: (G + l2 I) h = p − l1. Copies: the error below needs the plain G and P.
+    DenseMatrix<T> gp = g, pp = p;
+    for (index_t l = 0; l < k; ++l) gp(l, l) = static_cast<T>(static_cast<double>(gp(l, l)) + penalty.l2);
+    for (T& v : pp.storage()) v = static_cast<T>(static_cast<double>(v) - penalty.l1);
+    result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(gp.view(), pp.view(), result.H.view()).rounds_cap_hits);
+  } else {
+    result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(g.view(), p.view(), result.H.view()).rounds_cap_hits);
+  }
   kernels->gram(result.H.view(), gh.view(), T(0));
   const auto stats = kernels->stats(a);
   const double sq =
@@ -48,7 +58,9 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   return result;
 }
 
-template TransformResult<float> transform<float>(const MatrixRef<float>&, DenseView<const float>, BackendKind);
-template TransformResult<double> transform<double>(const MatrixRef<double>&, DenseView<const double>, BackendKind);
+template TransformResult<float> transform<float>(const MatrixRef<float>&, DenseView<const float>, BackendKind,
+                                                 const TransformPenalty&);
+template TransformResult<double> transform<double>(const MatrixRef<double>&, DenseView<const double>, BackendKind,
+                                                   const TransformPenalty&);
 
 }  // namespace dnmf

@@ -1,10 +1,11 @@
-// dnmf internal: the basis W a caller hands to transform(), checked and transposed once for both transforms.
+// dnmf internal: the basis W and the penalty a caller hands to transform(), checked for both transforms.
 #pragma once
 
 #include <cmath>
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "dnmf/factorize.hpp"
 #include "dnmf/matrix.hpp"
 
 namespace dnmf::solvers {
@@ -23,6 +24,13 @@ DenseMatrix<T> checked_basis_transpose(DenseView<const T> w) {
       wt(l, i) = v;
     }
   return wt;
+}
+
+/// UsageError unless both penalty terms are finite and >= 0.
+inline void check_transform_penalty(const TransformPenalty& p) {
+  if (!(std::isfinite(p.l1) && p.l1 >= 0 && std::isfinite(p.l2) && p.l2 >= 0))
+    throw UsageError("transform: the penalties must be finite and >= 0 (l1 " + std::to_string(p.l1) + ", l2 " +
+                     std::to_string(p.l2) + ")");
 }
 
 }  // namespace dnmf::solvers
