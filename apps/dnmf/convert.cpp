@@ -2,14 +2,20 @@
 // project's binary CSR (.dcsr, docs/formats.md), which streaming reads in nnz-balanced row ranges with three
 // preads a tile; and `dnmf convert IN.dcsr OUT.mtx` back. The matrix is held in memory once while converting.
 
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
+#include "signals.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -20,8 +26,28 @@ struct ConvertArgs {
   std::string precision = "f64";
 };
 
+/// Removes OUT.tmp.<pid>.<n> files beside `output` whose process is gone: what a convert killed outright (SIGKILL)
+/// left; a signal it can catch removes its own. A live process's temporary (another convert now) is left alone.
+void remove_stale_temporaries(const std::string& output) {
+  namespace fs = std::filesystem;
+  const fs::path out(output);
+  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const std::regex pattern(std::regex_replace(out.filename().string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                           R"(\.tmp\.([0-9]+)\.[0-9]+)");
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    const auto pid = static_cast<pid_t>(std::stoll(m[1].str()));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+  }
+}
+
 template <class T>
 int convert(const ConvertArgs& args) {
+  end_writes_on_signals(args.output);
+  remove_stale_temporaries(args.output);
   const io::MatrixShape a = io::convert_matrix<T>(args.input, args.output);
   if (io::format_of(args.input) == io::FileFormat::dcsr) {
     std::printf("%s: %lldx%lld, %lld entries -> %s\n", args.input.c_str(), static_cast<long long>(a.rows),

@@ -126,6 +126,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dnmf::cli::report_file_size_limits();
   try {
     return run(argc, argv);
   } catch (const dnmf::Cancelled& e) {

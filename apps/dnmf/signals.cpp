@@ -2,7 +2,14 @@
 
 #include "signals.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <csignal>
+#include <cstring>
+#include <string>
+
+#include "dnmf/io.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -10,6 +17,16 @@ namespace {
 volatile std::sig_atomic_t received = 0;
 
 extern "C" void on_stop_signal(int signal) { received = signal; }
+
+// end_writes_on_signals()'s line, formatted before any signal can come (a handler may not allocate).
+char interrupted_line[512] = {};
+
+extern "C" void on_signal_during_write(int signal) {
+  io::remove_temporaries_in_flight();
+  const ssize_t written = ::write(STDERR_FILENO, interrupted_line, std::strlen(interrupted_line));
+  (void)written;
+  ::_exit(128 + signal);
+}
 
 }  // namespace
 
@@ -24,5 +41,19 @@ void stop_on_signals() {
 }
 
 int stop_signal() { return received; }
+
+void end_writes_on_signals(const std::string& output) {
+  const std::string line = "dnmf: error: interrupted; " + output + " is as it was\n";
+  line.copy(interrupted_line, std::min(line.size(), sizeof interrupted_line - 1));
+  struct sigaction action {};
+  action.sa_handler = on_signal_during_write;
+  sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGINT);  // one handler at a time
+  sigaddset(&action.sa_mask, SIGTERM);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+void report_file_size_limits() { std::signal(SIGXFSZ, SIG_IGN); }
 
 }  // namespace dnmf::cli

@@ -3,6 +3,8 @@
 // the previous output set as it was; a second signal of the same kind ends the process at once.
 #pragma once
 
+#include <string>
+
 namespace dnmf::cli {
 
 /// Installs the handlers (for the commands that write output sets).
@@ -10,5 +12,14 @@ void stop_on_signals();
 
 /// The signal that asked to stop (SIGINT, SIGTERM), or 0.
 [[nodiscard]] int stop_signal();
+
+/// For a command that writes one file and has no loop to poll a flag (convert): SIGINT and SIGTERM remove the
+/// temporary being filled (io::remove_temporaries_in_flight), print one line naming `output` and end the process
+/// with 128 + the signal. A killed convert left its partial OUT.tmp.<pid>.<n> beside the output.
+void end_writes_on_signals(const std::string& output);
+
+/// A file size limit (ulimit -f) makes writes fail with EFBIG, reported as the I/O error it is, instead of
+/// SIGXFSZ ending the process with its temporaries in place.
+void report_file_size_limits();
 
 }  // namespace dnmf::cli

@@ -60,6 +60,10 @@ void write_mtx(const std::string& path, CsrView<T> matrix);
 /// `path`. A failure (or an exception from `write`) removes the temporary and leaves `path` untouched.
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+/// Removes the temporary files write_file_atomically() is filling at this moment. Async-signal-safe (unlink
+/// only): for a signal handler that ends the process, whose unwinding would otherwise never remove them.
+void remove_temporaries_in_flight() noexcept;
+
 /// Throws dnmf::Error naming `source` and the (0-based) row and column of the first negative,
 /// NaN or infinite entry.
 template <class T>

@@ -111,6 +111,43 @@ class TempFileGuard {
   int fd_ = -1;
 };
 
+/// One temporary being filled, for remove_temporaries_in_flight(): plain characters, claimed and released
+/// through a lock-free atomic, which a signal handler may read.
+struct InFlightSlot {
+  static constexpr int kFree = 0, kFilling = 1, kListed = 2;
+  static constexpr std::size_t kPathBytes = 4096;
+  std::atomic<int> state{kFree};
+  char path[kPathBytes] = {};
+};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler reads the slots");
+InFlightSlot in_flight_slots[64];
+
+/// Lists a temporary in a free slot for its lifetime (none listed when all 64 are taken, or the path is too long).
+class InFlight {
+ public:
+  explicit InFlight(const std::string& temp) {
+    if (temp.size() >= InFlightSlot::kPathBytes) return;
+    for (InFlightSlot& s : in_flight_slots) {
+      int expected = InFlightSlot::kFree;
+      if (s.state.compare_exchange_strong(expected, InFlightSlot::kFilling)) {
+        temp.copy(s.path, temp.size());
+        s.path[temp.size()] = '\0';
+        s.state.store(InFlightSlot::kListed);
+        slot_ = &s;
+        return;
+      }
+    }
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  ~InFlight() {
+    if (slot_ != nullptr) slot_->state.store(InFlightSlot::kFree);
+  }
+
+ private:
+  InFlightSlot* slot_ = nullptr;
+};
+
 /// The longest file name (one path component) Linux file systems take.
 constexpr std::size_t kNameMax = 255;
 
@@ -155,6 +192,7 @@ void sync_directory(const std::string& path) {
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const std::string temp = temporary_name(path);
+  const InFlight listed(temp);  // declared before the guard: released only after its removal (or the rename)
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) fail(path, errno);
   TempFileGuard guard(temp);
@@ -172,6 +210,11 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   if (::rename(temp.c_str(), path.c_str()) != 0) fail(path, errno);
   guard.disarm();
   sync_directory(path);
+}
+
+void remove_temporaries_in_flight() noexcept {
+  for (InFlightSlot& s : in_flight_slots)
+    if (s.state.load() == InFlightSlot::kListed) ::unlink(s.path);
 }
 
 }  // namespace dnmf::io

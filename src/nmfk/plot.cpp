@@ -203,12 +203,17 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
   const bool ok =
       spawned == 0 && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(svg) && fs::exists(png);
   if (!ok) {
+    // What a failed gnuplot left may be cut short (a full disk left a truncated nmfk.png in the results): neither
+    // image is kept, nor the log, whose text the warning carries; nmfk.gp draws them again.
+    fs::remove(svg, ec);
+    fs::remove(png, ec);
+    fs::remove(log, ec);
     out.warning = "gnuplot (" + gnuplot + ") " +
                   (timed_out ? "did not finish within " + std::to_string(limit) + " s and was stopped"
                              : std::string("failed to draw the plot")) +
-                  (log_text.empty() ? std::string() : ": " + log_text.substr(0, 300));
-    if (fs::exists(svg)) out.svg = svg.string();
-    if (fs::exists(png)) out.png = png.string();
+                  (log_text.empty() ? std::string() : ": " + log_text.substr(0, 300)) +
+                  "; nmfk.svg and nmfk.png were not kept (run 'gnuplot nmfk.gp' in " +
+                  fs::absolute(shown_directory.empty() ? directory : shown_directory).string() + ")";
     return out;
   }
   fs::remove(log, ec);

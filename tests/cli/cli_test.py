@@ -1527,6 +1527,48 @@ def interrupted(ctx):
 
 
 @case
+def convert_interrupted(ctx):
+    """convert has no loop to poll a flag: SIGTERM while it writes removes the temporary it fills, says so in one
+    line and exits 143 (the partial OUT.tmp.<pid>.<n> stayed beside the output); the previous .dcsr is as it was.
+    A temporary a killed convert left (its process gone) is removed by the next convert; a file size limit is an
+    I/O error (exit 4), not SIGXFSZ's death with the temporary in place."""
+    import resource
+    import signal
+    ctx.gen(20000, 2000, 5, "L.mtx", "--density", "0.05")
+    ctx.ok("convert", "L.mtx", "X.dcsr")
+    with open(ctx.path("X.dcsr"), "rb") as f:
+        before = f.read()
+    temporaries = lambda: [n for n in os.listdir(ctx.work) if ".tmp." in n]
+    interrupted = False
+    for _ in range(10):  # the signal must land while the file is written: wait for its temporary
+        process = subprocess.Popen([ctx.dnmf, "convert", "L.mtx", "X.dcsr"], cwd=ctx.work, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        while process.poll() is None and not temporaries():
+            time.sleep(0.0005)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=60)
+        check(temporaries() == [], "left after SIGTERM: %r" % temporaries())
+        if process.returncode == 0:
+            continue  # finished before the signal
+        check(process.returncode == 143, "exit %d: %s" % (process.returncode, stderr))
+        check(stderr == "dnmf: error: interrupted; X.dcsr is as it was\n", "stderr: %r" % stderr)
+        interrupted = True
+        break
+    check(interrupted, "no SIGTERM landed while the file was written in 10 tries")
+    with open(ctx.path("X.dcsr"), "rb") as f:
+        check(f.read() == before, "the previous X.dcsr changed")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    write_bytes(ctx.path("X.dcsr.tmp.%d.0" % gone.pid), b"partial")
+    ctx.ok("convert", "L.mtx", "X.dcsr")
+    check(temporaries() == [], "a dead process's temporary was kept: %r" % temporaries())
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100 * 1024, 100 * 1024))
+    result = ctx.run("convert", "L.mtx", "Y.dcsr", preexec_fn=limit)
+    check(result.rc == 4 and "Y.dcsr: cannot write: File too large" in result.stderr, result.describe())
+    check(temporaries() == [] and not os.path.exists(ctx.path("Y.dcsr")), "left: %r" % os.listdir(ctx.work))
+
+
+@case
 def special_files(ctx):
     # Inputs that are not regular files are refused at once, naming the file; a FIFO with no writer must not
     # block (the timeout would fail the case).

@@ -169,6 +169,30 @@ def hanging_gnuplot(ctx):
 
 
 @case
+def failing_gnuplot(ctx):
+    """A gnuplot that fails half way (a full disk: it wrote part of nmfk.png, then stopped) leaves no image and no
+    log in the results, only the warning and nmfk.gp (a truncated nmfk.png and nmfk.gp.log were kept)."""
+    a = ctx.gen("A.npy", rank=3, seed=3)
+    fake = ctx.path("fakebin")
+    os.makedirs(fake, exist_ok=True)
+    with open(os.path.join(fake, "gnuplot"), "w") as f:
+        # Called as: gnuplot -e "cd '<dir>'" <dir>/nmfk.gp
+        f.write("#!/bin/sh\ncd \"$(dirname \"$3\")\" || exit 2\nprintf '<svg' > nmfk.svg\nprintf 'PNG' > nmfk.png\n"
+                "echo 'write error: File too large' >&2\nexit 1\n")
+    os.chmod(os.path.join(fake, "gnuplot"), 0o755)
+    env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""))
+    out = ctx.path("out")
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", out], env=env)
+    check("failed to draw the plot: write error: File too large" in r.stderr, "warning: %r" % r.stderr)
+    check("were not kept" in r.stderr, "warning: %r" % r.stderr)
+    left = sorted(os.listdir(out))
+    check(not any(n in left for n in ("nmfk.svg", "nmfk.png", "nmfk.gp.log")), "left in the results: %r" % left)
+    check("nmfk.gp" in left, "the script is kept: %r" % left)
+    j = load(os.path.join(out, "nmfk.json"))
+    check(j["plot"]["svg"] is None and j["plot"]["png"] is None, "plot fields: %r" % j["plot"])
+
+
+@case
 def sparse_wilcoxon_h(ctx):
     """Matrix Market input, the Wilcoxon rule deciding, H silhouettes, float precision."""
     a = ctx.gen("S.mtx", rows=150, cols=100, rank=5, density=0.4, noise=0.03, seed=4)
