@@ -53,10 +53,12 @@ def test_without_cv_the_attributes_are_none():
 
 def test_bad_cv_options_are_refused():
     X = planted(30, 20, 2, seed=6)
-    with pytest.raises(dnmf.UsageError, match="--cv-folds"):
+    # The library's messages name the keywords from Python (they said --cv-folds, --cv-holdout).
+    with pytest.raises(dnmf.UsageError, match="cv_folds") as folds:
         dnmf.NMFk(k_range=(2, 3), n_perturbations=2, cv=True, cv_folds=0).fit(X)
-    with pytest.raises(dnmf.UsageError, match="--cv-holdout"):
+    with pytest.raises(dnmf.UsageError, match="cv_holdout") as holdout:
         dnmf.NMFk(k_range=(2, 3), n_perturbations=2, cv=True, cv_holdout=1.5).fit(X)
+    assert "--" not in str(folds.value) and "--" not in str(holdout.value), (folds.value, holdout.value)
 
 
 def test_a_holdout_that_empties_rows_warns():
