@@ -315,6 +315,14 @@ NB_MODULE(_core, m) {
     static const std::string python_hint = "(missing='nan' takes NaN entries as missing)";
     for (auto at = message.find(nan_hint); at != std::string::npos; at = message.find(nan_hint, at))
       message.replace(at, nan_hint.size(), python_hint);
+    // nmfk's own hint names the CLI's cv and a C++ function; the Python package has neither.
+    static const std::string nmfk_hint =
+        "(nmfk needs every entry; dnmf cv --missing nan, or dnmf::cross_validate, chooses k with NaN entries as "
+        "missing)";
+    static const std::string nmfk_python_hint =
+        "(NMFk needs every entry; on the command line, dnmf cv chooses k with NaN entries as missing)";
+    for (auto at = message.find(nmfk_hint); at != std::string::npos; at = message.find(nmfk_hint, at))
+      message.replace(at, nmfk_hint.size(), nmfk_python_hint);
     return dnmf::python::with_python_keywords(std::move(message));
   };
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

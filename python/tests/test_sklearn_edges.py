@@ -367,3 +367,42 @@ def test_nmfk_options_given_as_none_take_their_defaults():
     np.testing.assert_array_equal(nones.table["cv_mean_heldout_error"], default.table["cv_mean_heldout_error"])
     with pytest.raises(dnmf.UsageError, match="cv_holdout must be a number"):
         dnmf.nmfk(X, "2:4", perturbations=3, cv=True, cv_holdout="5%")
+
+
+def test_a_refused_nmfk_refit_leaves_the_fitted_model_usable():
+    """NMFk reset n_features_in_ before its checks (and the library's): after a refused refit on other data the
+    model refused the data it was fitted on ("X has 25 features, but NMFk is expecting 10")."""
+    X = planted(40, 25, 2, seed=6)
+    for bad in ({"rule": "foo"}, {"solver": "foo"}, {"n_perturbations": 1}, {"epsilon": -1.0}):
+        model = dnmf.NMFk(k_range=(2, 3), n_perturbations=2, random_state=1, n_threads=1).fit(X)
+        before = model.transform(X)
+        good = {name: model.get_params()[name] for name in bad}
+        with pytest.raises(ValueError):
+            model.set_params(**bad).fit(X[:, :10])
+        assert model.n_features_in_ == 25, bad
+        model.set_params(**good)
+        np.testing.assert_array_equal(model.transform(X), before)
+
+
+def test_float32_data_too_large_for_its_products_is_refused_with_the_remedy():
+    """float32 data of 1e38 (finite) came back as W = 0 with "converged", and of 1e30 as a "numerical breakdown"
+    with no remedy; float64 data of 1e307 was called "NaN or infinite"."""
+    X = planted(50, 30, 3, seed=4, noise=0.01)
+    for scale in (1e30, 1e38 / X.max()):
+        with pytest.raises(dnmf.DataError, match="too large for float32.*precision='f64'"):
+            dnmf.NMF(3, solver="cd", init="random").fit((X * scale).astype(np.float32))
+    with pytest.raises(dnmf.DataError, match="the sum of the entries is infinite") as raised:
+        dnmf.NMF(3, solver="mu", init="random").fit(X * (1e307 / X.max()))
+    assert "NaN" not in str(raised.value)
+    big = dnmf.NMF(3, solver="mu", random_state=0, max_iter=300).fit((X * 1e15).astype(np.float32))
+    unit = dnmf.NMF(3, solver="mu", random_state=0, max_iter=300).fit(X.astype(np.float32))
+    assert big.reconstruction_err_ / 1e15 == pytest.approx(unit.reconstruction_err_, rel=1e-3)
+
+
+def test_nmfks_nan_hint_names_no_cpp_function():
+    X = planted(30, 20, 2, seed=6)
+    X[3, 4] = np.nan
+    with pytest.raises(ValueError) as raised:
+        dnmf.NMFk(k_range=(2, 3), n_perturbations=2).fit(X)
+    message = str(raised.value)
+    assert "NMFk needs every entry" in message and "::" not in message and "--" not in message, message

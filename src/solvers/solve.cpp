@@ -219,6 +219,18 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
                     "(2.2e-308) and lose digits; " +
                     remedy);
   }
+  // The other end: a factor of about sqrt(scale) times a line of A (m or n entries) is a numerator, which in
+  // float overflowed its largest number (3.4e38) for data of 1e30 ("numerical breakdown" with no remedy) and at
+  // 1e38 gave zero factors with "converged". Refused from the mean line sum times sqrt(rms) above 1e34 (100x
+  // below the overflow; data of 1e20 in a 2000 x 1500 matrix passes).
+  const double line = stats.sum / static_cast<double>(std::min(m, n));
+  if (std::is_same_v<T, float> && algorithm != Algorithm::kl && line * std::sqrt(rms) > 1e34) {
+    std::snprintf(text, sizeof text, "%.3g", rms);
+    throw DataError(entries + " are too large for float32 (root mean square " + text +
+                    "): the iterations' products (a line of the matrix times its factors, about its sum times the "
+                    "entries' square root) overflow float's largest number (3.4e38); run in float64 "
+                    "(--precision f64) or divide the matrix by a large constant first");
+  }
   if (algorithm == Algorithm::kl && mean < 1e-28) {
     std::snprintf(text, sizeof text, "%.3g", mean);
     throw DataError(entries + " are too small for KL (mean " + text +
@@ -243,8 +255,14 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // printed its own and MPI aborted the job).
   dist::check_shared_figures(world, [&] {
     // Readers refuse such entries; a caller's own operand may still hold one, and it must not read as "all zeros".
-    if (std::isnan(out.stats.squared_norm) || !std::isfinite(out.stats.sum))
-      throw DataError("the matrix holds NaN or infinite entries; input must be finite and non-negative");
+    if (std::isnan(out.stats.squared_norm) || std::isnan(out.stats.sum))
+      throw DataError("the matrix holds NaN entries; input must be finite and non-negative");
+    // Finite entries of about 1e305 and more add up to infinity: that is not "NaN or infinite entries".
+    if (!std::isfinite(out.stats.sum))
+      throw DataError(
+          "the sum of the entries is infinite: an entry is infinite, or the entries are too large to add up in "
+          "double precision (its largest number is 1.8e308): rescale the matrix, e.g. divide it by its largest "
+          "entry");
     if (!(out.stats.squared_norm > 0)) {
       if (out.stats.sum > 0) {  // entries so small that their squares underflow (below about 1e-162)
         char sum[32];

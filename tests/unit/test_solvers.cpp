@@ -14,6 +14,7 @@
 #include "dnmf/factorize.hpp"
 #include "dnmf/planted.hpp"
 #include "solvers/truncated_svd.hpp"
+#include "support/error_message.hpp"
 #include "support/random_matrices.hpp"
 #include "util/random.hpp"
 
@@ -319,6 +320,39 @@ TEST(Solvers, DataTooSmallForTheArithmeticIsRefused) {
       EXPECT_THROW((void)factorize<double>(MatrixRef<double>{tiny64_holed.view()}, masked), DataError);
     }
   }
+}
+
+// The other end of the scale (a helper session's findings): float32 data of 1e30 failed with "numerical
+// breakdown" and no remedy, and at 1e38 every factor came back zero with "converged"; now refused before any
+// iteration with the remedy, while data of 1e15 still fits as at scale 1. Float64 data of 1e307 (finite) was
+// called "NaN or infinite entries"; its sum overflows, and the message says so.
+TEST(Solvers, DataTooLargeForTheArithmeticIsRefused) {
+  PlantedOptions po{.rows = 40, .cols = 30, .rank = 3, .density = 1.0, .noise = 0.2, .seed = 13};
+  const auto p64 = make_planted<double>(po);
+  const auto scaled_float = [&](double factor) {
+    DenseMatrix<float> f(p64.dense.rows(), p64.dense.cols());
+    for (std::size_t q = 0; q < f.storage().size(); ++q)
+      f.storage()[q] = static_cast<float>(p64.dense.storage()[q] * factor);
+    return f;
+  };
+  const DenseMatrix<float> fine = scaled_float(1e15);
+  for (const double factor : {1e30, 1e38 / 4}) {
+    const DenseMatrix<float> big = scaled_float(factor);
+    for (Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
+      const FactorOptions o = options_for(algo, 3, 60);
+      const std::string m = test::error_message([&] { (void)factorize<float>(MatrixRef<float>{big.view()}, o); });
+      EXPECT_NE(m.find("too large for float32"), std::string::npos) << m;
+      EXPECT_NE(m.find("--precision f64"), std::string::npos) << m;
+      const double unit = factorize<double>(p64.matrix(), o).rel_error;
+      EXPECT_NEAR(factorize<float>(MatrixRef<float>{fine.view()}, o).rel_error, unit, 1e-3) << to_string(algo);
+    }
+  }
+  DenseMatrix<double> huge = p64.dense;
+  for (double& v : huge.storage()) v *= 1e307 / 4;
+  const std::string m = test::error_message(
+      [&] { (void)factorize<double>(MatrixRef<double>{huge.view()}, options_for(Algorithm::mu, 3, 5)); });
+  EXPECT_NE(m.find("the sum of the entries is infinite"), std::string::npos) << m;
+  EXPECT_EQ(m.find("NaN"), std::string::npos) << m;
 }
 
 TEST(Solvers, FloatPrecisionConverges) {
