@@ -15,6 +15,7 @@
 
 #include "dnmf/dnmf.hpp"
 #include "dnmf/index.hpp"
+#include "support/finely_fitted.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
 
@@ -33,15 +34,8 @@ DenseMatrix<T> planted_matrix(index_t rows, index_t cols, index_t rank, double n
   return make_planted<T>(p).dense;
 }
 
-/// Weights 1 with every tenth entry (in a fixed scatter) 0 = missing.
-template <class T>
-DenseMatrix<T> tenth_missing(index_t rows, index_t cols) {
-  DenseMatrix<T> mask(rows, cols, T(1));
-  for (index_t j = 0; j < cols; ++j)
-    for (index_t i = 0; i < rows; ++i)
-      if ((i * 7 + j * 3) % 10 == 0) mask(i, j) = T(0);
-  return mask;
-}
+using test::finely_fitted_planted;
+using test::tenth_missing;
 
 /// A planted rank-4 matrix, dense column-major, with a little noise.
 DenseMatrix<double> planted_dense(index_t rows = 60, index_t cols = 40) {
@@ -246,17 +240,6 @@ TEST(Api, Float32IdentityTracksTheDirectErrorWhereItSteersTheIteration) {
   }
 }
 
-/// A planted rank-8 500x400 matrix with 0.1% noise: fitted to about 0.1% error, where float32's figures carry
-/// rounding as large as the objective's change per iteration.
-PlantedOptions finely_fitted_planted() {
-  PlantedOptions p;
-  p.rows = 500;
-  p.cols = 400;
-  p.rank = 8;
-  p.noise = 0.001;
-  p.seed = 3;
-  return p;
-}
 
 /// The tol-1e-4 options both float32 stopping tests run, and what they expect of the float32 run against the
 /// float64 one: converged, within 5% of its error, within 10% of its iteration count.
@@ -652,12 +635,20 @@ TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
 // rethrown as a plain Error of kind numerical, which `catch (const NumericalError&)` missed). A failure every
 // process detects together stays a CollectiveError, of the same kind.
 TEST(Api, FactorKeepsTheClassOfTheErrorItNames) {
-  DenseMatrix<float> huge = planted_matrix<float>(60, 40, 4, 0.01, 7);
-  for (float& v : huge.storage()) v *= 1e30F;
+  DenseMatrix<double> huge = planted_matrix<double>(60, 40, 4, 0.01, 7);
+  for (double& v : huge.storage()) v *= 1e160;  // squares overflow double: a NumericalError
   try {
-    (void)factor<float>(Source::dense<float>(huge.view()), options_k4());
-    ADD_FAILURE() << "float32 entries of 1e30 were factored";
+    (void)factor<double>(Source::dense<double>(huge.view()), options_k4());
+    ADD_FAILURE() << "entries of 1e160 were factored";
   } catch (const NumericalError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("<memory>: ", 0), 0U) << e.what();
+  }
+  DenseMatrix<float> huge32 = planted_matrix<float>(60, 40, 4, 0.01, 7);
+  for (float& v : huge32.storage()) v *= 1e30F;  // products overflow float: a DataError with the remedy
+  try {
+    (void)factor<float>(Source::dense<float>(huge32.view()), options_k4());
+    ADD_FAILURE() << "float32 entries of 1e30 were factored";
+  } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("<memory>: ", 0), 0U) << e.what();
   }
   DenseMatrix<double> zeros(20, 10, 0.0);

@@ -1657,9 +1657,11 @@ def float_scale_edges(ctx):
     check(errors["f64"] is not None and 0 < errors["f64"] < 1, "f64 KL error %r" % errors["f64"])
     check(errors["f32"] is not None and abs(errors["f32"] - errors["f64"]) < 1e-3,
           "f32 KL error %r against f64's %r" % (errors["f32"], errors["f64"]))
+    # Data whose products overflow float32 (1e30) is refused before any iteration, with the remedy (exit 3; it
+    # was a breakdown, exit 5, and at 1e38 zero factors "converged").
     write_bytes(ctx.path("e30.npy"), npy_bytes(scaled(1e30)))
     ctx.expect_error(["factor", "e30.npy", "-k", 4, "--algo", "bpp", "--precision", "f32", "--threads", 1, "-o", "b"],
-                     ["overflowed", "rescale"], out_dir="b", code=5)
+                     ["e30.npy", "too large for float32", "--precision f64"], out_dir="b", code=3)
     # A hold-out fraction that hides every observed entry is the option's fault (exit 2), not the data's.
     ctx.gen(60, 40, 3, "C.npy")
     ctx.expect_error(["cv", "C.npy", "--k", "2:4", "--holdout", 0.9999, "--folds", 1, "--threads", 1, "-o", "cv"],

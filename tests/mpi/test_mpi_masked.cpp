@@ -16,6 +16,7 @@
 #include "dnmf/dnmf.hpp"
 #include "dnmf/index.hpp"
 #include "dnmf/mpi.hpp"
+#include "support/finely_fitted.hpp"
 #include "support/random_matrices.hpp"
 
 namespace dnmf {
@@ -222,19 +223,11 @@ TEST(MpiMasked, FloatWFirstAndPenaltiesEqualOneProcess) {
 // error. MU's thousands of iterations run on two processes only (one process is the API test's; oversubscribed
 // ranks make each iteration slow).
 TEST(MpiMasked, Float32ToleranceStopsWhereFloat64Does) {
-  PlantedOptions p;
-  p.rows = 500;
-  p.cols = 400;
-  p.rank = 8;
-  p.noise = 0.001;
-  p.seed = 3;
+  const PlantedOptions p = test::finely_fitted_planted();
   const DenseMatrix<double> a64 = make_planted<double>(p).dense;
   const DenseMatrix<float> a32 = make_planted<float>(p).dense;
-  DenseMatrix<double> mask64(p.rows, p.cols, 1.0);
-  DenseMatrix<float> mask32(p.rows, p.cols, 1.0F);
-  for (index_t j = 0; j < p.cols; ++j)
-    for (index_t i = 0; i < p.rows; ++i)
-      if ((i * 7 + j * 3) % 10 == 0) mask64(i, j) = mask32(i, j) = 0;
+  const DenseMatrix<double> mask64 = test::tenth_missing<double>(p.rows, p.cols);
+  const DenseMatrix<float> mask32 = test::tenth_missing<float>(p.rows, p.cols);
   for (const Algorithm algorithm : {Algorithm::mu, Algorithm::hals, Algorithm::bpp}) {
     if (algorithm == Algorithm::mu && world_size() != 2) continue;
     FactorOptions o;

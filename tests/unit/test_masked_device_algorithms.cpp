@@ -20,6 +20,7 @@
 #include "solvers/masked_device_iterate.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/masked_problem.hpp"
+#include "support/finely_fitted.hpp"
 #include "support/masked_data.hpp"
 
 namespace dnmf {
@@ -96,17 +97,9 @@ TEST(MaskedDeviceAlgorithms, HalsAndBppFloatFollowTheHost) {
 // against 45): within 10% of the float64 host iteration's count, at its error (41 = 41, 25 = 25). MU stops alike
 // (2993 iterations against 2995) but its 26 s through the stand-in's plain loops are left out.
 TEST(MaskedDeviceAlgorithms, Float32ToleranceStopsWhereFloat64Does) {
-  PlantedOptions planted;
-  planted.rows = 500;
-  planted.cols = 400;
-  planted.rank = 8;
-  planted.noise = 0.001;
-  planted.seed = 3;
-  test::MaskedData<double> d64{make_planted<double>(planted).dense, DenseMatrix<double>(500, 400, 1.0),
-                               DenseMatrix<double>(8, 500), DenseMatrix<double>(8, 400)};
-  for (index_t j = 0; j < 400; ++j)
-    for (index_t i = 0; i < 500; ++i)
-      if ((i * 7 + j * 3) % 10 == 0) d64.weight(i, j) = 0;
+  test::MaskedData<double> d64{make_planted<double>(test::finely_fitted_planted()).dense,
+                               test::tenth_missing<double>(500, 400), DenseMatrix<double>(8, 500),
+                               DenseMatrix<double>(8, 400)};
   std::mt19937_64 engine(5);
   std::uniform_real_distribution<double> u(0.1, 1.1);
   for (double& v : d64.wt0.storage()) v = u(engine);
