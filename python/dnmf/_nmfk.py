@@ -1,10 +1,12 @@
 """dnmf.NMFk: automatic selection of the number of components, as a scikit-learn estimator."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._functions import nmfk
+from ._functions import _k_list, nmfk
 from . import _core
 from ._input import as_float_matrix, estimator_comm, in_precision, library_error, preserved_dtypes
 from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
@@ -130,8 +132,27 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.cv_fold_errors_ = None if cv is None else np.asarray(cv["fold_errors"])
         return self
 
+    def _ks_that_fit(self, X):
+        """k_range's ks up to min(n_samples, n_features), with a UserWarning naming those left out: the default
+        (2, 10) refused every matrix smaller than 10 in either direction (scikit-learn's NMF takes any
+        n_components); when none fits, a UsageError says so."""
+        ks = _k_list(self.k_range)
+        limit = min(X.shape)
+        fitting = [k for k in ks if k <= limit]
+        if ks and not fitting:
+            raise _core.UsageError(f"NMFk: no k of k_range {self.k_range!r} fits X of {X.shape[0]} sample(s) and "
+                                   f"{X.shape[1]} feature(s): every k must be <= min(n_samples, n_features) = "
+                                   f"{limit}")
+        if fitting and len(fitting) < len(ks):
+            left_out = [k for k in ks if k > limit]
+            warnings.warn(f"NMFk: k_range {self.k_range!r} goes beyond min(n_samples, n_features) = {limit} for "
+                          f"this X ({X.shape[0]}x{X.shape[1]}); k = {', '.join(map(str, left_out))} left out",
+                          UserWarning, stacklevel=4)
+            return fitting
+        return ks
+
     def _run(self, X, algorithm, precision):
-        return nmfk(X, self.k_range, perturbations=self.n_perturbations, epsilon=self.epsilon,
+        return nmfk(X, self._ks_that_fit(X), perturbations=self.n_perturbations, epsilon=self.epsilon,
                     perturbation=self.perturbation, sil_threshold=self.sil_threshold,
                     err_threshold=self.err_threshold, rule=self.rule, wilcoxon_alpha=self.wilcoxon_alpha,
                     accept_factor=self.accept_factor, groups=self.groups, checkpoint_dir=self.checkpoint_dir,

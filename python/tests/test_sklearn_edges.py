@@ -406,3 +406,16 @@ def test_nmfks_nan_hint_names_no_cpp_function():
         dnmf.NMFk(k_range=(2, 3), n_perturbations=2).fit(X)
     message = str(raised.value)
     assert "NMFk needs every entry" in message and "::" not in message and "--" not in message, message
+
+
+def test_nmfk_leaves_out_the_ks_a_small_matrix_cannot_have():
+    """NMFk's default k_range (2, 10) refused every matrix smaller than 10 either way (30 of scikit-learn's 48
+    checks failed with "k=4 does not fit a 30x3 matrix"); the ks beyond min(n_samples, n_features) are left out
+    with a warning naming them, and a k_range with no k that fits is refused saying why."""
+    X = planted(30, 3, 2, seed=6)
+    with pytest.warns(UserWarning, match=r"k = 4, 5, 6, 7, 8, 9, 10 left out"):
+        model = dnmf.NMFk(n_perturbations=3, max_iter=100, n_threads=1, random_state=0).fit(X)
+    assert list(model.table_["k"]) == [2, 3]
+    assert model.components_.shape[1] == 3
+    with pytest.raises(dnmf.UsageError, match=r"no k of k_range \(4, 6\) fits X of 30 sample\(s\) and 3 feature"):
+        dnmf.NMFk(k_range=(4, 6), n_perturbations=3).fit(X)
