@@ -19,6 +19,8 @@ class InputFile {
   [[nodiscard]] const std::string& path() const { return path_; }
   /// Size in bytes when the file was opened.
   [[nodiscard]] std::uint64_t size() const { return size_; }
+  /// The open descriptor (for fstat).
+  [[nodiscard]] int descriptor() const { return fd_; }
 
   /// Reads exactly `count` bytes at `offset`; a short file is an error.
   void read_exact(std::uint64_t offset, void* buffer, std::size_t count) const;

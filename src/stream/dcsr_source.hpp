@@ -7,6 +7,7 @@
 
 #include "io/dcsr.hpp"
 #include "io/input_file.hpp"
+#include "stream/file_stamp.hpp"
 #include "stream/tile_source.hpp"
 
 namespace dnmf::stream {
@@ -31,6 +32,8 @@ class DcsrSource final : public TileSource<T> {
   [[nodiscard]] std::vector<TileExtent> partition(std::size_t max_tile_bytes) const override;
   void read(const TileExtent& extent, Tile<T>& tile, bool validate) override;
   void read_structure_checked(const TileExtent& extent, Tile<T>& tile) override;
+  /// IoError when the file was written since it was opened (its checksums are verified on first read only).
+  void check_intact() const override { stamp_.check_unchanged(file_.path(), file_.descriptor()); }
 
  private:
   /// read() with the structure and the values checked as asked.
@@ -40,6 +43,7 @@ class DcsrSource final : public TileSource<T> {
   void scan_rows(Visit visit) const;
 
   io::detail::InputFile file_;
+  FileStamp stamp_{file_.path(), file_.descriptor()};
   io::DcsrHeader header_;
   dist::Range rows_, cols_;
   index_t row_nnz_ = 0;  // nnz of the block's rows (all columns)

@@ -118,13 +118,15 @@ void NpySource<T>::lend(const TileExtent& extent, Tile<T>& tile) {
 
 template <class T>
 void NpySource<T>::check_intact() const {
-  if (map_ == nullptr) return;
-  struct stat now {};
-  const bool shrank = ::fstat(file_.descriptor(), &now) == 0 && static_cast<std::uint64_t>(now.st_size) < map_bytes_;
-  if (shrank || (guard_ && guard_->faulted()))
-    throw IoError(name() + ": the file shrank while it was being read (mapped, " + std::to_string(map_bytes_) +
-                  " bytes when opened" + (shrank ? ", " + std::to_string(now.st_size) + " now" : std::string()) +
-                  "; truncated during the run?): the results of this pass are void");
+  if (map_ != nullptr) {
+    struct stat now {};
+    const bool shrank = ::fstat(file_.descriptor(), &now) == 0 && static_cast<std::uint64_t>(now.st_size) < map_bytes_;
+    if (shrank || (guard_ && guard_->faulted()))
+      throw IoError(name() + ": the file shrank while it was being read (mapped, " + std::to_string(map_bytes_) +
+                    " bytes when opened" + (shrank ? ", " + std::to_string(now.st_size) + " now" : std::string()) +
+                    "; truncated during the run?): the results of this pass are void");
+  }
+  stamp_.check_unchanged(name(), file_.descriptor());
 }
 
 template <class T>

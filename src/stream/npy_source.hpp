@@ -9,6 +9,7 @@
 
 #include "dnmf/io.hpp"
 #include "io/npy_convert.hpp"
+#include "stream/file_stamp.hpp"
 #include "stream/mapping_guard.hpp"
 #include "stream/read_file.hpp"
 #include "stream/tile_source.hpp"
@@ -53,6 +54,7 @@ class NpySource final : public TileSource<T> {
 
  private:
   ReadFile file_;
+  FileStamp stamp_{file_.path(), file_.descriptor()};
   io::NpyHeader header_;
   dist::Range rows_, cols_;
   bool columns_ = true;  // Fortran order (or a single line): column stripes

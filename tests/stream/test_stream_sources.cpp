@@ -2,10 +2,13 @@
 // byte cap and balance nnz; bad entries and corrupt files are errors naming the file and the place.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "dnmf/index.hpp"
@@ -386,6 +389,33 @@ TEST_F(SourceTest, ReadSourcesThatShrinkAreIoErrors) {
       // The size the file has now, not the offset of the read that found its end.
       EXPECT_NE(std::string(e.what()).find("it has 1000 bytes now"), std::string::npos) << e.what();
     }
+  }
+}
+
+// A file rewritten in place during a streamed run (same size): its entries are checked on the first pass only,
+// and a helper's run with -1000 written in after it exited 0 with H entries of -2.5e5. Every source now compares
+// the file's size and modification time after each pass: an IoError naming the file. Mapped and pread .npy, .dcsr;
+// an untouched file passes.
+TEST_F(SourceTest, SourcesWrittenDuringTheRunAreIoErrors) {
+  const auto a = uneven_sparse(300, 40, 22);
+  io::write_npy<double>(path("a.npy"), a.view());
+  io::write_npy<double>(path("f.npy"), a.view());  // Fortran order (column-major): the mapped source lends it
+  write_dcsr<double>(path("a.dcsr"), test::to_csr(a).view());
+  NpySource<double> pread(path("a.npy"), {0, 300}, {0, 40}, NpyAccess::read);
+  NpySource<double> mapped(path("f.npy"), {0, 300}, {0, 40}, NpyAccess::mapped);
+  DcsrSource<double> dcsr(path("a.dcsr"), {0, 300}, {0, 40});
+  const std::vector<TileSource<double>*> sources = {&pread, &mapped, &dcsr};
+  for (TileSource<double>* source : sources) EXPECT_NO_THROW(source->check_intact()) << source->name();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later modification time on any file system
+  for (const char* name : {"a.npy", "f.npy", "a.dcsr"}) {
+    std::fstream f(path(name), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-16, std::ios::end);
+    const double minus = -1000.0;
+    f.write(reinterpret_cast<const char*>(&minus), sizeof minus);
+  }
+  for (TileSource<double>* source : sources) {
+    const std::string m = test::error_message([&] { source->check_intact(); });
+    EXPECT_NE(m.find(source->name() + ": the file was written while it was being read"), std::string::npos) << m;
   }
 }
 
