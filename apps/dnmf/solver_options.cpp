@@ -3,6 +3,7 @@
 #include "solver_options.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -113,6 +114,15 @@ void resolve_solver_options(SolverArgs& args, Context& context) {
     } catch (const Error& e) {
       throw UsageError(std::string("--memory-budget: ") + e.what());
     }
+    // The plan keeps within the budget, not within the machine: a budget beyond it (64G typed for 64M, or a
+    // figure from another machine) plans a run that the kernel may end, and said nothing.
+    const double physical =
+        static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+    if (physical > 0 && static_cast<double>(context.memory_budget) > physical && context.rank() == 0)
+      std::fprintf(stderr,
+                   "dnmf: warning: --memory-budget %s is more than this machine's memory (%s): the run is planned "
+                   "within the budget, not within the machine\n",
+                   human_bytes(static_cast<double>(context.memory_budget)).c_str(), human_bytes(physical).c_str());
   }
 }
 

@@ -1528,6 +1528,18 @@ def interrupted(ctx):
 
 
 @case
+def budget_beyond_memory(ctx):
+    """A --memory-budget larger than the machine's memory (64G typed for 64M) plans within the budget, not the
+    machine: said in a warning, the run goes on (it said nothing); a budget the machine has gives none."""
+    ctx.gen(60, 40, 3, "A.npy")
+    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 2, "--memory-budget", "1000T", "-q", "-o", "out")
+    check("dnmf: warning: --memory-budget 1000.0 TiB is more than this machine's memory" in result.stderr,
+          "no warning: %r" % result.stderr)
+    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 2, "--memory-budget", "64M", "-q", "-o", "out")
+    check("warning" not in result.stderr, "a warning for a budget the machine has: %r" % result.stderr)
+
+
+@case
 def convert_interrupted(ctx):
     """convert has no loop to poll a flag: SIGTERM while it writes removes the temporary it fills, says so in one
     line and exits 143 (the partial OUT.tmp.<pid>.<n> stayed beside the output); the previous .dcsr is as it was.
