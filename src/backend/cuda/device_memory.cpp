@@ -39,7 +39,7 @@ std::int64_t device_budget(std::int64_t requested) {
   const DeviceMemory memory = query_device_memory();
   if (requested > 0) {
     if (requested > memory.free)
-      throw Error("--device-memory-budget " + stream::describe_bytes(requested) + " exceeds the device's free memory " +
+      throw Error("device memory budget " + stream::describe_bytes(requested) + " exceeds the device's free memory " +
                   stream::describe_bytes(memory.free));
     return requested;
   }

@@ -21,7 +21,7 @@ struct DeviceMemory {
 /// fragmentation, another process starting): the larger of 512 MiB and 5% of the device.
 [[nodiscard]] std::int64_t device_margin(const DeviceMemory& memory);
 
-/// The device budget of a run: `requested` when positive (--device-memory-budget; a dnmf::Error when it
+/// The device budget of a run: `requested` when positive (a caller's figure; a dnmf::Error when it
 /// exceeds the device's free memory), else free memory minus device_margin().
 [[nodiscard]] std::int64_t device_budget(std::int64_t requested = 0);
 

@@ -41,7 +41,7 @@ struct CudaBlock {
 
 /// Plans this rank's block of `path` (`shape`: read_shape()'s answer for the whole file; the block is
 /// layout.a_rows x layout.a_cols) for rank k and `algorithm` against the
-/// device budget (`budget_request` > 0: that many bytes, e.g. --device-memory-budget; 0: free memory minus
+/// device budget (`budget_request` > 0: that many bytes, as a test or benchmark gives it; 0: free memory minus
 /// a margin) and, when it does not fit (or `force_streamed`), opens it streamed with the plan's tile size and
 /// depth. Throws dnmf::Error stating the minimum budget when even streaming cannot fit, and for CSR blocks
 /// that do not fit.
