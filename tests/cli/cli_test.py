@@ -1535,7 +1535,7 @@ def budget_beyond_memory(ctx):
     result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 2, "--memory-budget", "1000T", "-q", "-o", "out")
     check("dnmf: warning: --memory-budget 1000.0 TiB is more than this machine's memory" in result.stderr,
           "no warning: %r" % result.stderr)
-    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 2, "--memory-budget", "64M", "-q", "-o", "out")
+    result = ctx.ok("factor", "A.npy", "-k", 3, "--iters", 2, "--memory-budget", "1G", "-q", "-o", "out")
     check("warning" not in result.stderr, "a warning for a budget the machine has: %r" % result.stderr)
 
 
