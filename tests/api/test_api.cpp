@@ -240,7 +240,6 @@ TEST(Api, Float32IdentityTracksTheDirectErrorWhereItSteersTheIteration) {
   }
 }
 
-
 /// The tol-1e-4 options both float32 stopping tests run, and what they expect of the float32 run against the
 /// float64 one: converged, within 5% of its error, within 10% of its iteration count.
 FactorOptions stopping_options(Algorithm algo) {

@@ -32,6 +32,17 @@ FactorResult<T> run_on_host_device(const solvers::MaskedProblem<T>& p, const Fac
   return solvers::iterate_masked_on_device(p, o, f, *device);
 }
 
+/// The same data and start in float32 (the float32 runs of the tests that compare them with float64's).
+test::MaskedData<float> in_float(const test::MaskedData<double>& d) {
+  const auto to_float = [](const DenseMatrix<double>& x) {
+    DenseMatrix<float> out(x.rows(), x.cols());
+    std::transform(x.storage().begin(), x.storage().end(), out.storage().begin(),
+                   [](double v) { return static_cast<float>(v); });
+    return out;
+  };
+  return {to_float(d.a), to_float(d.weight), to_float(d.wt0), to_float(d.h0)};
+}
+
 // Runs both from the same start and compares factors and histories (relative `bound`).
 template <class T>
 void expect_same_as_host(const solvers::MaskedProblem<T>& p, const FactorOptions& o, const test::MaskedData<T>& d,
@@ -104,13 +115,7 @@ TEST(MaskedDeviceAlgorithms, Float32ToleranceStopsWhereFloat64Does) {
   std::uniform_real_distribution<double> u(0.1, 1.1);
   for (double& v : d64.wt0.storage()) v = u(engine);
   for (double& v : d64.h0.storage()) v = u(engine);
-  const auto to_float = [](const DenseMatrix<double>& x) {
-    DenseMatrix<float> out(x.rows(), x.cols());
-    std::transform(x.storage().begin(), x.storage().end(), out.storage().begin(),
-                   [](double v) { return static_cast<float>(v); });
-    return out;
-  };
-  const test::MaskedData<float> d32{to_float(d64.a), to_float(d64.weight), to_float(d64.wt0), to_float(d64.h0)};
+  const test::MaskedData<float> d32 = in_float(d64);
   for (const Algorithm algo : {Algorithm::hals, Algorithm::bpp}) {
     FactorOptions o = test::fixed_iterations(algo, 8, 8000);
     o.tol = 1e-4;
@@ -147,13 +152,7 @@ TEST(MaskedDeviceAlgorithms, Float32KlObjectiveFallsAsFloat64Does) {
     }
   for (double& v : d64.wt0.storage()) v = 0.1 + u(engine);
   for (double& v : d64.h0.storage()) v = 0.1 + u(engine);
-  const auto to_float = [](const DenseMatrix<double>& x) {
-    DenseMatrix<float> out(x.rows(), x.cols());
-    std::transform(x.storage().begin(), x.storage().end(), out.storage().begin(),
-                   [](double v) { return static_cast<float>(v); });
-    return out;
-  };
-  const test::MaskedData<float> d32{to_float(d64.a), to_float(d64.weight), to_float(d64.wt0), to_float(d64.h0)};
+  const test::MaskedData<float> d32 = in_float(d64);
   const FactorOptions o = test::fixed_iterations(Algorithm::kl, 5, 700);
   solvers::Factors<double> f64{d64.wt0, d64.h0};
   const FactorResult<double> r64 = solvers::iterate_masked(test::dense_masked_problem(d64), o, f64);
