@@ -472,11 +472,11 @@ TEST_F(MaskedStream, RefusalsSayWhatToDo) {
   FactorOptions o = options_for(Algorithm::mu, 5);
   o.missing.mask = Source::file(path("bigM.npy"));
   const Source a = Source::file(path("big.npy"));
+  o.init = InitMethod::nndsvd;
+  std::string message = test::error_message([&] { (void)factor_near_minimum(a, o, 2LL << 20); });
+  EXPECT_NE(message.find("--init random"), std::string::npos) << message;
   Context budget;
   budget.memory_budget = stated_minimum(a, o) + (2LL << 20);
-  o.init = InitMethod::nndsvd;
-  std::string message = test::error_message([&] { (void)factor<double>(a, o, budget); });
-  EXPECT_NE(message.find("--init random"), std::string::npos) << message;
   // An in-memory A with a budget.
   FactorOptions plain = options_for(Algorithm::mu, 5);
   plain.missing.nan_missing = true;
@@ -516,7 +516,7 @@ TEST_F(MaskedStream, GramMatricesThatDoNotFitAreRefusedNamingTheAlgorithm) {
     EXPECT_NE(message.find("use --algo mu or kl"), std::string::npos) << message;
   }
   o.algorithm = Algorithm::kl;
-  EXPECT_TRUE(factor<double>(a, o, budget).memory.streamed);
+  EXPECT_TRUE(factor_near_minimum(a, o, 8LL << 20).memory.streamed);
 }
 
 }  // namespace
