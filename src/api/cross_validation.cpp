@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -90,10 +91,10 @@ FoldMask<T> fold_mask(const solvers::MaskedProblem<T>& p, const std::vector<Obse
 
 /// check_holdout_folds with the entries' values: a fold must hide a non-zero entry and keep one.
 void check_folds(const std::string& name, const std::vector<Observed>& entries, std::uint64_t seed, int folds,
-                 double holdout) {
+                 double holdout, const std::function<bool()>& cancel) {
   std::vector<char> nonzero(entries.size());
   for (std::size_t e = 0; e < entries.size(); ++e) nonzero[e] = entries[e].a != 0 ? 1 : 0;
-  api::check_holdout_folds(name, seed, folds, static_cast<index_t>(entries.size()), holdout, &nonzero);
+  api::check_holdout_folds(name, seed, folds, static_cast<index_t>(entries.size()), holdout, &nonzero, cancel);
 }
 
 void check_options(const CrossValidationOptions& o, index_t m, index_t n) {
@@ -143,7 +144,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's. So do folds that hide
   // only zeros (no relative error: scored in A's units instead, they were averaged with the other folds' ratios)
   // or keep only zeros.
-  check_folds(source.name(), entries, options.factor.seed, options.folds, options.holdout);
+  check_folds(source.name(), entries, options.factor.seed, options.folds, options.holdout, options.factor.cancel);
 
   CrossValidationResult result;
   result.rows = base.m;
@@ -218,10 +219,10 @@ std::string cross_validation_warning(const CrossValidationResult& r) {
   }
   if (folds == 0) return {};
   return "cross-validation: in " + std::to_string(folds) + " of " + std::to_string(r.emptied_rows.size()) +
-         " folds the hold-out hid every observed entry of some rows or columns (up to " + std::to_string(rows) +
-         " rows and " + std::to_string(cols) +
+         " folds the hold-out hid every observed entry of some rows or columns (at most " + std::to_string(rows) +
+         " rows in one fold, at most " + std::to_string(cols) +
          " columns in one fold); they cannot be fitted, and their hidden entries score as zeros for every k: use a "
-         "smaller --holdout";
+         "smaller hold-out fraction";
 }
 
 std::string cross_validation_json(const CrossValidationResult& r, const CrossValidationOptions& o) {
@@ -277,17 +278,20 @@ void check_holdout_values(const Source& source, const FactorOptions& factor, int
   const solvers::StoredMatrix<T> stored_mask{mask ? &mask->ref : nullptr, mask && factor.missing.mask->transposed(),
                                              mask ? factor.missing.mask->name() : std::string()};
   const solvers::MaskedProblem<T> base = solvers::build_masked_problem<T>(stored_a, stored_mask, factor.missing);
-  check_folds(source.name(), observed_entries(base), factor.seed, folds, holdout);
+  check_folds(source.name(), observed_entries(base), factor.seed, folds, holdout, factor.cancel);
 }
 
 template void check_holdout_values<float>(const Source&, const FactorOptions&, int, double);
 template void check_holdout_values<double>(const Source&, const FactorOptions&, int, double);
 
 void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
-                         const std::vector<char>* nonzero) {
+                         const std::vector<char>* nonzero, const std::function<bool()>& cancel) {
   const std::string fraction =
       name + ": the hold-out fraction " + io::shortest_repr(holdout) + " (--holdout, --cv-holdout) hides ";
   for (int fold = 0; fold < folds; ++fold) {
+    if (cancel && cancel())
+      throw Cancelled(name + ": cancelled while checking the hold-out folds (fold " + std::to_string(fold) + " of " +
+                      std::to_string(folds) + ")");
     const std::uint64_t first = static_cast<std::uint64_t>(fold) * static_cast<std::uint64_t>(observed);
     bool some_held = false, some_kept = false;
     // Without values, every entry counts as non-zero.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@ namespace dnmf::api {
 /// when uniform01(seed, Stream::holdout, f * observed + e) <= holdout). Stops at the first entry of each kind,
 /// so it costs about 1 / holdout draws per fold. With `nonzero` (one flag per observed entry: its value is not
 /// zero), a fold must also hide a non-zero entry (a held-out error relative to all-zero entries is 0 / 0) and keep
-/// one (only zeros leave nothing to fit); it then stops at the first non-zero entry of each kind.
+/// one (only zeros leave nothing to fit); it then stops at the first non-zero entry of each kind. `cancel`
+/// (FactorOptions::cancel) is asked before each fold: millions of folds are accepted, and Ctrl-C must stop them
+/// (dnmf::Cancelled).
 void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds, index_t observed, double holdout,
-                         const std::vector<char>* nonzero = nullptr);
+                         const std::vector<char>* nonzero = nullptr, const std::function<bool()>& cancel = {});
 
 /// check_holdout_folds on the observed entries of `source` (read whole, on this process) with their values, as
 /// cross_validate draws its folds: nmfk --cv calls it before its sweep, so that a fold hiding only zeros is

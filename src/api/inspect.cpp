@@ -103,7 +103,8 @@ MatrixInfo inspect(const std::string& path) {
     std::vector<index_t> indptr = lines.indptr();
     std::vector<col_index_t> indices = lines.indices();
     std::vector<double> values = lines.values();
-    io::detail::sort_and_merge_rows(lines.rows(), indptr, indices, values);
+    io::detail::MergeOverflow overflow;  // duplicates adding up to inf: factor refuses those places too
+    io::detail::sort_and_merge_rows(lines.rows(), indptr, indices, values, &overflow);
     const CsrMatrix<double> summed(lines.rows(), lines.cols(), std::move(indptr), std::move(indices),
                                    std::move(values));
     info.sparse = true;
@@ -112,7 +113,7 @@ MatrixInfo inspect(const std::string& path) {
     info.stats.sum = as_given.sum;
     info.stats.negative = as_given.negative;
     info.stats.nan = as_given.nan;
-    info.stats.infinite = as_given.infinite;
+    info.stats.infinite = as_given.infinite + overflow.count;
     return info;
   }
   const io::LoadedMatrix<double> matrix = io::load_matrix<double>(path);

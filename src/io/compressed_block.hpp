@@ -91,7 +91,13 @@ class CompressedBlock {
   CsrMatrix<T> finish() && {
     const index_t lines = major_.size();
     while (current_ < lines) indptr_[to_size(++current_)] = static_cast<index_t>(indices_.size());
-    sort_and_merge_rows(lines, indptr_, indices_, values_);
+    MergeOverflow overflow;
+    sort_and_merge_rows(lines, indptr_, indices_, values_, &overflow);
+    if (check_entries_ && overflow.count > 0) {  // unchecked: the caller checks the entries it reads
+      const index_t line = major_.first + overflow.row, minor = minor_.first + overflow.col;
+      throw DataError(where_ + ": " +
+                      describe_overflowed_sum<T>(c_.by_columns ? minor : line, c_.by_columns ? line : minor, 0));
+    }
     CsrMatrix<T> block(lines, minor_.size(), std::move(indptr_), std::move(indices_), std::move(values_));
     return c_.by_columns ? transpose(block) : block;
   }

@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -57,14 +58,33 @@ void sort_rows(index_t rows, const std::vector<index_t>& indptr, std::vector<col
   }
 }
 
+/// Where sort_and_merge_rows added acceptable duplicates up to a value beyond T's range (inf): how many places,
+/// and the first one's row (of the block) and column index (as stored).
+struct MergeOverflow {
+  index_t count = 0;
+  index_t row = -1;
+  col_index_t col = 0;
+};
+
+/// What a reader that names files says of an overflowed sum of duplicates at (row, col), counted from
+/// `base` (1: Matrix Market's own numbering, 0: the arrays').
+template <class T>
+std::string describe_overflowed_sum(index_t row, index_t col, int base) {
+  return "the duplicate entries at row " + std::to_string(row + base) + ", column " + std::to_string(col + base) +
+         " (" + std::to_string(base) + "-based) add up to inf, beyond " +
+         (sizeof(T) == 4 ? "float32's range (--precision f64 holds their sum)" : "float64's range");
+}
+
 /// Sorts each row's entries by column, stably (so duplicates are summed in their given order), sums
 /// duplicates and compacts the arrays; `indptr` (rows + 1 entries, starting at 0) is rewritten to match.
 /// A duplicate that is not acceptable_entry() (negative, NaN, inf, a float32 narrowing marker) is kept instead of
 /// summed, so that readers that check entries after merging (masked runs check only the observed ones) refuse
-/// the place as a line check would: a -1 and a 2 stay -1, not 1.
+/// the place as a line check would: a -1 and a 2 stay -1, not 1. Acceptable duplicates whose sum overflows
+/// give inf there (each line passed the readers' checks, the sum did not): counted in `overflow` when given, so
+/// that the reader refuses the place rather than let convert write an inf or factor refuse a nameless sum.
 template <class T>
 void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector<col_index_t>& indices,
-                         std::vector<T>& values) {
+                         std::vector<T>& values, MergeOverflow* overflow = nullptr) {
   sort_rows(rows, indptr, indices, values);
   index_t write = 0;
   for (index_t i = 0; i < rows; ++i) {
@@ -74,7 +94,17 @@ void sort_and_merge_rows(index_t rows, std::vector<index_t>& indptr, std::vector
       if (write > indptr[i] && indices[write - 1] == indices[k]) {
         T& merged = values[write - 1];
         if (!acceptable_entry(merged)) continue;  // the first bad duplicate stands
-        merged = acceptable_entry(values[k]) ? merged + values[k] : values[k];
+        if (!acceptable_entry(values[k])) {
+          merged = values[k];
+          continue;
+        }
+        merged += values[k];
+        if (overflow != nullptr && !acceptable_entry(merged)) {
+          if (overflow->count++ == 0) {
+            overflow->row = i;
+            overflow->col = indices[k];
+          }
+        }
       } else {
         indices[write] = indices[k];
         values[write] = values[k];

@@ -90,7 +90,8 @@ Triplets<T> read_entries(const InputFile& file, const mtx::Header& header) {
 }
 
 template <class T>
-CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries, bool sum_duplicates) {
+CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries, bool sum_duplicates,
+                       detail::MergeOverflow* overflow) {
   const std::size_t count = entries.values.size();
   std::vector<index_t> indptr(to_size(rows) + 1, 0);
   for (const index_t row : entries.rows) ++indptr[row + 1];
@@ -109,7 +110,7 @@ CsrMatrix<T> build_csr(index_t rows, index_t cols, Triplets<T> entries, bool sum
   next = {};
 
   if (sum_duplicates) {
-    detail::sort_and_merge_rows(rows, indptr, indices, values);
+    detail::sort_and_merge_rows(rows, indptr, indices, values, overflow);
   } else {
     detail::sort_rows(rows, indptr, indices, values);
   }
@@ -143,7 +144,11 @@ CsrMatrix<T> read_csr(const std::string& path, bool sum_duplicates) {
                  std::to_string(header.cols) + " matrix with " + std::to_string(header.entries) + " entries");
   };
   try {
-    return build_csr(header.rows, header.cols, read_entries<T>(file, header), sum_duplicates);
+    detail::MergeOverflow overflow;
+    CsrMatrix<T> csr = build_csr(header.rows, header.cols, read_entries<T>(file, header), sum_duplicates, &overflow);
+    if (overflow.count > 0)
+      throw DataError(path + ": " + detail::describe_overflowed_sum<T>(overflow.row, overflow.col, 1));
+    return csr;
   } catch (const std::bad_alloc&) {
     throw out_of_memory();
   } catch (const std::length_error&) {

@@ -278,7 +278,8 @@ index_t line_of_entry(const InputFile& file, const mtx::Header& h, ByteRange ran
 // summed in file order, as the one-process reader does).
 
 template <class T>
-CsrMatrix<T> build_block(index_t rows, index_t cols, const std::vector<unsigned char>& received) {
+CsrMatrix<T> build_block(index_t rows, index_t cols, const std::vector<unsigned char>& received,
+                         detail::MergeOverflow* overflow) {
   const std::size_t count = received.size() / kRecordBytes<T>;
   const auto row_at = [&](std::size_t k) {
     std::int64_t row;
@@ -299,7 +300,7 @@ CsrMatrix<T> build_block(index_t rows, index_t cols, const std::vector<unsigned 
       std::memcpy(&values[at], record + sizeof(std::int64_t) + sizeof(col_index_t), sizeof(T));
     }
   }
-  detail::sort_and_merge_rows(rows, indptr, indices, values);
+  detail::sort_and_merge_rows(rows, indptr, indices, values, overflow);
   return CsrMatrix<T>(rows, cols, std::move(indptr), std::move(indices), std::move(values));
 }
 
@@ -429,7 +430,16 @@ CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Ran
   });
   if (p > 1) comm.alltoallv(send.data(), send_counts, received.data(), recv_counts, dist::Scalar::u8);
   std::vector<unsigned char>().swap(send);
-  return detail::run_agreed(comm, path, [&] { return build_block<T>(rows.size(), cols.size(), received); });
+  // Duplicates whose sum overflows are refused where they are (with unchecked entries the caller checks the
+  // ones it reads, as it does a bad line).
+  return detail::run_agreed(comm, path, [&] {
+    detail::MergeOverflow overflow;
+    CsrMatrix<T> block = build_block<T>(rows.size(), cols.size(), received, &overflow);
+    if (check_entries && overflow.count > 0)
+      throw DataError(path + ": " +
+                      detail::describe_overflowed_sum<T>(rows.first + overflow.row, cols.first + overflow.col, 1));
+    return block;
+  });
 }
 
 template CsrMatrix<float> read_mtx_block<float>(const std::string&, dist::Range, dist::Range, dist::Communicator&,

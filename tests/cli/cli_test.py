@@ -905,7 +905,7 @@ def cv(ctx):
     emptied = report["emptied_rows_per_fold"]
     check(len(emptied) == 2 and max(emptied) > 0 and "warning" in report, "cv.json, 95%% hidden: %s" % report)
     check("dnmf: warning: A.npy: cross-validation: in" in result.stderr and "rows" in result.stderr and
-          "smaller --holdout" in result.stderr, "stderr: " + result.stderr)
+          "smaller hold-out fraction" in result.stderr, "stderr: " + result.stderr)
     # A fold whose held-out entries are all zero has no relative error (it was scored in A's units and averaged
     # with the others' ratios); one that keeps only zeros has nothing to fit (it blamed the file, exit 3). Both are
     # usage errors naming the fold, before any fit. One non-zero among five observed entries; seeds 2 and 4 of a
@@ -1525,6 +1525,52 @@ def interrupted(ctx):
             code, sig.name, process.returncode, stderr))
         check("dnmf: error:" in stderr and "cancelled" in stderr, "no clear message: " + stderr)
         check(set_bytes(ctx, "out") == first and leftovers(ctx) == [], "an interrupted run changed the set")
+
+
+@case
+def cv_interrupted_while_checking_folds(ctx):
+    """dnmf cv checks every fold's draw before it fits (a fold hiding none or all of the entries is refused up
+    front); with two billion folds that check ran for hours and ignored SIGINT and SIGTERM (it polled nothing)."""
+    import signal
+    import time
+    ctx.gen(40, 30, 3, "A.npy")
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        run = [str(a) for a in [ctx.dnmf, "cv", "A.npy", "--k", "2:3", "--folds", 2000000000, "-q", "-o", "out"]]
+        process = subprocess.Popen(run, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        if process.poll() is not None:
+            check(False, "the run ended before the signal: %s" % (process.communicate(),))
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=60)
+        check(process.returncode == code, "expected exit %d after %s, got %d: %s" % (
+            code, sig.name, process.returncode, stderr))
+        check("cancelled while checking the hold-out folds" in stderr, "no clear message: " + stderr)
+        check(leftovers(ctx) == [], "an interrupted cv left %s" % leftovers(ctx))
+
+
+@case
+def duplicates_adding_up_to_inf(ctx):
+    """Two Matrix Market lines at one place, each finite, whose sum overflows: every line passed the checks, the
+    sum did not. convert wrote the inf into a .dcsr and exited 0, factor refused a nameless 'sum of the entries is
+    infinite' (blaming double precision in a float32 run) and info counted no infinite entry beside max inf. Now
+    each refuses or counts the place."""
+    write_text(ctx.path("dup64.mtx"), "%%MatrixMarket matrix coordinate real general\n3 4 3\n"
+                                      "1 2 1.5e308\n1 2 1.5e308\n2 2 1\n")
+    write_text(ctx.path("dup32.mtx"), "%%MatrixMarket matrix coordinate real general\n3 4 3\n"
+                                      "1 2 3e38\n1 2 3e38\n2 2 1\n")
+    place = "duplicate entries at row 1, column 2 (1-based) add up to inf"
+    ctx.expect_error(["convert", "dup64.mtx", "o.dcsr"], ["dup64.mtx", place, "float64's range"], out_dir=None,
+                     code=3)
+    check(not os.path.exists(ctx.path("o.dcsr")), "convert left o.dcsr")
+    ctx.expect_error(["convert", "--precision", "f32", "dup32.mtx", "o.dcsr"],
+                     ["dup32.mtx", place, "float32's range", "--precision f64"], out_dir=None, code=3)
+    for precision, name in (("f64", "dup64.mtx"), ("f32", "dup32.mtx")):
+        ctx.expect_error(["factor", name, "--precision", precision, "-k", 1, "-o", "out"], [name, place], code=3)
+    ctx.ok("factor", "dup32.mtx", "-k", 1, "--iters", 2, "-q", "-o", "out")  # float64 holds the sum
+    j = json.loads(ctx.run("info", "--json", "dup64.mtx").stdout)
+    check(j["inf"] == 1 and j["duplicates"] == 1, "info --json dup64.mtx: %r" % j)
+    result = ctx.run("info", "dup64.mtx")
+    check("1 infinite" in result.stderr, "info dup64.mtx gave no warning: %r" % result.stderr)
 
 
 @case
