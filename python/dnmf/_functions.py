@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 
 from . import _core
-from ._input import as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, missing_options, source_of
+from ._input import (as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, missing_options, source_of,
+                     threads_of)
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -57,8 +58,8 @@ def _single(x, precision):
 
 
 def _context(backend, n_threads, memory_budget, grid, comm):
-    return {"backend": backend, "threads": 0 if n_threads is None else n_threads, "memory_budget": memory_budget,
-            "grid": grid, "comm": comm_handle(comm)}
+    return {"backend": backend, "threads": threads_of(n_threads), "memory_budget": memory_budget, "grid": grid,
+            "comm": comm_handle(comm)}
 
 
 _PENALTY_KEYS = frozenset({"l1_w", "l2_w", "l1_h", "l2_h"})
@@ -137,8 +138,15 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     init = "random" if init is None else init
     cv_folds = 5 if cv_folds is None else cv_folds
     cv_holdout = 0.05 if cv_holdout is None else cv_holdout
-    if isinstance(cv_holdout, bool) or not isinstance(cv_holdout, (int, float, np.integer, np.floating)):
+    # Checked with cv off too, as the CLI checks --cv-folds and --cv-holdout: a bad value is found when it is
+    # given, not when cv is turned on later. cv itself is a bool ('no' is a true value).
+    if not isinstance(cv, (bool, np.bool_)):
+        raise _core.UsageError(f"cv must be True or False, got {cv!r}")
+    if isinstance(cv_holdout, bool) or not isinstance(cv_holdout, (int, float, np.integer, np.floating)) or \
+            not 0 < cv_holdout < 1:
         raise _core.UsageError(f"cv_holdout must be a number in (0, 1), got {cv_holdout!r}")
+    if _whole(cv_folds, "cv_folds", 2**31 - 1) < 1:
+        raise _core.UsageError(f"cv_folds must be at least 1, got {cv_folds!r}")
     if not isinstance(X, (str, os.PathLike)):
         if hasattr(X, "tocsr"):
             X = X.tocsr()

@@ -182,3 +182,15 @@ def preserved_dtypes(precision):
     """The dtypes a transformer's output keeps (scikit-learn's preserves_dtype tag): the asked precision's, else
     the input's float dtype. A tag that ignored `precision` failed check_transformer_preserve_dtypes."""
     return {"f32": ["float32"], "f64": ["float64"]}.get(precision, ["float64", "float32"])
+
+
+def threads_of(n_threads):
+    """The library's thread count for ``n_threads`` (None: its default, 0). The library checks the value too, but
+    names its own option ('threads'), and took True as 1."""
+    if n_threads is None:
+        return 0
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)):
+        raise TypeError(f"n_threads must be None or an int >= 0, got {n_threads!r}")
+    if not 0 <= n_threads <= 2**31 - 1:
+        raise _core.UsageError(f"n_threads must be None or an int in [0, {2**31 - 1}], got {n_threads!r}")
+    return int(n_threads)

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._input import (as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error,
-                     missing_options, preserved_dtypes, source_of)
+                     missing_options, preserved_dtypes, source_of, threads_of)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -56,6 +56,9 @@ def _hidden_stored_as_zero(X, mask):
     X.data[np.asarray(weights).ravel() == 0] = 0
     return X
 
+
+# What validate_data(reset=True) sets from X.
+_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
 def project(X, components, backend, l1=0.0, l2=0.0):
     """W ≥ 0 minimising ½‖X − W components‖²_F + l1 ΣW + ½ l2 ‖W‖², each row exactly (block principal pivoting),
@@ -255,7 +258,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"alpha_H must be >= 0 or 'same', got {self.alpha_H!r}")
         if self.shuffle:
             warnings.warn("dnmf.NMF: shuffle=True is ignored (HALS updates the components in order)",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=4)
 
     def _penalties(self, n_samples, n_features):
         # scikit-learn's scaling: the W terms by n_features, the H terms by n_samples.
@@ -273,7 +276,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self.precision == "f32"
 
     def _context(self):
-        return {"backend": self.backend, "threads": 0 if self.n_threads is None else self.n_threads,
+        return {"backend": self.backend, "threads": threads_of(self.n_threads),
                 "memory_budget": self.memory_budget, "grid": self.grid,
                 "comm": False if self.comm is None else comm_handle(estimator_comm(self.comm))}
 
@@ -285,7 +288,20 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         weight), ``missing="nan"`` takes NaN entries of X as missing, ``unstored="missing"`` fits only the stored
         entries of a sparse X. Only the observed entries are fitted; ``reconstruction_err_`` is then the
         weighted error over them."""
-        # The parameters first, as scikit-learn checks them: a refused refit leaves n_features_in_ as it was.
+        # A refit that fails (bad data, a library error, an exception from the callback, Ctrl-C) leaves a fitted
+        # model as it was: validate_data resets n_features_in_ and feature_names_in_ before the library runs, and
+        # next to the old components_ they made transform refuse both the old data and the new.
+        kept = {name: self.__dict__[name] for name in _INPUT_ATTRIBUTES if name in self.__dict__}
+        try:
+            return self._fit_transform(X, W, H, mask, missing, unstored)
+        except BaseException:
+            for name in _INPUT_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.__dict__.update(kept)
+            raise
+
+    def _fit_transform(self, X, W, H, mask, missing, unstored):
+        # The parameters first, as scikit-learn checks them.
         algorithm = self._algorithm()
         self._check_numbers()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
@@ -308,7 +324,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                              "matrix): use init='random' or init=None")
         if init != "custom" and (W is not None or H is not None):
             warnings.warn("When init!='custom', provided W or H are ignored. Set init='custom' to use them as "
-                          "initialization.", RuntimeWarning, stacklevel=3)
+                          "initialization.", RuntimeWarning, stacklevel=4)
         options = {"k": k, "algorithm": algorithm, "max_iter": self.max_iter, "tol": self.tol,
                    "seed": _seed(self.random_state), "normalize": False, "w_first": True,
                    "extrapolate": bool(self.extrapolate),
@@ -358,13 +374,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # here too, instead of resting in report_ unseen.
         for text in json.loads(self.report_).get("warnings", []):
             if "no observed entry" in text or "W and H were multiplied by" in text:
-                warnings.warn(f"dnmf.NMF: {text}", UserWarning, stacklevel=3)
+                warnings.warn(f"dnmf.NMF: {text}", UserWarning, stacklevel=4)
         self._library_seconds = float(out["library_seconds"])  # for bench/bench_python.py's overhead figure
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
             from sklearn.exceptions import ConvergenceWarning
 
             warnings.warn(f"Maximum number of iterations {self.max_iter} reached. Increase it to improve "
-                          "convergence.", ConvergenceWarning, stacklevel=3)
+                          "convergence.", ConvergenceWarning, stacklevel=4)
         return W_out
 
     def fit(self, X, y=None, **params):

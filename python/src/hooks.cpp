@@ -25,7 +25,7 @@ void PythonHooks::on_iteration(const IterationInfo& info) {
   try {
     if (verbose_) {
       const std::string line = lines_(info);
-      if (!line.empty()) nb::module_::import_("sys").attr("stderr").attr("write")(line + "\n");
+      if (!line.empty()) write_stderr(line + "\n");
     }
     if (!callback_.is_none()) {
       const nb::object answer = callback_(info.iteration, info.rel_error);
@@ -65,6 +65,11 @@ void PythonHooks::rethrow_pending() {
     pending_.reset();
     throw e;
   }
+}
+
+void write_stderr(const std::string& text) {
+  const nb::object stderr_object = nb::module_::import_("sys").attr("stderr");
+  if (!stderr_object.is_none()) stderr_object.attr("write")(text);
 }
 
 }  // namespace dnmf::python

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "dnmf/options.hpp"
 #include "dnmf/progress.hpp"
@@ -28,6 +29,9 @@ class PythonHooks {
   /// Records an exception raised by Python code the library called (it stops the run; rethrow_pending() raises
   /// it). Call with the GIL held.
   void fail(nanobind::python_error&& error);
+  /// Stops the run at the next poll of `cancel` without an exception of its own (dnmf.Cancelled is raised): a
+  /// callback's true answer.
+  void request_stop() { stop_requested_ = true; }
   /// After dnmf::Cancelled: raises KeyboardInterrupt or the callback's exception when one of those stopped the
   /// run; returns when the stop was the callback's request.
   void rethrow_pending();
@@ -43,5 +47,10 @@ class PythonHooks {
   std::optional<nanobind::python_error> pending_;
   std::chrono::steady_clock::time_point last_signal_check_;
 };
+
+/// Writes `text` to sys.stderr, as print(..., file=sys.stderr) would: nothing when sys.stderr is None (pythonw,
+/// some daemons). An exception from the write is the caller's (a broken stderr stops the run, as print's would).
+/// Call with the GIL held.
+void write_stderr(const std::string& text);
 
 }  // namespace dnmf::python

@@ -157,14 +157,18 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   if (root && (verbose || !callback.is_none())) {
     options.progress = [&](const NmfkProgress& p) {
       nb::gil_scoped_acquire gil;
-      if (verbose) {
-        const std::string line = nmfk_progress_line(p, options.groups) + "\n";
-        nb::module_::import_("sys").attr("stderr").attr("write")(line);
-      }
+      // A Python exception must not unwind through the library: it is recorded, stops the run at the next poll
+      // and is raised once the library has unwound. A true answer stops the run as NMF's callback does.
       try {
-        if (!callback.is_none()) callback(p.k, p.perturbation, p.rel_error);
+        if (verbose) write_stderr(nmfk_progress_line(p, options.groups) + "\n");
+        if (!callback.is_none()) {
+          const nb::object answer = callback(p.k, p.perturbation, p.rel_error);
+          const int truth = PyObject_IsTrue(answer.ptr());  // -1: its truth value raised (a NumPy array, say)
+          if (truth < 0) throw nb::python_error();
+          if (truth == 1) hooks.request_stop();
+        }
       } catch (nb::python_error& e) {
-        hooks.fail(std::move(e));  // stops the run at the next poll; raised once the library has unwound
+        hooks.fail(std::move(e));
       }
     };
   }

@@ -63,7 +63,7 @@ def test_bad_cv_options_are_refused():
 
 def test_a_holdout_that_empties_rows_warns():
     X = planted(30, 20, 2, seed=6)
-    with pytest.warns(RuntimeWarning, match="smaller --holdout"):
+    with pytest.warns(RuntimeWarning, match="smaller hold-out fraction"):
         model = dnmf.NMFk(k_range=(2, 3), n_perturbations=2, random_state=1, n_threads=1, max_iter=20, cv=True,
                           cv_folds=2, cv_holdout=0.95).fit(X)
     assert model.cv_k_ in (2, 3)

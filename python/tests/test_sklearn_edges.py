@@ -419,3 +419,71 @@ def test_nmfk_leaves_out_the_ks_a_small_matrix_cannot_have():
     assert model.components_.shape[1] == 3
     with pytest.raises(dnmf.UsageError, match=r"no k of k_range \(4, 6\) fits X of 30 sample\(s\) and 3 feature"):
         dnmf.NMFk(k_range=(4, 6), n_perturbations=3).fit(X)
+
+
+def test_a_refit_that_fails_keeps_the_model_it_had():
+    # validate_data resets n_features_in_ before the library runs: an exception from the callback (or Ctrl-C, or
+    # bad data) left the new width beside the old components_, and transform then refused both datasets.
+    rng = np.random.default_rng(3)
+    A, B = rng.random((30, 20)), rng.random((30, 15))
+    model = dnmf.NMF(3, max_iter=10, random_state=0).fit(A)
+    expected = model.transform(A)
+
+    def interrupt(iteration, rel_error):
+        raise KeyboardInterrupt
+
+    model.set_params(callback=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(B)
+    assert model.n_features_in_ == 20 and model.components_.shape == (3, 20)
+    np.testing.assert_array_equal(model.transform(A), expected)
+    with pytest.raises(dnmf.DataError):  # bad data, refused by the library after validate_data
+        dnmf.NMF(3, max_iter=10).fit(A).fit(-B)
+    fresh = dnmf.NMF(3, max_iter=10, callback=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        fresh.fit(B)
+    assert not hasattr(fresh, "n_features_in_") and not hasattr(fresh, "components_")
+
+
+def test_verbose_without_a_stderr_fits(monkeypatch):
+    # sys.stderr is None under pythonw and in some daemons: the progress lines are dropped, as print's would be
+    # (the write raised AttributeError and aborted the fit).
+    X = planted(30, 20, 3, seed=4)
+    monkeypatch.setattr("sys.stderr", None)
+    model = dnmf.NMF(3, max_iter=3, verbose=1, random_state=0).fit(X)
+    assert model.n_iter_ == 3
+    nmfk = dnmf.NMFk(k_range=(2, 3), n_perturbations=2, max_iter=20, verbose=1, random_state=0).fit(X)
+    assert len(nmfk.results_) == 2
+
+
+def test_an_nmfk_callback_returning_true_stops_the_sweep():
+    # As NMF's: a true answer stops the run with dnmf.Cancelled (NMFk ignored it and ran to the end).
+    X = planted(30, 20, 3, seed=5)
+    calls = []
+
+    def stop(k, perturbation, rel_error):
+        calls.append((k, perturbation))
+        return True
+
+    with pytest.raises(dnmf.Cancelled):
+        dnmf.NMFk(k_range=(2, 4), n_perturbations=4, max_iter=50, random_state=0, n_threads=1, callback=stop).fit(X)
+    assert 1 <= len(calls) < 12, calls
+
+
+@pytest.mark.parametrize("bad, error", [(2.5, TypeError), ("2", TypeError), (True, TypeError),
+                                        (-1, ValueError), (2**31, ValueError)])
+def test_n_threads_is_checked_under_its_own_name(bad, error):
+    X = planted(20, 15, 2, seed=6)
+    for fit in (lambda: dnmf.NMF(2, max_iter=2, n_threads=bad).fit(X),
+                lambda: dnmf.factor(X, 2, max_iter=2, n_threads=bad)):
+        with pytest.raises(error, match="n_threads") as raised:
+            fit()
+        assert "'threads'" not in str(raised.value)
+
+
+@pytest.mark.parametrize("params", [{"cv": "no"}, {"cv_folds": 0}, {"cv_holdout": 5}, {"cv_holdout": 0.0}])
+def test_nmfk_cv_parameters_are_checked_with_cv_off(params):
+    # The CLI refuses --cv-folds 0 without --cv; cv='no' turned cross-validation on (a true string).
+    X = planted(20, 15, 2, seed=7)
+    with pytest.raises(dnmf.UsageError, match=next(iter(params))):
+        dnmf.NMFk(k_range=(2, 3), n_perturbations=2, max_iter=10, **params).fit(X)
