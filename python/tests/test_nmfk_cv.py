@@ -67,6 +67,11 @@ def test_a_holdout_that_empties_rows_warns():
         model = dnmf.NMFk(k_range=(2, 3), n_perturbations=2, random_state=1, n_threads=1, max_iter=20, cv=True,
                           cv_folds=2, cv_holdout=0.95).fit(X)
     assert model.cv_k_ in (2, 3)
+    with pytest.warns(RuntimeWarning, match="at most"):
+        result = dnmf.nmfk(X, (2, 3), perturbations=2, seed=1, n_threads=1, max_iter=20, cv=True, cv_folds=2,
+                           cv_holdout=0.95)
+    emptied = result.cv["emptied_rows_per_fold"], result.cv["emptied_cols_per_fold"]
+    assert len(emptied[0]) == len(emptied[1]) == 2 and max(emptied[0]) + max(emptied[1]) > 0, emptied
 
 
 def test_an_ordinary_holdout_does_not_warn(fitted, recwarn):
