@@ -73,6 +73,90 @@ def project(X, components, backend, l1=0.0, l2=0.0):
     return np.ascontiguousarray(Wt.T)
 
 
+def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None, missing=None, unstored=None):
+    """W ≥ 0 minimising the generalised KL divergence Σ w (x log(x/q) − x + q), q = (W components)_ij, over the
+    observed entries (weights w: 1, the mask's, 0 where missing), plus l1 ΣW + ½ l2 ‖W‖², with components fixed:
+    the transform of a model fitted with beta_loss='kullback-leibler', as scikit-learn's transform solves its own
+    loss. The problem is convex in W, and the multiplicative updates (the fit's own rule, with H held) approach
+    its minimum from scikit-learn's start for a transform (every entry sqrt(mean of observed X / k)); they stop
+    when the objective's relative fall per iteration, measured over 10 iterations, is below tol, or after
+    max_iter. A row with no observed entry gets zeros. Computed in float64, returned in X's dtype."""
+    _check_masked_input(X, None if mask is None else as_float_matrix(mask), missing, unstored)
+    H = np.asarray(components, dtype=np.float64)
+    k = H.shape[0]
+    sparse = hasattr(X, "tocsr")
+    if mask is not None or missing == "nan" or not sparse:
+        # Dense arithmetic: the weights of every entry (the mask's, or observed = not NaN, or all ones).
+        x = X.toarray() if sparse else np.array(X, dtype=np.float64)
+        x = x.astype(np.float64, copy=False)
+        omega = np.ones(x.shape) if mask is None else np.asarray(
+            mask.toarray() if hasattr(mask, "toarray") else mask, dtype=np.float64)
+        if missing == "nan":
+            omega = np.where(np.isnan(x), 0.0, omega)
+        if sparse and unstored == "missing":  # only the stored entries are observed (explicit zeros too)
+            stored = X.tocsr()
+            pattern = np.zeros(x.shape, dtype=bool)
+            pattern[np.repeat(np.arange(x.shape[0]), np.diff(stored.indptr)), stored.indices] = True
+            omega = np.where(pattern, omega, 0.0)
+        x = np.where(omega > 0, x, 0.0)
+        observed_mean = (omega * x).sum() / max(omega.sum(), 1.0)
+        wx = omega * x
+
+        def ratio_products(W):
+            q = np.maximum(W @ H, np.finfo(np.float64).tiny)
+            return (wx / q) @ H.T, q
+
+        def objective(W, q):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                logs = np.where(wx > 0, wx * np.log(np.where(x > 0, x, 1.0) / q), 0.0)
+            return logs.sum() - wx.sum() + (omega * q).sum()
+
+        denominator = omega @ H.T
+    else:
+        # Sparse X without weights: the model is formed at the stored entries only; every entry counts in Σ q.
+        x = X.tocsr().astype(np.float64)
+        x.sum_duplicates()
+        rows = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
+        cols = x.indices
+        if unstored == "missing":
+            pattern = x.copy()
+            pattern.data[:] = 1.0
+            denominator = np.asarray(pattern @ H.T)
+            observed_mean = x.data.sum() / max(len(x.data), 1)
+        else:
+            denominator = np.broadcast_to(H.sum(axis=1), (x.shape[0], k))
+            observed_mean = x.data.sum() / (x.shape[0] * x.shape[1])
+
+        def ratio_products(W):
+            q = np.maximum(np.einsum("ij,ji->i", W[rows], H[:, cols]), np.finfo(np.float64).tiny)
+            r = x.copy()
+            r.data = x.data / q
+            return np.asarray(r @ H.T), q
+
+        def objective(W, q):
+            positive = x.data > 0
+            logs = (x.data[positive] * np.log(x.data[positive] / q[positive])).sum()
+            model = (W @ H).sum() if unstored != "missing" else q.sum()
+            return logs - x.data.sum() + model
+
+    W = np.full((X.shape[0], k), np.sqrt(max(observed_mean, 0.0) / k))
+    denominator = np.asarray(denominator) + l1
+
+    def penalised(W, q):
+        return objective(W, q) + l1 * W.sum() + 0.5 * l2 * np.vdot(W, W)
+
+    previous = None
+    for iteration in range(max_iter):
+        numerator, q = ratio_products(W)
+        if iteration % 10 == 0:
+            current = penalised(W, q)
+            if previous is not None and tol > 0 and (previous - current) <= 10 * tol * abs(current):
+                break
+            previous = current
+        W *= numerator / np.maximum(denominator + l2 * W, np.finfo(np.float64).tiny)
+    return W.astype(X.dtype, copy=False)
+
+
 def _transposed(X):
     """Xᵀ as the library's column-major A (the same bytes as X's C order; the CSR of Xᵀ is X's CSC)."""
     return X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
@@ -434,7 +518,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     # ---------------------------------------------------------------- using the model
     def transform(self, X, mask=None, missing=None, unstored=None):
         """W for new data X with the learned components fixed: each row by exact non-negative least squares, with
-        the W penalties of alpha_W and l1_ratio (scaled as in fit), as scikit-learn's transform applies them.
+        the W penalties of alpha_W and l1_ratio (scaled as in fit), as scikit-learn's transform applies them; a
+        model fitted with beta_loss='kullback-leibler' minimises that divergence instead (project_kl).
 
         With missing values (as in fit): ``mask`` (weights of X's shape, 0 = missing), ``missing="nan"`` or
         ``unstored="missing"``: each row is fitted on its observed entries only (a row with none gets zeros)."""
@@ -449,6 +534,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # The dtype fit_transform returns: the asked precision's, else X's (transform computed in X's always).
         X = in_precision(X, self.precision)
         pen = self._penalties(X.shape[0], X.shape[1])
+        if _BETA_LOSSES.get(self.beta_loss) == "kl":
+            # The model's own loss (the NNLS answer of a KL model was 0.1 from its converged W on 40x25 data).
+            return project_kl(X, self.components_, pen["l1_w"], pen["l2_w"], self.max_iter, self.tol, mask, missing,
+                              unstored)
         if mask is None and missing is None and unstored is None:
             return project(X, self.components_, self.backend, pen["l1_w"], pen["l2_w"])
         try:

@@ -487,3 +487,35 @@ def test_nmfk_cv_parameters_are_checked_with_cv_off(params):
     X = planted(20, 15, 2, seed=7)
     with pytest.raises(dnmf.UsageError, match=next(iter(params))):
         dnmf.NMFk(k_range=(2, 3), n_perturbations=2, max_iter=10, **params).fit(X)
+
+
+def test_transform_of_a_kl_model_minimises_kl_as_scikit_learn_does():
+    # transform solved least squares whatever the loss: a converged KL model's transform(X) was 0.1 from its own W
+    # (scikit-learn's: 0.003). Its KL transform is convex in W; scikit-learn's own (update_H=False) is the
+    # independent reference, from the same start with the same rule.
+    from sklearn.decomposition import non_negative_factorization
+    X = np.random.default_rng(0).random((40, 25))
+    model = dnmf.NMF(4, solver="mu", beta_loss="kullback-leibler", max_iter=3000, tol=1e-12, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        W = model.fit_transform(X)
+        reference, _, _ = non_negative_factorization(X, H=model.components_, update_H=False, n_components=4,
+                                                     beta_loss="kullback-leibler", solver="mu", max_iter=3000,
+                                                     tol=1e-12)
+    T = model.transform(X)
+    np.testing.assert_allclose(T, reference, rtol=1e-6, atol=1e-9)
+    assert np.abs(T - W).max() < 1e-3 * W.max()
+    assert np.abs(dnmf._nmf.project(X, model.components_, "cpu") - T).max() > 1e-2  # the old answer differs
+    # The same problem as sparse input, and with missing values: hidden entries are never read, NaN-as-missing is
+    # the mask, and unstored='missing' is the mask of the stored pattern.
+    np.testing.assert_allclose(model.transform(sp.csr_matrix(X)), T, rtol=1e-10, atol=1e-12)
+    M = (np.random.default_rng(1).random(X.shape) > 0.2).astype(float)
+    masked = model.transform(X, mask=M)
+    hidden = np.where(M == 0, 1e6, X)
+    np.testing.assert_array_equal(model.transform(hidden, mask=M), masked)
+    np.testing.assert_array_equal(model.transform(np.where(M == 0, np.nan, X), missing="nan"), masked)
+    S = sp.random(40, 25, density=0.3, random_state=2, format="csr")
+    sparse_model = dnmf.NMF(3, solver="mu", beta_loss="kullback-leibler", max_iter=300, random_state=0).fit(S)
+    np.testing.assert_allclose(sparse_model.transform(S, unstored="missing"),
+                               sparse_model.transform(S.toarray(), mask=(S.toarray() != 0).astype(float)),
+                               rtol=1e-10, atol=1e-12)
