@@ -34,7 +34,10 @@ struct CrossValidationRank {
 /// What cross_validate() returns.
 struct CrossValidationResult {
   index_t rows = 0, cols = 0;
-  index_t observed = 0;           ///< observed entries before any hold-out
+  index_t observed = 0;  ///< observed entries before any hold-out
+  /// Rows and columns with no observed entry before any hold-out: zero factor rows in every fit, with nothing
+  /// held out (factor warns of them; so does the cross-validation).
+  index_t unobserved_rows = 0, unobserved_cols = 0;
   std::vector<index_t> held_out;  ///< entries hidden in each fold
   /// Per fold: rows and columns of A observed before the hold-out but left with no observed entry by it. Their
   /// factor rows are zero in that fold's fits, so their held-out entries score as predicted zeros for every k (a
@@ -53,8 +56,8 @@ template <class T>
 CrossValidationResult cross_validate(const Source& source, const CrossValidationOptions& options,
                                      const Context& context = Context());
 
-/// The warning a result deserves ("" when none): folds whose hold-out left rows or columns with no observed
-/// entry, named with the largest such count over the folds.
+/// The warning a result deserves ("" when none): rows or columns with no observed entry at all, and folds whose
+/// hold-out left rows or columns with no observed entry, named with the largest such counts over the folds.
 std::string cross_validation_warning(const CrossValidationResult& result);
 
 /// The result as JSON (cv.json of `dnmf cv`): options, per-k errors, the rule and the chosen k.

@@ -221,6 +221,8 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
     cv["standard_error"] = standard_error;
     cv["fold_errors"] = fold_errors;
     cv["held_out"] = result.cv->held_out;
+    cv["unobserved_rows"] = result.cv->unobserved_rows;
+    cv["unobserved_cols"] = result.cv->unobserved_cols;
     cv["emptied_rows_per_fold"] = result.cv->emptied_rows;
     cv["emptied_cols_per_fold"] = result.cv->emptied_cols;
     cv["warning"] = cross_validation_warning(*result.cv);

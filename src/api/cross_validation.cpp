@@ -150,6 +150,8 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   result.rows = base.m;
   result.cols = base.n;
   result.observed = base.observed;
+  result.unobserved_rows = base.unobserved_rows;
+  result.unobserved_cols = base.unobserved_cols;
   for (const index_t k : options.ks) result.ranks.push_back({k, {}, 0, 0, {}});
   for (int fold = 0; fold < options.folds; ++fold) {
     std::vector<char> held(entries.size(), 0);
@@ -217,8 +219,15 @@ std::string cross_validation_warning(const CrossValidationResult& r) {
     rows = std::max(rows, r.emptied_rows[f]);
     cols = std::max(cols, r.emptied_cols[f]);
   }
-  if (folds == 0) return {};
-  return "cross-validation: in " + std::to_string(folds) + " of " + std::to_string(r.emptied_rows.size()) +
+  std::string unobserved;
+  if (r.unobserved_rows + r.unobserved_cols > 0)
+    unobserved = "cross-validation: " + std::to_string(r.unobserved_rows) + " rows and " +
+                 std::to_string(r.unobserved_cols) +
+                 " columns have no observed entry at all: their factor rows are zero in every fit, and they take no "
+                 "part in the held-out error";
+  if (folds == 0) return unobserved;
+  return (unobserved.empty() ? std::string() : unobserved + "; ") + "cross-validation: in " + std::to_string(folds) +
+         " of " + std::to_string(r.emptied_rows.size()) +
          " folds the hold-out hid every observed entry of some rows or columns (at most " + std::to_string(rows) +
          " rows in one fold, at most " + std::to_string(cols) +
          " columns in one fold); they cannot be fitted, and their hidden entries score as zeros for every k: use a "
@@ -233,6 +242,8 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
   j["folds"] = o.folds;
   j["holdout"] = o.holdout;
   j["held_out_per_fold"] = r.held_out;
+  j["unobserved_rows"] = r.unobserved_rows;
+  j["unobserved_cols"] = r.unobserved_cols;
   j["emptied_rows_per_fold"] = r.emptied_rows;
   j["emptied_cols_per_fold"] = r.emptied_cols;
   if (const std::string warning = cross_validation_warning(r); !warning.empty()) j["warning"] = warning;

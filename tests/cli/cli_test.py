@@ -1574,6 +1574,21 @@ def duplicates_adding_up_to_inf(ctx):
 
 
 @case
+def cv_unobserved_rows(ctx):
+    """A row with no stored entry under --unstored missing: factor warns of it, dnmf cv said nothing and cv.json
+    did not record it."""
+    lines = ["%d %d %g" % (i, j, 0.5 + ((i * 7 + j * 3) % 5) / 10.0)
+             for i in range(1, 31) if i != 3 for j in range(1, 21) if (i + 2 * j) % 3 == 0]
+    write_text(ctx.path("S.mtx"), "%%%%MatrixMarket matrix coordinate real general\n30 20 %d\n%s\n"
+               % (len(lines), "\n".join(lines)))
+    result = ctx.ok("cv", "S.mtx", "--unstored", "missing", "--k", "1:2", "--folds", 2, "--iters", 20, "-o", "out")
+    check("1 rows and 0 columns have no observed entry at all" in result.stderr, "no warning: %r" % result.stderr)
+    with open(ctx.path("out", "cv.json")) as f:
+        report = json.load(f)
+    check((report["unobserved_rows"], report["unobserved_cols"]) == (1, 0), "cv.json: %s" % report)
+
+
+@case
 def budget_beyond_memory(ctx):
     """A --memory-budget larger than the machine's memory (64G typed for 64M) plans within the budget, not the
     machine: said in a warning, the run goes on (it said nothing); a budget the machine has gives none."""
