@@ -256,6 +256,16 @@ void open_compressed(Matrix& m, hid_t group) {
       throw DataError(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
                       " matrix group holds data, indices and indptr");
     }
+    // A member that is a group, or a link to nothing, is the file's structure at fault (bad input, exit 3),
+    // not a failure to read it.
+    const hid_t object = H5Oopen(group, name, H5P_DEFAULT);
+    const bool dataset = object >= 0 && H5Iget_type(object) == H5I_DATASET;
+    if (object >= 0) H5Oclose(object);
+    if (!dataset) {
+      throw DataError(m.where + ": its '" + name + "' is " +
+                      (object >= 0 ? "not a dataset (a group?)" : "a link that leads nowhere") + "; a " + kind +
+                      " matrix group holds data, indices and indptr datasets");
+    }
   }
   std::optional<std::vector<std::int64_t>> shape = h5::integer_attribute(group, "shape");
   if (!shape) shape = h5::integer_attribute(group, "h5sparse_shape");

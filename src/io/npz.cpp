@@ -221,6 +221,8 @@ Located locate(const ZipArchive& zip, const std::string& requested) {
                     "scipy.sparse.save_npz");
   }
   if (names.size() > 1) {
+    // Two members of one name first (find refuses them): naming it, as advised below, would not tell them apart.
+    for (const std::string& name : names) (void)zip.find(name + ".npy");
     throw DataError(zip.path() + ": holds several arrays (" + joined(names) + "); name one as " + zip.path() + ":" +
                     names.front());
   }

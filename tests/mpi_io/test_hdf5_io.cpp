@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/communicator.hpp"
@@ -449,6 +450,11 @@ TEST_F(Hdf5Test, BadCsrGroups) {
     f.csr_group("dataframe", {1, 2}, {0, 1}, {0, 1, 2}, {2, 2}, "dataframe");
     const hid_t g = f.group("nodata");
     RawFile::integer_attribute(g, "shape", {1, 1});
+    // 'data' present but a group, or a soft link to nothing: bad input (exit 3), not a failed read (exit 1, 4).
+    const hid_t group_data = f.group("datagroup");
+    H5Gclose(H5Gcreate2(group_data, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    const hid_t dangling = f.group("dangling");
+    H5Lcreate_soft("/nothere", dangling, "data", H5P_DEFAULT, H5P_DEFAULT);
   }
   const auto shape_error = [&](const std::string& object) {
     return error_message([&] { dnmf::io::hdf5_shape(p + ":" + object); });
@@ -465,6 +471,15 @@ TEST_F(Hdf5Test, BadCsrGroups) {
   EXPECT_EQ(shape_error("dataframe"),
             p + ":/dataframe: is a group of encoding-type 'dataframe', not a CSR or CSC matrix");
   EXPECT_THAT(shape_error("nodata"), StartsWith(p + ":/nodata: is a group without a 'data' dataset"));
+  for (const auto& [object, what] : {std::pair<std::string, std::string>{"datagroup", "not a dataset (a group?)"},
+                                     {"dangling", "a link that leads nowhere"}}) {
+    EXPECT_THAT(shape_error(object), StartsWith(p + ":/" + object + ": its 'data' is " + what)) << object;
+    try {
+      dnmf::io::hdf5_shape(p + ":" + object);
+    } catch (const dnmf::Error& e) {
+      EXPECT_EQ(e.kind(), dnmf::ErrorKind::data) << object;
+    }
+  }
   // Problems inside the rows a rank reads: named by global row (and column).
   EXPECT_EQ(error_message([&] {
               read<double>(p + ":decreasing", {1, 3}, {0, 2});

@@ -218,6 +218,9 @@ TEST_F(NpzTest, SeveralArraysMustBeNamed) {
   write_bytes(twice, bytes);
   EXPECT_THAT(error_message([&] { (void)dnmf::io::read_shape(twice + ":A"); }),
               StartsWith(twice + ": holds more than one member named 'A.npy'"));
+  // Unnamed: the same refusal (it said "holds several arrays (A, A); name one as twice.npz:A", which then failed).
+  EXPECT_THAT(error_message([&] { (void)dnmf::io::read_shape(twice); }),
+              StartsWith(twice + ": holds more than one member named 'A.npy'"));
 }
 
 TEST_F(NpzTest, WholeMatrixConvertAndFactorThroughThePublicCalls) {
