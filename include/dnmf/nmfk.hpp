@@ -68,7 +68,8 @@ struct NmfkOptions {
   int groups = 1;                    ///< process groups running different (k, p) jobs, 1 ≤ groups ≤ processes
   int max_cluster_iterations = 100;  ///< cap on the assignment / median rounds of the clustering
   /// Perturbations whose relative error exceeds accept_factor times the best one of the same k (stuck in a poor
-  /// local minimum) are left out of the clustering, as NMFk.jl's acceptfactor does; infinity keeps all.
+  /// local minimum) are left out of the clustering, as NMFk.jl's acceptfactor does; infinity keeps all. Errors
+  /// up to 1e-4 (an exact fit, to rounding) are always kept.
   double accept_factor = 2.0;
   /// Each group's process grid: "auto" or "PRxPC" (= the group's size). Context::grid sets it too; where both are
   /// set they must agree.
