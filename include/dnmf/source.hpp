@@ -2,6 +2,7 @@
 // borrows a matrix already in memory, without copying it.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <variant>
@@ -29,12 +30,19 @@ void check_dense(const char* what, index_t rows, index_t cols, index_t ld, bool 
 /// names the array ("data", "values").
 void check_storage(const char* what, const void* data, index_t count, const char* array);
 
+/// rows · cols for check_storage, saturated at the largest index_t: a shape past 2^63 entries overflowed the
+/// product (undefined behaviour) before any check saw it. Call after check_dense (rows, cols >= 0).
+inline index_t entry_count(index_t rows, index_t cols) {
+  index_t count = 0;
+  return __builtin_mul_overflow(rows, cols, &count) ? std::numeric_limits<index_t>::max() : count;
+}
+
 /// check_dense or check_compressed, as the view is, and check_storage: what the entry points taking views run first.
 template <class T>
 void check_view(const char* what, const MatrixRef<T>& a) {
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
     check_dense(what, d->rows, d->cols, d->ld);
-    check_storage(what, d->data, d->rows * d->cols, "data");
+    check_storage(what, d->data, entry_count(d->rows, d->cols), "data");
     return;
   }
   const auto& s = std::get<CsrView<T>>(a);
@@ -61,7 +69,7 @@ class Source {
   template <class T>
   static Source dense(DenseView<const T> a, std::shared_ptr<const void> owner = {}) {
     detail::check_dense("dense matrix", a.rows, a.cols, a.ld);
-    detail::check_storage("dense matrix", a.data, a.rows * a.cols, "data");
+    detail::check_storage("dense matrix", a.data, detail::entry_count(a.rows, a.cols), "data");
     return Source(MatrixRef<T>{a}, false, std::move(owner));
   }
   /// A dense row-major matrix (entry (i, j) at data[i·ld + j]), e.g. a C-order numpy array; ld >= cols.
@@ -69,7 +77,7 @@ class Source {
   static Source dense_row_major(const T* data, index_t rows, index_t cols, index_t ld,
                                 std::shared_ptr<const void> owner = {}) {
     detail::check_dense("row-major dense matrix", rows, cols, ld, true);
-    detail::check_storage("row-major dense matrix", data, rows * cols, "data");
+    detail::check_storage("row-major dense matrix", data, detail::entry_count(rows, cols), "data");
     return Source(MatrixRef<T>{DenseView<const T>(data, cols, rows, ld)}, true, std::move(owner));
   }
   /// A CSR matrix (column indices sorted and unique within each row); its structure is checked here

@@ -29,6 +29,7 @@ void check_csr_to_write(const std::string& path, const CsrView<T>& a) {
   } catch (const DataError& e) {
     throw DataError(path + ": " + e.what());
   }
+  dnmf::detail::check_storage(path.c_str(), a.values, rebased.back(), "values");
 }
 
 }  // namespace dnmf::io::detail

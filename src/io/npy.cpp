@@ -558,6 +558,7 @@ DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::R
 template <class T>
 void write_npy(const std::string& path, DenseView<const T> matrix) {
   dnmf::detail::check_dense(path.c_str(), matrix.rows, matrix.cols, matrix.ld);
+  dnmf::detail::check_storage(path.c_str(), matrix.data, dnmf::detail::entry_count(matrix.rows, matrix.cols), "data");
   check_shape(path, matrix.rows, matrix.cols);
   const std::string header = npy_header(descr_of<T>(), true, matrix.rows, matrix.cols);
   write_file_atomically(path, [&](std::ostream& out) {
@@ -576,6 +577,8 @@ void write_npy(const std::string& path, DenseView<const T> matrix) {
 
 template <class T>
 void write_npy_row_major(const std::string& path, const T* data, index_t rows, index_t cols) {
+  dnmf::detail::check_dense(path.c_str(), rows, cols, cols, true);
+  dnmf::detail::check_storage(path.c_str(), data, dnmf::detail::entry_count(rows, cols), "data");
   check_shape(path, rows, cols);
   const std::string header = npy_header(descr_of<T>(), false, rows, cols);
   write_file_atomically(path, [&](std::ostream& out) {

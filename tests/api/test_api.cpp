@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dnmf/dnmf.hpp"
@@ -610,6 +612,25 @@ TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
             }).find("no data array"),
             std::string::npos);
   EXPECT_NO_THROW((void)Source::dense<double>(DenseView<const double>(nullptr, 0, 3, 1)));
+  // The writers and the entry check read through the same pointers (SIGSEGV); they refuse them as the entry
+  // points do, naming the file (and write no file).
+  const std::string out = ::testing::TempDir() + "dnmf_null_write";
+  const CsrView<double> no_values{3, 3, indptr.data(), indices.data(), nullptr};
+  for (const auto& [what, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"npy", [&] { io::write_npy<double>(out + ".npy", DenseView<const double>(nullptr, 3, 3, 3)); }},
+           {"npy row-major", [&] { io::write_npy_row_major<double>(out + ".npy", nullptr, 3, 3); }},
+           {"mtx", [&] { io::write_mtx<double>(out + ".mtx", no_values); }},
+           {"dcsr", [&] { io::write_dcsr<double>(out + ".dcsr", no_values); }},
+           {"check", [&] { io::check_nonnegative<double>(DenseView<const double>(nullptr, 3, 3, 3), out); }}}) {
+    EXPECT_NE(usage_message(call).find(out), std::string::npos) << what;
+    EXPECT_NE(usage_message(call).find("(a null pointer)"), std::string::npos) << what;
+  }
+  for (const char* ext : {".npy", ".mtx", ".dcsr"}) EXPECT_FALSE(std::filesystem::exists(out + ext)) << ext;
+  // A shape of 2^80 entries: its count overflowed index_t inside the check (undefined behaviour; UBSan saw it).
+  static const double some[4] = {};
+  const index_t huge = index_t{1} << 40;
+  EXPECT_NO_THROW((void)Source::dense<double>(DenseView<const double>(some, huge, huge, huge)));
+  EXPECT_EQ(detail::entry_count(huge, huge), std::numeric_limits<index_t>::max());
   // An algorithm or backend cast from an integer outside the enumeration: the algorithm had run no update and
   // returned the start as its result; the backend was taken for cuda with an empty message.
   FactorOptions o = options_k4();
