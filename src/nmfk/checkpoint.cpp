@@ -193,13 +193,16 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
     nlohmann::json stored;
     std::ifstream in(manifest);
     if (!in) throw IoError(manifest.string() + ": cannot open: " + std::strerror(errno));
+    bool damaged = false;
     try {
       in >> stored;
     } catch (const nlohmann::json::exception&) {
-      stored = nlohmann::json::object();
+      damaged = true;  // empty, truncated or not JSON: said as such, not as "different data"
     }
     std::vector<std::string> diff;
-    if (!stored.is_object() || stored.value("format", "") != kManifestFormat)
+    if (damaged)
+      diff.push_back("the manifest is damaged (empty, truncated or not JSON)");
+    else if (!stored.is_object() || stored.value("format", "") != kManifestFormat)
       diff.push_back("the manifest is not an NMFk checkpoint manifest");
     else
       diff = differences(stored, fingerprint);
@@ -207,8 +210,11 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
       if (!restart) {
         std::string list;
         for (const auto& d : diff) list += (list.empty() ? "" : "; ") + d;
-        throw UsageError(manifest.string() + ": the checkpoints were made with different data or options (" + list +
-                         "): use another output folder, or --restart to discard them");
+        throw UsageError(manifest.string() +
+                         (damaged ? ": cannot tell what the checkpoints were made with (" + list +
+                                        "): use another output folder, or --restart to discard them"
+                                  : ": the checkpoints were made with different data or options (" + list +
+                                        "): use another output folder, or --restart to discard them"));
       }
       clear(dir);
       notice = "discarded the checkpoints in " + directory_ + " (--restart; they were made with other data or options)";

@@ -106,8 +106,9 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
     throw_usage(message.str());
   }
   if (!(o.epsilon >= 0 && o.epsilon < 1)) throw_usage("nmfk: --epsilon must be in [0, 1), got " + number(o.epsilon));
-  if (!std::isfinite(o.sil_threshold) || o.sil_threshold > 1)
-    throw_usage("nmfk: --sil-threshold must be a finite number <= 1, got " + number(o.sil_threshold));
+  // Silhouettes lie in [-1, 1]: a threshold below -1 accepted every k without saying so.
+  if (!std::isfinite(o.sil_threshold) || o.sil_threshold > 1 || o.sil_threshold < -1)
+    throw_usage("nmfk: --sil-threshold must be in [-1, 1] (silhouettes are), got " + number(o.sil_threshold));
   if (o.err_threshold && !(*o.err_threshold >= 0))
     throw_usage("nmfk: --err-threshold must be >= 0, got " + number(*o.err_threshold));
   if (!(o.wilcoxon_alpha > 0 && o.wilcoxon_alpha < 1)) throw_usage("nmfk: the Wilcoxon level must be in (0, 1)");

@@ -173,8 +173,15 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // gnuplot in a process group of its own, so that a timeout kills what it started too (a gnuplot on PATH that
+  // is a wrapper script left its child running after the wrapper was killed).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, gnuplot.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
   bool timed_out = false;
@@ -187,7 +194,7 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
       const pid_t done = ::waitpid(pid, &status, WNOHANG);
       if (done == pid || (done < 0 && errno != EINTR)) break;
       if (std::chrono::steady_clock::now() >= deadline) {
-        ::kill(pid, SIGKILL);
+        ::kill(-pid, SIGKILL);  // the group: gnuplot and anything it started
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
         timed_out = true;

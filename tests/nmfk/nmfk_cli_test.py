@@ -166,6 +166,16 @@ def hanging_gnuplot(ctx):
     j = load(os.path.join(out, "nmfk.json"))
     check(j["plot"]["svg"] is None and "was stopped" in j["plot"]["warning"], "plot fields: %r" % j["plot"])
     check(j["selection"]["selected_k"] == 3, "selection still made")
+    # A gnuplot that is a wrapper: killing the wrapper alone left its child running (re-parented to init).
+    marker = "37.%d" % os.getpid()
+    with open(os.path.join(fake, "gnuplot"), "w") as f:
+        f.write("#!/bin/sh\nsleep %s\n" % marker)
+    ctx.run(["nmfk", a, "--k", "2:4", "--perturbations", 3, "--quiet", "-o", ctx.path("out2")], env=env)
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", "sleep " + marker], capture_output=True, text=True).stdout.split()
+    for pid in left:
+        os.kill(int(pid), 9)
+    check(left == [], "the wrapper's child outlived the timeout: %r" % left)
 
 
 @case
@@ -340,6 +350,13 @@ def permuted_input_and_damaged_checkpoints(ctx):
     again = load(os.path.join(out, "nmfk.json"))
     check(again["selection"] == first["selection"], "the same selection after the rerun")
     check([e["rel_error"] for e in again["per_k"]] == [e["rel_error"] for e in first["per_k"]], "the same errors")
+    # A damaged manifest is said to be damaged (it was "made with different data or options").
+    with open(os.path.join(checkpoints, "manifest.json"), "w") as f:
+        f.write("{bad")
+    r = ctx.run(args, expect=2)
+    lines = error_lines(r.stderr)
+    check(len(lines) == 1 and "the manifest is damaged" in lines[0] and "different data" not in lines[0],
+          "damaged manifest: %r" % r.stderr)
 
 
 @case
@@ -351,6 +368,8 @@ def bad_options(ctx):
                        (["--k", "2:4", "--memory-budget", "1G"], "--memory-budget"),
                        (["--k", "2:4", "--perturbation", "gauss"], "--perturbation"),
                        (["--k", "2:4", "--epsilon", "1.5"], "--epsilon"),
+                       # Below every silhouette: it accepted every k without a word.
+                       (["--k", "2:4", "--sil-threshold", "-2"], "--sil-threshold must be in [-1, 1]"),
                        # A fraction outside (0, 1), said as given (was "value 1 not in range 0 to 1"; help "[0 - 1]").
                        (["--k", "2:4", "--cv", "--cv-holdout", "1"], "--cv-holdout: must be a fraction in (0, 1), got 1"),
                        (["--k", "2:4", "--cv", "--cv-holdout", "0"], "must be a fraction in (0, 1), got 0")):
