@@ -74,8 +74,9 @@ bool backend_available(BackendKind kind, std::string* why_not = nullptr);
 /// Throws dnmf::Error naming `text` unless it is "auto" or "PRxPC" with whole numbers >= 1 (Context::grid).
 void check_grid(const std::string& text);
 
-/// Parses a byte count as people write it: a non-negative number with an optional suffix K, M, G or T (powers
-/// of 1024, "KiB", "MB" and "GiB" spellings too); throws dnmf::Error naming the text.
+/// Parses a byte count as people write it: a positive number with an optional suffix K, M, G or T (powers of
+/// 1024, "KiB", "MB" and "GiB" spellings too); throws dnmf::Error naming the text, for "0" too (no budget is
+/// Context::memory_budget = 0, not a parsed "0").
 [[nodiscard]] std::int64_t parse_bytes(const std::string& text);
 /// "256.0 MiB": a byte count for people.
 [[nodiscard]] std::string human_bytes(double bytes);

@@ -87,7 +87,8 @@ struct FactorOptions {
 
 /// Parses "mu", "kl", "hals", "bpp" (throws dnmf::Error otherwise).
 Algorithm parse_algorithm(const std::string& name);
-/// Parses "random", "nndsvd", "nndsvda".
+/// Parses "random", "nndsvd", "nndsvda" and "given" (W0 and H0 supplied by the caller); throws dnmf::Error
+/// otherwise.
 InitMethod parse_init(const std::string& name);
 /// Parses "reference", "cpu", "cuda".
 BackendKind parse_backend(const std::string& name);

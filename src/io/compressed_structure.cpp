@@ -2,6 +2,7 @@
 // writers check their views with it too.
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "dnmf/error.hpp"
@@ -43,6 +44,12 @@ void check_compressed(const char* what, index_t outer, index_t inner, const inde
   const char* line = std::string(what) == "CSC" ? "column " : "row ";
   if (outer < 0 || inner < 0)
     throw DataError(where + "negative shape " + std::to_string(outer) + "x" + std::to_string(inner));
+  // The indices are 32-bit (col_index_t): a wider matrix cannot be indexed, and its k x inner factor was
+  // allocated (or tried) before anything said so.
+  if (inner > std::numeric_limits<col_index_t>::max())
+    throw DataError(where + std::to_string(inner) + (std::string(what) == "CSC" ? " rows" : " columns") +
+                    " do not fit the 32-bit indices (at most " +
+                    std::to_string(std::numeric_limits<col_index_t>::max()) + "); split the matrix");
   if (outer == 0) return;
   if (indptr == nullptr) throw DataError(where + "no indptr array");
   if (indptr[0] != 0) throw DataError(where + "indptr[0] is " + std::to_string(indptr[0]) + ", not 0");

@@ -631,6 +631,22 @@ TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
   const index_t huge = index_t{1} << 40;
   EXPECT_NO_THROW((void)Source::dense<double>(DenseView<const double>(some, huge, huge, huge)));
   EXPECT_EQ(detail::entry_count(huge, huge), std::numeric_limits<index_t>::max());
+  // A CSR wider than its 32-bit column indices reach: refused (factorize allocated a k x 2^31 H first).
+  const std::vector<index_t> one_row = {0, 1};
+  const std::vector<col_index_t> first_column = {0};
+  const std::vector<double> one_value = {1.0};
+  const CsrView<double> wide{1, (index_t{1} << 31) + 5, one_row.data(), first_column.data(), one_value.data()};
+  for (const auto& call :
+       std::vector<std::function<void()>>{[&] { (void)Source::csr<double>(wide); },
+                                          [&] { (void)factorize<double>(MatrixRef<double>{wide}, FactorOptions{}); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "a CSR of 2^31 + 5 columns was accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("2147483653 columns do not fit the 32-bit indices"), std::string::npos)
+          << e.what();
+    }
+  }
   // An algorithm or backend cast from an integer outside the enumeration: the algorithm had run no update and
   // returned the start as its result; the backend was taken for cuda with an empty message.
   FactorOptions o = options_k4();
