@@ -577,9 +577,8 @@ void write_npy(const std::string& path, DenseView<const T> matrix) {
 
 template <class T>
 void write_npy_row_major(const std::string& path, const T* data, index_t rows, index_t cols) {
-  dnmf::detail::check_dense(path.c_str(), rows, cols, cols, true);
-  dnmf::detail::check_storage(path.c_str(), data, dnmf::detail::entry_count(rows, cols), "data");
   check_shape(path, rows, cols);
+  dnmf::detail::check_storage(path.c_str(), data, dnmf::detail::entry_count(rows, cols), "data");
   const std::string header = npy_header(descr_of<T>(), false, rows, cols);
   write_file_atomically(path, [&](std::ostream& out) {
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
