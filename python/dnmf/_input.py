@@ -12,6 +12,7 @@ Everything else, C- or Fortran-order arrays, read-only and memory-mapped arrays,
 is borrowed.
 """
 
+import contextlib
 import os
 import re
 
@@ -194,3 +195,20 @@ def threads_of(n_threads):
     if not 0 <= n_threads <= 2**31 - 1:
         raise _core.UsageError(f"n_threads must be None or an int in [0, {2**31 - 1}], got {n_threads!r}")
     return int(n_threads)
+
+
+@contextlib.contextmanager
+def input_attributes_kept_on_failure(estimator):
+    """A fit that fails inside the block (bad data, a library error, an exception from the callback, Ctrl-C)
+    leaves the estimator's n_features_in_ and feature_names_in_ as they were: validate_data(reset=True) sets them
+    before the library runs, and beside the previous fit's components_ they made transform refuse both the old
+    data and the new."""
+    names = ("n_features_in_", "feature_names_in_")
+    kept = {name: estimator.__dict__[name] for name in names if name in estimator.__dict__}
+    try:
+        yield
+    except BaseException:
+        for name in names:
+            estimator.__dict__.pop(name, None)
+        estimator.__dict__.update(kept)
+        raise

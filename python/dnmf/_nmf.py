@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._input import (as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error,
-                     missing_options, preserved_dtypes, source_of, threads_of)
+                     input_attributes_kept_on_failure, missing_options, preserved_dtypes, source_of,
+                     threads_of)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -57,9 +58,6 @@ def _hidden_stored_as_zero(X, mask):
     return X
 
 
-# What validate_data(reset=True) sets from X.
-_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
-
 def project(X, components, backend, l1=0.0, l2=0.0):
     """W ≥ 0 minimising ½‖X − W components‖²_F + l1 ΣW + ½ l2 ‖W‖², each row exactly (block principal pivoting),
     in X's precision."""
@@ -87,8 +85,7 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
     sparse = hasattr(X, "tocsr")
     if mask is not None or missing == "nan" or not sparse:
         # Dense arithmetic: the weights of every entry (the mask's, or observed = not NaN, or all ones).
-        x = X.toarray() if sparse else np.array(X, dtype=np.float64)
-        x = x.astype(np.float64, copy=False)
+        x = np.asarray(X.toarray() if sparse else X, dtype=np.float64)
         omega = np.ones(x.shape) if mask is None else np.asarray(
             mask.toarray() if hasattr(mask, "toarray") else mask, dtype=np.float64)
         if missing == "nan":
@@ -372,17 +369,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         weight), ``missing="nan"`` takes NaN entries of X as missing, ``unstored="missing"`` fits only the stored
         entries of a sparse X. Only the observed entries are fitted; ``reconstruction_err_`` is then the
         weighted error over them."""
-        # A refit that fails (bad data, a library error, an exception from the callback, Ctrl-C) leaves a fitted
-        # model as it was: validate_data resets n_features_in_ and feature_names_in_ before the library runs, and
-        # next to the old components_ they made transform refuse both the old data and the new.
-        kept = {name: self.__dict__[name] for name in _INPUT_ATTRIBUTES if name in self.__dict__}
-        try:
+        with input_attributes_kept_on_failure(self):
             return self._fit_transform(X, W, H, mask, missing, unstored)
-        except BaseException:
-            for name in _INPUT_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.__dict__.update(kept)
-            raise
 
     def _fit_transform(self, X, W, H, mask, missing, unstored):
         # The parameters first, as scikit-learn checks them.

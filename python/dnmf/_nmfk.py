@@ -8,13 +8,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._functions import _k_list, nmfk
 from . import _core
-from ._input import as_float_matrix, estimator_comm, in_precision, library_error, preserved_dtypes
+from ._input import (as_float_matrix, estimator_comm, in_precision, input_attributes_kept_on_failure, library_error,
+                     preserved_dtypes)
 from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
 from ._results import plot_nmfk
 
-
-# What validate_data(reset=True) sets from X.
-_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
 
 class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -82,16 +80,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Runs NMFk on X (n_samples x n_features); returns self."""
-        # A refused refit (a bad parameter, which the library checks too, or bad data) leaves a fitted model as it
-        # was: validate_data has reset n_features_in_ by then, and transform refused the data it was fitted on.
-        kept = {name: self.__dict__[name] for name in _INPUT_ATTRIBUTES if name in self.__dict__}
-        try:
+        with input_attributes_kept_on_failure(self):
             return self._fit(X)
-        except BaseException:
-            for name in _INPUT_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.__dict__.update(kept)
-            raise
 
     def _fit(self, X):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],

@@ -153,8 +153,7 @@ Id create_2d(hid_t file, const std::string& name, hid_t type, index_t rows, inde
 
 template <class T>
 void write_h5_dense(const std::string& path, const std::string& dataset, DenseView<const T> matrix, bool append) {
-  dnmf::detail::check_dense(path.c_str(), matrix.rows, matrix.cols, matrix.ld);
-  dnmf::detail::check_storage(path.c_str(), matrix.data, dnmf::detail::entry_count(matrix.rows, matrix.cols), "data");
+  dnmf::detail::check_view(path.c_str(), MatrixRef<T>{matrix});
   const std::string name = absolute_name(dataset);
   const std::string where = path + ":" + name;
   with_output_file(path, append, [&](hid_t file) {

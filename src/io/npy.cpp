@@ -557,8 +557,7 @@ DenseMatrix<T> read_npy_block(const std::string& path, dist::Range rows, dist::R
 
 template <class T>
 void write_npy(const std::string& path, DenseView<const T> matrix) {
-  dnmf::detail::check_dense(path.c_str(), matrix.rows, matrix.cols, matrix.ld);
-  dnmf::detail::check_storage(path.c_str(), matrix.data, dnmf::detail::entry_count(matrix.rows, matrix.cols), "data");
+  dnmf::detail::check_view(path.c_str(), MatrixRef<T>{matrix});
   check_shape(path, matrix.rows, matrix.cols);
   const std::string header = npy_header(descr_of<T>(), true, matrix.rows, matrix.cols);
   write_file_atomically(path, [&](std::ostream& out) {

@@ -69,8 +69,7 @@ std::string describe_bad_entry(index_t row, index_t col, T value) {
 template <class T>
 void check_nonnegative(DenseView<const T> matrix, const std::string& source, index_t row_offset, index_t col_offset,
                        bool transposed) {
-  dnmf::detail::check_dense(source.c_str(), matrix.rows, matrix.cols, matrix.ld);
-  dnmf::detail::check_storage(source.c_str(), matrix.data, dnmf::detail::entry_count(matrix.rows, matrix.cols), "data");
+  dnmf::detail::check_view(source.c_str(), MatrixRef<T>{matrix});
   for (index_t j = 0; j < matrix.cols; ++j) {
     const T* column = matrix.data + j * matrix.ld;
     if (all_acceptable(column, matrix.rows)) continue;
