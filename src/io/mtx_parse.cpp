@@ -61,6 +61,14 @@ std::string lower(std::string_view text) {
 }
 
 void parse_banner(const std::string& path, std::string_view line, Header& header) {
+  // A carriage return inside the first line (not just before its newline) means lines that end in CR alone: the
+  // whole file reads as one line, whose tokens run together ('general\r3'), so say what is wrong instead.
+  const std::size_t cr = line.find('\r');
+  if (cr != std::string_view::npos && cr + 1 < line.size()) {
+    fail_at(path, 1,
+            "lines end in a carriage return alone (old Mac line endings); expected '\\n' or '\\r\\n' line ends "
+            "(convert with: tr '\\r' '\\n')");
+  }
   std::string_view rest = line;
   if (lower(next_token(rest)) != "%%matrixmarket") {
     fail_at(path, 1, "not a Matrix Market file (the first line must start with '%%MatrixMarket')");

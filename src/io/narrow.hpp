@@ -26,6 +26,11 @@ T narrow_entry(S v) {
     const auto f = static_cast<float>(v);
     if (f == 0.0f && v != 0.0) return std::bit_cast<float>(kUnderflowMarker);
     return f;
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && std::is_unsigned_v<S> &&
+                       sizeof(S) >= sizeof(T)) {
+    // An unsigned 64-bit count or index beyond int64's range saturates, so that the range checks that follow
+    // see a huge value and refuse it, where a wrapped one was a negative number that no file holds.
+    return v > static_cast<S>(std::numeric_limits<T>::max()) ? std::numeric_limits<T>::max() : static_cast<T>(v);
   } else {
     return static_cast<T>(v);
   }

@@ -279,7 +279,10 @@ void parse_dict(const std::string& path, std::string_view text, NpyArrayHeader& 
         have_descr = true;
       } else if (key == "fortran_order") {
         if (value.kind != PyValue::Kind::boolean) {
-          fail(path, "malformed header: 'fortran_order' is " + printable(value.text) + ", expected True or False");
+          // A string's text is its content: quoted here, so that 'False' is not reported as False.
+          const std::string shown = value.kind == PyValue::Kind::string ? "the string '" + printable(value.text) + "'"
+                                                                        : printable(value.text);
+          fail(path, "malformed header: 'fortran_order' is " + shown + ", expected True or False");
         }
         array.fortran_order = value.flag;
         have_order = true;

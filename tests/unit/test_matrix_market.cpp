@@ -186,6 +186,9 @@ TEST_F(MtxTest, BadHeaders) {
   EXPECT_THAT(error("%%MatrixMarket matrix coordinate real hermitian\n1 1 0\n", 1),
               HasSubstr("unsupported symmetry 'hermitian'"));
   EXPECT_THAT(error("%%MatrixMarket matrix sparse real general\n1 1 0\n", 1), HasSubstr("unknown format 'sparse'"));
+  // Lines ending in CR alone read as one line; CR LF line ends are read (the CR is blank).
+  EXPECT_THAT(error("%%MatrixMarket matrix coordinate real general\r3 3 1\r1 1 1\r", 1),
+              HasSubstr("A.mtx:1: lines end in a carriage return alone"));
 }
 
 TEST_F(MtxTest, ArrayFormatIsRejectedClearly) {

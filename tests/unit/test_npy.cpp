@@ -352,7 +352,11 @@ TEST_F(NpyErrorTest, MalformedDict) {
   EXPECT_THAT(dict_error("{'descr' '<f8', 'fortran_order': False, 'shape': (2, 3)}\n"),
               HasSubstr("malformed header: expected ':' at character 10"));
   EXPECT_THAT(dict_error("{'descr': '<f8', 'fortran_order': 'yes', 'shape': (2, 3)}\n"),
-              HasSubstr("'fortran_order' is yes, expected True or False"));
+              HasSubstr("'fortran_order' is the string 'yes', expected True or False"));
+  EXPECT_THAT(dict_error("{'descr': '<f8', 'fortran_order': 'False', 'shape': (2, 3)}\n"),
+              HasSubstr("'fortran_order' is the string 'False', expected True or False"));
+  EXPECT_THAT(dict_error("{'descr': '<f8', 'fortran_order': 1, 'shape': (2, 3)}\n"),
+              HasSubstr("'fortran_order' is 1, expected True or False"));
   EXPECT_THAT(dict_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3)}\n"),
               HasSubstr("malformed header: expected a value"));
   EXPECT_THAT(dict_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)} junk\n"),

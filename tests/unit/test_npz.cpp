@@ -394,6 +394,10 @@ TEST_F(NpzDamage, BadIndicesAndValues) {
             path("c.npz") + ": column index 7 of row 1 (entry 1) is out of range 0..1");
   EXPECT_EQ(read_error(variant("d.npz", "indices.npy", vector_image<std::int32_t>({-1, 1}))),
             path("d.npz") + ": column index -1 of row 0 (entry 0) is out of range 0..1");
+  // An unsigned 64-bit index beyond int64's range is out of range, not a negative number the file does not hold.
+  const std::vector<std::uint64_t> huge{0, (std::uint64_t{1} << 63) + 1};
+  EXPECT_EQ(read_error(variant("h.npz", "indices.npy", npy_image("<u8", "(2,)", raw(huge)))),
+            path("h.npz") + ": column index 9223372036854775807 of row 1 (entry 1) is out of range 0..1");
   EXPECT_EQ(read_error(variant("e.npz", "data.npy", vector_image<double>({1, -2}))),
             path("e.npz") + ": entry at row 1, column 1 (0-based) is -2; input must be non-negative");
   const std::string nan = variant("f.npz", "data.npy", vector_image<double>({std::nan(""), 2}));
