@@ -151,6 +151,9 @@ struct NmfkResult {
   int groups = 1;
   std::string group_grid;  ///< the grid of the first group, e.g. "2x1"
   double seconds = 0;      ///< the whole call, cross-validation included
+  /// What the user should know about the data and the options (the CLI prints them, nmfk.json lists them), e.g.
+  /// a Poisson perturbation of entries that are not counts.
+  std::vector<std::string> warnings;
   /// Held-out error per k (the same ks as `ranks`) when NmfkOptions::cv; empty otherwise.
   std::optional<CrossValidationResult> cv;
 };

@@ -176,6 +176,8 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                      callback, bool(verbose))
     if out.get("cv") and out["cv"]["warning"]:
         warnings.warn("dnmf.nmfk: " + out["cv"]["warning"], RuntimeWarning, stacklevel=2)
+    for text in out.get("warnings", []):
+        warnings.warn("dnmf.nmfk: " + text, UserWarning, stacklevel=2)
     if out.get("plot_warning"):  # the CLI prints it; here it was only in result.plot_warning
         warnings.warn("dnmf.nmfk: " + out["plot_warning"], RuntimeWarning, stacklevel=2)
     return NmfkResult({**out, "sil_threshold": sil_threshold})

@@ -101,6 +101,7 @@ class NmfkResult:
         self.sil_threshold = out.get("sil_threshold")
         self.output_json = out.get("json")
         self.plot_warning = out.get("plot_warning")
+        self.warnings = list(out.get("warnings", []))
 
     def plot(self, ax=None):
         """Draws what nmfk.svg shows: minimum and mean silhouette and the relative error against k, with the

@@ -191,6 +191,9 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   out["seconds"] = result.seconds;
   out["jobs_run"] = result.jobs_run;
   out["jobs_loaded"] = result.jobs_loaded;
+  nb::list data_warnings;
+  for (const std::string& text : result.warnings) data_warnings.append(text);
+  out["warnings"] = data_warnings;
   if (root && !output_dir.empty()) {
     const NmfkRunInfo info = nmfk_run_info<T>(source);
     NmfkOutputs files = write_nmfk_outputs(result, options, info, output_set->staging(), output_dir);

@@ -181,6 +181,19 @@ def test_nmfk_warns_when_the_plot_cannot_be_drawn(tmp_path, monkeypatch):
     assert result.plot_warning and (tmp_path / "o" / "nmfk.json").exists()
 
 
+def test_nmfk_warns_of_a_poisson_perturbation_of_non_counts():
+    counts = np.round(planted(30, 20, 2, seed=5, noise=0.02) * 20)
+    fractional = counts.copy()
+    fractional[3, 4] += 0.5
+    with pytest.warns(UserWarning, match=r"1 of the \d+ non-zero entries of A are not whole numbers"):
+        result = dnmf.nmfk(fractional, "2:2", perturbations=2, perturbation="poisson", n_threads=1, max_iter=20)
+    assert len(result.warnings) == 1
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert dnmf.nmfk(counts, "2:2", perturbations=2, perturbation="poisson", n_threads=1, max_iter=20).warnings == []
+
+
 def test_functions_take_the_clis_missing_value_and_solver_flags(tmp_path, cli):
     """factor() takes --mask, --missing nan, --unstored and --extrapolate as the CLI does, and nmfk()
     --cluster-iters and --extrapolate (they were refused as unexpected keywords)."""

@@ -167,14 +167,15 @@ Fingerprint make_fingerprint(const NmfkOptions& o, index_t m, index_t n, double 
   return f;
 }
 
-// Sum, squared norm and non-zero count of a block.
+// Sum, squared norm, non-zero count and the number of entries that are not whole numbers of a block.
 template <class T>
-void block_stats(const MatrixBlock<T>& b, double out[3]) {
+void block_stats(const MatrixBlock<T>& b, double out[4]) {
   const auto add = [&](T value) {
     const double v = static_cast<double>(value);
     out[0] += v;
     out[1] += v * v;
     out[2] += v != 0 ? 1 : 0;
+    out[3] += v != std::floor(v) ? 1 : 0;
   };
   if (b.sparse)
     for (T v : b.csr.values()) add(v);
@@ -349,8 +350,8 @@ class Sweep {
     if (rows_of(group_.block.ref()) != layout.a_rows.size() || cols_of(group_.block.ref()) != layout.a_cols.size())
       throw Error("nmfk: the block provider returned a block of the wrong shape");
     block_stats(group_.block, stats_);
-    group_.comm->allreduce_sum(stats_, 3);
-    world_.broadcast(stats_, 3, dist::Scalar::f64, 0);  // group 0's figures for everyone: one fingerprint
+    group_.comm->allreduce_sum(stats_, 4);
+    world_.broadcast(stats_, 4, dist::Scalar::f64, 0);  // group 0's figures for everyone: one fingerprint
     const std::uint64_t hash =
         sum_content_hash(block_content_hash(group_.block, layout.a_rows.first, layout.a_cols.first), *group_.comm);
     std::int64_t word = 0;
@@ -369,6 +370,18 @@ class Sweep {
           "nmfk: the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot "
           "be squared): rescale the matrix, e.g. divide it by its largest entry",
           ErrorKind::numerical);
+    // A Poisson draw with mean 0.37 is an integer, mostly 0: on data that are not counts (normalised expression,
+    // spectra) the copies are not perturbations of A but a different, sparser matrix, and nothing fails to say so.
+    if (options_.perturbation == Perturbation::poisson && stats_[3] > 0) {
+      std::ostringstream text;
+      text << "--perturbation poisson resamples count data, but " << static_cast<long long>(stats_[3]) << " of the "
+           << static_cast<long long>(stats_[2])
+           << " non-zero entries of A are not whole numbers; each copy replaces them by Poisson draws (integers), "
+              "which is not a small perturbation of such data: use --perturbation uniform for data that are not "
+              "counts";
+      result_.warnings.push_back(text.str());
+      notice("warning: " + text.str());  // now, not after a sweep that may run for hours
+    }
   }
 
   // Checkpoints: world rank 0 reads what is finished; everyone learns which jobs remain.
@@ -682,7 +695,7 @@ class Sweep {
   const int rank_, P_;
   GroupContext<T> group_;
   dist::GridShape shape_;
-  double stats_[3] = {0, 0, 0};
+  double stats_[4] = {0, 0, 0, 0};  // sum, squared norm, non-zeros, entries that are not whole numbers
   std::uint64_t content_hash_ = 0;  // of the whole matrix (content_hash.hpp), group 0's, as every rank knows it
   CheckpointStore store_;
   SweepCancel cancel_;  // after world_ and options_, which it is made from

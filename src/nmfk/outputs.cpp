@@ -138,6 +138,7 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
   j["groups"] = r.groups;
   j["group_grid"] = r.group_grid;
   j["seconds"] = r.seconds;
+  j["warnings"] = r.warnings;
   j["plot"] = {{"tool", "gnuplot"},
                {"script", "nmfk.gp"},
                {"svg", files.svg.empty() ? nlohmann::json(nullptr) : nlohmann::json("nmfk.svg")},

@@ -1589,6 +1589,30 @@ def cv_unobserved_rows(ctx):
 
 
 @case
+def nmfk_poisson_of_non_counts(ctx):
+    """--perturbation poisson of data that are not counts ran without a word: it warns (stderr, nmfk.json) with
+    the number of entries that are not whole numbers; counts get no warning."""
+    rows = [[float((i * 5 + j * 3) % 7) for j in range(12)] for i in range(15)]
+    write_bytes(ctx.path("C.npy"), npy_bytes(rows))
+    rows[2][4] += 0.25
+    rows[7][1] += 0.5
+    write_bytes(ctx.path("F.npy"), npy_bytes(rows))
+    nonzeros = sum(1 for row in rows for v in row if v != 0)
+    for name, fractional in (("C.npy", 0), ("F.npy", 2)):
+        result = ctx.ok("nmfk", name, "--k", "2:2", "--perturbations", 2, "--perturbation", "poisson", "--iters", 10,
+                        "-q", "-o", "out_" + name)
+        with open(ctx.path("out_" + name, "nmfk.json")) as f:
+            report = json.load(f)
+        if fractional:
+            needle = "%d of the %d non-zero entries of A are not whole numbers" % (fractional, nonzeros)
+            check(needle in result.stderr, "no warning: %r" % result.stderr)
+            check(len(report["warnings"]) == 1 and needle in report["warnings"][0], "nmfk.json: %s" % report)
+        else:
+            check("warning" not in result.stderr and report["warnings"] == [],
+                  "counts warned: %r %s" % (result.stderr, report["warnings"]))
+
+
+@case
 def budget_beyond_memory(ctx):
     """A --memory-budget larger than the machine's memory (64G typed for 64M) plans within the budget, not the
     machine: said in a warning, the run goes on (it said nothing); a budget the machine has gives none."""

@@ -121,7 +121,9 @@ TEST(PlantedExact, ExactFitsAreNeverLeftOut) {
   const NmfkResult<double> r = nmfk<double>(planted.matrix(), o);
   for (const auto& k : r.ranks) {
     const double worst = *std::max_element(k.perturbation_errors.begin(), k.perturbation_errors.end());
-    if (worst <= 1e-4) EXPECT_TRUE(k.rejected_perturbations.empty()) << "k=" << k.k;
+    if (worst <= 1e-4) {
+      EXPECT_TRUE(k.rejected_perturbations.empty()) << "k=" << k.k;
+    }
   }
   const auto at4 = std::find_if(r.ranks.begin(), r.ranks.end(), [](const auto& k) { return k.k == 4; });
   ASSERT_NE(at4, r.ranks.end());
@@ -218,6 +220,34 @@ TEST_F(NmfkRuns, FloatPrecisionAndPoissonRun) {
   const NmfkResult<float> r = nmfk<float>(counts.matrix(), o);
   ASSERT_TRUE(r.selection.selected_k.has_value()) << r.selection.message;
   EXPECT_EQ(*r.selection.selected_k, 3);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();  // counts: nothing to warn about
+}
+
+// Poisson resampling of data that are not counts is allowed but said, with how many entries it concerns.
+TEST_F(NmfkRuns, PoissonOfNonCountDataWarns) {
+  DenseMatrix<double> a(planted_.dense);
+  index_t fractional = 0;
+  for (double& v : a.storage()) {
+    v = std::round(v * 40.0);
+    if (v > 0 && fractional < 7) {
+      v += 0.5;
+      ++fractional;
+    }
+  }
+  index_t nonzeros = 0;
+  for (double v : a.storage()) nonzeros += v != 0 ? 1 : 0;
+  NmfkOptions o = small_options(3, 2);
+  o.ks = {2};
+  o.perturbation = Perturbation::poisson;
+  std::vector<std::string> notices;
+  o.notice = [&](const std::string& line) { notices.push_back(line); };
+  const NmfkResult<double> r = nmfk<double>(a.view(), o);
+  ASSERT_EQ(r.warnings.size(), 1U);
+  EXPECT_THAT(r.warnings[0], testing::HasSubstr("but 7 of the " + std::to_string(nonzeros) +
+                                                " non-zero entries of A are not whole numbers"));
+  EXPECT_THAT(notices, testing::Contains("warning: " + r.warnings[0]));
+  o.perturbation = Perturbation::uniform;  // perturbs any data
+  EXPECT_TRUE(nmfk<double>(a.view(), o).warnings.empty());
 }
 
 TEST_F(NmfkRuns, RefusesBadOptions) {
