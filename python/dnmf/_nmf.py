@@ -159,9 +159,9 @@ def _transposed(X):
     return X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
 
 
-def _first_bad(values, bad, what, why="", nan_hint=""):
+def _first_bad(values, bad, what, why="", nan_hint="", negative_prefix=""):
     """DataError naming the first bad entry in X's orientation (the library sees Xᵀ and would name it swapped);
-    `nan_hint` is added when that entry is NaN."""
+    `nan_hint` is added when that entry is NaN, `negative_prefix` put first when it is negative."""
     if hasattr(values, "tocoo"):
         coo = values.tocoo()
         at = np.flatnonzero(bad)
@@ -169,7 +169,9 @@ def _first_bad(values, bad, what, why="", nan_hint=""):
     else:
         i, j = (int(x) for x in np.argwhere(bad)[0])
         v = values[i, j]
-    raise _core.DataError(f"{what} at row {i}, column {j} (0-based) is {v}{why}{nan_hint if np.isnan(v) else ''}")
+    prefix = negative_prefix if v < 0 else ""
+    raise _core.DataError(f"{prefix}{what} at row {i}, column {j} (0-based) is {v}{why}"
+                          f"{nan_hint if np.isnan(v) else ''}")
 
 
 def _check_masked_input(X, weights, missing, unstored):
@@ -177,6 +179,13 @@ def _check_masked_input(X, weights, missing, unstored):
     of X finite and >= 0 (a hidden entry may hold anything; without a mask, missing or unstored every entry is
     observed)."""
     sparse = hasattr(X, "tocoo")
+    # Without a mask, missing or unstored values every entry is observed: said as the fit says it (scikit-learn's
+    # "Negative values in data passed to" first), not in terms of observed entries.
+    if weights is None and missing is None and unstored in (None, "zero"):
+        what, why, prefix = "X: entry", "; input must be finite and non-negative", \
+            "Negative values in data passed to NMF (input X): "
+    else:
+        what, why, prefix = "X: observed entry", "; observed entries must be finite and >= 0", ""
     if weights is not None:
         w = weights.tocoo().data if hasattr(weights, "tocoo") else weights
         bad = ~(np.isfinite(w) & (w >= 0))
@@ -194,7 +203,7 @@ def _check_masked_input(X, weights, missing, unstored):
                 else weights[coo.row, coo.col] > 0
         bad = observed & ~(np.isfinite(data) & (data >= 0))
         if bad.any():
-            _first_bad(X, bad, "X: observed entry", "; observed entries must be finite and >= 0")
+            _first_bad(X, bad, what, why, negative_prefix=prefix)
         return
     if weights is None:
         observed = np.ones(X.shape, bool)
@@ -206,8 +215,8 @@ def _check_masked_input(X, weights, missing, unstored):
         observed &= ~np.isnan(X)
     bad = observed & ~(np.isfinite(X) & (X >= 0))
     if bad.any():
-        _first_bad(X, bad, "X: observed entry", "; observed entries must be finite and >= 0",
-                   " (missing='nan' takes NaN entries as missing)" if missing is None else "")
+        _first_bad(X, bad, what, why, " (missing='nan' takes NaN entries as missing)" if missing is None else "",
+                   negative_prefix=prefix)
 
 
 def project_masked(X, components, backend, mask=None, missing=None, unstored=None, l1=0.0, l2=0.0):

@@ -295,8 +295,13 @@ def test_transform_names_a_bad_entry_where_it_is_in_x():
     model = dnmf.NMF(3, random_state=0, max_iter=30).fit(X)
     bad = X[:5].copy()
     bad[2, 7] = -1.5
-    with pytest.raises(dnmf.DataError, match=r"row 2, column 7 \(0-based\) is -1.5"):
+    # Without a mask every entry is observed: said as the fit and scikit-learn say it, not as "observed entry".
+    with pytest.raises(dnmf.DataError, match=r"^Negative values in data passed to NMF \(input X\): X: entry at "
+                                              r"row 2, column 7 \(0-based\) is -1.5; input must be finite and "
+                                              r"non-negative$"):
         model.transform(bad)
+    with pytest.raises(dnmf.DataError, match=r"^X: observed entry at row 2, column 7 \(0-based\) is -1.5"):
+        model.transform(bad, missing="nan")
     bad[2, 7] = np.nan
     with pytest.raises(dnmf.DataError, match=r"row 2, column 7 \(0-based\) is nan.*missing='nan'"):
         model.transform(bad)
