@@ -416,8 +416,14 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             W0, H0 = self._custom_init(W, H, n_samples, n_features, k, dtype)
             options["init"] = "given"
         elif init == "nndsvdar":
-            W0, H0 = self._nndsvdar(_hidden_as_zero(X, mask, missing), k, dtype)
-            options["init"] = "given"
+            observed = _hidden_as_zero(X, mask, missing)
+            if (observed.count_nonzero() if hasattr(observed, "count_nonzero") else np.count_nonzero(observed)) == 0:
+                # No observed non-zero: the fit fails, and the library says why ("the matrix is all zeros"); the
+                # all-zero start scikit-learn makes of such X was named as a bad W the caller never gave.
+                options["init"] = "random"
+            else:
+                W0, H0 = self._nndsvdar(observed, k, dtype)
+                options["init"] = "given"
         elif init in ("random", "nndsvd", "nndsvda"):
             options["init"] = init
         else:

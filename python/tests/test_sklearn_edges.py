@@ -519,3 +519,11 @@ def test_transform_of_a_kl_model_minimises_kl_as_scikit_learn_does():
     np.testing.assert_allclose(sparse_model.transform(S, unstored="missing"),
                                sparse_model.transform(S.toarray(), mask=(S.toarray() != 0).astype(float)),
                                rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("X", [np.zeros((5, 4)), sp.csr_matrix((5, 4))])
+def test_nndsvdar_of_an_all_zero_matrix_says_the_matrix_is_zero(X):
+    # scikit-learn's initialiser gives such X an all-zero start, which was refused as a bad "input W" the caller
+    # never passed; the library's own message names the matrix, as with init='nndsvd'.
+    with pytest.raises(dnmf.DataError, match="the matrix is all zeros: there is nothing to factorise"):
+        dnmf.NMF(2, init="nndsvdar").fit(X)

@@ -12,6 +12,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "solvers/breakdown_hint.hpp"
 #include "solvers/exchange.hpp"
 #include "solvers/extrapolation.hpp"
 #include "solvers/thread_governor.hpp"
@@ -557,7 +558,8 @@ class Iteration {
   void record(int it, const Figures& f, std::chrono::steady_clock::time_point start) {
     if (!std::isfinite(f.objective) || !std::isfinite(f.rel_error))
       throw NumericalError("numerical breakdown at iteration " + std::to_string(it) + " (" +
-                           to_string(options_.algorithm) + "): the objective is not finite");
+                           to_string(options_.algorithm) + "): the objective is not finite" +
+                           breakdown_hint<T>(options_.penalties));
     result_.rel_error_history.push_back(f.rel_error);
     result_.objective_history.push_back(f.objective);
     result_.iterations = it;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "backend/kernels.hpp"
@@ -15,6 +16,14 @@
 #include "solvers/nnls_buffers.hpp"
 
 namespace dnmf::solvers {
+
+/// v as T, held within T's finite range: a penalty float cannot hold (--l2-w 3.5e38, --l1-w 1e300) made G + l2 I or
+/// b - l1 infinite, and the solver blamed the matrix. At the largest float it has its effect (x = 0).
+template <class T>
+T saturated(double v) {
+  constexpr double top = static_cast<double>(std::numeric_limits<T>::max());
+  return static_cast<T>(std::clamp(v, -top, top));
+}
 
 /// What a caller that solves one small problem after another (the masked BPP, one G per column) keeps between
 /// bpp_update calls, so that a call allocates nothing once these have grown: the NNLS arrays and the penalised
@@ -46,9 +55,9 @@ int bpp_update(const backend::UpdateRule& rule, backend::View<T> x, backend::CVi
   bp.resize(to_size(k * std::max<index_t>(bs.cols, 0)));
   for (index_t q = 0; q < k; ++q)
     for (index_t p = 0; p < k; ++p)
-      gp[to_size(p + q * k)] = static_cast<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));
+      gp[to_size(p + q * k)] = saturated<T>(static_cast<double>(g(p, q)) + (p == q ? rule.l2 : 0.0));
   for (index_t c = 0; c < bs.cols; ++c)
-    for (index_t l = 0; l < k; ++l) bp[to_size(l + c * k)] = static_cast<T>(static_cast<double>(bs(l, c)) - rule.l1);
+    for (index_t l = 0; l < k; ++l) bp[to_size(l + c * k)] = saturated<T>(static_cast<double>(bs(l, c)) - rule.l1);
   const backend::CView<T> gv{gp.data(), k, k, std::max<index_t>(k, 1)};
   const backend::CView<T> bv{bp.data(), k, bs.cols, std::max<index_t>(k, 1)};
   return solve(gv, bv, xs);

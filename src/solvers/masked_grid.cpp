@@ -455,7 +455,9 @@ class GridIteration {
   void normalise() {
     std::vector<double> s = factor_scales(*w_.piece);
     grid_.world().allreduce_sum(s.data(), s.size());
-    apply_scales(*w_.piece, *h_.piece, s);
+    double overflowed = apply_scales(*w_.piece, *h_.piece, s) ? 1 : 0;
+    grid_.world().allreduce_sum(&overflowed, 1);  // a piece's overflow fails every rank alike
+    if (overflowed > 0) refuse_overflowed_scale<T>(true);
   }
 
   /// sqrt(Σ w (a - (WH)_rc)² / Σ w a²) over the observed entries of all blocks, computed directly; for KL also

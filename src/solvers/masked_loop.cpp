@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dnmf/error.hpp"
+#include "solvers/breakdown_hint.hpp"
 
 namespace dnmf::solvers {
 
@@ -79,7 +80,8 @@ template <class T>
 bool MaskedRecorder<T>::act(int it, const Verdict& v, bool collective) const {
   if (v.broken) {
     const NumericalError e("numerical breakdown at iteration " + std::to_string(it) + " (" +
-                           to_string(options_.algorithm) + ", masked): the objective is not finite");
+                           to_string(options_.algorithm) + ", masked): the objective is not finite" +
+                           breakdown_hint<T>(options_.penalties));
     if (collective) throw CollectiveError(e);
     throw e;
   }
@@ -138,11 +140,14 @@ PenaltySums penalty_sums(const DenseMatrix<T>& x) {
   return s;
 }
 
+double penalty_terms(double l1, double l2, const PenaltySums& sums) {
+  return (l1 != 0 ? l1 * sums.sum : 0.0) + (l2 != 0 ? 0.5 * l2 * sums.squares : 0.0);
+}
+
 template <class T>
 double penalty(const DenseMatrix<T>& x, double l1, double l2) {
   if (l1 == 0 && l2 == 0) return 0;
-  const PenaltySums s = penalty_sums(x);
-  return l1 * s.sum + 0.5 * l2 * s.squares;
+  return penalty_terms(l1, l2, penalty_sums(x));
 }
 
 template <class T>
@@ -159,18 +164,37 @@ std::vector<double> factor_scales(const DenseMatrix<T>& wt) {
 }
 
 template <class T>
-void apply_scales(DenseMatrix<T>& wt, DenseMatrix<T>& h, const std::vector<double>& scale) {
+bool apply_scales(DenseMatrix<T>& wt, DenseMatrix<T>& h, const std::vector<double>& scale) {
+  bool overflowed = false;
   for (index_t l = 0; l < wt.rows(); ++l) {
     const double s = scale[to_size(l)];
     if (!(s > 0)) continue;
     for (index_t i = 0; i < wt.cols(); ++i) wt(l, i) = static_cast<T>(static_cast<double>(wt(l, i)) / s);
-    for (index_t j = 0; j < h.cols(); ++j) h(l, j) = static_cast<T>(static_cast<double>(h(l, j)) * s);
+    for (index_t j = 0; j < h.cols(); ++j) {
+      const double scaled = static_cast<double>(h(l, j)) * s;
+      overflowed = overflowed || !(scaled <= static_cast<double>(std::numeric_limits<T>::max()));
+      h(l, j) = static_cast<T>(scaled);
+    }
   }
+  return overflowed;
+}
+
+template <class T>
+void refuse_overflowed_scale(bool agreed) {
+  // In float, KL fits of entries whose column sums pass 3.4e38 got here: the iterations' factors are balanced
+  // (about the square root of the scale each), the normalised H is not, and an inf was written with exit 0.
+  const std::string text =
+      std::string("the factors overflow ") + (std::is_same_v<T, float> ? "float32" : "double") +
+      " once W's columns are scaled to sum to 1 (H's rows take the scale, about the matrix's column sums): " +
+      (std::is_same_v<T, float> ? "run in float64 (--precision f64) or " : "") +
+      "divide the matrix by a large constant first";
+  if (agreed) throw CollectiveError(text, ErrorKind::data);
+  throw DataError(text);
 }
 
 template <class T>
 void normalise(Factors<T>& f) {
-  apply_scales(f.wt, f.h, factor_scales(f.wt));
+  if (apply_scales(f.wt, f.h, factor_scales(f.wt))) refuse_overflowed_scale<T>(false);
 }
 
 #define DNMF_MASKED_LOOP(T)                                                                    \
@@ -184,7 +208,8 @@ void normalise(Factors<T>& f) {
   template double penalty<T>(const DenseMatrix<T>&, double, double);                           \
   template double frobenius_objective<T>(double, const Factors<T>&, const Penalties&);         \
   template std::vector<double> factor_scales<T>(const DenseMatrix<T>&);                        \
-  template void apply_scales<T>(DenseMatrix<T>&, DenseMatrix<T>&, const std::vector<double>&); \
+  template bool apply_scales<T>(DenseMatrix<T>&, DenseMatrix<T>&, const std::vector<double>&); \
+  template void refuse_overflowed_scale<T>(bool);                                              \
   template void normalise<T>(Factors<T>&);
 DNMF_MASKED_LOOP(float)
 DNMF_MASKED_LOOP(double)

@@ -123,6 +123,10 @@ struct PenaltySums {
 template <class T>
 PenaltySums penalty_sums(const DenseMatrix<T>& x);
 
+/// l1 Σx + 0.5 l2 ||x||², each term only where its coefficient is not zero: a factor whose Σx² overflows
+/// (entries near 1e154) has no l2 term to turn into 0 · inf = NaN when l2 is 0.
+double penalty_terms(double l1, double l2, const PenaltySums& sums);
+
 /// l1 Σx + 0.5 l2 ||x||² (0 without penalties).
 template <class T>
 double penalty(const DenseMatrix<T>& x, double l1, double l2);
@@ -136,11 +140,16 @@ template <class T>
 std::vector<double> factor_scales(const DenseMatrix<T>& wt);
 
 /// Divides row l of Wt by scale[l] and multiplies row l of H by it, where scale[l] > 0: W's columns sum to 1
-/// and H absorbs the scale.
+/// and H absorbs the scale. True when an entry of H overflowed T (then see refuse_overflowed_scale).
 template <class T>
-void apply_scales(DenseMatrix<T>& wt, DenseMatrix<T>& h, const std::vector<double>& scale);
+[[nodiscard]] bool apply_scales(DenseMatrix<T>& wt, DenseMatrix<T>& h, const std::vector<double>& scale);
 
-/// apply_scales() with the scales of one process's whole Wt.
+/// The DataError of factors that overflow T once normalised (H's rows take the scale: about A's column sums).
+/// `agreed`: every process found it (a CollectiveError, said once on a grid).
+template <class T>
+[[noreturn]] void refuse_overflowed_scale(bool agreed);
+
+/// apply_scales() with the scales of one process's whole Wt; refuses an overflow.
 template <class T>
 void normalise(Factors<T>& factors);
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -66,8 +67,15 @@ void normalise(dist::Communicator& world, Factors<T>& f) {
   for (double& s : sums) s = s > 0 ? s : 1.0;
   for (index_t i = 0; i < f.wt.cols(); ++i)
     for (index_t l = 0; l < k; ++l) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / sums[to_size(l)]);
+  double overflowed = 0;
   for (index_t j = 0; j < f.h.cols(); ++j)
-    for (index_t l = 0; l < k; ++l) f.h(l, j) = static_cast<T>(static_cast<double>(f.h(l, j)) * sums[to_size(l)]);
+    for (index_t l = 0; l < k; ++l) {
+      const double scaled = static_cast<double>(f.h(l, j)) * sums[to_size(l)];
+      overflowed += scaled <= static_cast<double>(std::numeric_limits<T>::max()) ? 0 : 1;
+      f.h(l, j) = static_cast<T>(scaled);
+    }
+  world.allreduce_sum(&overflowed, 1);  // a piece's overflow fails every rank alike
+  if (overflowed > 0) refuse_overflowed_scale<T>(true);
 }
 
 // Below this relative error the Gram identity cancels to rounding noise (it can even report 0).
@@ -231,6 +239,16 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
                     "entries' square root) overflow float's largest number (3.4e38); run in float64 "
                     "(--precision f64) or divide the matrix by a large constant first");
   }
+  // KL's iterations divide A by the model, so its factors stay near the square root of the scale, but the normalised
+  // H's rows sum to about A's column sums: a float KL fit of entries near 1e38 wrote inf with exit 0. Refused from
+  // a mean column sum of 1e37 (the largest float is 3.4e38); a single larger column is caught by normalise().
+  const double column = stats.sum / static_cast<double>(n);
+  if (std::is_same_v<T, float> && algorithm == Algorithm::kl && column > 1e37) {
+    std::snprintf(text, sizeof text, "%.3g", column);
+    throw DataError(entries + " are too large for float32 (mean column sum " + text +
+                    "): the normalised H's rows take the column sums, and float's largest number is 3.4e38; run in "
+                    "float64 (--precision f64) or divide the matrix by a large constant first");
+  }
   if (algorithm == Algorithm::kl && mean < 1e-28) {
     std::snprintf(text, sizeof text, "%.3g", mean);
     throw DataError(entries + " are too small for KL (mean " + text +
@@ -340,7 +358,7 @@ double factor_penalties(dist::Communicator& world, const DenseMatrix<T>& wt, con
   const PenaltySums ws = penalty_sums(wt), hs = penalty_sums(h);
   double sums[4] = {ws.sum, ws.squares, hs.sum, hs.squares};
   world.allreduce_sum(sums, 4);
-  return p.l1_w * sums[0] + 0.5 * p.l2_w * sums[1] + p.l1_h * sums[2] + 0.5 * p.l2_h * sums[3];
+  return penalty_terms(p.l1_w, p.l2_w, {sums[0], sums[1]}) + penalty_terms(p.l1_h, p.l2_h, {sums[2], sums[3]});
 }
 
 template <class T>

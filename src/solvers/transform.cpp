@@ -9,6 +9,7 @@
 #include "dnmf/io.hpp"
 #include "dnmf/nnls.hpp"
 #include "dnmf/source.hpp"
+#include "solvers/bpp.hpp"
 #include "solvers/transform_basis.hpp"
 
 namespace dnmf {
@@ -39,8 +40,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   if (penalty.l1 > 0 || penalty.l2 > 0) {
     // The penalised normal equations: (G + l2 I) h = p − l1. Copies: the error below needs the plain G and P.
     DenseMatrix<T> gp = g, pp = p;
-    for (index_t l = 0; l < k; ++l) gp(l, l) = static_cast<T>(static_cast<double>(gp(l, l)) + penalty.l2);
-    for (T& v : pp.storage()) v = static_cast<T>(static_cast<double>(v) - penalty.l1);
+    for (index_t l = 0; l < k; ++l) gp(l, l) = solvers::saturated<T>(static_cast<double>(gp(l, l)) + penalty.l2);
+    for (T& v : pp.storage()) v = solvers::saturated<T>(static_cast<double>(v) - penalty.l1);
     result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(gp.view(), pp.view(), result.H.view()).rounds_cap_hits);
   } else {
     result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(g.view(), p.view(), result.H.view()).rounds_cap_hits);

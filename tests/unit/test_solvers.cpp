@@ -13,6 +13,7 @@
 #include "dnmf/error.hpp"
 #include "dnmf/factorize.hpp"
 #include "dnmf/planted.hpp"
+#include "solvers/masked_loop.hpp"
 #include "solvers/truncated_svd.hpp"
 #include "support/error_message.hpp"
 #include "support/random_matrices.hpp"
@@ -353,6 +354,64 @@ TEST(Solvers, DataTooLargeForTheArithmeticIsRefused) {
       [&] { (void)factorize<double>(MatrixRef<double>{huge.view()}, options_for(Algorithm::mu, 3, 5)); });
   EXPECT_NE(m.find("the sum of the entries is infinite"), std::string::npos) << m;
   EXPECT_EQ(m.find("NaN"), std::string::npos) << m;
+}
+
+// More of a helper session's findings. KL had no float32 scale check: data of 1e38 (column sums beyond float's
+// largest number) ran, "converged", and wrote inf into H (the normalised H's rows take the column sums). Float64
+// data of 1e153 reported objective NaN (0 · an overflowed Σh² in the unset penalties). A float32 BPP penalty float
+// cannot hold (3.5e38) failed as a breakdown blaming the matrix; a KL penalty of 1e308 broke down with no cause.
+TEST(Solvers, ScaleEdgesFoundByReview) {
+  DenseMatrix<float> big(4, 3, 1e38f);
+  FactorOptions kl = options_for(Algorithm::kl, 1, 50);
+  const std::string m = test::error_message([&] { (void)factorize<float>(MatrixRef<float>{big.view()}, kl); });
+  EXPECT_NE(m.find("too large for float32 (mean column sum 4e+38)"), std::string::npos) << m;
+  EXPECT_NE(m.find("--precision f64"), std::string::npos) << m;
+  const DenseMatrix<double> big64(4, 3, 1e38);
+  const auto fit64 = factorize<double>(MatrixRef<double>{big64.view()}, kl);
+  EXPECT_LT(fit64.rel_error, 1e-6);
+  // A column beyond float's range that the mean does not show: normalisation refuses it (the iterations ran).
+  DenseMatrix<float> wt(1, 2, 1e20f), h(1, 1, 1e19f);
+  EXPECT_TRUE(solvers::apply_scales(wt, h, {2e20}));
+  EXPECT_FALSE(std::isfinite(h(0, 0)));
+  const std::string overflow = test::error_message([] { solvers::refuse_overflowed_scale<float>(false); });
+  EXPECT_NE(overflow.find("the factors overflow float32 once W's columns are scaled to sum to 1"), std::string::npos);
+  DenseMatrix<double> wt64(1, 2, 1e20), h64(1, 1, 1e19);
+  EXPECT_FALSE(solvers::apply_scales(wt64, h64, {2e20}));
+  EXPECT_DOUBLE_EQ(h64(0, 0), 2e39);
+
+  // Objective at 1e153, all four algorithms, with and without a penalty: finite and ½ (rel_error · ||A||)².
+  const DenseMatrix<double> large(12, 9, 1e153);
+  for (Algorithm algo : kAll) {
+    for (const double l1 : {0.0, 0.1}) {
+      FactorOptions o = options_for(algo, 1, 20);
+      o.penalties.l1_w = l1;
+      const auto r = factorize<double>(MatrixRef<double>{large.view()}, o);
+      EXPECT_TRUE(std::isfinite(r.objective)) << to_string(algo) << " l1 " << l1;
+      if (algo != Algorithm::kl && l1 == 0) {
+        const double e = r.rel_error * r.norm_a;
+        EXPECT_DOUBLE_EQ(r.objective, 0.5 * e * e) << to_string(algo);
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(solvers::penalty_terms(0.0, 2.0, {1.0, std::numeric_limits<double>::infinity()}),
+                   std::numeric_limits<double>::infinity());
+  EXPECT_DOUBLE_EQ(solvers::penalty_terms(3.0, 0.0, {1.0, std::numeric_limits<double>::infinity()}), 3.0);
+
+  // Penalties beyond float's range act as the largest float: the zero model, as mu and hals return.
+  PlantedOptions po{.rows = 12, .cols = 9, .rank = 3, .density = 1.0, .noise = 0.0, .seed = 2};
+  const auto pf = make_planted<float>(po);
+  for (const bool on_w : {true, false}) {
+    FactorOptions o = options_for(Algorithm::bpp, 3, 10);
+    (on_w ? o.penalties.l2_w : o.penalties.l1_h) = on_w ? 3.5e38 : 1e300;
+    const auto r = factorize<float>(pf.matrix(), o);
+    for (const float v : r.W.storage()) EXPECT_EQ(v, 0.0f);
+    for (const float v : r.H.storage()) EXPECT_EQ(v, 0.0f);
+    EXPECT_DOUBLE_EQ(r.rel_error, 1.0);
+  }
+  FactorOptions huge_l1 = options_for(Algorithm::kl, 3, 10);
+  huge_l1.penalties.l1_w = 1e308;
+  const std::string why = test::error_message([&] { (void)factorize<float>(pf.matrix(), huge_l1); });
+  EXPECT_NE(why.find("a penalty of 1e+308 makes the objective overflow"), std::string::npos) << why;
 }
 
 TEST(Solvers, FloatPrecisionConverges) {
