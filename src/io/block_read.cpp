@@ -85,7 +85,7 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
     case FileFormat::matrix_market: {
       LocalBlock<T> block;
       block.sparse = true;
-      block.csr = read_mtx_block<T>(path, rows, cols, comm, std::size_t{16} << 20, check_entries);
+      block.csr = read_mtx_block<T>(path, rows, cols, comm, kMtxChunkBytes, check_entries);
       return block;
     }
     case FileFormat::hdf5:
@@ -99,6 +99,27 @@ LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range 
       return detail::run_agreed(comm, path, [&] { return read_npz_block<T>(path, rows, cols, check_entries); });
   }
   throw CollectiveError(path + ": unknown input format", ErrorKind::usage);
+}
+
+ReadFootprint resident_read_footprint(const std::string& path, std::int64_t stored, std::size_t scalar_bytes,
+                                      int processes) {
+  switch (format_of(path)) {
+    case FileFormat::npy:
+    case FileFormat::dcsr:
+      return {1.0, 0};  // read straight into the block
+    case FileFormat::matrix_market: {
+      // One process: its records, then the CSR built from them. Several: a rank's records by destination and
+      // their packed copy for the exchange, then the records received beside the CSR (about a block's worth each).
+      const auto records = static_cast<double>(stored) * static_cast<double>(mtx_record_bytes(scalar_bytes));
+      return {1.0, static_cast<std::int64_t>(records * (processes == 1 ? 1 : 2)) +
+                       static_cast<std::int64_t>(kMtxChunkBytes)};
+    }
+    case FileFormat::npz:
+      return npz_read_footprint(path, stored, scalar_bytes);
+    case FileFormat::hdf5:
+      break;
+  }
+  return {2.0, 0};  // a slab beside the block
 }
 
 void check_row_pointers_fit(const std::string& path, index_t rows) {

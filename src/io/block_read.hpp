@@ -1,6 +1,8 @@
 // Reading one rank's block of a matrix file (DESIGN §4: each rank reads only its own block).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "dist/communicator.hpp"
@@ -33,6 +35,19 @@ struct LocalBlock {
 template <class T>
 LocalBlock<T> read_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
                          bool check_entries = true);
+
+/// What read_block holds at its peak while it reads a block resident, for the memory plan: `copies` of the block
+/// at once (2 where a CSC is transposed on the way, or an HDF5 slab lies beside it) and `beside` bytes besides
+/// them (a .npz's uncompressed members, Matrix Market records in transit and the parse chunk).
+struct ReadFootprint {
+  double copies = 1;
+  std::int64_t beside = 0;
+};
+
+/// read_block's footprint for a block of about `stored` entries of `path` in a T of `scalar_bytes` on one of
+/// `processes` processes. Opens a .npz's directory (its members' sizes); the other formats need no read.
+ReadFootprint resident_read_footprint(const std::string& path, std::int64_t stored, std::size_t scalar_bytes,
+                                      int processes);
 
 /// Throws dnmf::Error "<path>: out of memory while reading ..." when the row pointers of a CSR of `rows` rows (8
 /// bytes each) would take more than half of the machine's memory: a 10 KB file declaring 2**31 rows was read until the

@@ -69,6 +69,12 @@ class CompressedBlock {
     indptr_.assign(to_size(major_.size()) + 1, 0);
   }
 
+  /// Room for `entries` entries of the block, so that adding them allocates once.
+  void reserve(std::size_t entries) {
+    indices_.reserve(entries);
+    values_.reserve(entries);
+  }
+
   /// Entry number `entry` of the file, in major line `line` (global; lines arrive in increasing order), at minor
   /// index `minor` (global) with `value`.
   void add(index_t line, std::int64_t entry, std::int64_t minor, T value) {

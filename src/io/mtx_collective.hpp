@@ -21,6 +21,12 @@ namespace dnmf::io {
 /// too few entries, a bad block range) is a CollectiveError everywhere. `chunk_bytes` is the read size (small
 /// values exercise the chunk boundaries in tests). `check_entries` false: values are kept as stored, NaN and
 /// negative ones included (a masked run checks only the observed entries).
+/// Bytes of one entry in transit (local row, local column, value) for a value of `scalar_bytes`.
+constexpr std::size_t mtx_record_bytes(std::size_t scalar_bytes) { return 8 + 4 + scalar_bytes; }
+
+/// The read size read_block uses.
+constexpr std::size_t kMtxChunkBytes = std::size_t{16} << 20;
+
 template <class T>
 CsrMatrix<T> read_mtx_block(const std::string& path, dist::Range rows, dist::Range cols, dist::Communicator& comm,
                             std::size_t chunk_bytes = std::size_t{16} << 20, bool check_entries = true);

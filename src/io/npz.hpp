@@ -30,6 +30,11 @@ MatrixShape npz_shape(const std::string& path);
 /// scipy sparse matrix. Errors as npz_shape().
 std::optional<NpyHeader> npz_array_header(const std::string& path);
 
+/// What read_npz_block holds besides a block of about `stored` entries (io::resident_read_footprint): the
+/// uncompressed members it reads whole (a sparse matrix's indices and data with its pointers as int64, or the
+/// array) and, once they are freed, a CSC block's transposed copy.
+ReadFootprint npz_read_footprint(const std::string& path, std::int64_t stored, std::size_t scalar_bytes);
+
 /// Rows `rows` x columns `cols` (global, half-open) of the matrix `path` names, in precision T: dense for an
 /// array, CSR for a scipy sparse matrix (a CSC one transposed on the way). Uncompresses the matrix's members
 /// into memory. Checks as the other readers do: indptr from 0 to nnz and never decreasing, indices in range,
