@@ -52,10 +52,16 @@ std::int64_t checked_bytes(const std::string& what, std::int64_t bytes) {
 std::int64_t bytes_of(const nb::dict& kwargs, const char* key) {
   if (!kwargs.contains(key) || kwargs[key].is_none()) return 0;
   nb::handle value = kwargs[key];
-  if (nb::isinstance<nb::str>(value)) return parse_bytes(nb::cast<std::string>(value));
+  const std::string what = std::string(key) + ": ";
+  if (nb::isinstance<nb::str>(value)) {
+    try {  // named by the keyword, as the CLI's message is by its option
+      return parse_bytes(nb::cast<std::string>(value));
+    } catch (const UsageError& e) {
+      throw UsageError(what + e.what());
+    }
+  }
   // A whole number of bytes, as an int or a float such as 1e9 (a float budget raised std::bad_cast); 0 is refused
   // as the string "0" and the CLI's --memory-budget 0 are (it had meant no budget, silently): None is that.
-  const std::string what = std::string(key) + ": ";
   double number = 0;
   if (nb::isinstance<nb::bool_>(value)) {
     throw UsageError(what + "a byte count or a size such as '2G', not a bool");

@@ -225,6 +225,9 @@ def test_option_errors_are_usage_errors():
                  lambda: dnmf.factor_file("A.npy", 2, memory_budget="lots")):
         with pytest.raises(dnmf.UsageError):
             call()
+    # A string budget is named by its keyword, as an int one is (and the CLI's by its option).
+    with pytest.raises(dnmf.UsageError, match=r"^memory_budget: memory size '0': must be at least one byte"):
+        dnmf.factor(A, 2, memory_budget="0")
     # Fractional, infinite and out-of-range counts: UsageError too (they escaped as a plain ValueError, or as
     # OverflowError for inf).
     for folds in (2.5, float("inf"), float("nan"), 2**31):

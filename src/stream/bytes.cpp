@@ -1,6 +1,8 @@
 #include "stream/bytes.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +17,7 @@ std::int64_t parse_bytes(const std::string& text) {
   const auto bad = [&](const std::string& why) -> UsageError {
     return UsageError("memory size '" + text + "': " + why + " (expected e.g. 256M, 2G, 1.5GiB or a number of bytes)");
   };
+  if (!text.empty() && text[0] == '-') throw bad("a size cannot be negative");  // was "no number"
   std::size_t pos = 0;
   while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
   if (pos == 0) throw bad("no number");
@@ -38,8 +41,23 @@ std::int64_t parse_bytes(const std::string& text) {
     const bool known = unit != nullptr ? (rest.empty() || rest == "B" || rest == "IB") : rest == "B";
     if (!known) throw bad("unknown unit '" + text.substr(pos) + "'");
   }
-  // "1.5" was one byte (then "too small for one tile"): a unit was surely meant.
-  if (scale == 1 && value != std::floor(value)) throw bad("a number of bytes must be whole; did you mean a unit");
+  if (scale == 1) {
+    // A number of bytes is taken exactly, digit by digit: through a double, 9007199254740993 became ...992 and
+    // 1.9999999999999999999999 became 2 while 1.5 was refused. "1.5" was one byte (then "too small for one
+    // tile"): a unit was surely meant.
+    const std::size_t point = number.find('.');
+    if (point != std::string::npos && number.find_first_not_of('0', point + 1) != std::string::npos)
+      throw bad("a number of bytes must be whole; did you mean a unit");
+    std::uint64_t whole = 0;
+    for (std::size_t i = 0; i < std::min(point, number.size()); ++i) {
+      const auto digit = static_cast<std::uint64_t>(number[i] - '0');
+      if (whole > (static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - digit) / 10)
+        throw bad("too large");
+      whole = whole * 10 + digit;
+    }
+    if (whole < 1) throw bad("must be at least one byte");
+    return static_cast<std::int64_t>(whole);
+  }
   const double bytes = std::floor(value * scale);
   if (!(bytes >= 1)) throw bad("must be at least one byte");
   if (bytes >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) throw bad("too large");

@@ -2,6 +2,7 @@
 // the minimum budget.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "backend/cpu/skinny_products.hpp"
@@ -36,6 +37,13 @@ TEST(ParseBytes, ErrorsNameTheText) {
   EXPECT_NE(error_message([&] { (void)parse_bytes("1.5"); }).find("must be whole"), std::string::npos);
   EXPECT_EQ(parse_bytes("1.5K"), 1536);
   EXPECT_EQ(parse_bytes("2.0"), 2);
+  // Reported by a helper session: a negative size was "no number", and bytes went through a double.
+  EXPECT_NE(error_message([&] { (void)parse_bytes("-1"); }).find("a size cannot be negative"), std::string::npos);
+  EXPECT_NE(error_message([&] { (void)parse_bytes("1.9999999999999999999999"); }).find("must be whole"),
+            std::string::npos);
+  EXPECT_EQ(parse_bytes("9007199254740993"), 9007199254740993LL);
+  EXPECT_EQ(parse_bytes("9223372036854775807"), std::numeric_limits<std::int64_t>::max());  // as Python accepts
+  EXPECT_NE(error_message([&] { (void)parse_bytes("9223372036854775808"); }).find("too large"), std::string::npos);
 }
 
 TEST(DescribeBytes, ExactAndHuman) {
