@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,11 +40,6 @@ std::string absolute_name(std::string name) {
   return name;
 }
 
-std::string temporary_name(const std::string& path) {
-  static std::atomic<unsigned long> counter{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-}
-
 [[noreturn]] void fail_errno(const std::string& what, int error) { throw IoError(what + ": " + std::strerror(error)); }
 
 /// Why `path` could not be created, where the folder explains it (HDF5's own message names only errno): the
@@ -61,38 +58,52 @@ std::string temporary_name(const std::string& path) {
   h5::fail(path + ": cannot create");
 }
 
-/// A new HDF5 file at `name` (mode H5F_ACC_EXCL or H5F_ACC_TRUNC), or fail_create's error for `path`.
-Id create_file(const std::string& name, unsigned mode, hid_t access, const std::string& path) {
-  Id file(H5Fcreate(name.c_str(), mode, H5P_DEFAULT, access), H5Fclose);
-  if (!file.valid()) fail_create(path);
-  return file;
+/// The whole of an existing file, for appending to it in memory.
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) fail_errno(path + ": cannot read to append to it", errno);
+  return bytes;
 }
 
-/// Runs `fill(file)` on a new file that replaces `path` atomically (append=false), or on `path` itself,
-/// created when absent (append=true).
+/// Runs `fill(file)` on a file built in memory (HDF5's core driver, no backing store) and then written to `path`
+/// by write_file_atomically: a new file (append=false) or `path`'s contents with what `fill` adds (append=true; a
+/// missing `path` starts empty). HDF5 never writes to the disk here: when its own writes failed (a full disk, a
+/// file size limit) the file could not be closed, and HDF5's exit-time cleanup of it crashed the process (exit
+/// 139) after a message full of HDF5's internals; write_file_atomically says "cannot write: <reason>" (exit 4).
+/// The image is held in memory twice at the end (HDF5's and the copy written out).
 template <class Fill>
 void with_output_file(const std::string& path, bool append, Fill&& fill) {
   const h5::QuietErrors quiet;
-  if (append) {
-    const bool present = std::filesystem::exists(path);
-    const Id file = present ? h5::checked(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose,
-                                          path + ": cannot open for writing")
-                            : create_file(path, H5F_ACC_EXCL, H5P_DEFAULT, path);
-    fill(file.get());
-    return;
+  std::string existing = append && std::filesystem::exists(path) ? file_bytes(path) : std::string();
+  const Id access = h5::checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path + ": cannot create a file access list");
+  if (H5Pset_fapl_core(access.get(), std::size_t{1} << 20, 0) < 0) h5::fail(path + ": cannot build the file in memory");
+  Id file;
+  if (!existing.empty()) {
+    if (H5Pset_file_image(access.get(), existing.data(), existing.size()) < 0)  // copied: `existing` may go
+      h5::fail(path + ": cannot hold the file in memory");
+    std::string().swap(existing);
+    // A name no file has: with a name on the disk, the core driver looked at that file ("file already exists").
+    const std::string label = path + ".in-memory-image";
+    file = h5::checked(H5Fopen(label.c_str(), H5F_ACC_RDWR, access.get()), H5Fclose,
+                       path + ": cannot open for writing (not an HDF5 file?)");
+  } else {
+    file = h5::checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose,
+                       path + ": cannot create in memory");
   }
-  const std::string temp = temporary_name(path);
-  try {
-    {
-      const Id file = create_file(temp, H5F_ACC_EXCL, H5P_DEFAULT, path);
-      fill(file.get());
-      if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) h5::fail(path + ": cannot write");
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) fail_errno(path + ": cannot write", errno);
-  } catch (...) {
-    std::remove(temp.c_str());
-    throw;
-  }
+  fill(file.get());
+  if (H5Fflush(file.get(), H5F_SCOPE_LOCAL) < 0) h5::fail(path + ": cannot finish the file in memory");
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+  if (size < 0) h5::fail(path + ": cannot take the file's image");
+  std::string image(static_cast<std::size_t>(size), '\0');
+  if (H5Fget_file_image(file.get(), image.data(), image.size()) != size)
+    h5::fail(path + ": cannot take the file's image");
+  file.close();
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) fail_create(path);  // its clearer words
+  write_file_atomically(
+      path, [&image](std::ostream& out) { out.write(image.data(), static_cast<std::streamsize>(image.size())); });
 }
 
 Id link_creation(const std::string& where) {
@@ -138,7 +149,8 @@ void write_block(hid_t dataset, index_t row0, index_t col0, index_t rows, index_
     if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) h5::fail(what);
     memory = h5::checked(H5Screate_simple(2, count, nullptr), H5Sclose, what);
   }
-  if (H5Dwrite(dataset, h5::native_type<T>(), memory.get(), space.get(), transfer, buffer.data()) < 0) h5::fail(what);
+  if (H5Dwrite(dataset, h5::native_type<T>(), memory.get(), space.get(), transfer, buffer.data()) < 0)
+    h5::fail_io(what);  // the disk's refusal (full, a size limit) on the collective path: exit 4
 }
 
 Id create_2d(hid_t file, const std::string& name, hid_t type, index_t rows, index_t cols, hid_t lcpl,
@@ -212,6 +224,19 @@ void write_factors_h5(const std::string& path, const dist::Grid& grid, const dis
   if (comm.max<std::int64_t>(k) != -comm.max<std::int64_t>(-k)) {
     throw CollectiveError(path + ": ranks disagree on the number of factors k");
   }
+  if (comm.size() == 1) {  // built in memory and written atomically (with_output_file says why)
+    with_output_file(path, false, [&](hid_t file) {
+      const Id w = create_2d(file, "W", file_type<T>(), layout.m, k, H5P_DEFAULT, path);
+      const Id hd = create_2d(file, "H", file_type<T>(), k, layout.n, H5P_DEFAULT, path);
+      write_block<T>(
+          w.get(), 0, 0, wt.cols, k, [&](index_t i, index_t l) { return wt(l, i); }, H5P_DEFAULT,
+          path + ": cannot write W");
+      write_block<T>(
+          hd.get(), 0, 0, k, h.cols, [&](index_t l, index_t j) { return h(l, j); }, H5P_DEFAULT,
+          path + ": cannot write H");
+    });
+    return;
+  }
   // One temporary name for all ranks: rank 0's process id.
   std::int64_t pid = ::getpid();
   comm.broadcast(&pid, 1, dist::Scalar::i64, 0);
@@ -248,7 +273,7 @@ void write_factors_h5(const std::string& path, const dist::Grid& grid, const dis
       // Every close on every rank (no short cut: they are collective).
       const herr_t statuses[3] = {w.close(), hd.close(), file.close()};
       if (std::any_of(statuses, statuses + 3, [](herr_t s) { return s < 0; })) {
-        h5::fail(path + ": cannot finish writing (as " + temp + ")");
+        h5::fail_io(path + ": cannot finish writing (as " + temp + ")");
       }
     });
     // Every rank has closed the file (the agreement above is a barrier); rank 0 puts it in place.

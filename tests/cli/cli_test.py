@@ -1334,6 +1334,17 @@ def output_set_full_disk(ctx):
           "death by SIGXFSZ:\n" + result.describe())
     check(set_bytes(ctx, "out") == first and leftovers(ctx) == [], "a failed write changed the previous set")
     ctx.ok(*args)
+    # HDF5 outputs too (a helper session's finding): factors.h5 and gen's .h5 under the limit ended in a segfault
+    # (HDF5 could not close the file it failed to write, and its exit-time cleanup crashed), exit 139, after a
+    # message of HDF5's internals; gen's exited 1.
+    first = set_bytes(ctx, "out")
+    for h5_args in (args + ["--factors", "h5"], ["gen", "--rows", 400, "--cols", 300, "--rank", 3, "-o", "G.h5"]):
+        for ignore in (True, False):
+            result = ctx.run(*h5_args, preexec_fn=limit_file_size(40 * 1024, ignore))
+            check(result.rc == 4 and "cannot write: File too large" in result.stderr and "errno" not in result.stderr,
+                  "expected a one-line I/O failure:\n" + result.describe())
+            check(set_bytes(ctx, "out") == first and leftovers(ctx) == [] and not os.path.exists(ctx.path("G.h5")),
+                  "a failed HDF5 write changed the previous set or left files: %s %s" % (leftovers(ctx), result.describe()))
     # nmfk's checkpoint that cannot be written is named alone (the input's name was put before it: "A.npy:
     # out_k/checkpoints/k8_p0.job: cannot write").
     result = ctx.run("nmfk", "A.npy", "--k", 8, "--perturbations", 2, "--iters", 5, "--threads", 1, "-q", "-o",
