@@ -51,8 +51,8 @@ int run_cv(CvArgs args) {
     o.ks = parse_k_range(args.k_range);
     o.factor = args.solver.options;
   });
+  stop_on_signals();  // before the staging folder exists (a signal while it was made left it behind)
   OutputSet out(args.output, {args.input, args.solver.mask});
-  stop_on_signals();
   o.factor.cancel = [] { return stop_signal() != 0; };
   const CrossValidationResult result = cross_validate<T>(Source::file(args.input), o, context);
   if (const std::string warning = cross_validation_warning(result); !warning.empty())

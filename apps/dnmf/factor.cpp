@@ -64,13 +64,14 @@ int factor(FactorArgs args) {
   // dnmf::factor() refuses an unusable backend, TF32 without it and an unknown file extension itself.
   on_every_process([&] { resolve_solver_options(solver, context); });
 
+  // Before the staging folder exists: a signal while it was made killed the process and left it behind.
+  stop_on_signals();
   std::optional<OutputSet> out;  // rank 0's; staging folder created now, removed if anything below throws
   context.on_root([&] { out.emplace(args.output, std::vector<std::string>{args.input, args.solver.mask}); });
   // Under --factors h5 every process writes into the staging folder that only rank 0 could name.
   const std::string staging = context.broadcast(root ? out->staging() : std::string());
 
   FactorOptions& options = solver.options;
-  stop_on_signals();
   options.cancel = [] { return stop_signal() != 0; };
   if (!solver.quiet && root) {
     options.progress = [lines = ProgressLines{}](const IterationInfo& info) mutable {

@@ -51,9 +51,10 @@ int run_nmfk(NmfkArgs args) {
     o.factor = solver.options;
   });
 
+  // Before the staging folder exists: a signal while it was made killed the process and left it behind.
+  stop_on_signals();
   std::optional<OutputSet> out;  // rank 0's; staging folder created now, removed if anything below throws
   context.on_root([&] { out.emplace(args.output, std::vector<std::string>{args.input, args.solver.mask}); });
-  stop_on_signals();
   o.factor.cancel = [] { return stop_signal() != 0; };
   // Checkpoints outlive output sets (a rerun resumes from them), so they live in the current OUT, not in the
   // staging folder, and are carried into each new set by commit().

@@ -6,6 +6,7 @@ namespace dnmf::io {
 
 /// DNMF_TEST_FAIL_AT=<step>: throws IoError at `step`, as a failing system call would. DNMF_TEST_KILL_AT=<step>:
 /// the process dies of SIGKILL there, as under `kill -9` or a power cut (no destructor, no cleanup).
+/// DNMF_TEST_SIGNAL_AT=<step>: the process sends itself SIGTERM there, as a user's `kill` at that moment.
 void fault_point(const char* step);
 
 /// DNMF_TEST_NO_EXCHANGE set: behave as on a file system without renameat2(RENAME_EXCHANGE), so that the

@@ -236,6 +236,7 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
     throw IoError(path_ + ": output directory is not writable: " + std::strerror(error));
   }
   staging_ = staging.string();
+  fault_point("staging");  // a signal just after the folder exists must still end in its removal
 }
 
 OutputSet::~OutputSet() {

@@ -1536,6 +1536,22 @@ def interrupted(ctx):
             code, sig.name, process.returncode, stderr))
         check("dnmf: error:" in stderr and "cancelled" in stderr, "no clear message: " + stderr)
         check(set_bytes(ctx, "out") == first and leftovers(ctx) == [], "an interrupted run changed the set")
+    # A signal just after the staging folder is made (DNMF_TEST_SIGNAL_AT): the handlers were installed after it,
+    # so the process died of the signal, without a message, and left the folder (a helper session's finding).
+    ctx.gen(60, 40, 3, "S.npy")
+    for command in (["factor", "S.npy", "-k", 3], ["nmfk", "S.npy", "--k", "2:3", "--perturbations", 2],
+                    ["cv", "S.npy", "--k", "2:3"]):
+        for out in ("out", "new_" + command[0]):  # over a set, and into a new folder
+            result = ctx.run(*(command + ["-q", "-o", out]), env={"DNMF_TEST_SIGNAL_AT": "staging"})
+            check(result.rc == 143 and "dnmf: error:" in result.stderr and "cancelled" in result.stderr,
+                  "expected the cancelled run's exit and message:\n" + result.describe())
+            check(leftovers(ctx, out) == [], "left: %s" % leftovers(ctx, out))
+            # nmfk keeps its (empty) checkpoints folder in OUT, as a first run that dies leaves it.
+            if command[0] == "nmfk":
+                shutil.rmtree(ctx.path(out, "checkpoints"), ignore_errors=True)
+            check(set_bytes(ctx, "out") == first and
+                  (out == "out" or not os.path.exists(ctx.path(out)) or os.listdir(ctx.path(out)) == []),
+                  "an interrupted %s changed %s" % (command[0], out))
 
 
 @case
