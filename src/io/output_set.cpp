@@ -63,6 +63,19 @@ bool is_set_folder(const fs::path& path, bool marked) {
   return !marked || fs::is_regular_file(path / kMarker, ec);
 }
 
+/// A folder whose only entry is the checkpoints folder a first `dnmf nmfk` leaves when it dies before its commit
+/// (with its manifest or lock): dnmf's, though it has no marker.
+bool holds_only_nmfk_checkpoints(const fs::path& path) {
+  std::error_code ec;
+  bool any = false;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.path().filename() != "checkpoints") return false;
+    any = true;
+  }
+  return any && (fs::is_regular_file(path / "checkpoints" / "manifest.json", ec) ||
+                 fs::is_regular_file(path / "checkpoints" / "lock", ec));
+}
+
 /// fsync of a file or directory; best effort where the file system does not support it (EINVAL).
 void sync_path(const fs::path& path, bool directory) {
   const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
@@ -107,8 +120,13 @@ void clean_stale(const fs::path& target) {
   if (!fs::is_directory(parent, ec)) return;
   for (const auto& entry : fs::directory_iterator(parent, ec)) {
     const std::string name = entry.path().filename().string();
-    // A moved-aside set was committed, so it carries the marker; a staging folder gets it only at commit.
-    if (is_dead(pid_in(name, base + ".old.")) && is_set_folder(entry.path(), true)) {
+    // A moved-aside set was committed, so it carries the marker; a staging folder gets it only at commit. A
+    // first nmfk's checkpoints-only OUT, moved aside by a rerun that died before its rename, is put back too (it
+    // was left there for good, and its checkpoints lost to the next run).
+    const bool aside = is_dead(pid_in(name, base + ".old.")) &&
+                       (is_set_folder(entry.path(), true) ||
+                        (is_set_folder(entry.path(), false) && holds_only_nmfk_checkpoints(entry.path())));
+    if (aside) {
       if (!fs::exists(target, ec)) {
         fs::rename(entry.path(), target, ec);
         if (!ec) continue;
@@ -188,8 +206,7 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
       marked = marked || name == kMarker;
       other = other || name != "checkpoints";
     }
-    const bool checkpoints_only = !other && (fs::is_regular_file(clean / "checkpoints" / "manifest.json", ec) ||
-                                             fs::is_regular_file(clean / "checkpoints" / "lock", ec));
+    const bool checkpoints_only = !other && holds_only_nmfk_checkpoints(clean);
     if (!marked && other)
       throw UsageError(path_ + ": was not written by dnmf (it lacks the " + kMarker +
                        " marker of a complete output set); each run replaces the whole output directory, so choose "

@@ -1476,6 +1476,17 @@ def output_set_nmfk(ctx):
     result = ctx.ok(*args)
     check("6 from checkpoints" in result.stdout, "the rerun did not resume: " + result.stdout)
     check(leftovers(ctx) == [], "left behind: %s" % leftovers(ctx))
+    # A first run killed before its commit leaves an OUT of checkpoints only; a rerun on a file system without
+    # renameat2's exchange moves it aside and dies before its own rename: the next run puts it back and resumes
+    # (it was left as OUT.old.* for good, and the run started from nothing).
+    fresh = [a if a != "out" else "fresh" for a in args]
+    result = ctx.run(*fresh, env={"DNMF_TEST_KILL_AT": "staged"})
+    check(result.rc == -9 and os.listdir(ctx.path("fresh")) == ["checkpoints"], result.describe())
+    result = ctx.run(*fresh, env={"DNMF_TEST_NO_EXCHANGE": "1", "DNMF_TEST_KILL_AT": "aside"})
+    check(result.rc == -9 and not os.path.exists(ctx.path("fresh")), result.describe())
+    result = ctx.ok(*fresh)
+    check("6 from checkpoints" in result.stdout, "the checkpoints moved aside were not put back: " + result.stdout)
+    check(leftovers(ctx, "fresh") == [], "left behind: %s" % leftovers(ctx, "fresh"))
 
 
 @case
