@@ -154,8 +154,9 @@ Command add_nmfk(CLI::App& parent) {
       ->needs(cv)
       ->capture_default_str();
   app->add_flag("--restart", o.restart,
-                "discard checkpoints made with other data or options instead of refusing (deleted when the run "
-                "starts, even if it is then interrupted)");
+                "discard the checkpoints in OUT/checkpoints and recompute every job (without it, checkpoints of "
+                "these data and options are reused and others refused); deleted when the run starts, even if it "
+                "is then interrupted");
   // NMFk needs every perturbed factorisation converged (an unconverged one looks unstable): HALS with a
   // generous cap reaches the tolerance in tens of iterations where MU's 200 often do not (docs/nmfk.md).
   args->solver.algo = to_string(Algorithm::hals);

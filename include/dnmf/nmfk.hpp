@@ -77,7 +77,9 @@ struct NmfkOptions {
   FactorOptions factor;
   /// Folder of the checkpoints (one file per finished job plus a manifest); empty: none are kept.
   std::string checkpoint_dir;
-  bool restart = false;  ///< clear checkpoints made with other data or options instead of refusing them
+  /// Clear the checkpoints (all of them: every job is recomputed) instead of reusing those of these data and
+  /// options and refusing others.
+  bool restart = false;
   /// Extra facts identifying the data for the checkpoint manifest (e.g. {"file_bytes", "123456"}).
   std::vector<std::pair<std::string, std::string>> data_identity;
   std::function<void(const NmfkProgress&)> progress;  ///< called on each group's first rank

@@ -237,6 +237,15 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
 std::optional<JobRecord> CheckpointStore::load(index_t k, int p, index_t m, index_t n, std::string* problem) const {
   if (!enabled()) return std::nullopt;
   const std::string path = job_path(k, p);
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    // A FIFO there blocked the open below for good (and a first SIGTERM only restarted it); a device or a folder
+    // is no job file either.
+    if (problem) *problem = path + ": not a regular file; the job runs again";
+    fs::remove(path, ec);
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   auto fail = [&](const std::string& why) -> std::optional<JobRecord> {

@@ -3,6 +3,7 @@
 // constructed figures, and the regression against dnmf::transform.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -304,6 +305,11 @@ TEST_F(Checkpoints, DamagedAndStrayFilesAreNotReused) {
   EXPECT_FALSE(store->load(3, 0, 4, 3, &problem).has_value());
   EXPECT_THAT(problem, testing::HasSubstr("truncated"));
   EXPECT_FALSE(fs::exists(store->job_path(3, 0))) << "a damaged file is removed so the job runs again";
+  // A FIFO in a job file's place blocked the open for good (a helper session's finding): not a job file either.
+  ASSERT_EQ(::mkfifo(store->job_path(3, 0).c_str(), 0644), 0);
+  EXPECT_FALSE(store->load(3, 0, 4, 3, &problem).has_value());
+  EXPECT_THAT(problem, testing::HasSubstr("k3_p0.job: not a regular file; the job runs again"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(store->job_path(3, 0))));
 
   // A temporary left by a killed write, and job files without a manifest, are cleared on open.
   store->save(record(3, 1));
