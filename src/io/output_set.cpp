@@ -285,9 +285,23 @@ void OutputSet::commit(const std::vector<std::string>& carry) {
   sync_tree(staging);
   fault_point("synced");
 
-  if (!fs::exists(target, ec)) {
-    if (::rename(staging.c_str(), target.c_str()) != 0) fail(path_ + ": cannot move the new output into place", errno);
-  } else if (exchange(staging, target)) {
+  // Into an absent OUT by one rename. Where another run committed OUT since this one found it absent, it is
+  // replaced as a set found there at the start would be (the last run wins): this run failed after all its work
+  // ("Directory not empty").
+  const auto renamed_into_absent = [&] {
+    if (fs::exists(target, ec)) return false;
+    if (::rename(staging.c_str(), target.c_str()) == 0) return true;
+    const int error = errno;
+    if ((error != ENOTEMPTY && error != EEXIST) || !is_set_folder(target, true))
+      fail(path_ + ": cannot move the new output into place", error);
+    return false;
+  };
+  if (renamed_into_absent()) {
+    committed_ = true;
+    sync_path(parent, true);
+    return;
+  }
+  if (exchange(staging, target)) {
     fault_point("exchanged");
     sync_path(parent, true);
     fs::remove_all(staging, ec);  // the previous set, now under the staging name

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -17,6 +19,7 @@
 
 #include "dnmf/dnmf.hpp"
 #include "dnmf/index.hpp"
+#include "dnmf/output_set.hpp"
 #include "support/finely_fitted.hpp"
 #include "support/random_matrices.hpp"
 #include "support/temp_dir_test.hpp"
@@ -939,6 +942,26 @@ TEST(Api, NmfkOnASourceFindsThePlantedRank) {
   bad.grid = "1x1";
   EXPECT_NE(message(bad, two_by_one).find("disagree"), std::string::npos);
   EXPECT_EQ(message(bad, Context()), "no error");
+}
+
+// Two runs into one new folder: the second found it absent too, and when the first committed meanwhile its own
+// commit failed after all its work ("Directory not empty", a helper session's finding). It replaces the first's
+// set as it would one found there at the start: the last run wins, and nothing is left behind.
+TEST_F(ApiTest, ASetCommittedMeanwhileIsReplacedByTheLaterCommit) {
+  const std::string out = path("fresh");
+  dnmf::OutputSet later(out);
+  {
+    dnmf::OutputSet earlier(out);
+    std::ofstream(earlier.file("report.json")) << "earlier";
+    earlier.commit();
+  }
+  std::ofstream(later.file("report.json")) << "later";
+  EXPECT_NO_THROW(later.commit());
+  std::ifstream in(path("fresh/report.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "later");
+  for (const auto& entry : std::filesystem::directory_iterator(path("")))
+    EXPECT_EQ(entry.path().filename().string().find("fresh."), std::string::npos) << entry.path();
 }
 
 }  // namespace
