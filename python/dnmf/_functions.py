@@ -28,10 +28,21 @@ def _whole(k, what, limit=2**63 - 1):
     return int(k)
 
 
+# As many k as the CLI's --k takes ('2:1000000' was refused there, while (2, 10**6) built the list and (2, 2**31)
+# ran out of memory).
+_MAX_KS = 10000
+
+
+def _checked_count(count, shown):
+    if count > _MAX_KS:
+        raise _core.UsageError(f"k_range {shown} has {count} values; at most {_MAX_KS} are taken")
+
+
 def _k_list(k_range):
     if isinstance(k_range, str):
         return _core.parse_k_range(k_range)  # the CLI's --k syntax and messages
     if isinstance(k_range, range):
+        _checked_count(len(k_range), repr(k_range))
         return list(k_range)
     if isinstance(k_range, (int, np.integer)) and not isinstance(k_range, bool):
         return [int(k_range)]
@@ -41,8 +52,12 @@ def _k_list(k_range):
         if len(k_range) != 2:
             raise _core.UsageError(f"k_range as a tuple is a (first, last) pair; got {len(k_range)} values "
                                    f"{k_range!r} (for a step use 'lo:hi:step' or a range, for chosen values a list)")
-        return list(range(_whole(k_range[0], "k_range"), _whole(k_range[1], "k_range") + 1))
+        first, last = _whole(k_range[0], "k_range"), _whole(k_range[1], "k_range")
+        _checked_count(last - first + 1, repr(k_range))
+        return list(range(first, last + 1))
     try:
+        if hasattr(k_range, "__len__"):
+            _checked_count(len(k_range), "(a sequence)")
         return [_whole(k, "k_range") for k in k_range]
     except TypeError:
         raise TypeError(f"k_range must be 'lo:hi', (lo, hi), a range, an int or a list of ints; got {k_range!r}") \

@@ -13,6 +13,7 @@ is borrowed.
 """
 
 import contextlib
+import numbers
 import os
 import re
 
@@ -212,3 +213,31 @@ def input_attributes_kept_on_failure(estimator):
             estimator.__dict__.pop(name, None)
         estimator.__dict__.update(kept)
         raise
+
+
+def check_flag(value, name):
+    """A boolean parameter as scikit-learn's validation takes one (bool or numpy's bool): extrapolate='False' was
+    true, and shuffle='x' or restart='x' passed unnoticed."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise _core.UsageError(f"{name} must be True or False, got {value!r}")
+
+
+def check_verbose(value):
+    """verbose: a non-negative int (or a bool); -1 and 'x' printed progress."""
+    if isinstance(value, (bool, np.bool_)):
+        return
+    if not isinstance(value, numbers.Integral) or value < 0:
+        raise _core.UsageError(f"verbose must be an integer >= 0 or a bool, got {value!r}")
+
+
+def check_callback(value):
+    """callback: None or a callable (3 failed inside the fit as "'int' object is not callable")."""
+    if value is not None and not callable(value):
+        raise _core.UsageError(f"callback must be None or a callable, got {value!r}")
+
+
+def check_max_iter(value):
+    """max_iter: a whole number from 1 to 2**31 - 1 (2**31 was refused by the binding as outside
+    [-2147483648, 2147483647], as if negatives were allowed)."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not 1 <= value <= 2**31 - 1:
+        raise _core.UsageError(f"max_iter must be a whole number from 1 to 2147483647, got {value!r}")

@@ -10,9 +10,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._input import (as_dtype, as_float_matrix, comm_handle, estimator_comm, in_precision, library_error,
-                     input_attributes_kept_on_failure, missing_options, preserved_dtypes, source_of,
-                     threads_of)
+from ._input import (as_dtype, as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose,
+                     comm_handle, estimator_comm, in_precision, input_attributes_kept_on_failure, library_error,
+                     missing_options, preserved_dtypes, source_of, threads_of)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -58,11 +58,12 @@ def _hidden_stored_as_zero(X, mask):
     return X
 
 
-def project(X, components, backend, l1=0.0, l2=0.0):
+def project(X, components, backend, l1=0.0, l2=0.0, estimator="NMF"):
     """W ≥ 0 minimising ½‖X − W components‖²_F + l1 ΣW + ½ l2 ‖W‖², each row exactly (block principal pivoting),
     in X's precision."""
     # Checked here, not only in the library, so that a bad entry is named where it is in X (the library sees Xᵀ).
-    _check_masked_input(X, None, None, None)
+    # NMFk.transform takes no missing values: its messages name NMFk and do not point to missing='nan'.
+    _check_masked_input(X, None, None, None, estimator=estimator, missing_hint=estimator == "NMF")
     basis = np.asfortranarray(components.T, dtype=X.dtype)
     # The library solves H for A ≈ W H with W fixed; here A = Xᵀ, whose column-major storage is X's C order
     # (the CSR of Xᵀ is the CSC of X).
@@ -159,6 +160,13 @@ def _transposed(X):
     return X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
 
 
+def _is_beta_loss(value):
+    """A beta_loss dnmf computes: 'frobenius'/'kullback-leibler' or 2/1 as any real number, numpy's included (a
+    grid from np.arange gave np.int64(2), refused as unsupported); not a bool."""
+    known = isinstance(value, str) or (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)))
+    return known and value in _BETA_LOSSES
+
+
 def _first_bad(values, bad, what, why="", nan_hint="", negative_prefix=""):
     """DataError naming the first bad entry in X's orientation (the library sees Xᵀ and would name it swapped);
     `nan_hint` is added when that entry is NaN, `negative_prefix` put first when it is negative."""
@@ -170,11 +178,12 @@ def _first_bad(values, bad, what, why="", nan_hint="", negative_prefix=""):
         i, j = (int(x) for x in np.argwhere(bad)[0])
         v = values[i, j]
     prefix = negative_prefix if v < 0 else ""
-    raise _core.DataError(f"{prefix}{what} at row {i}, column {j} (0-based) is {v}{why}"
+    shown = "NaN" if np.isnan(v) else v  # as the library writes it (and scikit-learn's checks look for)
+    raise _core.DataError(f"{prefix}{what} at row {i}, column {j} (0-based) is {shown}{why}"
                           f"{nan_hint if np.isnan(v) else ''}")
 
 
-def _check_masked_input(X, weights, missing, unstored):
+def _check_masked_input(X, weights, missing, unstored, estimator="NMF", missing_hint=True):
     """The checks the library makes, with places in X's orientation: weights finite and >= 0; observed entries
     of X finite and >= 0 (a hidden entry may hold anything; without a mask, missing or unstored every entry is
     observed)."""
@@ -183,7 +192,7 @@ def _check_masked_input(X, weights, missing, unstored):
     # "Negative values in data passed to" first), not in terms of observed entries.
     if weights is None and missing is None and unstored in (None, "zero"):
         what, why, prefix = "X: entry", "; input must be finite and non-negative", \
-            "Negative values in data passed to NMF (input X): "
+            f"Negative values in data passed to {estimator} (input X): "
     else:
         what, why, prefix = "X: observed entry", "; observed entries must be finite and >= 0", ""
     if weights is not None:
@@ -215,7 +224,8 @@ def _check_masked_input(X, weights, missing, unstored):
         observed &= ~np.isnan(X)
     bad = observed & ~(np.isfinite(X) & (X >= 0))
     if bad.any():
-        _first_bad(X, bad, what, why, " (missing='nan' takes NaN entries as missing)" if missing is None else "",
+        _first_bad(X, bad, what, why,
+                   " (missing='nan' takes NaN entries as missing)" if missing is None and missing_hint else "",
                    negative_prefix=prefix)
 
 
@@ -301,7 +311,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if not isinstance(self.solver, str) or self.solver not in _SOLVERS:
             raise ValueError(f"Invalid solver parameter: got {self.solver!r} instead of one of "
                              f"{sorted(_SOLVERS)}")
-        if not isinstance(self.beta_loss, (str, int, float)) or self.beta_loss not in _BETA_LOSSES:
+        if not _is_beta_loss(self.beta_loss):
             raise ValueError(f"Invalid beta_loss parameter: got {self.beta_loss!r}; dnmf supports 'frobenius' "
                              "and 'kullback-leibler'")
         loss = _BETA_LOSSES[self.beta_loss]
@@ -334,8 +344,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"n_components must be a positive integer or 'auto', got {k!r}")
         if self.precision not in (None, "f32", "f64"):
             raise ValueError(f"precision must be 'f32', 'f64' or None, got {self.precision!r}")
-        if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+        check_max_iter(self.max_iter)
+        check_flag(self.shuffle, "shuffle")
+        check_flag(self.extrapolate, "extrapolate")
+        check_verbose(self.verbose)
+        check_callback(self.callback)
         if not isinstance(self.tol, numbers.Real) or self.tol < 0:
             raise ValueError(f"tol must be >= 0, got {self.tol!r}")
         for name in ("alpha_W", "l1_ratio"):
@@ -407,7 +420,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             warnings.warn("When init!='custom', provided W or H are ignored. Set init='custom' to use them as "
                           "initialization.", RuntimeWarning, stacklevel=4)
         options = {"k": k, "algorithm": algorithm, "max_iter": self.max_iter, "tol": self.tol,
-                   "seed": _seed(self.random_state), "normalize": False, "w_first": True,
+                   "normalize": False, "w_first": True,
                    "extrapolate": bool(self.extrapolate),
                    **self._penalties(n_samples, n_features),
                    **self._context()}
@@ -429,6 +442,9 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:
             raise ValueError(f"Invalid init parameter: got {init!r} instead of one of "
                              "{None, 'random', 'nndsvd', 'nndsvda', 'nndsvdar', 'custom'}")
+        # Drawn after scikit-learn's initialiser has drawn from a RandomState, as scikit-learn's own order is: drawn
+        # first, it advanced the state and nndsvdar started elsewhere than scikit-learn's.
+        options["seed"] = _seed(self.random_state)
 
         weights = None
         if mask is not None:

@@ -1,5 +1,6 @@
 """dnmf.NMFk: automatic selection of the number of components, as a scikit-learn estimator."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -8,9 +9,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._functions import _k_list, nmfk
 from . import _core
-from ._input import (as_float_matrix, estimator_comm, in_precision, input_attributes_kept_on_failure, library_error,
-                     preserved_dtypes)
-from ._nmf import _BETA_LOSSES, _SOLVERS, _seed, project
+from ._input import (as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose, estimator_comm,
+                     in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes)
+from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, project
 from ._results import plot_nmfk
 
 
@@ -87,8 +88,7 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=True)
         X = as_float_matrix(X)
-        known = isinstance(self.solver, str) and isinstance(self.beta_loss, (str, int, float))
-        if not known or self.solver not in _SOLVERS or self.beta_loss not in _BETA_LOSSES:
+        if not isinstance(self.solver, str) or self.solver not in _SOLVERS or not _is_beta_loss(self.beta_loss):
             raise ValueError(f"Invalid solver/beta_loss: {self.solver!r}/{self.beta_loss!r}")
         if _BETA_LOSSES[self.beta_loss] == "kl" and self.solver != "mu":
             raise ValueError(f"Invalid beta_loss parameter: solver {self.solver!r} does not handle beta_loss = "
@@ -135,13 +135,32 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                    f"{limit}")
         if fitting and len(fitting) < len(ks):
             left_out = [k for k in ks if k > limit]
+            named = ", ".join(map(str, left_out[:10])) + (f" and {len(left_out) - 10} more" if len(left_out) > 10
+                                                          else "")
             warnings.warn(f"NMFk: k_range {self.k_range!r} goes beyond min(n_samples, n_features) = {limit} for "
-                          f"this X ({X.shape[0]}x{X.shape[1]}); k = {', '.join(map(str, left_out))} left out",
+                          f"this X ({X.shape[0]}x{X.shape[1]}); k = {named} left out",
                           UserWarning, stacklevel=4)
             return fitting
         return ks
 
+    def _check_params(self):
+        """The estimator's own names in its messages (the library's were 'perturbations' and 'the Wilcoxon level'),
+        and the flags checked as scikit-learn checks booleans."""
+        n = self.n_perturbations
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 2:
+            raise _core.UsageError(f"n_perturbations must be a whole number >= 2 (the silhouettes compare the factors of "
+                             f"different perturbations), got {n!r}")
+        a = self.wilcoxon_alpha
+        if not isinstance(a, numbers.Real) or isinstance(a, bool) or not 0 < a < 1:
+            raise _core.UsageError(f"wilcoxon_alpha must be in (0, 1), got {a!r}")
+        check_max_iter(self.max_iter)
+        for name in ("restart", "cv"):
+            check_flag(getattr(self, name), name)
+        check_verbose(self.verbose)
+        check_callback(self.callback)
+
     def _run(self, X, algorithm, precision):
+        self._check_params()
         return nmfk(X, self._ks_that_fit(X), perturbations=self.n_perturbations, epsilon=self.epsilon,
                     perturbation=self.perturbation, sil_threshold=self.sil_threshold,
                     err_threshold=self.err_threshold, rule=self.rule, wilcoxon_alpha=self.wilcoxon_alpha,
@@ -158,7 +177,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
         # The dtype of components_: the asked precision's, as NMF.transform returns.
-        return project(in_precision(as_float_matrix(X), self.precision), self.components_, self.backend)
+        return project(in_precision(as_float_matrix(X), self.precision), self.components_, self.backend,
+                       estimator="NMFk")
 
     def plot(self, ax=None):
         """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,

@@ -303,7 +303,7 @@ def test_transform_names_a_bad_entry_where_it_is_in_x():
     with pytest.raises(dnmf.DataError, match=r"^X: observed entry at row 2, column 7 \(0-based\) is -1.5"):
         model.transform(bad, missing="nan")
     bad[2, 7] = np.nan
-    with pytest.raises(dnmf.DataError, match=r"row 2, column 7 \(0-based\) is nan.*missing='nan'"):
+    with pytest.raises(dnmf.DataError, match=r"row 2, column 7 \(0-based\) is NaN.*missing='nan'"):
         model.transform(bad)
     with pytest.raises(dnmf.DataError, match=r"row 2, column 7"):
         model.transform(sp.csr_matrix(np.where(np.isnan(bad), -1.0, bad)))

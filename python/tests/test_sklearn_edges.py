@@ -527,3 +527,69 @@ def test_nndsvdar_of_an_all_zero_matrix_says_the_matrix_is_zero(X):
     # never passed; the library's own message names the matrix, as with init='nndsvd'.
     with pytest.raises(dnmf.DataError, match="the matrix is all zeros: there is nothing to factorise"):
         dnmf.NMF(2, init="nndsvdar").fit(X)
+
+
+# ---- Findings of a helper session (2026-12-07) ----------------------------------------------------------------
+
+def test_a_huge_k_range_is_refused_as_the_cli_refuses_it():
+    # (2, 10**6) built a million ks and a 7.9 MB warning; (2, 2**31) ran the machine out of memory.
+    X = planted(20, 8, 2, seed=1)
+    for k_range in ((2, 10**6), range(2, 2**31), list(range(1, 20002))):
+        with pytest.raises(dnmf.UsageError, match="values; at most 10000 are taken"):
+            dnmf.NMFk(k_range=k_range, n_perturbations=2, max_iter=5).fit(X)
+    with pytest.raises(dnmf.UsageError, match="at most 10000"):
+        dnmf.nmfk(X, (2, 2**31))
+    with pytest.warns(UserWarning, match=r"k = 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 and 32 more left out"):
+        dnmf.NMFk(k_range=(2, 50), n_perturbations=2, max_iter=5).fit(X)
+
+
+def test_nndsvdar_with_a_random_state_instance_starts_where_scikit_learn_does():
+    # The library's seed was drawn from the RandomState before scikit-learn's initialiser drew from it.
+    X = np.random.default_rng(0).random((30, 12))
+    for solver in ("mu", "cd"):
+        options = dict(n_components=4, init="nndsvdar", solver=solver, max_iter=1, tol=0)
+        ours = dnmf.NMF(random_state=np.random.RandomState(0), **options).fit_transform(X)
+        theirs = SkNMF(random_state=np.random.RandomState(0), **options).fit_transform(X)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_numpy_scalars_are_beta_losses():
+    X = planted(12, 8, 2, seed=2)
+    for beta in (np.int64(2), np.float32(1.0), np.int32(1)):
+        model = dnmf.NMF(2, solver="mu", beta_loss=beta, max_iter=5).fit(X)
+        assert model.n_iter_ >= 1
+        assert dnmf.NMFk(k_range=(2, 2), n_perturbations=2, solver="mu", beta_loss=beta, max_iter=5).fit(X).k_ in (2, None)
+    with pytest.raises(ValueError, match="beta_loss"):
+        dnmf.NMF(2, solver="mu", beta_loss=True).fit(X)
+
+
+def test_nmfk_transform_names_nmfk_and_no_option_it_lacks():
+    rng = np.random.default_rng(0)
+    model = dnmf.NMFk(k_range=(2, 3), n_perturbations=3, n_threads=1, max_iter=50).fit(rng.random((20, 8)))
+    X = rng.random((5, 8))
+    X[2, 5] = np.nan
+    with pytest.raises(dnmf.DataError, match=r"is NaN; input must be finite and non-negative$"):
+        model.transform(X)
+    X[2, 5] = -1.0
+    with pytest.raises(dnmf.DataError, match=r"^Negative values in data passed to NMFk \(input X\)"):
+        model.transform(X)
+
+
+@pytest.mark.parametrize("estimator, params, name", [
+    (dnmf.NMF, {"extrapolate": "False"}, "extrapolate"),
+    (dnmf.NMF, {"shuffle": "x"}, "shuffle"),
+    (dnmf.NMF, {"verbose": -1}, "verbose"),
+    (dnmf.NMF, {"verbose": "x"}, "verbose"),
+    (dnmf.NMF, {"callback": 3}, "callback"),
+    (dnmf.NMF, {"max_iter": 2**31}, r"max_iter must be a whole number from 1 to 2147483647"),
+    (dnmf.NMFk, {"restart": "x"}, "restart"),
+    (dnmf.NMFk, {"n_perturbations": 1.5}, "n_perturbations"),
+    (dnmf.NMFk, {"n_perturbations": 1}, "n_perturbations"),
+    (dnmf.NMFk, {"wilcoxon_alpha": 0}, "wilcoxon_alpha"),
+    (dnmf.NMFk, {"verbose": -1}, "verbose"),
+])
+def test_parameters_are_checked_and_named(estimator, params, name):
+    X = planted(12, 8, 2, seed=3)
+    base = {"k_range": (2, 2), "n_perturbations": 2} if estimator is dnmf.NMFk else {"n_components": 2}
+    with pytest.raises(ValueError, match=name):
+        estimator(**{**base, "max_iter": 5, **params}).fit(X)
