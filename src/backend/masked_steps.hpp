@@ -11,14 +11,16 @@
 namespace dnmf::backend {
 
 /// HALS's exact coordinate step (solvers/hals.hpp) with num = b_l - (G x)_l and den = G_ll: x becomes
-/// max(0, x + (num - l1 - l2 x) / (den + l2)) unless den + l2 is not above eps (a dead component, left alone).
+/// max(0, x + (num - l1 - l2 x) / (den + l2)) unless den + l2 is not above eps (a dead component: left alone, or 0
+/// under an L1 penalty, as in solvers/hals.hpp).
 /// Returns new - old.
 template <class T>
 DNMF_MASKED_STEP T hals_step(T& x, T num, T den, double l1, double l2, double eps) {
   const double diag = static_cast<double>(den) + l2;
-  if (!(diag > eps)) return T(0);
+  const bool dead = !(diag > eps);
+  if (dead && !(l1 > 0)) return T(0);
   const double old = static_cast<double>(x);
-  const double next = old + (static_cast<double>(num) - l1 - l2 * old) / diag;
+  const double next = dead ? 0.0 : old + (static_cast<double>(num) - l1 - l2 * old) / diag;
   x = static_cast<T>(next > 0.0 ? next : 0.0);
   return static_cast<T>(static_cast<double>(x) - old);
 }

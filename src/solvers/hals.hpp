@@ -4,7 +4,9 @@
 //   x_l <- max(0, x_l + (b_l - l1 - l2 x_l - (G x)_l) / (G_ll + l2))      for l = 0, 1, ..., k-1 in turn
 //
 // Each coordinate uses the ones already updated in this column (Gauss-Seidel). A coordinate whose
-// G_ll + l2 is not above eps is a dead component and is left alone.
+// G_ll + l2 is not above eps is a dead component (the other factor's row l is zero, so b_l and G's row l are too):
+// without an L1 penalty its objective is flat and it is left alone; with one, l1 x_l alone is minimised, at 0 (left
+// alone, a converged penalised fit's W kept stale columns that its transform(X) sets to 0).
 #pragma once
 
 #include <cstddef>
@@ -60,15 +62,16 @@ void update(const backend::UpdateRule& rule, backend::View<T> x, backend::CView<
     }
     for (index_t l = 0; l < k; ++l) {
       const double diag = static_cast<double>(gd[l + l * g.ld]) + rule.l2;
-      if (!(diag > rule.eps)) continue;  // a dead component: its numerator is zero as well
-      const T* gl = gd + l * g.ld;       // G is symmetric: row l is column l, which is contiguous
+      const bool dead = !(diag > rule.eps);
+      if (dead && !(rule.l1 > 0)) continue;  // a dead component without an L1 penalty: left alone
+      const T* gl = gd + l * g.ld;           // G is symmetric: row l is column l, which is contiguous
       for (index_t q = 0; q < kGroups; ++q) {
         if (nc[q] == 0) continue;
         T* xl = x.data + (c0 + kLanes * q) * x.ld + l;
         const V old = row_lanes<V>(xl, x.ld, nc[q]);
         const V b = row_lanes<V>(numer.data + (c0 + kLanes * q) * numer.ld + l, numer.ld, nc[q]);
         const V grad = b - rule.l1 - rule.l2 * old - uq[q][l];
-        const V rounded = clamp_rounded<T>(old + grad / diag);
+        const V rounded = dead ? V{} : clamp_rounded<T>(old + grad / diag);
         for (index_t c = 0; c < nc[q]; ++c) xl[c * x.ld] = static_cast<T>(rounded[c]);
         const V delta = rounded - old;
         for (index_t p = l + 1; p < k; ++p) uq[q][p] += delta * static_cast<double>(gl[p]);
@@ -101,11 +104,12 @@ void update_fixed(const backend::UpdateRule& rule, backend::View<T> x, backend::
 #pragma GCC unroll 32
     for (index_t l = 0; l < K; ++l) {
       const double diag = static_cast<double>(gd[l + l * g.ld]) + rule.l2;
-      if (!(diag > rule.eps)) continue;  // a dead component: its numerator is zero as well
+      const bool dead = !(diag > rule.eps);
+      if (dead && !(rule.l1 > 0)) continue;  // a dead component without an L1 penalty: left alone
       const T* gl = gd + l * g.ld;
       const V old = xs[l];
       const V grad = bs[l] - rule.l1 - rule.l2 * old - u[l];
-      const V rounded = clamp_rounded<T>(old + grad / diag);
+      const V rounded = dead ? V{} : clamp_rounded<T>(old + grad / diag);
       xs[l] = rounded;
       const V delta = rounded - old;
 #pragma GCC unroll 32

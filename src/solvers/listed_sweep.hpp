@@ -145,10 +145,11 @@ double sweep_components(index_t k, index_t sp, const double* c, double common, c
     listed_diag *= scale;
     pending = 0;
     const double diag = (full != nullptr ? full[l * k + l] : 0.0) + listed_diag + rule.l2;
-    if (!(diag > rule.eps)) continue;  // a dead component, as in hals.hpp
+    const bool dead = !(diag > rule.eps);
+    if (dead && !(rule.l1 > 0)) continue;  // a dead component, as in hals.hpp
     const auto old = static_cast<double>(x[l]);
     const double grad = b[l] - rule.l1 - rule.l2 * old - (fx[l] + listed);
-    x[l] = static_cast<T>(std::max(0.0, old + grad / diag));
+    x[l] = static_cast<T>(dead ? 0.0 : std::max(0.0, old + grad / diag));
     const double delta = static_cast<double>(x[l]) - old;
     if (delta == 0) continue;
     pending = delta;

@@ -67,7 +67,12 @@ __global__ void hals_kernel(UpdateRule rule, T* x, index_t ldx, const T* numer, 
     const T* nc = numer + c * ldn;
     for (index_t l = 0; l < k; ++l) {
       const double diag = gram_at<T, kShared>(gram_shared, g, ldg, k, l, l) + rule.l2;
-      if (!(diag > rule.eps)) continue;  // a dead component: its numerator is zero as well
+      const bool dead = !(diag > rule.eps);
+      if (dead && !(rule.l1 > 0)) continue;  // a dead component without an L1 penalty: left alone (hals.hpp)
+      if (dead) {
+        xc[l] = T(0);
+        continue;
+      }
       double grad = static_cast<double>(nc[l]) - rule.l1 - rule.l2 * static_cast<double>(xc[l]);
       for (index_t p = 0; p < k; ++p)
         grad -= gram_at<T, kShared>(gram_shared, g, ldg, k, l, p) * static_cast<double>(xc[p]);
