@@ -138,7 +138,11 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
                                              mask ? options.factor.missing.mask->name() : std::string()};
   const solvers::MaskedProblem<T> base =
       solvers::build_masked_problem<T>(stored_a, stored_mask, options.factor.missing);
-  check_options(options, base.m, base.n);
+  try {
+    check_options(options, base.m, base.n);
+  } catch (const Error& e) {
+    throw_as(e.kind(), source.name() + ": " + e.what());  // named as factor and nmfk name theirs
+  }
   const std::vector<Observed> entries = observed_entries(base);
 
   // Both ends leave nothing to score or nothing to fit: the fraction's fault, not the data's. So do folds that hide
@@ -172,7 +176,16 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
       FactorOptions fo = options.factor;
       fo.rank = rank.k;
       solvers::Factors<T> f;
-      const FactorResult<T> fit = solvers::solve_masked<T>(problem, fo, f);
+      const FactorResult<T> fit = [&] {
+        try {
+          return solvers::solve_masked<T>(problem, fo, f);
+        } catch (const Cancelled&) {
+          throw;
+        } catch (const Error& e) {
+          throw_as(e.kind(), source.name() + ": fold " + std::to_string(fold) + ", k = " + std::to_string(rank.k) +
+                                 ": " + e.what());
+        }
+      }();
       double num = 0, den = 0;
       for (std::size_t e = 0; e < entries.size(); ++e) {
         if (held[e] == 0) continue;

@@ -195,7 +195,8 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 }
 
 template <class T>
-void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted) {
+void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted,
+                 std::int64_t observed) {
   // The factors' entries are of about sqrt(scale / k) and the iterations multiply three of them (G·x), so their
   // products are of about scale^1.5. In float those fell below its smallest normal number (1.2e-38) for data of
   // 1e-30 and every algorithm returned zero factors with "converged". KL floors its model values at
@@ -203,7 +204,11 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
   // nothing. Both are refused with the remedy rather than run.
   const double cells = static_cast<double>(m) * static_cast<double>(n);
   if (!(cells > 0)) return;
-  const double rms = std::sqrt(stats.squared_norm / cells), mean = stats.sum / cells;
+  // A masked run's squared norm is over its observed entries (`observed` of them): divided by all the cells, the
+  // hidden ones counted as zeros, data at 1.01e-150 read as 9.8e-151 and a dnmf cv of a matrix dnmf factor takes
+  // was refused. Its sum is already scaled to all the cells (the observed mean times m n).
+  const double rms = std::sqrt(stats.squared_norm / (observed > 0 ? static_cast<double>(observed) : cells));
+  const double mean = stats.sum / cells;
   char text[32];
   // With a mask the figures are of w·a: weights of 1e-310 made "the matrix's entries" of 0.1-2 "too small".
   const std::string entries =
@@ -407,7 +412,7 @@ template void gather_factors<float>(const dist::Grid&, const dist::Layout&, cons
                                     DenseMatrix<float>&, int);
 template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,
                                      DenseMatrix<double>&, DenseMatrix<double>&, int);
-template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool);
-template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool);
+template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t);
+template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t);
 
 }  // namespace dnmf::solvers

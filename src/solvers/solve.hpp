@@ -51,9 +51,11 @@ double squared_residual_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseVi
 
 /// Throws DataError when A's scale (its statistics over m x n cells) is too small for T's products or for KL's
 /// model floor (float32 below an RMS of 1e-25, KL below a mean of 1e-28), with the remedy. `weighted`: the
-/// statistics are of w·a (a mask), and the message says so.
+/// statistics are of w·a (a mask), and the message says so; `observed`: the number of entries the squared norm is
+/// over (a masked run's observed ones), -1 for all m x n cells.
 template <class T>
-void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted = false);
+void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted = false,
+                 std::int64_t observed = -1);
 
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);

@@ -1651,6 +1651,26 @@ def nmfk_poisson_of_non_counts(ctx):
 
 
 @case
+def cv_scale_of_the_observed_entries(ctx):
+    """dnmf cv judged the scale with the hidden entries counted as zeros: data factor accepts (root mean square
+    1.01e-150, above the 1e-150 floor) was refused, and a refusal inside a fold named no file and blamed a mask that
+    was never given."""
+    def scaled(name, rms):
+        rows = [[(1 + (i * 7 + j * 3) % 5) * (1 + (i + 2 * j) % 3) for j in range(20)] for i in range(30)]
+        norm = math.sqrt(sum(v * v for row in rows for v in row) / 600.0)
+        write_bytes(ctx.path(name), npy_bytes([[v / norm * rms for v in row] for row in rows]))
+    scaled("E.npy", 1.01e-150)
+    ctx.ok("factor", "E.npy", "-k", 2, "-q", "-o", "f")
+    ctx.ok("cv", "E.npy", "--k", "1:2", "--iters", 20, "-q", "-o", "c")
+    scaled("T.npy", 1e-160)
+    result = ctx.run("cv", "T.npy", "--k", "1:2", "--iters", 20, "-q", "-o", "c2")
+    check(result.rc == 3 and "dnmf: error: T.npy: fold 0, k = 1: the matrix's entries are too small" in result.stderr
+          and "mask" not in result.stderr, result.describe())
+    result = ctx.run("cv", "T.npy", "--k", "31", "-q", "-o", "c3")
+    check(result.rc == 2 and "dnmf: error: T.npy: k=31 does not fit" in result.stderr, result.describe())
+
+
+@case
 def budget_beyond_memory(ctx):
     """A --memory-budget larger than the machine's memory (64G typed for 64M) plans within the budget, not the
     machine: said in a warning, the run goes on (it said nothing); a budget the machine has gives none."""
