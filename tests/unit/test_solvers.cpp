@@ -280,6 +280,43 @@ TEST(Solvers, NndsvdaStartsFromDataOfAnyScale) {
   }
 }
 
+// A matrix with all-zero rows and columns: their singular vector entries came out of the sketch as rounding noise
+// (±1e-33), whose sign decided whether NNDSVDa filled them, so the start of 3·A was 36% from 3 times A's (a helper
+// session's finding). The start of c·A is c times A's for any c, and NNDSVD's zeros there are exact (+0).
+TEST(Solvers, NndsvdStartsIgnoreRoundingNoiseAtZeroLines) {
+  PlantedOptions po{.rows = 60, .cols = 40, .rank = 3, .density = 1.0, .noise = 0.01, .seed = 21};
+  DenseMatrix<double> a = make_planted<double>(po).dense;
+  for (const index_t i : {3, 17, 18, 40})
+    for (index_t j = 0; j < a.cols(); ++j) a(i, j) = 0;
+  for (index_t i = 0; i < a.rows(); ++i) a(i, 9) = 0;
+  for (const InitMethod init : {InitMethod::nndsvd, InitMethod::nndsvda}) {
+    FactorOptions o = options_for(Algorithm::hals, 3, 0);
+    o.init = init;
+    const auto base = factorize<double>(MatrixRef<double>{a.view()}, o);
+    for (const double c : {3.0, 1.0000001}) {
+      DenseMatrix<double> scaled = a;
+      for (double& v : scaled.storage()) v *= c;
+      const auto r = factorize<double>(MatrixRef<double>{scaled.view()}, o);
+      double worst = 0, largest = 0;
+      for (index_t i = 0; i < a.rows(); ++i)
+        for (index_t j = 0; j < a.cols(); ++j) {
+          double p = 0, q = 0;
+          for (index_t l = 0; l < 3; ++l) {
+            p += base.W(i, l) * base.H(l, j);
+            q += r.W(i, l) * r.H(l, j);
+          }
+          worst = std::max(worst, std::abs(q / c - p));
+          largest = std::max(largest, std::abs(p));
+        }
+      EXPECT_LT(worst, 1e-12 * largest) << to_string(init) << " c = " << c;
+    }
+    if (init == InitMethod::nndsvd) {
+      for (const index_t i : {3, 17, 18, 40})
+        for (index_t l = 0; l < 3; ++l) EXPECT_FALSE(std::signbit(base.W(i, l)) || base.W(i, l) != 0) << i;
+    }
+  }
+}
+
 // Data so small that float's products of three factor entries, or KL's floored model values, lose it: every
 // algorithm returned zero factors and "converged" (f32 at 1e-30; KL at 1e-30 in f64). Refused with the remedy;
 // a little above the bounds the fit is that of the data at scale 1.
