@@ -19,8 +19,8 @@ inline constexpr std::string_view kNanMissingHint =
 template <class T>
 [[nodiscard]] std::string shortest_repr(T value);
 
-/// What a float32 narrowing marker (io/narrow.hpp: 1 overflow, 2 underflow) means and what to do, ending in
-/// "or rescale the <rescaled>".
+/// What a float32 narrowing marker (io/narrow.hpp: 1 overflow, 2 underflow, 3 negative) means and what to do,
+/// ending in "or rescale the <rescaled>" (a negative value: that the matrix, or a "mask"'s weights, must not be).
 [[nodiscard]] std::string describe_narrowed(int marker, const char* rescaled);
 
 }  // namespace dnmf::io

@@ -13,6 +13,7 @@
 
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
+#include "io/narrow.hpp"
 
 namespace dnmf::io::mtx {
 namespace {
@@ -145,6 +146,10 @@ std::string parse_real(std::string_view token, T& value) {
     if (std::isinf(number))
       return "value " + quoted(original) + " is too large for double precision: rescale the matrix";
     if (number == 0) return "value " + quoted(original) + " underflows to zero in double precision: rescale the matrix";
+  }
+  if (std::is_same_v<T, float> && number < 0) {  // negative: its entry check says so, whatever its range
+    value = narrow_entry<T>(number);
+    return {};
   }
   if (std::is_same_v<T, float> && std::isfinite(number) && std::abs(number) >= kFloatOverflow) {
     return "value " + quoted(original) + " is too large for single precision (float): use --precision f64, or " +

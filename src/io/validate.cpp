@@ -44,6 +44,10 @@ std::string shortest_repr(T value) {
 }
 
 std::string describe_narrowed(int marker, const char* rescaled) {
+  if (marker == 3)
+    return std::string("negative (beyond float32's range, so not shown); ") +
+           (std::string(rescaled) == "mask" ? "mask weights must be finite and >= 0 (0 = missing)"
+                                            : "input must be non-negative");
   return std::string(marker == 1 ? "finite but too large for single precision (float32 holds at most 3.4028235e+38)"
                                  : "non-zero but too small for single precision: it underflows to zero in float32 "
                                    "(the smallest is 1.4e-45)") +

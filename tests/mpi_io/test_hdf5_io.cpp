@@ -198,7 +198,7 @@ TEST_F(Hdf5Test, Float64ValuesFloat32CannotHoldAreNamedInDenseAndCsr) {
   for (const bool sparse : {false, true}) {
     for (const auto& [value, words] :
          {std::pair{1e39, "too large for single precision"}, std::pair{1e-50, "too small for single precision"},
-          std::pair{-1e-300, "too small for single precision"}}) {
+          std::pair{-1e-300, "is negative (beyond float32's range"}}) {
       DenseMatrix<double> whole = dnmf::test::random_dense<double>(9, 7, 8, 0.0);
       whole(5, 3) = value;
       const std::string p = path("N.h5");

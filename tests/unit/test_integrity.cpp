@@ -309,12 +309,22 @@ TEST(NarrowEntry, ValuesFloatCannotHoldAreMarkedAndExplained) {
   EXPECT_EQ(io::narrow_entry<float>(1e-45), std::numeric_limits<float>::denorm_min());  // subnormal, not zero
   EXPECT_EQ(io::narrow_entry<float>(0.0), 0.0f);
   EXPECT_EQ(io::narrow_entry<double>(1e300), 1e300);
-  for (double big : {1e39, 3.5e38, 1e300, -1e300}) {
+  for (double big : {1e39, 3.5e38, 1e300}) {
     const float f = io::narrow_entry<float>(big);
     EXPECT_TRUE(std::isnan(f)) << big;
     EXPECT_EQ(io::narrow_marker(f), 1) << big;
     EXPECT_FALSE(io::acceptable_entry(f));
   }
+  // Negative values beyond float's range are negative, in any precision: said so (the remedy --precision f64 of a
+  // range message led to "is negative"), and -1e-300 does not become -0.0, which passed as a zero.
+  for (double negative : {-1e300, -1e39, -1e-300, -1e-50}) {
+    const float f = io::narrow_entry<float>(negative);
+    EXPECT_EQ(io::narrow_marker(f), 3) << negative;
+    EXPECT_FALSE(io::acceptable_entry(f)) << negative;
+    EXPECT_EQ(io::describe_bad_entry(1, 2, f), "entry at row 1, column 2 (0-based) is negative (beyond float32's "
+                                               "range, so not shown); input must be non-negative");
+  }
+  EXPECT_EQ(io::narrow_entry<float>(-0.5), -0.5f);  // within range: kept, and its check names the value
   EXPECT_TRUE(std::isinf(io::narrow_entry<float>(std::numeric_limits<double>::infinity())));  // inf stays inf
   EXPECT_EQ(io::narrow_marker(io::narrow_entry<float>(1e-50)), 2);
   EXPECT_EQ(io::narrow_marker(std::nanf("")), 0);  // an ordinary NaN carries no marker
