@@ -57,7 +57,8 @@ Planted<T> make_planted(const PlantedOptions& o) {
                      " must be between 1 and min(rows, cols) = " + std::to_string(std::min(o.rows, o.cols)));
   if (!(o.density > 0) || o.density > 1)
     throw UsageError("density must be in (0, 1], got " + std::to_string(o.density));
-  if (!(o.noise >= 0) || !std::isfinite(o.noise)) throw UsageError("noise must be >= 0");
+  if (!(o.noise >= 0) || !std::isfinite(o.noise))  // inf is >= 0: "must be >= 0" did not say what was wrong
+    throw UsageError("noise must be a finite number >= 0, got " + std::to_string(o.noise));
   const index_t m = o.rows, n = o.cols, r = o.rank;
   // What the problem holds (A dense, or about density·m·n entries and m + 1 row pointers; W and H), refused as a
   // failed allocation before any is made: an over-committed request is answered by the kernel's OOM killer, not by

@@ -1792,6 +1792,10 @@ def numeric_edges(ctx):
                      out_dir="out5", code=2, env={"OMP_NUM_THREADS": "100000"})
     ctx.expect_error(["nmfk", "big.npy", "--k", 2, "--perturbations", 2, "--threads", 5000, "-o", "out5"],
                      ["--threads 5000"] + too_many, out_dir="out5", code=2)
+    # inf is >= 0: "noise must be >= 0" did not say what was wrong with it.
+    for noise in ("inf", "nan"):
+        result = ctx.run("gen", "--rows", 10, "--cols", 5, "--rank", 2, "--noise", noise, "-o", "noisy.npy")
+        check(result.rc == 2 and "noise must be a finite number >= 0, got " in result.stderr, result.describe())
 
 
 @case
