@@ -302,8 +302,16 @@ void OutputSet::commit(const std::vector<std::string>& carry) {
     return;
   }
   if (exchange(staging, target)) {
-    fault_point("exchanged");
-    sync_path(parent, true);
+    try {
+      fault_point("exchanged");
+      sync_path(parent, true);
+    } catch (...) {
+      // Swapped back, so that this failure too leaves the previous set in place: it exited 4 with the new set
+      // in OUT and the previous one, under the staging name, removed by the destructor. Where the swap back
+      // fails the new set stands, and the previous one is left to the next run's cleanup.
+      if (!exchange(staging, target)) committed_ = true;
+      throw;
+    }
     fs::remove_all(staging, ec);  // the previous set, now under the staging name
   } else {
     // No atomic exchange: move the old set aside under a name the next run restores if this one dies here.
@@ -316,8 +324,15 @@ void OutputSet::commit(const std::vector<std::string>& carry) {
       (void)::rename(aside.c_str(), target.c_str());
       fail(path_ + ": cannot move the new output into place", error);
     }
-    fault_point("renamed");
-    sync_path(parent, true);
+    try {
+      fault_point("renamed");
+      sync_path(parent, true);
+    } catch (...) {
+      // The previous set put back, as after a failure before the renames (see the exchange's case above).
+      if (::rename(target.c_str(), staging.c_str()) != 0 || ::rename(aside.c_str(), target.c_str()) != 0)
+        committed_ = true;
+      throw;
+    }
     fs::remove_all(aside, ec);
   }
   committed_ = true;

@@ -1274,10 +1274,13 @@ def output_set_faults(ctx):
     small_dense(ctx, rows=60, cols=40)
     ctx.ok(*factor_args(1))
     first = set_bytes(ctx, "out")
-    # An injected failure at each step of the commit: exit 4, the previous set untouched, nothing left behind.
-    for step in ("staged", "carried", "synced"):
+    # An injected failure at each step of the commit: exit 4, the previous set untouched, nothing left behind. After
+    # the swap (exchanged; renamed without the exchange) the swap is undone: it exited 4 with the new set in place
+    # and the previous one removed (a helper session's finding).
+    for step, env in (("staged", {}), ("carried", {}), ("synced", {}), ("exchanged", {}),
+                      ("renamed", {"DNMF_TEST_NO_EXCHANGE": "1"})):
         ctx.expect_error(factor_args(2), ["injected failure", step], out_dir=None, code=4,
-                         env={"DNMF_TEST_FAIL_AT": step})
+                         env=dict(env, DNMF_TEST_FAIL_AT=step))
         check(set_bytes(ctx, "out") == first, "a failure at %s changed the previous set" % step)
         check(leftovers(ctx) == [], "a failure at %s left %s" % (step, leftovers(ctx)))
     # A kill (SIGKILL: no cleanup at all) at each step: before the swap the previous set is whole, after it the
