@@ -32,18 +32,25 @@ def noise_plan(text, seeds):
     return [("%g%%" % (float(x) * 100), [float(x)] * seeds) for x in text.split(",")]
 
 
+def run(command, cwd):
+    """Runs a dnmf command; a failure raises with dnmf's own message (capture_output hid it behind a traceback)."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed (exit {done.returncode}):\n{done.stderr.strip()}")
+    return done
+
+
 def one_run(dnmf, work_root, args, rank, noise, seed):
     work = tempfile.mkdtemp(dir=work_root)
-    subprocess.run([dnmf, "gen", "--rows", str(args.rows), "--cols", str(args.cols), "--rank", str(rank), "--noise",
-                    repr(noise), "--seed", str(seed), "-o", "A.npy"], cwd=work, check=True, capture_output=True)
+    run([dnmf, "gen", "--rows", str(args.rows), "--cols", str(args.cols), "--rank", str(rank), "--noise",
+         repr(noise), "--seed", str(seed), "-o", "A.npy"], work)
     rng = np.random.default_rng(1000 * rank + seed)
     mask = (rng.random((args.rows, args.cols)) >= args.missing).astype(np.float64)
     np.save(os.path.join(work, "M.npy"), mask)
     ks = "%d:%d" % (max(1, rank - args.span), rank + args.span)
     started = time.time()
-    subprocess.run([dnmf, "cv", "A.npy", "--mask", "M.npy", "--k", ks, "--folds", str(args.folds), "--holdout",
-                    str(args.holdout), "--seed", str(seed), "--threads", "1", "-q", *args.extra.split(), "-o", "out"],
-                   cwd=work, check=True, capture_output=True)
+    run([dnmf, "cv", "A.npy", "--mask", "M.npy", "--k", ks, "--folds", str(args.folds), "--holdout",
+         str(args.holdout), "--seed", str(seed), "--threads", "1", "-q", *args.extra.split(), "-o", "out"], work)
     with open(os.path.join(work, "out", "cv.json")) as f:
         report = json.load(f)
     return {"rank": rank, "noise": noise, "seed": seed, "selected": report["selected_k"], "best": report["best_k"],
@@ -68,7 +75,10 @@ def main():
     parser.add_argument("--extra", default="", help="more options for dnmf cv, e.g. '--iters 300'")
     parser.add_argument("--json", help="write every run's per-k figures here")
     args = parser.parse_args()
-    first, last = (int(x) for x in args.ranks.split(":"))
+    bounds = [int(x) for x in args.ranks.split(":")]  # 'FIRST:LAST' or one rank
+    if len(bounds) not in (1, 2):
+        parser.error(f"--ranks takes FIRST:LAST or one rank, got {args.ranks!r}")
+    first, last = bounds[0], bounds[-1]
     dnmf = os.path.abspath(args.dnmf)
     plan = noise_plan(args.noise, args.seeds)
     start = time.time()

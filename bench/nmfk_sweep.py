@@ -80,8 +80,8 @@ def main():
                              "rel_error": {str(e["k"]): e["rel_error"] for e in report["per_k"]},
                              "rejected": {str(e["k"]): len(e["rejected_perturbations"]) for e in report["per_k"]}})
                 shutil.rmtree(out, ignore_errors=True)
-                for suffix in ("", ".W.npy", ".H.npy"):
-                    path = matrix + suffix if suffix else matrix
+                stem = matrix[:-len(".npy")] if matrix.endswith(".npy") else matrix
+                for path in (matrix, stem + ".W.npy", stem + ".H.npy"):  # gen writes X.W.npy, not X.npy.W.npy
                     if os.path.exists(path):
                         os.remove(path)
             wilcoxon = sum(1 for r in runs

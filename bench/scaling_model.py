@@ -143,7 +143,9 @@ def local_check(runs, rates, cores, stat):
                 # The compute half alone: the measured iteration less its collectives replayed alone, so that
                 # a network model that misses (shared memory at large messages) does not hide the compute check.
                 "measured_compute_s": max(measured - row["comm_replay_seconds"], 0.0),
-                "compute_error": compute / max(measured - row["comm_replay_seconds"], 1e-30) - 1,
+                # None where the replayed collectives take the whole iteration: no compute left to compare with.
+                "compute_error": (compute / (measured - row["comm_replay_seconds"]) - 1
+                                  if measured > row["comm_replay_seconds"] else None),
                 "bytes_measured": row["steady_bytes_per_rank_per_iteration_mean"], "bytes_model": row["bytes_model"],
             })
     return out
@@ -242,10 +244,12 @@ def main():
           f"{'pred comm':>10} {'replay':>10} {'pred comp':>10} {'meas comp':>10} {'error':>7} {'bytes/model':>11}")
     for c in check:
         ratio = c["bytes_measured"] / c["bytes_model"] if c["bytes_model"] else 1.0
+        compute_error = "n.a." if c["compute_error"] is None else f"{100 * c['compute_error']:.0f}%"
         print(f"{c['workload']:<26} {c['processes']:>2} {c['grid']:>5} {c['predicted_s']:>10.5f} "
               f"{c['measured_s']:>10.5f} "
               f"{100 * c['error']:>6.0f}% {c['predicted_comm_s']:>10.5f} {c['measured_comm_replay_s']:>10.5f} "
-              f"{c['predicted_compute_s']:>10.5f} {c['measured_compute_s']:>10.5f} {100 * c['compute_error']:>6.0f}% "
+              f"{c['predicted_compute_s']:>10.5f} {c['measured_compute_s']:>10.5f} "
+              f"{compute_error:>7} "
               f"{ratio:>11.3f}")
 
     result = {"constants": {k: vars(v) for k, v in rates.items()}, "check": check, "weak": {}}
