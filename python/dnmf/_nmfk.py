@@ -1,6 +1,8 @@
 """dnmf.NMFk: automatic selection of the number of components, as a scikit-learn estimator."""
 
+import json
 import numbers
+import os
 import warnings
 
 import numpy as np
@@ -159,6 +161,18 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_verbose(self.verbose)
         check_callback(self.callback)
 
+    def _sweep_seed(self):
+        """The sweep's seed. With checkpoint_dir and random_state=None, the seed of the checkpoints already there
+        (their manifest's), so that a second fit resumes them: a fresh seed per fit refused them ("seed X -> Y"),
+        and the fit interrupted was the one a checkpoint_dir is for. restart=True draws a fresh one."""
+        if self.random_state is None and self.checkpoint_dir is not None and not self.restart:
+            try:
+                with open(os.path.join(os.fspath(self.checkpoint_dir), "manifest.json")) as manifest:
+                    return int(json.load(manifest)["options"]["seed"])
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # none yet, or not one this version reads: a fresh seed, and the library judges the folder
+        return _seed(self.random_state)
+
     def _run(self, X, algorithm, precision):
         self._check_params()
         return nmfk(X, self._ks_that_fit(X), perturbations=self.n_perturbations, epsilon=self.epsilon,
@@ -166,7 +180,7 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     err_threshold=self.err_threshold, rule=self.rule, wilcoxon_alpha=self.wilcoxon_alpha,
                     accept_factor=self.accept_factor, groups=self.groups, checkpoint_dir=self.checkpoint_dir,
                     restart=bool(self.restart), algorithm=algorithm, max_iter=self.max_iter, tol=self.tol,
-                    init=self.init, seed=_seed(self.random_state), precision=precision, backend=self.backend,
+                    init=self.init, seed=self._sweep_seed(), precision=precision, backend=self.backend,
                     n_threads=self.n_threads, comm=False if self.comm is None else estimator_comm(self.comm),
                     verbose=bool(self.verbose), callback=self.callback, cv=self.cv, cv_folds=self.cv_folds,
                     cv_holdout=self.cv_holdout)

@@ -609,3 +609,15 @@ def test_a_converged_l1_fit_with_dead_components_has_w_equal_to_its_transform():
     assert dead.any()  # the case this test is about
     assert np.all(W[:, dead] == 0)
     np.testing.assert_allclose(W, model.transform(X), atol=1e-5)
+
+
+def test_nmfk_with_a_checkpoint_dir_and_no_random_state_resumes_its_checkpoints(tmp_path):
+    # Each fit drew a fresh seed, so the second fit refused the first's checkpoints ("seed X -> Y"); it takes the
+    # seed of the checkpoints already there, and gives the same result from them.
+    X = planted(30, 20, 3, seed=9, noise=0.02)
+    options = dict(k_range=(2, 3), n_perturbations=2, max_iter=50, checkpoint_dir=tmp_path / "ck")
+    first = dnmf.NMFk(**options).fit(X)
+    second = dnmf.NMFk(**options).fit(X)
+    np.testing.assert_array_equal(first.components_, second.components_)
+    # restart=True draws afresh (and discards them), as documented.
+    dnmf.NMFk(restart=True, **options).fit(X)
