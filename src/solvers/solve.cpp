@@ -169,6 +169,11 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
   if (o.backend != BackendKind::reference && o.backend != BackendKind::cpu && o.backend != BackendKind::cuda)
     throw UsageError("unknown backend (value " + std::to_string(static_cast<int>(o.backend)) +
                      "): use cpu, reference or cuda");
+  // An unknown start failed later as a general error ("unknown init method", exit 1).
+  if (o.init != InitMethod::random && o.init != InitMethod::nndsvd && o.init != InitMethod::nndsvda &&
+      o.init != InitMethod::given)
+    throw UsageError("unknown init method (value " + std::to_string(static_cast<int>(o.init)) +
+                     "): use random, nndsvd, nndsvda or given");
   if (o.max_iterations < 0) throw UsageError("iterations must be >= 0, got " + std::to_string(o.max_iterations));
   if (!(o.tol >= 0) || !std::isfinite(o.tol)) throw UsageError("tol must be a finite number >= 0");
   const auto& p = o.penalties;

@@ -662,6 +662,12 @@ TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
               (void)factorize<double>(MatrixRef<double>{good.view()}, o);
             }).find("unknown algorithm (value 7)"),
             std::string::npos);
+  o = options_k4();
+  o.init = static_cast<InitMethod>(42);
+  EXPECT_NE(usage_message([&] {
+              (void)factor<double>(Source::dense<double>(good.view()), o);
+            }).find("unknown init method (value 42): use random, nndsvd, nndsvda or given"),
+            std::string::npos);
   Context context;
   context.backend = static_cast<BackendKind>(9);
   EXPECT_NE(usage_message([&] {
