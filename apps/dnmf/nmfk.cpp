@@ -68,7 +68,15 @@ int run_nmfk(NmfkArgs args) {
   }
 
   const Source source = Source::file(args.input);
-  const NmfkResult<T> result = nmfk<T>(source, o, context);
+  const NmfkResult<T> result = [&] {
+    try {
+      return nmfk<T>(source, o, context);
+    } catch (const Cancelled& e) {
+      // "cancelled at iteration 1" said neither what was kept nor what to do next.
+      throw Cancelled(std::string(e.what()) + "; the jobs finished so far are checkpointed in " + o.checkpoint_dir +
+                      ": the same command resumes them");
+    }
+  }();
   if (!root) return 0;
 
   const NmfkRunInfo run = nmfk_run_info<T>(source);

@@ -140,8 +140,9 @@ LoadedMatrix<T> load_matrix(const std::string& path);
 
 /// Writes `matrix` as the 2-D row-major dataset `dataset` ("/X", intermediate groups created) of HDF5 file
 /// `path`. append=false: `path` is replaced atomically by a new file holding only this dataset; append=true: the
-/// dataset is added to `path` (created when absent; an existing object of that name is an error). dnmf::Error in
-/// builds without HDF5.
+/// dataset is added to `path` (created when absent; an existing object of that name is an error), and the file is
+/// replaced atomically as well. The file is built in memory and written whole (a full disk is an IoError, never a
+/// half-written file): it takes about twice its size in memory at the end. dnmf::Error in builds without HDF5.
 template <class T>
 void write_h5_dense(const std::string& path, const std::string& dataset, DenseView<const T> matrix,
                     bool append = false);

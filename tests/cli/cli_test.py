@@ -1560,8 +1560,10 @@ def interrupted(ctx):
             check(result.rc == 143 and "dnmf: error:" in result.stderr and "cancelled" in result.stderr,
                   "expected the cancelled run's exit and message:\n" + result.describe())
             check(leftovers(ctx, out) == [], "left: %s" % leftovers(ctx, out))
-            # nmfk keeps its (empty) checkpoints folder in OUT, as a first run that dies leaves it.
+            # nmfk keeps its (empty) checkpoints folder in OUT, as a first run that dies leaves it, and says so.
             if command[0] == "nmfk":
+                check("checkpointed in %s/checkpoints: the same command resumes them" % out in result.stderr,
+                      "nmfk's interruption does not say what to do: " + result.stderr)
                 shutil.rmtree(ctx.path(out, "checkpoints"), ignore_errors=True)
             check(set_bytes(ctx, "out") == first and
                   (out == "out" or not os.path.exists(ctx.path(out)) or os.listdir(ctx.path(out)) == []),
