@@ -150,8 +150,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         and the flags checked as scikit-learn checks booleans."""
         n = self.n_perturbations
         if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 2:
-            raise _core.UsageError(f"n_perturbations must be a whole number >= 2 (the silhouettes compare the factors of "
-                             f"different perturbations), got {n!r}")
+            raise _core.UsageError("n_perturbations must be a whole number >= 2 (the silhouettes compare the factors "
+                                   f"of different perturbations), got {n!r}")
         a = self.wilcoxon_alpha
         if not isinstance(a, numbers.Real) or isinstance(a, bool) or not 0 < a < 1:
             raise _core.UsageError(f"wilcoxon_alpha must be in (0, 1), got {a!r}")

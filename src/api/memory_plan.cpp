@@ -15,7 +15,6 @@
 #include "stream/streamed_operand.hpp"
 
 namespace dnmf::api {
-namespace {}  // namespace
 
 template <class T>
 MemoryPlan<T> plan_block(const std::string& path, const io::MatrixShape& shape, const dist::Layout& layout,

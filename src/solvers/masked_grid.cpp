@@ -452,13 +452,7 @@ class GridIteration {
   double returned_penalties() { return factor_penalties(grid_.world(), *w_.piece, *h_.piece, options_.penalties); }
 
   /// W's columns sum to 1 over all ranks' pieces; H's rows absorb the scale.
-  void normalise() {
-    std::vector<double> s = factor_scales(*w_.piece);
-    grid_.world().allreduce_sum(s.data(), s.size());
-    double overflowed = apply_scales(*w_.piece, *h_.piece, s) ? 1 : 0;
-    grid_.world().allreduce_sum(&overflowed, 1);  // a piece's overflow fails every rank alike
-    if (overflowed > 0) refuse_overflowed_scale<T>(true);
-  }
+  void normalise() { normalise_across(grid_.world(), *w_.piece, *h_.piece); }
 
   /// sqrt(Σ w (a - (WH)_rc)² / Σ w a²) over the observed entries of all blocks, computed directly; for KL also
   /// the weighted KL(A ‖ WH) at the returned pair into kl_objective_ (the iterations' figures are of the pair

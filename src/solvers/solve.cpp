@@ -54,30 +54,6 @@ std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t
   return counts;
 }
 
-// W's columns sum to one; H's rows absorb the scale, so W·H is unchanged. The sums are global.
-template <class T>
-void normalise(dist::Communicator& world, Factors<T>& f) {
-  const index_t k = f.wt.rows();
-  std::vector<double> sums(to_size(k), 0.0);
-  for (index_t i = 0; i < f.wt.cols(); ++i)
-    for (index_t l = 0; l < k; ++l) sums[to_size(l)] += static_cast<double>(f.wt(l, i));
-  world.allreduce_sum(sums.data(), sums.size());
-  // A column of Wt (H) at a time, each entry scaled as before: a pass per component strode through both factors
-  // (1 ms of a 1-iteration 20000 x 10000 sparse fit). A component whose sum is not positive keeps its entries.
-  for (double& s : sums) s = s > 0 ? s : 1.0;
-  for (index_t i = 0; i < f.wt.cols(); ++i)
-    for (index_t l = 0; l < k; ++l) f.wt(l, i) = static_cast<T>(static_cast<double>(f.wt(l, i)) / sums[to_size(l)]);
-  double overflowed = 0;
-  for (index_t j = 0; j < f.h.cols(); ++j)
-    for (index_t l = 0; l < k; ++l) {
-      const double scaled = static_cast<double>(f.h(l, j)) * sums[to_size(l)];
-      overflowed += scaled <= static_cast<double>(std::numeric_limits<T>::max()) ? 0 : 1;
-      f.h(l, j) = static_cast<T>(scaled);
-    }
-  world.allreduce_sum(&overflowed, 1);  // a piece's overflow fails every rank alike
-  if (overflowed > 0) refuse_overflowed_scale<T>(true);
-}
-
 // Below this relative error the Gram identity cancels to rounding noise (it can even report 0).
 template <class T>
 constexpr double kIdentityNoiseFloor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
@@ -345,7 +321,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
     if (kl) out.result.objective = kl_objective;
     recomputed = true;
   }
-  if (options.normalize) normalise(world, out.pieces);
+  if (options.normalize) normalise_across(world, out.pieces.wt, out.pieces.h);
   // The Frobenius objective of the pair returned: the error part from the final error where that was recomputed
   // (the identity's figure below its floor is noise: 9e-13 for a true 1e-21), and the penalties of the factors
   // as normalised, since rescaling W's columns into H changes them (the last iteration's figure was of the pair
@@ -360,6 +336,15 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
     out.result.objective = 0.5 * e * e + factor_penalties(world, out.pieces.wt, out.pieces.h, options.penalties);
   }
   return out;
+}
+
+template <class T>
+void normalise_across(dist::Communicator& world, DenseMatrix<T>& wt, DenseMatrix<T>& h) {
+  std::vector<double> sums = factor_scales(wt);
+  world.allreduce_sum(sums.data(), sums.size());
+  double overflowed = apply_scales(wt, h, sums) ? 1 : 0;
+  world.allreduce_sum(&overflowed, 1);  // a piece's overflow fails every rank alike
+  if (overflowed > 0) refuse_overflowed_scale<T>(true);
 }
 
 template <class T>
@@ -417,6 +402,8 @@ template void gather_factors<float>(const dist::Grid&, const dist::Layout&, cons
                                     DenseMatrix<float>&, int);
 template void gather_factors<double>(const dist::Grid&, const dist::Layout&, const Factors<double>&,
                                      DenseMatrix<double>&, DenseMatrix<double>&, int);
+template void normalise_across<float>(dist::Communicator&, DenseMatrix<float>&, DenseMatrix<float>&);
+template void normalise_across<double>(dist::Communicator&, DenseMatrix<double>&, DenseMatrix<double>&);
 template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t);
 template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t);
 

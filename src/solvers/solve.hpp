@@ -31,6 +31,12 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
                   const FactorOptions& options, const DenseMatrix<T>* W0 = nullptr, const DenseMatrix<T>* H0 = nullptr,
                   bool a_is_transpose = false);
 
+/// Normalises pieces of W (as Wᵀ) and H held across `world`: W's columns sum to 1 over all ranks, H's rows absorb
+/// the scale (W·H unchanged; a component whose sum is not positive is left as it is). Refuses, on every rank alike,
+/// factors that overflow T once scaled (refuse_overflowed_scale).
+template <class T>
+void normalise_across(dist::Communicator& world, DenseMatrix<T>& wt, DenseMatrix<T>& h);
+
 /// Collects the pieces on `root`: W (m x k) and H (k x n) are filled there and left untouched elsewhere.
 /// l1·Σ + ½·l2·‖·‖² of Wᵀ's and H's pieces summed over `world`: the Frobenius objective's penalty terms.
 template <class T>

@@ -321,8 +321,9 @@ TEST(NarrowEntry, ValuesFloatCannotHoldAreMarkedAndExplained) {
     const float f = io::narrow_entry<float>(negative);
     EXPECT_EQ(io::narrow_marker(f), 3) << negative;
     EXPECT_FALSE(io::acceptable_entry(f)) << negative;
-    EXPECT_EQ(io::describe_bad_entry(1, 2, f), "entry at row 1, column 2 (0-based) is negative (beyond float32's "
-                                               "range, so not shown); input must be non-negative");
+    EXPECT_EQ(io::describe_bad_entry(1, 2, f),
+              "entry at row 1, column 2 (0-based) is negative (beyond float32's "
+              "range, so not shown); input must be non-negative");
   }
   EXPECT_EQ(io::narrow_entry<float>(-0.5), -0.5f);  // within range: kept, and its check names the value
   EXPECT_TRUE(std::isinf(io::narrow_entry<float>(std::numeric_limits<double>::infinity())));  // inf stays inf

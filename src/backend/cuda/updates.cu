@@ -67,10 +67,8 @@ __global__ void hals_kernel(UpdateRule rule, T* x, index_t ldx, const T* numer, 
     const T* nc = numer + c * ldn;
     for (index_t l = 0; l < k; ++l) {
       const double diag = gram_at<T, kShared>(gram_shared, g, ldg, k, l, l) + rule.l2;
-      const bool dead = !(diag > rule.eps);
-      if (dead && !(rule.l1 > 0)) continue;  // a dead component without an L1 penalty: left alone (hals.hpp)
-      if (dead) {
-        xc[l] = T(0);
+      if (!(diag > rule.eps)) {  // a dead component: left alone, or 0 under an L1 penalty (hals.hpp)
+        if (rule.l1 > 0) xc[l] = T(0);
         continue;
       }
       double grad = static_cast<double>(nc[l]) - rule.l1 - rule.l2 * static_cast<double>(xc[l]);
