@@ -47,7 +47,7 @@ int show_info(const InfoArgs& args) {
     j["nan"] = s.nan;
     j["inf"] = s.infinite;
     if (format == io::FileFormat::matrix_market) j["duplicates"] = s.duplicates;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("file      %s\n", args.path.c_str());
     const std::string layout = format == io::FileFormat::dcsr ? "CSR, " + dtype + " values"

@@ -279,7 +279,7 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
                   {"fit_errors", k.fit_errors}});
   j["ranks"] = ks;
   j["seconds"] = r.seconds;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace api {

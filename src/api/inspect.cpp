@@ -13,7 +13,9 @@
 #include "io/block_read.hpp"
 #include "io/csr_build.hpp"
 #include "io/dcsr.hpp"
+#include "io/input_file.hpp"
 #include "io/mtx_lines.hpp"
+#include "io/mtx_parse.hpp"
 #include "io/npy_header.hpp"
 #include "io/npz.hpp"
 
@@ -110,6 +112,18 @@ MatrixInfo inspect(const std::string& path) {
     info.sparse = true;
     info.stats = entry_stats<double>(summed.view());
     info.stats.duplicates = lines.nnz() - summed.nnz();
+    if (io::mtx::read_header(io::detail::InputFile(path)).symmetric) {
+      // A symmetric file's off-diagonal line is stored in both triangles, so its repetition merged twice: the
+      // count is of lines, a diagonal one once and an off-diagonal one (either triangle) once.
+      const auto diagonal = [](CsrView<double> v) {
+        index_t count = 0;
+        for (index_t i = 0; i < v.rows; ++i)
+          for (index_t e = v.indptr[i]; e < v.indptr[i + 1]; ++e) count += static_cast<index_t>(v.indices[e] == i);
+        return count;
+      };
+      const index_t diagonal_repeats = diagonal(lines.view()) - diagonal(summed.view());
+      info.stats.duplicates = diagonal_repeats + (info.stats.duplicates - diagonal_repeats) / 2;
+    }
     info.stats.sum = as_given.sum;
     info.stats.negative = as_given.negative;
     info.stats.nan = as_given.nan;

@@ -166,7 +166,7 @@ std::string report_json(const Factorization<T>& run) {
                {"cpu_vector_isa", blas.cpu_vector_isa},
                {"generic_kernel", blas.generic_kernel}};
   j["timestamp"] = utc_timestamp();
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 template std::string report_json<float>(const Factorization<float>&);

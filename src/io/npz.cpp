@@ -96,7 +96,11 @@ NpyHeader vector_header(const ZipArchive& zip, std::size_t index, bool integers)
 /// A whole integer member as int64, in storage order.
 std::vector<std::int64_t> read_integers(const ZipArchive& zip, std::size_t index, const std::string& bytes) {
   const std::string where = member_where(zip, index);
-  const NpyHeader header = matrix_header(parse_npy_array_header(bytes, where), bytes.size(), where);
+  const NpyArrayHeader array = parse_npy_array_header(bytes, where);
+  const NpyHeader header = matrix_header(array, bytes.size(), where);
+  // A shape of floats was truncated to integers (3.7 read as 3), where scipy refuses the file.
+  if (header.kind != 'i' && header.kind != 'u')
+    throw DataError(where + ": holds dtype '" + array.descr + "'; expected integers (int32 or int64)");
   const Converter<std::int64_t> convert = converter_for<std::int64_t>(header.kind, header.word_size, where);
   std::vector<std::int64_t> values(to_size(header.rows * header.cols));
   convert.run(reinterpret_cast<const std::byte*>(bytes.data()) + header.data_offset, values.size(), values.data());

@@ -178,6 +178,18 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
   fs::path target = fs::weakly_canonical(fs::absolute(fs::path(path_)), ec);
   if (ec) target = fs::absolute(fs::path(path_));
   target = target.lexically_normal();
+  // A dangling link is left as it is by weakly_canonical (it resolves what exists), and the commit's rename would
+  // then meet the link after all the work: followed here to the folder it names, which the run creates.
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)) && !fs::exists(target, ec); ++hops) {
+    const fs::path to = fs::read_symlink(target, ec);
+    if (ec || hops == 40)
+      throw IoError(path_ + ": cannot use as output directory: it is a symbolic link that leads nowhere" +
+                    (ec ? " (" + ec.message() + ")" : std::string(" (a loop of links)")));
+    const fs::path next = to.is_absolute() ? to : target.parent_path() / to;
+    target = fs::weakly_canonical(next, ec);
+    if (ec) target = next;
+    target = target.lexically_normal();
+  }
   fs::path clean = target;
   if (!clean.has_filename() && clean.has_parent_path() && clean != clean.root_path()) clean = clean.parent_path();
   target_ = clean.string();
@@ -250,7 +262,11 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
     const int error = errno;
     for (auto it = created_directories_.rbegin(); it != created_directories_.rend(); ++it) fs::remove(*it, ec);
     created_directories_.clear();
-    throw IoError(path_ + ": output directory is not writable: " + std::strerror(error));
+    // The staging folder goes beside OUT: where OUT itself is writable but its parent is not, saying that OUT
+    // is not writable sent users to the wrong folder.
+    throw IoError(path_ + ": output directory is not writable: cannot create the staging folder in " + parent.string() +
+                  " (dnmf writes the new results beside the output directory and then moves them " +
+                  "into place, so it needs write permission there): " + std::strerror(error));
   }
   staging_ = staging.string();
   fault_point("staging");  // a signal just after the folder exists must still end in its removal

@@ -1,6 +1,7 @@
 // Whole matrices on one process: reading any format, its shape, and converting between files
 // (`dnmf info`, `dnmf convert`, in-memory entry points).
 
+#include <limits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -96,6 +97,13 @@ MatrixShape convert_matrix(const std::string& input, const std::string& output) 
     throw UsageError(output + ": the output must end in .dcsr (or convert a .dcsr to .mtx)");
   dist::SingleCommunicator self;
   const MatrixShape shape = read_shape(input, self);
+  // Refused from the header, before the whole matrix is read: a header of 0 x 2^62 had the reader check 2^62
+  // empty columns, and one of 2^62 x 0 allocate row pointers without end.
+  if (shape.rows == 0 || shape.cols == 0)
+    throw DataError(input + ": the matrix is empty (" + std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
+                    "); dnmf factors no empty matrix, so there is nothing to convert");
+  if (shape.cols > std::numeric_limits<col_index_t>::max())
+    throw DataError(input + ": " + std::to_string(shape.cols) + " columns do not fit .dcsr's 32-bit column indices");
   LocalBlock<T> block = read_block<T>(input, {0, shape.rows}, {0, shape.cols}, self);
   if (!block.sparse) block.csr = to_csr(block.dense);
   const CsrView<T> a = block.csr.view();

@@ -67,7 +67,9 @@ std::vector<std::string> differences(const nlohmann::json& stored, const Fingerp
     for (const auto& item : old.items()) {
       bool known = false;
       for (const auto& field : fields) known = known || field.first == item.key();
-      if (!known) out.push_back(item.key() + " " + item.value().dump() + " -> (none)");
+      if (!known)
+        out.push_back(item.key() + " " + item.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                      " -> (none)");
     }
   };
   std::vector<std::pair<std::string, std::string>> data = now.data;
@@ -94,7 +96,7 @@ std::uint64_t run_identity(const Fingerprint& f) {
   nlohmann::json j = manifest_json(f);
   j.erase("data_sum");
   j.erase("data_sum_squares");
-  const std::string text = j.dump();
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::uint64_t low = util::crc32c(text.data(), text.size());
   const std::uint64_t high = util::crc32c(text.data(), text.size(), 0x9e3779b9U);
   return (high << 32) | low;
@@ -228,7 +230,8 @@ std::string CheckpointStore::open(const Fingerprint& fingerprint, bool restart) 
     notice = "removed job files without a manifest from " + directory_;
   }
   if (!fs::exists(manifest)) {
-    const std::string text = manifest_json(fingerprint).dump(2) + "\n";
+    const std::string text =
+        manifest_json(fingerprint).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     io::write_file_atomically(manifest.string(), [&text](std::ostream& out) { out << text; });
   }
   return notice;

@@ -199,7 +199,8 @@ NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, con
   files.png = plot.png;
   files.plot_warning = plot.warning;
   files.json = (dir / "nmfk.json").string();
-  const std::string json = report(r, o, run, files).dump(2) + "\n";
+  const std::string json =
+      report(r, o, run, files).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   io::write_file_atomically(files.json, [&json](std::ostream& s) { s << json; });
   return files;
 }

@@ -579,6 +579,16 @@ def err_npz_damaged(ctx):
     ctx.expect_error(["factor", "neg.npz", "-k", 2, "-o", "out"], ["neg.npz", "row 1", "column 0", "-3"])
     write_npz(ctx.path("none.npz"), [("notes.txt", b"hello")])
     ctx.expect_error(["info", "none.npz"], ["none.npz", "no arrays"], out_dir=None)
+    # A shape of floats is refused, as scipy refuses it (3.7 x 4.2 was read as 3 x 4).
+    write_npz(ctx.path("fshape.npz"), [
+        ("indices.npy", npy_array("<i4", (1,), struct.pack("<i", 0))),
+        ("indptr.npy", npy_array("<i4", (4,), struct.pack("<4i", 0, 1, 1, 1))),
+        ("format.npy", npy_array("|S3", (), b"csr")),
+        ("shape.npy", npy_array("<f8", (2,), struct.pack("<2d", 3.7, 4.2))),
+        ("data.npy", npy_array("<f8", (1,), struct.pack("<d", 1.0))),
+    ])
+    ctx.expect_error(["info", "fshape.npz"], ["fshape.npz:shape.npy", "<f8", "expected integers"], out_dir=None,
+                     code=3)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -686,6 +696,24 @@ def info_negative(ctx):
     check((j["rows"], j["cols"]) == (0, 1099511627776) and time.time() - start < 20, "info --json empty.npy: %r" % j)
     j = json.loads(ctx.run("info", "--json", "dup.mtx").stdout)
     check((j["negative"], j["duplicates"], j["stored"]) == (1, 1, 3), "info --json (dup.mtx) %r" % j)
+    # convert refuses an empty matrix from its header (0 x 2**40 had it check every empty column; 2**40 x 0
+    # allocate row pointers until memory ran out).
+    write_bytes(ctx.path("tall0.npy"), npy_bytes([], header_text="{'descr': '<f8', 'fortran_order': False, "
+                                                                 "'shape': (1099511627776, 0), }"))
+    for name in ("empty.npy", "tall0.npy"):
+        start = time.time()
+        ctx.expect_error(["convert", name, "e.dcsr"], [name, "empty", "nothing to convert"], out_dir=None, code=3,
+                         timeout=30)
+        check(time.time() - start < 20, "convert %s took %.0f s" % (name, time.time() - start))
+    # A symmetric file's repeated line is one duplicate, in either triangle (both were counted twice: the reader
+    # stores an off-diagonal line in both triangles).
+    write_text(ctx.path("sym.mtx"), "%%MatrixMarket matrix coordinate real symmetric\n3 3 5\n"
+                                    "2 1 1\n2 1 1\n1 3 4\n3 1 4\n3 3 1\n")
+    j = json.loads(ctx.run("info", "--json", "sym.mtx").stdout)
+    check(j["duplicates"] == 2 and j["stored"] == 5, "info --json (sym.mtx) %r" % j)
+    write_text(ctx.path("symd.mtx"), "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 2 1\n2 2 3\n")
+    j = json.loads(ctx.run("info", "--json", "symd.mtx").stdout)
+    check(j["duplicates"] == 1 and j["max"] == 4, "info --json (symd.mtx) %r" % j)
     ctx.expect_error(["factor", "dup.mtx", "-k", 1, "-o", "dup_out"], ["dup.mtx:3: entry at row 0, column 0", "-1"],
                      out_dir="dup_out", code=3)
     # Masked runs check only observed entries, after duplicates are merged: the merge keeps the bad line's -1
@@ -1385,7 +1413,8 @@ def output_set_read_only(ctx):
         before = set_bytes(ctx, "ro/out")
         os.chmod(mnt, 0o555)
         try:
-            ctx.expect_error(args, ["ro/out", "not writable"], out_dir=None, code=4)
+            ctx.expect_error(args, ["ro/out", "not writable", "staging folder in", "/ro ", "write permission"],
+                             out_dir=None, code=4)
         finally:
             os.chmod(mnt, 0o755)
         check(set_bytes(ctx, "ro/out") == before, "a read-only target changed the previous set")
@@ -1398,10 +1427,53 @@ def output_set_read_only(ctx):
         ctx.ok(*args)
         before = set_bytes(ctx, "ro/out")
         subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
-        ctx.expect_error(args, ["ro/out", "not writable", "Read-only"], out_dir=None, code=4)
+        # The folder named is the parent, where the staging folder goes (it said only "not writable", which sent
+        # users whose OUT was writable inside a read-only folder to the wrong one).
+        ctx.expect_error(args, ["ro/out", "not writable", "Read-only", "staging folder in", "/ro ", "write permission"],
+                         out_dir=None, code=4)
         check(set_bytes(ctx, "ro/out") == before, "a read-only target changed the previous set")
     finally:
         subprocess.run(["umount", mnt])
+
+
+@case
+def output_set_dangling_link(ctx):
+    # -o naming a link to a folder that does not exist yet: followed, as a link to an existing folder is (the
+    # check before the work passed it, and the commit failed after all the work: "Not a directory", exit 4).
+    small_dense(ctx)
+    os.symlink("later", ctx.path("link"))
+    ctx.ok("factor", "A.npy", "-k", 2, "-q", "-o", "link")
+    check(os.path.islink(ctx.path("link")), "the link itself was replaced")
+    check(os.path.isfile(ctx.path("later", "W.npy")) and os.path.isfile(ctx.path("later", "report.json")),
+          "no output set in the link's target: %s" % os.listdir(ctx.work))
+    # A loop of links is refused before any work.
+    os.symlink("loop_b", ctx.path("loop_a"))
+    os.symlink("loop_a", ctx.path("loop_b"))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "loop_a"], ["loop_a", "symbolic link"], out_dir=None,
+                     code=4)
+
+
+@case
+def names_not_utf8(ctx):
+    # A file name need not be UTF-8 on Linux: the JSON reports carry it with replacement characters (the writer
+    # threw after the whole run, exit 1, and nmfk left its checkpoints behind).
+    small_dense(ctx)
+    name = b"b\xe9.npy"
+    shutil.copy(ctx.path("A.npy"), os.path.join(os.fsencode(ctx.work), name))
+    for args, report in ((["factor", name, "-k", 2, "-q", "-o", "out"], "out/report.json"),
+                         (["nmfk", name, "--k", "2:3", "--perturbations", 2, "--iters", 50, "-q", "-o", "nk"],
+                          "nk/nmfk.json")):
+        completed = subprocess.run([os.fsencode(ctx.dnmf)] + [a if isinstance(a, bytes) else str(a).encode()
+                                                              for a in args],
+                                   cwd=ctx.work, capture_output=True)
+        check(completed.returncode == 0, "%s on a non-UTF-8 name: rc %d\n%s" %
+              (args[0], completed.returncode, completed.stderr.decode("utf-8", "replace")))
+        with open(ctx.path(report), encoding="utf-8") as f:
+            j = json.load(f)
+        check("b\ufffd.npy" in json.dumps(j, ensure_ascii=False), "%s: the name is not in the report: %r" % (report, j))
+    info = subprocess.run([os.fsencode(ctx.dnmf), b"info", b"--json", name], cwd=ctx.work, capture_output=True)
+    check(info.returncode == 0 and json.loads(info.stdout.decode("utf-8"))["rows"] == 20,
+          "info --json on a non-UTF-8 name: rc %d %r" % (info.returncode, info.stderr))
 
 
 @case
