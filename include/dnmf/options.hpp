@@ -79,9 +79,10 @@ struct FactorOptions {
   /// before each tile): returning true stops every process together and the entry point throws dnmf::Cancelled;
   /// nothing is written.
   std::function<bool()> cancel;
-  /// Missing values: a mask, NaN entries or unstored entries not observed (docs/masked.md). Supported on one
-  /// process and on the MPI grid (each rank reads its block of A and of the mask), A in memory (cpu and reference
-  /// backends); other paths (streaming, cuda) refuse it with a UsageError.
+  /// Missing values: a mask, NaN entries or unstored entries not observed (docs/masked.md, "Where masks run").
+  /// Supported on one process (A in memory or streamed under a memory budget; cpu, reference and cuda backends)
+  /// and on the MPI grid in memory (each rank reads its block of A and of the mask). Refused with a UsageError:
+  /// cuda with a memory budget, and the grid with a memory budget or cuda.
   MissingValues missing;
 };
 

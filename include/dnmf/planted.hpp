@@ -7,7 +7,8 @@
 
 namespace dnmf {
 
-/// What to plant. Dense when density >= 1, else CSR with about `density` of the entries stored.
+/// What to plant. Dense when density is 1, else CSR with about `density` of the entries stored; a density
+/// outside (0, 1] is a UsageError.
 struct PlantedOptions {
   index_t rows = 0;
   index_t cols = 0;

@@ -338,10 +338,17 @@ template <class T>
 void write_factors_h5(const Factorization<T>& run, const std::string& path, const Context& context) {
   if (!run.distribution) throw UsageError(path + ": this Factorization does not come from factor()");
   const detail::Distribution<T>& d = *run.distribution;
-  if (d.transposed)
-    throw CollectiveError(path + ": factors of a transposed (row-major or CSC) source are written by gather()");
   const dist::Grid grid(api::communicator(context), d.shape);
-  io::write_factors_h5<T>(path, grid, d.layout, run.w_block.view(), run.h_block.view());
+  if (!d.transposed) {
+    io::write_factors_h5<T>(path, grid, d.layout, run.w_block.view(), run.h_block.view());
+    return;
+  }
+  // A transposed (row-major or CSC) source: the layout is Aᵀ's and the blocks are in A's roles (factor() swapped
+  // them), so the rows of W this rank owns are the layout's columns of H, and its columns of H the rows of W.
+  dist::Layout a_layout = d.layout;
+  std::swap(a_layout.m, a_layout.n);
+  std::swap(a_layout.w_rows, a_layout.h_cols);
+  io::write_factors_h5<T>(path, grid, a_layout, run.w_block.view(), run.h_block.view());
 }
 
 // NOLINTBEGIN(bugprone-macro-parentheses): T is a type in these explicit instantiations

@@ -19,7 +19,7 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
                              BackendKind backend, const TransformPenalty& penalty) {
   (void)backend;  // every backend's transform runs on the host, as the unmasked one's does (one NNLS per column)
   solvers::check_transform_penalty(penalty);
-  detail::check_dense("transform: W", w.rows, w.cols, w.ld);
+  detail::check_view("transform: W", MatrixRef<T>{w});  // its shape and its array (a null W was a crash)
   const api::Held<T> a = api::hold<T>(source);
   std::optional<api::Held<T>> mask;
   if (missing.mask) mask = api::hold<T>(*missing.mask);

@@ -35,8 +35,14 @@ hid_t file_type() {
   return sizeof(T) == 4 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
 }
 
-std::string absolute_name(std::string name) {
-  if (name.empty() || name.front() != '/') name = "/" + name;
+// The object's absolute name; UsageError naming the file for a name of no object ("" and "/" are the root group,
+// which was reported as "already holds an object '/'" even of a file not there).
+std::string absolute_name(const std::string& path, std::string name) {
+  if (name.find_first_not_of('/') == std::string::npos)
+    throw UsageError(path + ": the object name '" + name +
+                     "' names the root group; give a dataset or group name such "
+                     "as \"X\" or \"/group/X\"");
+  if (name.front() != '/') name = "/" + name;
   return name;
 }
 
@@ -166,7 +172,7 @@ Id create_2d(hid_t file, const std::string& name, hid_t type, index_t rows, inde
 template <class T>
 void write_h5_dense(const std::string& path, const std::string& dataset, DenseView<const T> matrix, bool append) {
   dnmf::detail::check_view(path.c_str(), MatrixRef<T>{matrix});
-  const std::string name = absolute_name(dataset);
+  const std::string name = absolute_name(path, dataset);
   const std::string where = path + ":" + name;
   with_output_file(path, append, [&](hid_t file) {
     check_absent(file, path, name);
@@ -187,7 +193,7 @@ void write_h5_dense(const std::string& path, const std::string& dataset, DenseVi
 template <class T>
 void write_h5_csr(const std::string& path, const std::string& group, CsrView<T> matrix, bool append) {
   detail::check_csr_to_write(path, matrix);
-  const std::string name = absolute_name(group);
+  const std::string name = absolute_name(path, group);
   const std::string where = path + ":" + name;
   with_output_file(path, append, [&](hid_t file) {
     check_absent(file, path, name);

@@ -87,6 +87,9 @@ void check_nonnegative(DenseView<const T> matrix, const std::string& source, ind
 template <class T>
 void check_nonnegative(CsrView<T> matrix, const std::string& source, index_t row_offset, index_t col_offset,
                        bool transposed) {
+  // Null arrays were read through; the structure itself is check_view's, where the view enters the library.
+  if (matrix.rows > 0 && matrix.indptr == nullptr) throw UsageError(source + ": sparse CSR matrix: no indptr array");
+  if (matrix.rows > 0) dnmf::detail::check_storage(source.c_str(), matrix.values, matrix.nnz(), "values");
   // All stored values at once first: rows of a few dozen entries each are too short for the per-row check to
   // run at vector speed.
   if (matrix.rows == 0 || all_acceptable(matrix.values + matrix.indptr[0], matrix.nnz())) return;

@@ -106,6 +106,13 @@ void validate(const NmfkOptions& o, const std::vector<index_t>& ks, index_t m, i
     throw_usage(message.str());
   }
   if (!(o.epsilon >= 0 && o.epsilon < 1)) throw_usage("nmfk: --epsilon must be in [0, 1), got " + number(o.epsilon));
+  // Values cast from integers outside the enumerations: one ran uniform draws and was reported as poisson.
+  if (o.perturbation != Perturbation::uniform && o.perturbation != Perturbation::poisson)
+    throw_usage("nmfk: unknown perturbation (value " + std::to_string(static_cast<int>(o.perturbation)) +
+                "; expected uniform or poisson)");
+  if (o.rule != SelectionRule::silhouette && o.rule != SelectionRule::wilcoxon)
+    throw_usage("nmfk: unknown selection rule (value " + std::to_string(static_cast<int>(o.rule)) +
+                "; expected silhouette or wilcoxon)");
   // Silhouettes lie in [-1, 1]: a threshold below -1 accepted every k without saying so.
   if (!std::isfinite(o.sil_threshold) || o.sil_threshold > 1 || o.sil_threshold < -1)
     throw_usage("nmfk: --sil-threshold must be in [-1, 1] (silhouettes are), got " + number(o.sil_threshold));

@@ -200,8 +200,9 @@ double direct_error(const MatrixRef<T>& a, index_t k, const WAt& w_at, DenseView
 template <class T>
 double relative_error_direct(const MatrixRef<T>& a, DenseView<const T> W, DenseView<const T> H) {
   detail::check_view("relative_error_direct: A", a);
-  detail::check_dense("relative_error_direct: W", W.rows, W.cols, W.ld);
-  detail::check_dense("relative_error_direct: H", H.rows, H.cols, H.ld);
+  // Shapes and arrays: a null W or H was a crash.
+  detail::check_view("relative_error_direct: W", MatrixRef<T>{W});
+  detail::check_view("relative_error_direct: H", MatrixRef<T>{H});
   if (W.rows != rows_of(a) || H.cols != cols_of(a) || W.cols != H.rows)
     throw UsageError("relative_error_direct: W (" + std::to_string(W.rows) + "x" + std::to_string(W.cols) +
                      ") and H (" + std::to_string(H.rows) + "x" + std::to_string(H.cols) + ") do not fit A (" +

@@ -19,7 +19,7 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
                              const TransformPenalty& penalty) {
   solvers::check_transform_penalty(penalty);
   detail::check_view("transform: A", a);
-  detail::check_dense("transform: W", w.rows, w.cols, w.ld);
+  detail::check_view("transform: W", MatrixRef<T>{w});  // its shape and its array (a null W was a crash)
   const index_t m = rows_of(a);
   const index_t n = cols_of(a);
   const index_t k = w.cols;

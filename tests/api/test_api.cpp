@@ -624,9 +624,27 @@ TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
            {"npy row-major", [&] { io::write_npy_row_major<double>(out + ".npy", nullptr, 3, 3); }},
            {"mtx", [&] { io::write_mtx<double>(out + ".mtx", no_values); }},
            {"dcsr", [&] { io::write_dcsr<double>(out + ".dcsr", no_values); }},
-           {"check", [&] { io::check_nonnegative<double>(DenseView<const double>(nullptr, 3, 3, 3), out); }}}) {
+           {"check", [&] { io::check_nonnegative<double>(DenseView<const double>(nullptr, 3, 3, 3), out); }},
+           {"check csr", [&] { io::check_nonnegative<double>(no_values, out); }}}) {
     EXPECT_NE(usage_message(call).find(out), std::string::npos) << what;
     EXPECT_NE(usage_message(call).find("(a null pointer)"), std::string::npos) << what;
+  }
+  EXPECT_NE(usage_message([&] {
+              io::check_nonnegative<double>(CsrView<double>{3, 3, nullptr, nullptr, nullptr}, out);
+            }).find("no indptr array"),
+            std::string::npos);
+  // So do transform and the direct error, for W and H (SIGSEGV in W's transpose and in the error's sums).
+  const DenseMatrix<double> full(4, 3, 1.0), w(4, 2, 1.0), h(2, 3, 1.0);
+  const DenseView<const double> null_w(nullptr, 4, 2, 4), null_h(nullptr, 2, 3, 2);
+  for (const auto& [what, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"transform: W", [&] { (void)transform<double>(MatrixRef<double>{full.view()}, null_w); }},
+           {"transform: W", [&] { (void)transform<double>(Source::dense<double>(full.view()), null_w, {}); }},
+           {"relative_error_direct: W",
+            [&] { (void)relative_error_direct<double>(MatrixRef<double>{full.view()}, null_w, h.view()); }},
+           {"relative_error_direct: H",
+            [&] { (void)relative_error_direct<double>(MatrixRef<double>{full.view()}, w.view(), null_h); }}}) {
+    const std::string message = usage_message(call);
+    EXPECT_EQ(message.rfind(what + ": no data array (a null pointer)", 0), 0u) << message;
   }
   for (const char* ext : {".npy", ".mtx", ".dcsr"}) EXPECT_FALSE(std::filesystem::exists(out + ext)) << ext;
   // A shape of 2^80 entries: its count overflowed index_t inside the check (undefined behaviour; UBSan saw it).
@@ -674,6 +692,30 @@ TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {
               (void)factor<double>(Source::dense<double>(good.view()), options_k4(), context);
             }).find("unknown backend (value 9): use cpu, reference or cuda"),
             std::string::npos);
+  // NMFk's enumerations too: perturbation 9 drew uniform noise and was reported as poisson. nmfk's option errors
+  // are the processes' common error, of kind usage.
+  const auto nmfk_usage = [](const auto& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::usage ? std::string(e.what()) : std::string("another kind: ") + e.what();
+    }
+    return std::string("accepted");
+  };
+  NmfkOptions nk;
+  nk.ks = {2};
+  nk.perturbations = 2;
+  nk.perturbation = static_cast<Perturbation>(9);
+  {
+    const std::string message = nmfk_usage([&] { (void)nmfk<double>(Source::dense<double>(good.view()), nk); });
+    EXPECT_NE(message.find("unknown perturbation (value 9;"), std::string::npos) << message;
+  }
+  nk.perturbation = Perturbation::uniform;
+  nk.rule = static_cast<SelectionRule>(9);
+  {
+    const std::string message = nmfk_usage([&] { (void)nmfk<double>(Source::dense<double>(good.view()), nk); });
+    EXPECT_NE(message.find("unknown selection rule (value 9;"), std::string::npos) << message;
+  }
 }
 
 // factor() names the source in its messages and keeps the failure's class: a NumericalError stays one (it was
@@ -870,6 +912,27 @@ TEST_F(ApiTest, FactorsIntoAMissingFolderAreAClearError) {
             under_file + ": cannot create: '" + path("plain.npy") + "' is not a directory");
   write_factors_h5<double>(run, path("f.h5"), Context());  // and where the folder is there, it is written
   EXPECT_TRUE(std::filesystem::exists(path("f.h5")));
+}
+
+// A row-major source is factored as its transpose; its blocks are written as W and H of A, the ones gather()
+// collects (write_factors_h5 refused such a run and sent the user to gather(), which writes no file).
+TEST_F(ApiTest, FactorsOfATransposedSourceAreWrittenAsThoseOfA) {
+  const DenseMatrix<double> a = planted_dense();
+  const std::vector<double> rm = row_major(a);
+  Factorization<double> run = factor<double>(Source::dense_row_major<double>(rm.data(), a.rows(), a.cols(), a.cols()),
+                                             options_k4(), Context(), Gather::none);
+  write_factors_h5<double>(run, path("t.h5"), Context());
+  gather<double>(run, Context());
+  const io::LoadedMatrix<double> w = io::load_matrix<double>(path("t.h5") + ":/W");
+  const io::LoadedMatrix<double> h = io::load_matrix<double>(path("t.h5") + ":/H");
+  ASSERT_EQ(w.dense.rows(), a.rows());
+  ASSERT_EQ(w.dense.cols(), 4);
+  ASSERT_EQ(h.dense.rows(), 4);
+  ASSERT_EQ(h.dense.cols(), a.cols());
+  for (index_t l = 0; l < 4; ++l) {
+    for (index_t i = 0; i < a.rows(); ++i) ASSERT_EQ(w.dense(i, l), run.result.W(i, l)) << i << "," << l;
+    for (index_t j = 0; j < a.cols(); ++j) ASSERT_EQ(h.dense(l, j), run.result.H(l, j)) << l << "," << j;
+  }
 }
 
 TEST_F(ApiTest, InspectAndConvertReadEveryFormat) {

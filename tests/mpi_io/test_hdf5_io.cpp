@@ -246,6 +246,17 @@ TEST_F(Hdf5Test, WritersReplaceOrAppend) {
   }
   EXPECT_THAT(error_message([&] { dnmf::io::write_h5_dense<double>(path("no/such/dir/A.h5"), "X", a.view()); }),
               StartsWith(path("no/such/dir/A.h5") + ": cannot create"));
+  // A name of no object is the caller's mistake, said as such (it was "already holds an object '/'" of a file that
+  // was not there), and no file is made.
+  for (const std::string name : {"", "/", "//"}) {
+    const std::string fresh = path("fresh.h5");
+    EXPECT_THROW(dnmf::io::write_h5_dense<double>(fresh, name, a.view()), dnmf::UsageError) << name;
+    EXPECT_THAT(error_message([&] { dnmf::io::write_h5_dense<double>(fresh, name, a.view()); }),
+                HasSubstr(fresh + ": the object name '" + name + "' names the root group"));
+    const CsrMatrix<double> s = dnmf::test::to_csr(a);
+    EXPECT_THROW(dnmf::io::write_h5_csr<double>(fresh, name, s.view()), dnmf::UsageError) << name;
+    EXPECT_FALSE(std::filesystem::exists(fresh)) << name;
+  }
 }
 
 TYPED_TEST(Hdf5Typed, FactorWriterOnOneProcess) {
