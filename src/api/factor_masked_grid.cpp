@@ -120,8 +120,12 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
       throw UsageError(name +
                        ": --unstored missing applies to a sparse matrix; this one is dense (use --mask or "
                        "--missing nan)");
+    // Extrapolation waits for the mask's scan: a mask that masks nothing runs the unmasked solver, which has it
+    // (as on one process; the grid refused what one process ran).
+    FactorOptions early = options;
+    early.extrapolate = false;
     try {
-      solvers::check_options(options, shape.rows, shape.cols);
+      solvers::check_options(early, shape.rows, shape.cols);
     } catch (const Error& e) {
       throw_as(e.kind(), name + ": " + e.what());
     }
@@ -161,6 +165,13 @@ Factorization<T> factor_masked_grid(const Source& source, const FactorOptions& r
     plain.missing = MissingValues{};
     return factor<T>(source, plain, context, gather_mode, initial);
   }
+  api::on_every_rank([&] {
+    try {
+      solvers::check_options(options, shape.rows, shape.cols);
+    } catch (const Error& e) {
+      throw_as(e.kind(), name + ": " + e.what());
+    }
+  });
   solvers::Solution<T> solution;
   try {
     solution = solvers::solve_masked_grid<T>(block, grid, layout, options, initial != nullptr ? &initial->W : nullptr,

@@ -86,11 +86,18 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     throw UsageError(missing.mask->name() +
                      ": a memory budget applies to a mask in a file (an in-memory mask is held already)");
   const io::MatrixShape shape = io::read_shape(name);
-  try {
-    solvers::check_options(options, shape.rows, shape.cols);
-  } catch (const Error& e) {
-    throw_as(e.kind(), name + ": " + e.what());
-  }
+  const auto check = [&](const FactorOptions& o) {
+    try {
+      solvers::check_options(o, shape.rows, shape.cols);
+    } catch (const Error& e) {
+      throw_as(e.kind(), name + ": " + e.what());
+    }
+  };
+  // Extrapolation waits for the tiles' scan: a mask that masks nothing runs the unmasked solver, which has it (as
+  // in memory; streaming refused what the in-memory path ran).
+  FactorOptions early = options;
+  early.extrapolate = false;
+  check(early);
   if (missing.unstored == Unstored::missing && !shape.sparse)
     throw UsageError(name +
                      ": --unstored missing applies to a sparse matrix; this one is dense (use --mask or "
@@ -216,6 +223,7 @@ std::optional<Factorization<T>> factor_masked_streamed(const Source& source, con
     plain.missing = MissingValues{};
     return factor<T>(source, plain, context, gather, initial);
   }
+  check(options);
   const util::ThreadCountScope thread_count(options.threads);
   solvers::Factors<T> factors;
   Factorization<T> run;

@@ -964,6 +964,26 @@ def cv(ctx):
 
 
 @case
+def unit_mask_extrapolates_streamed(ctx):
+    """A mask of ones masks nothing: with --extrapolate the unmasked solver runs under a memory budget as in memory
+    (streaming refused it, "extrapolation is not available with missing values"); a real mask is still refused."""
+    m, n = 300, 200
+    ctx.gen(m, n, 4, "A.npy")
+    write_bytes(ctx.path("ones.npy"), npy_bytes([[1.0] * n for _ in range(m)]))
+    common = ["-k", 4, "--algo", "hals", "--extrapolate", "--iters", 20, "--tol", 0, "-q"]
+    ctx.ok("factor", "A.npy", *common, "-o", "plain")
+    ctx.ok("factor", "A.npy", "--mask", "ones.npy", *common, "--memory-budget", "64M", "-o", "budget")
+    for name in ("W.npy", "H.npy"):
+        check(open(ctx.path("plain", name), "rb").read() == open(ctx.path("budget", name), "rb").read(),
+              "%s: the ones mask under a budget is not the unmasked run" % name)
+    holes = [[1.0] * n for _ in range(m)]
+    holes[3][4] = 0.0
+    write_bytes(ctx.path("holes.npy"), npy_bytes(holes))
+    ctx.expect_error(["factor", "A.npy", "--mask", "holes.npy", *common, "--memory-budget", "64M", "-o", "h"],
+                     ["A.npy", "extrapolation is not available with missing values"], out_dir=None, code=2)
+
+
+@case
 def masked_stream(ctx):
     """dnmf factor A.npy --mask M.npy --memory-budget: a budget a few MiB above the stated minimum streams A and
     its mask in many tiles, and W, H equal the in-memory masked run's (same start, same iterations)."""

@@ -434,6 +434,23 @@ def masked_factor(ctx):
 
 
 @case
+def unit_mask_extrapolates_on_a_grid(ctx):
+    """A mask of ones masks nothing: --extrapolate runs the unmasked grid solver, as on one process (the grid
+    refused it); a real mask is refused once."""
+    m, n = 61, 47
+    gen(ctx, "A.npy", m, n, 4)
+    write_bytes(ctx.path("ones.npy"), npy_bytes([[1.0] * n for _ in range(m)]))
+    common = ["A.npy", "-k", 4, "--algo", "hals", "--extrapolate", "--iters", 20, "--tol", 0, "-q", "--grid", "1x2"]
+    ctx.ok(["factor"] + common + ["-o", "plain"], 2)
+    ctx.ok(["factor"] + common + ["--mask", "ones.npy", "-o", "ones"], 2)
+    same_factors(ctx, "plain", "ones", tolerance=0)
+    write_bytes(ctx.path("M.npy"), npy_bytes(mask_rows(m, n)))
+    completed = ctx.run(["factor"] + common + ["--mask", "M.npy", "-o", "holes"], 2)
+    check(completed.returncode == 2 and completed.stderr.count("extrapolation is not available with missing values") == 1,
+          "a real mask with --extrapolate: expected one refusal, exit 2:\n" + completed.stderr)
+
+
+@case
 def masked_bad_input_reported_once(ctx):
     """A negative weight in the block only rank 1 reads, and a mask of another shape: every rank fails with the
     same error, printed once with the global place and the data error's exit status; nothing is written."""
