@@ -20,8 +20,8 @@ _BETA_LOSSES = {"frobenius": "frobenius", 2: "frobenius", "kullback-leibler": "k
 
 
 def _seed(random_state):
-    """An integer random_state is the library's seed as it is (so that the CLI's --seed gives the same run);
-    None or a RandomState draws one."""
+    """An integer random_state is the library's seed as it is (the CLI's --seed draws the same start; the
+    estimator's run differs, see docs/python.md); None or a RandomState draws one."""
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if not 0 <= random_state < 2**64:  # the library's seed is 64 bits
             raise ValueError(f"random_state must be in [0, 2**64 - 1], got {random_state}")

@@ -1660,6 +1660,11 @@ def interrupted(ctx):
             check(set_bytes(ctx, "out") == first and
                   (out == "out" or not os.path.exists(ctx.path(out)) or os.listdir(ctx.path(out)) == []),
                   "an interrupted %s changed %s" % (command[0], out))
+    # With --restart the same command would discard the checkpoints again: the message says to drop the flag.
+    result = ctx.run("nmfk", "S.npy", "--k", "2:3", "--perturbations", 2, "--restart", "-q", "-o", "again",
+                     env={"DNMF_TEST_SIGNAL_AT": "staging"})
+    check(result.rc == 143 and "the same command without --restart resumes them" in result.stderr,
+          "nmfk --restart's interruption: " + result.describe())
 
 
 @case
