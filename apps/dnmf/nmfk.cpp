@@ -74,9 +74,9 @@ int run_nmfk(NmfkArgs args) {
     } catch (const Cancelled& e) {
       // "cancelled at iteration 1" said neither what was kept nor what to do next.
       // With --restart the same command would discard them again.
-      throw Cancelled(std::string(e.what()) + "; the jobs finished so far are checkpointed in " + o.checkpoint_dir +
-                      (o.restart ? ": the same command without --restart resumes them"
-                                 : ": the same command resumes them"));
+      throw Cancelled(
+          std::string(e.what()) + "; the jobs finished so far are checkpointed in " + o.checkpoint_dir +
+          (o.restart ? ": the same command without --restart resumes them" : ": the same command resumes them"));
     }
   }();
   if (!root) return 0;

@@ -3,13 +3,12 @@ memory budget, read block by block under MPI) or of a matrix in memory, with the
 
 import math
 import os
-import warnings
 
 import numpy as np
 
 from . import _core
 from ._input import (as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, missing_options, source_of,
-                     threads_of)
+                     threads_of, warn_user)
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -190,11 +189,11 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
                      callback, bool(verbose))
     if out.get("cv") and out["cv"]["warning"]:
-        warnings.warn("dnmf.nmfk: " + out["cv"]["warning"], RuntimeWarning, stacklevel=2)
+        warn_user("dnmf.nmfk: " + out["cv"]["warning"], RuntimeWarning)
     for text in out.get("warnings", []):
-        warnings.warn("dnmf.nmfk: " + text, UserWarning, stacklevel=2)
+        warn_user("dnmf.nmfk: " + text, UserWarning)
     if out.get("plot_warning"):  # the CLI prints it; here it was only in result.plot_warning
-        warnings.warn("dnmf.nmfk: " + out["plot_warning"], RuntimeWarning, stacklevel=2)
+        warn_user("dnmf.nmfk: " + out["plot_warning"], RuntimeWarning)
     return NmfkResult({**out, "sil_threshold": sil_threshold})
 
 

@@ -16,6 +16,8 @@ import contextlib
 import numbers
 import os
 import re
+import sys
+import warnings
 
 import numpy as np
 
@@ -241,3 +243,27 @@ def check_max_iter(value):
     [-2147483648, 2147483647], as if negatives were allowed)."""
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not 1 <= value <= 2**31 - 1:
         raise _core.UsageError(f"max_iter must be a whole number from 1 to 2147483647, got {value!r}")
+
+
+def _package_dirs():
+    dirs = [os.path.dirname(os.path.abspath(__file__))]
+    try:  # scikit-learn's output wrappers (set_output) stand between the user and transform/fit_transform
+        import sklearn
+
+        dirs.append(os.path.dirname(os.path.abspath(sklearn.__file__)))
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency of the estimators
+        pass
+    return tuple(d + os.sep for d in dirs)
+
+
+def warn_user(message, category=UserWarning):
+    """warnings.warn naming the user's line: the first frame outside this package (and scikit-learn's wrappers),
+    whatever the depth of the call within it (fixed stacklevels named dnmf's own files when an estimator called a
+    function that warns)."""
+    inside = _package_dirs()
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

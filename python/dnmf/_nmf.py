@@ -2,7 +2,6 @@
 
 import json
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -12,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._input import (as_dtype, as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose,
                      comm_handle, estimator_comm, in_precision, input_attributes_kept_on_failure, library_error,
-                     missing_options, preserved_dtypes, source_of, threads_of)
+                     missing_options, preserved_dtypes, source_of, threads_of, warn_user)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -50,6 +49,8 @@ def _hidden_stored_as_zero(X, mask):
     """A copy of the sparse X whose stored entries that `mask` hides (weight 0) hold zero: _hidden_as_zero's
     sparse case, which keeps X sparse."""
     X = X.tocsr(copy=True)
+    if not hasattr(mask, "shape"):  # a list of lists, as the other paths take it
+        mask = as_float_matrix(mask)
     if mask.shape != X.shape:
         raise ValueError(f"mask has shape {mask.shape}, X has shape {X.shape}")
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
@@ -80,6 +81,14 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
     its minimum from scikit-learn's start for a transform (every entry sqrt(mean of observed X / k)); they stop
     when the objective's relative fall per iteration, measured over 10 iterations, is below tol, or after
     max_iter. A row with no observed entry gets zeros. Computed in float64, returned in X's dtype."""
+    # The refusals of the Frobenius transform (project_masked and the library): here a typo had fitted every entry.
+    if missing not in (None, "nan"):
+        raise ValueError(f"missing must be None or 'nan', got {missing!r}")
+    if unstored not in (None, "zero", "missing"):
+        raise _core.UsageError(f"unstored {unstored!r} is not one of: zero, missing")
+    if unstored == "missing" and not hasattr(X, "tocoo"):
+        raise _core.UsageError("X: unstored='missing' applies to a sparse matrix; this one is dense (use mask=... "
+                               "or missing='nan')")
     _check_masked_input(X, None if mask is None else as_float_matrix(mask), missing, unstored)
     H = np.asarray(components, dtype=np.float64)
     k = H.shape[0]
@@ -360,8 +369,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if self.alpha_H != "same" and (not isinstance(self.alpha_H, numbers.Real) or self.alpha_H < 0):
             raise ValueError(f"alpha_H must be >= 0 or 'same', got {self.alpha_H!r}")
         if self.shuffle:
-            warnings.warn("dnmf.NMF: shuffle=True is ignored (HALS updates the components in order)",
-                          UserWarning, stacklevel=4)
+            warn_user("dnmf.NMF: shuffle=True is ignored (HALS updates the components in order)", UserWarning)
 
     def _penalties(self, n_samples, n_features):
         # scikit-learn's scaling: the W terms by n_features, the H terms by n_samples.
@@ -417,8 +425,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"init={init!r} is not supported with unstored='missing' (NNDSVD needs the whole "
                              "matrix): use init='random' or init=None")
         if init != "custom" and (W is not None or H is not None):
-            warnings.warn("When init!='custom', provided W or H are ignored. Set init='custom' to use them as "
-                          "initialization.", RuntimeWarning, stacklevel=4)
+            warn_user("When init!='custom', provided W or H are ignored. Set init='custom' to use them as "
+                      "initialization.", RuntimeWarning)
         options = {"k": k, "algorithm": algorithm, "max_iter": self.max_iter, "tol": self.tol,
                    "normalize": False, "w_first": True,
                    "extrapolate": bool(self.extrapolate),
@@ -477,13 +485,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # here too, instead of resting in report_ unseen.
         for text in json.loads(self.report_).get("warnings", []):
             if "no observed entry" in text or "W and H were multiplied by" in text:
-                warnings.warn(f"dnmf.NMF: {text}", UserWarning, stacklevel=4)
+                warn_user(f"dnmf.NMF: {text}", UserWarning)
         self._library_seconds = float(out["library_seconds"])  # for bench/bench_python.py's overhead figure
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
             from sklearn.exceptions import ConvergenceWarning
 
-            warnings.warn(f"Maximum number of iterations {self.max_iter} reached. Increase it to improve "
-                          "convergence.", ConvergenceWarning, stacklevel=4)
+            warn_user(f"Maximum number of iterations {self.max_iter} reached. Increase it to improve "
+                      "convergence.", ConvergenceWarning)
         return W_out
 
     def fit(self, X, y=None, **params):

@@ -3,7 +3,6 @@
 import json
 import numbers
 import os
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -12,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._functions import _k_list, nmfk
 from . import _core
 from ._input import (as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose, estimator_comm,
-                     in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes)
+                     in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes, warn_user)
 from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, project
 from ._results import plot_nmfk
 
@@ -139,9 +138,8 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             left_out = [k for k in ks if k > limit]
             named = ", ".join(map(str, left_out[:10])) + (f" and {len(left_out) - 10} more" if len(left_out) > 10
                                                           else "")
-            warnings.warn(f"NMFk: k_range {self.k_range!r} goes beyond min(n_samples, n_features) = {limit} for "
-                          f"this X ({X.shape[0]}x{X.shape[1]}); k = {named} left out",
-                          UserWarning, stacklevel=4)
+            warn_user(f"NMFk: k_range {self.k_range!r} goes beyond min(n_samples, n_features) = {limit} for "
+                      f"this X ({X.shape[0]}x{X.shape[1]}); k = {named} left out", UserWarning)
             return fitting
         return ks
 

@@ -47,7 +47,7 @@ class RankTable(dict):
         for name in cls.COLUMNS:
             if name.startswith("h_") and not with_h:
                 continue
-            values = [len(r[name]) if name == "rejected_perturbations" else r[name] for r in ranks]
+            values = [len(r[name]) if name == "rejected_perturbations" else r.get(name, np.nan) for r in ranks]
             table[name] = np.asarray(values)
         if cv is not None:
             table["cv_mean_heldout_error"] = np.asarray(cv["mean"])

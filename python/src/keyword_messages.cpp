@@ -75,10 +75,13 @@ bool is_value(const Keyword& k, const std::string& word) {
 }  // namespace
 
 std::string with_python_keywords(std::string message) {
-  // Both hold-out flags name the one keyword.
-  static const std::pair<std::string, std::string> joined = {"(--holdout, --cv-holdout)", "(cv_holdout)"};
-  for (auto at = message.find(joined.first); at != std::string::npos; at = message.find(joined.first, at))
-    message.replace(at, joined.first.size(), joined.second);
+  // Both hold-out flags name the one keyword; the output folder's flags are not of the --name form.
+  static const std::pair<std::string, std::string> whole[] = {{"(--holdout, --cv-holdout)", "(cv_holdout)"},
+                                                              {"(e.g. -o out)", "(e.g. output_dir='out')"},
+                                                              {"-o/--output:", "output_dir:"}};
+  for (const auto& [from, to] : whole)
+    for (auto at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
+      message.replace(at, from.size(), to);
   static const std::regex flag("--([a-z][a-z0-9-]*)( ([^ ,;:()]+))?");
   std::string out;
   auto last = message.cbegin();

@@ -129,9 +129,11 @@ nb::dict rank_dict(NmfkRank<T>&& r) {
   d["silhouettes"] = r.silhouettes;
   d["min_silhouette"] = r.min_silhouette;
   d["mean_silhouette"] = r.mean_silhouette;
-  d["h_silhouettes"] = r.h_silhouettes;
-  d["h_min_silhouette"] = r.h_min_silhouette;
-  d["h_mean_silhouette"] = r.h_mean_silhouette;
+  if (!r.h_silhouettes.empty()) {  // computed only when asked for: zeros would read as "no cluster structure"
+    d["h_silhouettes"] = r.h_silhouettes;
+    d["h_min_silhouette"] = r.h_min_silhouette;
+    d["h_mean_silhouette"] = r.h_mean_silhouette;
+  }
   d["rel_error"] = r.rel_error;
   d["column_errors"] = r.column_errors;
   d["perturbation_errors"] = r.perturbation_errors;
@@ -192,7 +194,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   out["jobs_run"] = result.jobs_run;
   out["jobs_loaded"] = result.jobs_loaded;
   nb::list data_warnings;
-  for (const std::string& text : result.warnings) data_warnings.append(text);
+  for (const std::string& text : result.warnings) data_warnings.append(with_python_keywords(text));
   out["warnings"] = data_warnings;
   if (root && !output_dir.empty()) {
     const NmfkRunInfo info = nmfk_run_info<T>(source);

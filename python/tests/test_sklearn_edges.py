@@ -354,9 +354,13 @@ def test_nmfk_table_has_h_silhouettes_only_where_they_were_computed():
     X = planted(60, 40, 3, seed=7)
     fitted = dnmf.NMFk(k_range=(2, 4), n_perturbations=3, random_state=1, n_threads=1).fit(X)
     assert not any(name.startswith("h_") for name in fitted.table_), list(fitted.table_)
+    # Nor in the per-k results (they held zeros there, for silhouettes never computed).
+    for k, r in fitted.results_.items():
+        assert not any(name.startswith("h_") for name in r), (k, sorted(r))
     with_h = dnmf.nmfk(X, "2:4", perturbations=3, h_silhouettes=True)
     assert with_h.table["h_min_silhouette"].shape == (3,)
     assert np.all(with_h.table["h_min_silhouette"] > 0)
+    assert all(len(r["h_silhouettes"]) == r["k"] for r in with_h.ranks.values())
 
 
 def test_nmfk_options_given_as_none_take_their_defaults():
@@ -621,3 +625,55 @@ def test_nmfk_with_a_checkpoint_dir_and_no_random_state_resumes_its_checkpoints(
     np.testing.assert_array_equal(first.components_, second.components_)
     # restart=True draws afresh (and discards them), as documented.
     dnmf.NMFk(restart=True, **options).fit(X)
+
+
+def test_warnings_name_the_callers_line():
+    # Fixed stacklevels named dnmf's own files when an estimator called a function that warns (NMFk's k_range
+    # warning pointed at _nmfk.py); every warning now names the line that called dnmf.
+    X = planted(30, 12, 3, seed=4)
+    calls = [lambda: dnmf.NMFk(k_range=(2, 8), n_perturbations=2, random_state=0, max_iter=50).fit(X[:, :5]),
+             lambda: dnmf.NMF(3, solver="mu", max_iter=2, tol=1e-12, random_state=0).fit(X),
+             lambda: dnmf.NMF(3, solver="mu", max_iter=2, tol=1e-12, random_state=0).fit_transform(X)]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught, "no warning"
+        for w in caught:
+            assert w.filename == __file__, (str(w.message), w.filename)
+
+
+def test_nmfk_warnings_and_errors_name_keywords():
+    # The library's messages name the CLI's flags; warnings and the output folder's error were not translated.
+    X = planted(40, 20, 3, seed=5) + 0.25
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dnmf.NMFk(k_range=(2, 3), n_perturbations=2, perturbation="poisson", random_state=0, max_iter=50).fit(X)
+    texts = [str(w.message) for w in caught if "count data" in str(w.message)]
+    assert texts and all("perturbation='uniform'" in t and "--perturbation" not in t for t in texts), texts
+    with pytest.raises(dnmf.UsageError, match=r"output_dir='out'") as raised:
+        dnmf.nmfk(X, (2, 3), perturbations=2, output_dir=".")
+    assert "-o" not in str(raised.value)
+
+
+def test_kl_transform_refuses_what_the_frobenius_transform_refuses():
+    X = planted(30, 12, 3, seed=6)
+    models = [dnmf.NMF(3, solver="mu", beta_loss=loss, max_iter=30, random_state=0).fit(X)
+              for loss in ("frobenius", "kullback-leibler")]
+    for model in models:
+        with pytest.raises(ValueError, match="missing must be None or 'nan'"):
+            model.transform(X[:5], missing="yes")
+        with pytest.raises(dnmf.UsageError, match="applies to a sparse matrix"):
+            model.transform(X[:5], unstored="missing")
+        with pytest.raises(dnmf.UsageError, match="is not one of: zero, missing"):
+            model.transform(sp.csr_matrix(X[:5]), unstored="yes")
+
+
+def test_float32_transform_of_sparse_x_takes_a_list_mask():
+    X = planted(30, 12, 3, seed=7)
+    model = dnmf.NMF(3, solver="mu", max_iter=30, random_state=0, precision="f32").fit(X)
+    mask = np.ones((5, 12))
+    mask[1, 3] = 0
+    from_array = model.transform(sp.csr_matrix(X[:5]), mask=mask)
+    from_list = model.transform(sp.csr_matrix(X[:5]), mask=mask.tolist())
+    np.testing.assert_array_equal(from_list, from_array)

@@ -192,8 +192,9 @@ NmfkOutputs write_nmfk_outputs(const NmfkResult<T>& r, const NmfkOptions& o, con
   const std::string csv = csv_text(r, o.h_silhouettes);
   io::write_file_atomically(files.csv, [&csv](std::ostream& s) { s << csv; });
   const int cv_column = r.cv ? (o.h_silhouettes ? 9 : 7) : 0;  // 1-based, after the columns csv_text wrote
-  const rank_search::PlotFiles plot = rank_search::draw_plot(directory, r.selection, o.sil_threshold, cv_column,
-                                                             shown_directory.empty() ? directory : shown_directory);
+  const rank_search::PlotFiles plot =
+      rank_search::draw_plot(directory, r.selection, o.sil_threshold, cv_column,
+                             shown_directory.empty() ? directory : shown_directory, o.factor.cancel);
   files.gnuplot_script = plot.script;
   files.svg = plot.svg;
   files.png = plot.png;

@@ -143,7 +143,7 @@ std::string find_on_path(const std::string& program) {
 }
 
 PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection, double sil_threshold, int cv_column,
-                    const std::string& shown_directory) {
+                    const std::string& shown_directory, const std::function<bool()>& cancel) {
   PlotFiles out;
   const fs::path dir = fs::absolute(directory);
   out.script = (dir / "nmfk.gp").string();
@@ -184,7 +184,7 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
-  bool timed_out = false;
+  bool timed_out = false, cancelled = false;
   const int limit = plot_seconds();
   if (spawned == 0) {
     // A gnuplot that hangs (a broken terminal driver, a font lookup on a dead network share) must not hold the
@@ -193,11 +193,14 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
     for (;;) {
       const pid_t done = ::waitpid(pid, &status, WNOHANG);
       if (done == pid || (done < 0 && errno != EINTR)) break;
-      if (std::chrono::steady_clock::now() >= deadline) {
+      // A stop request (SIGINT, SIGTERM) is answered now, not after gnuplot's up to plot_seconds(); and gnuplot,
+      // in its own group, would not see the terminal's Ctrl-C and outlive the run.
+      cancelled = cancel && cancel();
+      if (cancelled || std::chrono::steady_clock::now() >= deadline) {
         ::kill(-pid, SIGKILL);  // the group: gnuplot and anything it started
         while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
-        timed_out = true;
+        timed_out = !cancelled;
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -207,8 +210,8 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
   std::string log_text((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
   for (char& c : log_text)
     if (c == '\n') c = ' ';
-  const bool ok =
-      spawned == 0 && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(svg) && fs::exists(png);
+  const bool ok = spawned == 0 && !timed_out && !cancelled && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                  fs::exists(svg) && fs::exists(png);
   if (!ok) {
     // What a failed gnuplot left may be cut short (a full disk left a truncated nmfk.png in the results): neither
     // image is kept, nor the log, whose text the warning carries; nmfk.gp draws them again.
@@ -216,8 +219,9 @@ PlotFiles draw_plot(const std::string& directory, const NmfkSelection& selection
     fs::remove(png, ec);
     fs::remove(log, ec);
     out.warning = "gnuplot (" + gnuplot + ") " +
-                  (timed_out ? "did not finish within " + std::to_string(limit) + " s and was stopped"
-                             : std::string("failed to draw the plot")) +
+                  (timed_out   ? "did not finish within " + std::to_string(limit) + " s and was stopped"
+                   : cancelled ? std::string("was stopped: the run was interrupted")
+                               : std::string("failed to draw the plot")) +
                   (log_text.empty() ? std::string() : ": " + log_text.substr(0, 300)) +
                   "; nmfk.svg and nmfk.png were not kept (run 'gnuplot nmfk.gp' in " +
                   fs::absolute(shown_directory.empty() ? directory : shown_directory).string() + ")";

@@ -179,6 +179,40 @@ def hanging_gnuplot(ctx):
 
 
 @case
+def gnuplot_interrupted(ctx):
+    """SIGINT while gnuplot draws: the run stops at once (exit 130, nothing committed) and gnuplot's group is
+    stopped. The first signal had been ignored until gnuplot finished (up to 60 s), and a second left it running."""
+    a = ctx.gen("A.npy", rank=3, seed=3)
+    fake = ctx.path("fakebin")
+    os.makedirs(fake, exist_ok=True)
+    started = ctx.path("gnuplot_started")
+    marker = "41.%d" % os.getpid()
+    with open(os.path.join(fake, "gnuplot"), "w") as f:
+        f.write("#!/bin/sh\ntouch '%s'\nsleep %s\n" % (started, marker))
+    os.chmod(os.path.join(fake, "gnuplot"), 0o755)
+    env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""))
+    out = ctx.path("out")
+    process = subprocess.Popen([ctx.dnmf, "nmfk", a, "--k", "2:4", "--perturbations", "3", "--quiet", "-o", out],
+                               cwd=ctx.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(started) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    check(os.path.exists(started), "gnuplot never started")
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    time.sleep(0.3)
+    left = subprocess.run(["pgrep", "-f", "sleep " + marker], capture_output=True, text=True).stdout.split()
+    for pid in left:
+        os.kill(int(pid), 9)
+    check(process.returncode == 130 and "interrupted" in stderr, "exit %d: %r" % (process.returncode, stderr))
+    check(waited < 10, "the run waited %.1f s for gnuplot after SIGINT" % waited)
+    check(left == [], "gnuplot's child outlived the interrupted run: %r" % left)
+    check(not os.path.exists(os.path.join(out, "nmfk.json")), "an interrupted run committed its results")
+
+
+@case
 def failing_gnuplot(ctx):
     """A gnuplot that fails half way (a full disk: it wrote part of nmfk.png, then stopped) leaves no image and no
     log in the results, only the warning and nmfk.gp (a truncated nmfk.png and nmfk.gp.log were kept)."""
