@@ -24,6 +24,7 @@ struct ConvertArgs {
   std::string input;
   std::string output;
   std::string precision = "f64";
+  std::string missing;  // "nan": NaN entries kept (factor --missing nan fits them as missing)
 };
 
 /// Removes OUT.tmp.<pid>.<n> files beside `output` whose process is gone: what a convert killed outright (SIGKILL)
@@ -48,7 +49,7 @@ template <class T>
 int convert(const ConvertArgs& args) {
   end_writes_on_signals(args.output);
   remove_stale_temporaries(args.output);
-  const io::MatrixShape a = io::convert_matrix<T>(args.input, args.output);
+  const io::MatrixShape a = io::convert_matrix<T>(args.input, args.output, args.missing == "nan");
   if (io::format_of(args.input) == io::FileFormat::dcsr) {
     std::printf("%s: %lldx%lld, %lld entries -> %s\n", args.input.c_str(), static_cast<long long>(a.rows),
                 static_cast<long long>(a.cols), static_cast<long long>(a.stored), args.output.c_str());
@@ -71,6 +72,10 @@ Command add_convert(CLI::App& parent) {
   app->add_option("--precision", args->precision, "value type stored in the .dcsr file")
       ->check(CLI::IsMember({"f32", "f64"}))
       ->capture_default_str();
+  // A sparse matrix with NaN entries had no way into .dcsr, the format --missing nan streams from.
+  app->add_option("--missing", args->missing,
+                  "nan: keep NaN entries as stored values, for dnmf factor --missing nan (without it they are refused)")
+      ->check(CLI::IsMember({"nan"}));
   return {app, [args] { return args->precision == "f32" ? convert<float>(*args) : convert<double>(*args); }};
 }
 

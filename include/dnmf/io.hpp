@@ -165,8 +165,10 @@ CsrMatrix<T> read_dcsr(const std::string& path);
 /// `dnmf convert`: any matrix file into .dcsr with values stored as T (dense input loses its zeros), or a .dcsr
 /// into Matrix Market or rewritten as .dcsr of the current version (with checksums); the format of `output`
 /// decides. Returns the matrix's shape
-/// with its stored entries. dnmf::Error names the file for any other pair.
+/// with its stored entries. dnmf::Error names the file for any other pair. `nan_missing`: NaN entries are kept
+/// as stored values (what `--missing nan` then fits as missing), where otherwise they are refused as any bad
+/// entry is.
 template <class T>
-MatrixShape convert_matrix(const std::string& input, const std::string& output);
+MatrixShape convert_matrix(const std::string& input, const std::string& output, bool nan_missing = false);
 
 }  // namespace dnmf::io

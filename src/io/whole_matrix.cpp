@@ -1,6 +1,7 @@
 // Whole matrices on one process: reading any format, its shape, and converting between files
 // (`dnmf info`, `dnmf convert`, in-memory entry points).
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <variant>
@@ -79,14 +80,36 @@ LoadedMatrix<T> load_matrix(const std::string& path) {
   return matrix;
 }
 
+namespace {
+
+// The stored values as the readers check them, NaN aside (kept for --missing nan): negative and infinite
+// values, and values the precision cannot hold, are refused naming the place.
 template <class T>
-MatrixShape convert_matrix(const std::string& input, const std::string& output) {
+void check_values_keeping_nan(const std::string& path, const CsrView<T>& a) {
+  for (index_t i = 0; i < a.rows; ++i)
+    for (index_t q = a.indptr[i]; q < a.indptr[i + 1]; ++q)
+      if (!std::isnan(a.values[q]) && !acceptable_entry(a.values[q]))
+        throw DataError(path + ": " + describe_bad_entry(i, index_t{a.indices[q]}, a.values[q]));
+}
+
+}  // namespace
+
+template <class T>
+MatrixShape convert_matrix(const std::string& input, const std::string& output, bool nan_missing) {
   // Extensions in any case, as format_of reads them (an upper-case .DCSR input was refused as an output).
   const std::string out_name = util::lower_file_name(output);
   if (util::lower_file_name(input).ends_with(".dcsr")) {
     if (!out_name.ends_with(".mtx") && !out_name.ends_with(".dcsr"))
       throw UsageError(output + ": a .dcsr file converts to .mtx (or to .dcsr: rewritten with checksums)");
-    const CsrMatrix<T> a = read_dcsr<T>(input);
+    CsrMatrix<T> a;
+    if (nan_missing) {
+      dist::SingleCommunicator self;
+      const MatrixShape shape = read_shape(input, self);
+      a = std::move(read_dcsr_block<T>(input, {0, shape.rows}, {0, shape.cols}, false).csr);
+      check_values_keeping_nan(input, a.view());
+    } else {
+      a = read_dcsr<T>(input);
+    }
     if (out_name.ends_with(".dcsr"))
       write_dcsr<T>(output, a.view());  // the current version: how a version-1 file gains its checksums
     else
@@ -104,9 +127,10 @@ MatrixShape convert_matrix(const std::string& input, const std::string& output) 
                     "); dnmf factors no empty matrix, so there is nothing to convert");
   if (shape.cols > std::numeric_limits<col_index_t>::max())
     throw DataError(input + ": " + std::to_string(shape.cols) + " columns do not fit .dcsr's 32-bit column indices");
-  LocalBlock<T> block = read_block<T>(input, {0, shape.rows}, {0, shape.cols}, self);
+  LocalBlock<T> block = read_block<T>(input, {0, shape.rows}, {0, shape.cols}, self, !nan_missing);
   if (!block.sparse) block.csr = to_csr(block.dense);
   const CsrView<T> a = block.csr.view();
+  if (nan_missing) check_values_keeping_nan(input, a);
   write_dcsr<T>(output, a);
   return {a.rows, a.cols, a.nnz(), true};
 }
@@ -145,7 +169,7 @@ template LocalBlock<double> slice_block<double, float>(const MatrixRef<float>&, 
 template LocalBlock<double> slice_block<double, double>(const MatrixRef<double>&, dist::Range, dist::Range);
 template LoadedMatrix<float> load_matrix<float>(const std::string&);
 template LoadedMatrix<double> load_matrix<double>(const std::string&);
-template MatrixShape convert_matrix<float>(const std::string&, const std::string&);
-template MatrixShape convert_matrix<double>(const std::string&, const std::string&);
+template MatrixShape convert_matrix<float>(const std::string&, const std::string&, bool);
+template MatrixShape convert_matrix<double>(const std::string&, const std::string&, bool);
 
 }  // namespace dnmf::io

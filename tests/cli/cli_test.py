@@ -1457,6 +1457,31 @@ def output_set_read_only(ctx):
 
 
 @case
+def convert_keeps_nan_for_missing(ctx):
+    # A sparse matrix with NaN entries had no way into .dcsr (convert refused the NaN and had no --missing), so
+    # --missing nan could not stream it; with --missing nan the NaN are kept, and only they.
+    entries = [(i, j, (i * 7 + j * 3) % 5 + 1.0) for i in range(30) for j in range(20) if (i + 2 * j) % 3 == 0]
+    text = "".join("%d %d %s\n" % (i + 1, j + 1, "nan" if (i + j) % 11 == 0 else repr(v)) for i, j, v in entries)
+    write_text(ctx.path("N.mtx"), "%%%%MatrixMarket matrix coordinate real general\n30 20 %d\n" % len(entries) + text)
+    ctx.expect_error(["convert", "N.mtx", "N.dcsr"], ["N.mtx", "is NaN", "--missing nan"], out_dir=None, code=3)
+    check(not os.path.exists(ctx.path("N.dcsr")), "a refused convert left N.dcsr")
+    ctx.ok("convert", "N.mtx", "N.dcsr", "--missing", "nan")
+    common = ["-k", 3, "--unstored", "missing", "--missing", "nan", "--iters", 20, "--tol", 0, "-q"]
+    ctx.ok("factor", "N.mtx", *common, "-o", "from_mtx")
+    ctx.ok("factor", "N.dcsr", *common, "-o", "from_dcsr")
+    for name in ("W.npy", "H.npy"):
+        check(open(ctx.path("from_mtx", name), "rb").read() == open(ctx.path("from_dcsr", name), "rb").read(),
+              "%s: the .dcsr's run differs from the .mtx's" % name)
+    check(ctx.report("from_dcsr")["observed"] == len(entries) - text.count("nan"), "observed entries")
+    ctx.ok("convert", "N.dcsr", "back.mtx", "--missing", "nan")  # and back, NaN kept
+    check(open(ctx.path("back.mtx")).read().count("nan") == text.count("nan"), "NaN lost on the way back")
+    # Other bad values stay refused.
+    write_text(ctx.path("neg.mtx"), "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 nan\n2 2 -1\n")
+    ctx.expect_error(["convert", "neg.mtx", "neg.dcsr", "--missing", "nan"], ["neg.mtx", "row 1, column 1", "-1"],
+                     out_dir=None, code=3)
+
+
+@case
 def output_set_dangling_link(ctx):
     # -o naming a link to a folder that does not exist yet: followed, as a link to an existing folder is (the
     # check before the work passed it, and the commit failed after all the work: "Not a directory", exit 4).
