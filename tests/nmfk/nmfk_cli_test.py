@@ -213,6 +213,21 @@ def gnuplot_interrupted(ctx):
 
 
 @case
+def near_exact_errors(ctx):
+    """An exact rank-3 matrix fitted at k = 3: the regression's relative error is the fit's (about 1e-12), not the
+    Gram identity's rounding floor (~1e-8, at which --err-threshold 1e-9 passed no k)."""
+    a = ctx.gen("A.npy", rows=120, cols=90, rank=3, noise=0, seed=3)
+    out = ctx.path("out")
+    r = ctx.run(["nmfk", a, "--k", "2:4", "--epsilon", 0, "--perturbations", 3, "--tol", 0, "--iters", 3000,
+                 "--err-threshold", "1e-9", "--quiet", "-o", out])
+    check(r.returncode == 0, "nmfk failed: %r" % r.stderr)
+    j = load(os.path.join(out, "nmfk.json"))
+    errors = {row["k"]: row["rel_error"] for row in j["per_k"]}
+    check(errors[3] < 1e-10, "k = 3 of an exact rank-3 matrix: rel_error %r" % errors[3])
+    check(j["selection"]["selected_k"] == 3, "selection: %r" % j["selection"])
+
+
+@case
 def failing_gnuplot(ctx):
     """A gnuplot that fails half way (a full disk: it wrote part of nmfk.png, then stopped) leaves no image and no
     log in the results, only the warning and nmfk.gp (a truncated nmfk.png and nmfk.gp.log were kept)."""
