@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <sstream>
@@ -128,7 +129,17 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   dnmf::cli::report_file_size_limits();
   try {
-    return run(argc, argv);
+    const int code = run(argc, argv);
+    // What was printed must have reached stdout: `dnmf info --json A.npy > stats.json` on a full disk left an
+    // empty file with exit 0 (info's text is its whole result), as did a summary, --help or --version.
+    errno = 0;
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+      const int error = errno;
+      if (code == 0)
+        throw dnmf::IoError(std::string("cannot write to standard output") +
+                            (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
+    }
+    return code;
   } catch (const dnmf::Cancelled& e) {
     // Stopped by SIGINT or SIGTERM: the shell's convention, 128 + the signal, so that scripts see the interrupt.
     // The CLI cancels on signals only, so a process that received none was stopped with the job by a signal sent

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "arguments.hpp"
+#include "c_locale.hpp"
 #include "dnmf/context.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/factor.hpp"
@@ -117,6 +118,7 @@ nb::dict factor_as(const Source& source, const nb::dict& kwargs, const Context& 
 
 nb::dict factor_entry(const Source& source, const nb::dict& kwargs, bool single, std::optional<AnyMatrix> w0,
                       std::optional<AnyMatrix> h0, const nb::object& callback, bool verbose) {
+  const CLocaleScope c_locale;  // figures printed and parsed with points, as the CLI does
   const Context context = make_context(kwargs);
   if (single) return factor_as<float>(source, kwargs, context, std::move(w0), std::move(h0), callback, verbose);
   return factor_as<double>(source, kwargs, context, std::move(w0), std::move(h0), callback, verbose);
@@ -241,6 +243,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
 
 nb::dict nmfk_entry(const Source& source, const nb::dict& kwargs, bool single, const std::string& output_dir,
                     const nb::object& callback, bool verbose) {
+  const CLocaleScope c_locale;  // figures printed and parsed with points, as the CLI does
   const Context context = make_context(kwargs);
   if (single) return nmfk_as<float>(source, kwargs, context, output_dir, callback, verbose);
   return nmfk_as<double>(source, kwargs, context, output_dir, callback, verbose);
@@ -263,6 +266,7 @@ nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind b
 
 nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std::string& backend, double l1,
                           double l2) {
+  const CLocaleScope c_locale;  // figures printed and parsed with points, as the CLI does
   const BackendKind kind = parse_backend(backend);
   const TransformPenalty penalty{l1, l2};
   if (data.holds_float()) return transform_as<float>(data, basis, kind, penalty);
@@ -285,6 +289,7 @@ nb::tuple transform_masked_as(const Source& data, const AnyMatrix& basis, const 
 nb::tuple transform_masked_entry(const Source& data, const AnyMatrix& basis, std::optional<Source> mask,
                                  bool nan_missing, const std::string& unstored, const std::string& backend, double l1,
                                  double l2) {
+  const CLocaleScope c_locale;  // figures printed and parsed with points, as the CLI does
   MissingValues missing;
   missing.mask = std::move(mask);
   missing.nan_missing = nan_missing;

@@ -677,3 +677,92 @@ def test_float32_transform_of_sparse_x_takes_a_list_mask():
     from_array = model.transform(sp.csr_matrix(X[:5]), mask=mask)
     from_list = model.transform(sp.csr_matrix(X[:5]), mask=mask.tolist())
     np.testing.assert_array_equal(from_list, from_array)
+
+
+def test_storage_order_gives_one_pair_where_components_die():
+    # A C-order X (factored as its transpose) was normalised twice: where L1 killed a component of W, its H row
+    # kept a sum of 1 and the objective that row's penalty, another pair than the Fortran-order X's.
+    rng = np.random.default_rng(0)
+    rng.random((40, 30))
+    X = rng.random((40, 4)) @ rng.random((4, 30)) + 0.01 * rng.random((40, 30))
+    for k, penalties, iterations in ((6, {"l1_w": 5.0, "l2_h": 1.0}, 50), (3, {"l1_w": 50.0, "l2_h": 100.0}, 8)):
+        runs = [dnmf.factor(layout(X), k, algorithm="mu", max_iter=iterations, tol=0, penalties=penalties)
+                for layout in (np.ascontiguousarray, np.asfortranarray, sp.csc_matrix, sp.csr_matrix)]
+        for other in runs[1:]:
+            np.testing.assert_allclose(runs[0].W, other.W, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(runs[0].H, other.H, rtol=0, atol=1e-12 * np.abs(other.H).max())
+        dead = runs[1].W.sum(axis=0) == 0
+        if dead.any():
+            assert np.all(runs[0].H[dead].sum(axis=1) < 1e-100), runs[0].H[dead].sum(axis=1)
+
+
+def test_float32_kl_checks_the_column_sums_in_any_storage_order():
+    # Row sums near 2e37, column sums near 2e34: accepted (a C-order X had its row sums checked as column sums
+    # and was refused, and an unnormalised fit, the estimator's, was refused for the normalised H's sake).
+    X = (np.random.default_rng(0).random((4, 4000)) * 1e34).astype(np.float32)
+    errors = [dnmf.factor(layout(X), 2, algorithm="kl", max_iter=5, tol=0).rel_error
+              for layout in (np.asfortranarray, np.ascontiguousarray)]
+    assert np.isfinite(errors).all() and abs(errors[0] - errors[1]) < 1e-5, errors
+    W = dnmf.NMF(2, solver="mu", beta_loss="kullback-leibler", init="random", max_iter=5, tol=0,
+                 random_state=0).fit_transform(X)
+    assert np.isfinite(W).all()
+    # The transpose has column sums near 2e37: refused, naming them.
+    with pytest.raises(dnmf.DataError, match="mean column sum"):
+        dnmf.factor(np.ascontiguousarray(X.T), 2, algorithm="kl", max_iter=5, tol=0)
+
+
+LOCALE_SCRIPT = r'''
+import locale, sys, json, os
+import numpy as np
+locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
+assert locale.localeconv()["decimal_point"] == ","
+import dnmf
+out = {}
+work = sys.argv[1]
+big = os.path.join(work, "big.mtx")
+with open(big, "w") as f:
+    f.write("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.5e400\n2 2 2\n")
+try:
+    dnmf.factor_file(big, 1, max_iter=5)
+    out["big"] = "accepted"
+except dnmf.DataError as error:
+    out["big"] = str(error)
+X = np.random.default_rng(0).random((30, 20))
+out["budget"] = dnmf.parse_bytes("1.5G") if hasattr(dnmf, "parse_bytes") else None
+np.save(os.path.join(work, "A.npy"), X)
+r = dnmf.factor_file(os.path.join(work, "A.npy"), 2, max_iter=5, memory_budget="1.5G")
+out["budget_fit"] = r.rel_error
+result = dnmf.nmfk_file(os.path.join(work, "A.npy"), "2:3", perturbations=2, max_iter=20, epsilon=0.03,
+                        checkpoint_dir=os.path.join(work, "ckpt"), output_dir=os.path.join(work, "out"))
+with open(os.path.join(work, "ckpt", "manifest.json")) as f:
+    out["epsilon"] = json.load(f)["options"]["epsilon"]
+with open(os.path.join(work, "out", "nmfk.json")) as f:
+    out["message"] = json.load(f)["selection"]["message"]
+print(json.dumps(out))
+'''
+
+
+def test_a_decimal_comma_locale_changes_no_figure(tmp_path):
+    # Python's setlocale reaches the library's C calls: strtod stopped at '.', so 1.5e400 in a .mtx was read as 1
+    # and memory_budget '1.5G' refused; NMFk's manifest wrote 0.029999999999999999 for 0.03 (another locale's run
+    # then refused the checkpoints); printf put commas in messages.
+    import json
+    import os
+    import subprocess
+    import sys
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(locales / "de_DE.UTF-8")],
+                          capture_output=True)
+    if made.returncode != 0 or not (locales / "de_DE.UTF-8").exists():
+        pytest.skip("no de_DE locale can be built here (localedef: %r)" % made.stderr[-200:])
+    env = dict(os.environ, LOCPATH=str(locales))
+    done = subprocess.run([sys.executable, "-c", LOCALE_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "too large for double precision" in out["big"], out
+    assert out["budget"] in (None, int(1.5 * 2**30)), out
+    assert 0 < out["budget_fit"] < 1, out
+    assert out["epsilon"] == "0.03", out
+    assert "," not in out["message"].replace(", ", " "), out

@@ -228,16 +228,6 @@ Factorization<T> factor_stored(const Source& source, bool transposed, const Fact
   return run;
 }
 
-/// In place: each row of `x` (k x cols) divided (divide = true) or multiplied by scale[row].
-template <class T>
-void scale_rows(DenseMatrix<T>& x, const std::vector<double>& scale, bool divide) {
-  for (index_t j = 0; j < x.cols(); ++j)
-    for (index_t c = 0; c < x.rows(); ++c) {
-      const double s = scale[to_size(c)];
-      if (s > 0) x(c, j) = static_cast<T>(divide ? x(c, j) / s : x(c, j) * s);
-    }
-}
-
 // The stored run sees the initial factors of a transposed source swapped and transposed, and would name them so:
 // they are checked here first, as the caller gave them: against A's shape where it is in memory, else for k and
 // their values alone.
@@ -283,14 +273,10 @@ Factorization<T> factor(const Source& source, const FactorOptions& options, cons
     const bool kl_penalised = run.options.algorithm == Algorithm::kl && pen.any();
     const double kl_before =
         kl_penalised ? solvers::factor_penalties(api::communicator(context), run.w_block, run.h_block, pen) : 0.0;
-    // W's columns sum to 1 as for any other source; each of W's rows is owned by exactly one process.
-    const index_t k = run.w_block.rows();
-    std::vector<double> sums(to_size(k), 0.0);
-    for (index_t i = 0; i < run.w_block.cols(); ++i)
-      for (index_t c = 0; c < k; ++c) sums[to_size(c)] += run.w_block(c, i);
-    api::communicator(context).allreduce_sum(sums.data(), sums.size());
-    scale_rows(run.w_block, sums, true);
-    scale_rows(run.h_block, sums, false);
+    // W's columns sum to 1 as for any other source, normalised once (solve() leaves a transposed A's pair as it
+    // is: its own normalisation made H's rows sum to 1 first, and a dead component of W kept an H row of sum 1,
+    // another pair than the same data in Fortran order gave); each of W's rows is owned by exactly one process.
+    solvers::normalise_across(api::communicator(context), run.w_block, run.h_block);
     // The penalties of the pair as now normalised (solve() took them of the stored run's normalisation).
     if (solvers::normalising_changes_penalties(run.options)) {
       const double e = run.result.rel_error * run.result.norm_a;

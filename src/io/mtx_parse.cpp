@@ -2,6 +2,8 @@
 // Format reference: "The Matrix Market Exchange Formats: Initial Design" (NIST, 1996).
 #include "io/mtx_parse.hpp"
 
+#include <locale.h>  // newlocale, strtod_l
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -141,8 +143,11 @@ std::string parse_real(std::string_view token, T& value) {
     return "bad value " + quoted(original);
   }
   if (result.ec == std::errc::result_out_of_range) {
-    // from_chars reports underflow and overflow alike; strtod tells them apart (underflow gives 0).
-    number = std::strtod(std::string(token).c_str(), nullptr);
+    // from_chars reports underflow and overflow alike; strtod tells them apart (underflow gives 0), in the "C"
+    // locale: under a decimal-comma locale (a Python caller's setlocale) it stopped at the '.', and 1.5e400 was
+    // read as 1.
+    static const locale_t c_locale = ::newlocale(LC_ALL_MASK, "C", nullptr);
+    number = ::strtod_l(std::string(token).c_str(), nullptr, c_locale);
     if (std::isinf(number))
       return "value " + quoted(original) + " is too large for double precision: rescale the matrix";
     if (number == 0) return "value " + quoted(original) + " underflows to zero in double precision: rescale the matrix";

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -58,7 +59,12 @@ std::string number(double v) {
     std::ostringstream s;
     s.precision(digits);
     s << v;
-    if (digits == 17 || std::stod(s.str()) == v) return s.str();
+    // Read back with from_chars ('.' whatever the locale): stod under a decimal-comma locale stopped at the '.',
+    // and the 17-digit form made checkpoints refuse the same options in another locale.
+    const std::string text = s.str();
+    double back = 0;
+    const auto parsed = std::from_chars(text.data(), text.data() + text.size(), back);
+    if (digits == 17 || (parsed.ec == std::errc() && back == v)) return text;
   }
   return {};
 }

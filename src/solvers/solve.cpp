@@ -177,7 +177,7 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 
 template <class T>
 void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted,
-                 std::int64_t observed) {
+                 std::int64_t observed, index_t normalised_columns) {
   // The factors' entries are of about sqrt(scale / k) and the iterations multiply three of them (G·x), so their
   // products are of about scale^1.5. In float those fell below its smallest normal number (1.2e-38) for data of
   // 1e-30 and every algorithm returned zero factors with "converged". KL floors its model values at
@@ -228,7 +228,10 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
   // KL's iterations divide A by the model, so its factors stay near the square root of the scale, but the normalised
   // H's rows sum to about A's column sums: a float KL fit of entries near 1e38 wrote inf with exit 0. Refused from
   // a mean column sum of 1e37 (the largest float is 3.4e38); a single larger column is caught by normalise().
-  const double column = stats.sum / static_cast<double>(n);
+  // Only where H is normalised, over the caller's columns (a row-major A's stored rows: its row sums had been
+  // checked and named column sums, and an unnormalised fit refused).
+  const index_t columns = normalised_columns < 0 ? n : normalised_columns;
+  const double column = columns > 0 ? stats.sum / static_cast<double>(columns) : 0.0;
   if (std::is_same_v<T, float> && algorithm == Algorithm::kl && column > 1e37) {
     std::snprintf(text, sizeof text, "%.3g", column);
     throw DataError(entries + " are too large for float32 (mean column sum " + text +
@@ -283,7 +286,8 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
       throw NumericalError(
           "the sum of the squared entries overflows double precision (entries of about 1e154 and more cannot be "
           "squared): rescale the matrix, e.g. divide it by its largest entry");
-    check_scale<T>(out.stats, layout.m, layout.n, options.algorithm);
+    check_scale<T>(out.stats, layout.m, layout.n, options.algorithm, false, -1,
+                   options.normalize ? (a_is_transpose ? layout.m : layout.n) : 0);
   });
   const MatrixRef<T>* whole = grid.shape().size() == 1 ? host_whole : nullptr;
   // A bad given start fails on every rank alike, or on one rank where the ranks were given different ones: agreed,
@@ -321,7 +325,7 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
     if (kl) out.result.objective = kl_objective;
     recomputed = true;
   }
-  if (options.normalize) normalise_across(world, out.pieces.wt, out.pieces.h);
+  if (options.normalize && !a_is_transpose) normalise_across(world, out.pieces.wt, out.pieces.h);
   // The Frobenius objective of the pair returned: the error part from the final error where that was recomputed
   // (the identity's figure below its floor is noise: 9e-13 for a true 1e-21), and the penalties of the factors
   // as normalised, since rescaling W's columns into H changes them (the last iteration's figure was of the pair
@@ -404,7 +408,8 @@ template void gather_factors<double>(const dist::Grid&, const dist::Layout&, con
                                      DenseMatrix<double>&, DenseMatrix<double>&, int);
 template void normalise_across<float>(dist::Communicator&, DenseMatrix<float>&, DenseMatrix<float>&);
 template void normalise_across<double>(dist::Communicator&, DenseMatrix<double>&, DenseMatrix<double>&);
-template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t);
-template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t);
+template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t, index_t);
+template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t,
+                                  index_t);
 
 }  // namespace dnmf::solvers

@@ -23,7 +23,9 @@ struct Solution {
 /// serves host-side work; `host_whole` is the whole matrix in host memory when one process holds it (NNDSVD
 /// and the direct final error need it), else nullptr. W0/H0: full initial factors for InitMethod::given.
 /// `a_is_transpose`: `a` is Aᵀ of the caller's A (api's factor() of a row-major or CSC source), so the random
-/// initialisation draws W from H's stream and H from W's: the same start, hence the same factors, as for A.
+/// initialisation draws W from H's stream and H from W's: the same start, hence the same factors, as for A; and
+/// `options.normalize` is left to the caller, who normalises W of A (normalised here too, the stored W'ᵀ = H's
+/// rows were made to sum to 1 first: a dead component of A's W kept an H row of sum 1).
 /// Throws dnmf::Error for bad options (checked against the global m x n).
 template <class T>
 Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backend::Operand<T>& a,
@@ -58,10 +60,12 @@ double squared_residual_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseVi
 /// Throws DataError when A's scale (its statistics over m x n cells) is too small for T's products or for KL's
 /// model floor (float32 below an RMS of 1e-25, KL below a mean of 1e-28), with the remedy. `weighted`: the
 /// statistics are of w·a (a mask), and the message says so; `observed`: the number of entries the squared norm is
-/// over (a masked run's observed ones), -1 for all m x n cells.
+/// over (a masked run's observed ones), -1 for all m x n cells. `normalised_columns`: how many columns of the
+/// caller's A the normalised H's row sums are spread over (KL in float32: their mean is checked against float's
+/// range), 0 when nothing is normalised, -1 for n.
 template <class T>
 void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted = false,
-                 std::int64_t observed = -1);
+                 std::int64_t observed = -1, index_t normalised_columns = -1);
 
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -22,9 +23,10 @@ std::int64_t parse_bytes(const std::string& text) {
   while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
   if (pos == 0) throw bad("no number");
   const std::string number = text.substr(0, pos);
-  char* end = nullptr;
-  const double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size()) throw bad("not a number");
+  // from_chars reads '.' whatever the locale (strtod refused "1.5G" under a Python caller's decimal-comma one).
+  double value = 0;
+  const auto parsed = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (parsed.ec != std::errc() || parsed.ptr != number.data() + number.size()) throw bad("not a number");
   std::string suffix;
   for (std::size_t i = pos; i < text.size(); ++i) {
     if (text[i] != ' ') suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));

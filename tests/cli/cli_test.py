@@ -1482,6 +1482,23 @@ def convert_keeps_nan_for_missing(ctx):
 
 
 @case
+def stdout_write_failure(ctx):
+    # What dnmf prints must reach stdout: `dnmf info --json A.npy > stats.json` on a full disk left an empty file
+    # and exit 0 (info's text is its whole result); so did summaries, --help and --version.
+    if not os.path.exists("/dev/full"):
+        print("SKIP: no /dev/full here")
+        return
+    small_dense(ctx)
+    for args in (["info", "A.npy"], ["info", "--json", "A.npy"], ["--version"], ["factor", "A.npy", "-k", 2, "-o", "o"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([ctx.dnmf] + [str(a) for a in args], cwd=ctx.work, stdout=full,
+                                  stderr=subprocess.PIPE, text=True, timeout=120)
+        check(done.returncode == 4 and "dnmf: error: cannot write to standard output" in done.stderr,
+              "%s > /dev/full: exit %d, %r" % (" ".join(map(str, args)), done.returncode, done.stderr[-500:]))
+    ctx.ok("info", "A.npy")  # and a writable stdout is fine
+
+
+@case
 def output_set_dangling_link(ctx):
     # -o naming a link to a folder that does not exist yet: followed, as a link to an existing folder is (the
     # check before the work passed it, and the commit failed after all the work: "Not a directory", exit 4).
