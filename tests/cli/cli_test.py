@@ -972,14 +972,14 @@ def unit_mask_extrapolates_streamed(ctx):
     write_bytes(ctx.path("ones.npy"), npy_bytes([[1.0] * n for _ in range(m)]))
     common = ["-k", 4, "--algo", "hals", "--extrapolate", "--iters", 20, "--tol", 0, "-q"]
     ctx.ok("factor", "A.npy", *common, "-o", "plain")
-    ctx.ok("factor", "A.npy", "--mask", "ones.npy", *common, "--memory-budget", "64M", "-o", "budget")
+    ctx.ok("factor", "A.npy", "--mask", "ones.npy", *common, "--memory-budget", "1G", "-o", "budget")
     for name in ("W.npy", "H.npy"):
         check(open(ctx.path("plain", name), "rb").read() == open(ctx.path("budget", name), "rb").read(),
               "%s: the ones mask under a budget is not the unmasked run" % name)
     holes = [[1.0] * n for _ in range(m)]
     holes[3][4] = 0.0
     write_bytes(ctx.path("holes.npy"), npy_bytes(holes))
-    ctx.expect_error(["factor", "A.npy", "--mask", "holes.npy", *common, "--memory-budget", "64M", "-o", "h"],
+    ctx.expect_error(["factor", "A.npy", "--mask", "holes.npy", *common, "--memory-budget", "1G", "-o", "h"],
                      ["A.npy", "extrapolation is not available with missing values"], out_dir=None, code=2)
 
 
