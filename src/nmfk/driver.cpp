@@ -61,7 +61,7 @@ std::string number(double v) {
     s << v;
     // Read back with from_chars ('.' whatever the locale): stod under a decimal-comma locale stopped at the '.',
     // and the 17-digit form made checkpoints refuse the same options in another locale.
-    const std::string text = s.str();
+    std::string text = s.str();
     double back = 0;
     const auto parsed = std::from_chars(text.data(), text.data() + text.size(), back);
     if (digits == 17 || (parsed.ec == std::errc() && back == v)) return text;
