@@ -74,20 +74,22 @@ std::optional<RegressionRecord> regress(GroupContext<T>& group, const DenseMatri
   nnls_bpp<double>(gram.view(), b.view(), x.view());
 
   // Per owned column: h_j, its squared residual and ||a_j||², laid out (k + 2) x owned for the gather.
+  // A sparse block's residual comes from the identity ||a||² − 2 xᵀb + xᵀGx; a dense block's is summed below.
   DenseMatrix<double> out(k + 2, owned);
   for (index_t j = 0; j < owned; ++j) {
+    for (index_t l = 0; l < k; ++l) out(l, j) = x(l, j);
+    out(k + 1, j) = mine(k, j);
+    if (!group.block.sparse) continue;
     double cross = 0, quad = 0;
     for (index_t l = 0; l < k; ++l) {
       cross += x(l, j) * b(l, j);
       double gx = 0;
       for (index_t q = 0; q < k; ++q) gx += gram(l, q) * x(q, j);
       quad += x(l, j) * gx;
-      out(l, j) = x(l, j);
     }
     out(k, j) = std::max(0.0, mine(k, j) - 2 * cross + quad);
-    out(k + 1, j) = mine(k, j);
   }
-  // A dense block's squared residuals summed directly: ||a||² − 2 xᵀb + xᵀGx cancels to about eps·||a||², so a
+  // A dense block's squared residuals summed directly: the identity cancels to about eps·||a||², so a
   // near-exact fit read as a relative error of ~1e-8 whatever its true size (9e-13), and an --err-threshold below
   // that could not be met. One more product over the block (the regression runs once per k, beside an ensemble
   // of whole fits); a sparse block keeps the identity, whose direct form would visit all m·n places.
