@@ -50,7 +50,7 @@ int convert(const ConvertArgs& args) {
   end_writes_on_signals(args.output);
   remove_stale_temporaries(args.output);
   const io::MatrixShape a = io::convert_matrix<T>(args.input, args.output, args.missing == "nan");
-  if (io::format_of(args.input) == io::FileFormat::dcsr) {
+  if (io::format_of(args.output) != io::FileFormat::dcsr) {
     std::printf("%s: %lldx%lld, %lld entries -> %s\n", args.input.c_str(), static_cast<long long>(a.rows),
                 static_cast<long long>(a.cols), static_cast<long long>(a.stored), args.output.c_str());
   } else {
@@ -76,7 +76,14 @@ Command add_convert(CLI::App& parent) {
   app->add_option("--missing", args->missing,
                   "nan: keep NaN entries as stored values, for dnmf factor --missing nan (without it they are refused)")
       ->check(CLI::IsMember({"nan"}));
-  return {app, [args] { return args->precision == "f32" ? convert<float>(*args) : convert<double>(*args); }};
+  return {app, [args] {
+            // A .mtx is written with the .dcsr's own values: f32 rounded them (0.3 became 0.300000012) or refused
+            // a value below float's range, with a summary that did not say so.
+            if (args->precision == "f32" && io::format_of(args->output) == io::FileFormat::matrix_market)
+              throw UsageError("--precision f32: it sets the value type of a .dcsr output; " + args->output +
+                               " is written with the values of " + args->input + " (leave --precision out)");
+            return args->precision == "f32" ? convert<float>(*args) : convert<double>(*args);
+          }};
 }
 
 }  // namespace dnmf::cli

@@ -54,6 +54,12 @@ int run_cv(CvArgs args) {
   stop_on_signals();  // before the staging folder exists (a signal while it was made left it behind)
   OutputSet out(args.output, {args.input, args.solver.mask});
   o.factor.cancel = [] { return stop_signal() != 0; };
+  if (!args.solver.quiet) {
+    o.progress = [](const CrossValidationProgress& p) {
+      std::fprintf(stderr, "cv: fold %d/%d k=%lld held-out error %.4e (fit %.4e, %d iterations)\n", p.fold + 1, p.folds,
+                   static_cast<long long>(p.k), p.heldout_error, p.fit_error, p.iterations);
+    };
+  }
   const CrossValidationResult result = cross_validate<T>(Source::file(args.input), o, context);
   if (const std::string warning = cross_validation_warning(result); !warning.empty())
     std::fprintf(stderr, "dnmf: warning: %s: %s\n", args.input.c_str(), warning.c_str());
@@ -83,6 +89,7 @@ Command add_cv(CLI::App& parent) {
   app->add_option("FILE", args->input, std::string("input matrix: ") + kInputFormats)->required();
   app->add_option("--k", args->k_range, "the k to try: FIRST:LAST[:STEP] (inclusive) or one K")->required();
   app->add_option("--folds", o.folds, "independent random hold-outs (keyed by --seed)")
+      ->transform(decimal_integer())
       ->check(at_least(1))
       ->capture_default_str();
   app->add_option("--holdout", o.holdout, "fraction of the observed entries hidden in each fold")

@@ -130,7 +130,9 @@ Command add_factor(CLI::App& parent) {
   auto args = std::make_shared<FactorArgs>();
   CLI::App* app = parent.add_subcommand("factor", "factorise a matrix file: A ~ W H with W, H >= 0");
   app->add_option("FILE", args->input, std::string("input matrix: ") + kInputFormats)->required();
-  app->add_option("-k,--rank", args->solver.options.rank, "rank k, 1 <= k <= min(m, n)")->required();
+  app->add_option("-k,--rank", args->solver.options.rank, "rank k, 1 <= k <= min(m, n)")
+      ->required()
+      ->transform(decimal_integer());
   add_solver_options(*app, args->solver);
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
   app->add_option("--factors", args->factors_format,

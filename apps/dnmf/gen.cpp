@@ -188,15 +188,27 @@ int generate(const GenArgs& args) {
 Command add_gen(CLI::App& parent) {
   auto args = std::make_shared<GenArgs>();
   CLI::App* app = parent.add_subcommand("gen", "write a matrix with a planted factorisation (and its W, H)");
-  app->add_option("--rows", args->planted.rows, "rows of A")->required()->check(at_least(1));
-  app->add_option("--cols", args->planted.cols, "columns of A")->required()->check(at_least(1));
-  app->add_option("--rank", args->planted.rank, "planted rank k")->required()->check(at_least(1));
+  app->add_option("--rows", args->planted.rows, "rows of A")
+      ->required()
+      ->transform(decimal_integer())
+      ->check(at_least(1));
+  app->add_option("--cols", args->planted.cols, "columns of A")
+      ->required()
+      ->transform(decimal_integer())
+      ->check(at_least(1));
+  app->add_option("--rank", args->planted.rank, "planted rank k")
+      ->required()
+      ->transform(decimal_integer())
+      ->check(at_least(1));
   app->add_option("--density", args->planted.density,
                   "below 1: a sparse matrix (.mtx, or a CSR group in .h5) with about this fraction of non-zero "
                   "entries; 1: a dense matrix (its factors are half zeros, so some entries are zero)")
       ->capture_default_str();
   app->add_option("--noise", args->planted.noise, "relative multiplicative noise")->capture_default_str();
-  app->add_option("--seed", args->planted.seed, "random seed")->check(seed_value())->capture_default_str();
+  app->add_option("--seed", args->planted.seed, "random seed")
+      ->transform(decimal_integer())
+      ->check(seed_value())
+      ->capture_default_str();
   add_precision_option(*app, args->precision);
   app->add_option("-o,--output", args->output,
                   "A.npy (dense), A.mtx (sparse) or A.h5 (either, as /X); truth goes to A.W.npy, A.H.npy")

@@ -75,9 +75,10 @@ int show_info(const InfoArgs& args) {
   if (s.negative + s.nan + s.infinite > 0) {
     std::fprintf(stderr,
                  "dnmf: warning: %s: %lld negative, %lld NaN and %lld infinite entries; dnmf factor needs finite, "
-                 "non-negative input\n",
+                 "non-negative input%s\n",
                  args.path.c_str(), static_cast<long long>(s.negative), static_cast<long long>(s.nan),
-                 static_cast<long long>(s.infinite));
+                 static_cast<long long>(s.infinite),
+                 s.nan > 0 ? " (with --missing nan it fits NaN entries as missing)" : "");
   }
   return 0;
 }

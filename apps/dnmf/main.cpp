@@ -83,7 +83,16 @@ int fail_here(const std::string& message, int code = kExitGeneral) {
 
 /// CLI11 would call a mistyped subcommand an unexpected positional argument; say what it is and the likely fix.
 void check_subcommand(int argc, char** argv, const CLI::App& app) {
-  if (argc < 2 || argv[1][0] == '-') return;
+  if (argc < 2) return;
+  if (argv[1][0] == '-') {
+    // `dnmf --foo` said only "A subcommand is required".
+    const std::string word = argv[1];
+    if (word == "-h" || word == "--help" || word == "--version") return;
+    throw dnmf::CollectiveError("unknown option '" + word +
+                                    "': dnmf takes --help or --version before a subcommand "
+                                    "(gen, info, factor, nmfk, cv, convert), and the other options after it",
+                                dnmf::ErrorKind::usage);
+  }
   const std::string word = argv[1];
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
@@ -98,6 +107,34 @@ void check_subcommand(int argc, char** argv, const CLI::App& app) {
                               dnmf::ErrorKind::usage);
 }
 
+/// `required` (a missing option's message), preceded by the options the command line gave that the parsed
+/// subcommand does not take, each with the nearest option it does take.
+std::string unexpected_before(const CLI::App& app, const std::string& required) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->parsed() == 0) continue;
+    std::vector<std::string> names;
+    for (const CLI::Option* option : sub->get_options()) {
+      for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+      for (const std::string& name : option->get_snames()) names.push_back("-" + name);
+    }
+    std::string unexpected;
+    for (const std::string& word : sub->remaining()) {
+      if (word.empty() || word[0] != '-') continue;
+      // The same name with the other number of dashes first (-k for --k), then the nearest by spelling.
+      const std::size_t dashes = word.find_first_not_of('-');
+      const std::string bare = dashes == std::string::npos ? std::string() : word.substr(dashes);
+      std::string guess;
+      for (const std::string& name : names)
+        if (name != word && name.substr(name.find_first_not_of('-')) == bare) guess = name;
+      if (guess.empty()) guess = dnmf::cli::nearest(word, names);
+      unexpected += (unexpected.empty() ? "" : ", ") + ("'" + word + "'") +
+                    (guess.empty() ? std::string() : " (did you mean '" + guess + "'?)");
+    }
+    if (!unexpected.empty()) return sub->get_name() + " does not take " + unexpected + "; " + required;
+  }
+  return required;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"dnmf: non-negative matrix factorisation A ~ W H", "dnmf"};
   // The first line is the version alone (scripts compare it); the BLAS follows, as bug reports need it.
@@ -110,6 +147,11 @@ int run(int argc, char** argv) {
   check_subcommand(argc, argv, app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    // CLI11 checks required options before unexpected ones: `nmfk -k 2:5` (factor's spelling) said only "--k is
+    // required", never naming the -k it did not take.
+    if (dnmf::Context::world().rank() == 0) print_error(unexpected_before(app, e.what()));
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive as "errors" with exit code 0; CLI11 prints those itself.
     if (e.get_exit_code() == 0) return app.exit(e);
@@ -187,6 +229,19 @@ CLI::Validator at_least(double bound) {
         return {};
       },
       name.str());
+}
+
+CLI::Validator decimal_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t start = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+        if (text.size() == start || text.find_first_not_of("0123456789", start) != std::string::npos)
+          return "must be a whole decimal number, got '" + text + "'";
+        const std::size_t first = std::min(text.find_first_not_of('0', start), text.size() - 1);
+        text = (text[0] == '-' ? "-" : "") + text.substr(first);
+        return {};
+      },
+      "");
 }
 
 CLI::Validator fraction() {

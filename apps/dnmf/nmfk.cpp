@@ -127,6 +127,7 @@ Command add_nmfk(CLI::App& parent) {
   app->add_option("--k", args->k_range, "the k to try: FIRST:LAST[:STEP] (inclusive) or one K")->required();
   app->add_option("--perturbations", o.perturbations,
                   "perturbed copies of A per k (at least 2: the silhouettes compare them)")
+      ->transform(decimal_integer())
       ->capture_default_str();
   app->add_option("--epsilon", o.epsilon, "uniform perturbation amplitude: a(1 + eps(2U - 1)), 0 <= eps < 1")
       ->check(at_least(0))
@@ -143,9 +144,11 @@ Command add_nmfk(CLI::App& parent) {
       ->capture_default_str();
   app->add_flag("--h-silhouettes", o.h_silhouettes, "also report silhouettes of H's rows");
   app->add_option("--groups", o.groups, "process groups running different (k, p) jobs (<= processes)")
+      ->transform(decimal_integer())
       ->check(at_least(1))
       ->capture_default_str();
   app->add_option("--cluster-iters", o.max_cluster_iterations, "cap on the clustering's assignment rounds")
+      ->transform(decimal_integer())
       ->check(at_least(1))
       ->capture_default_str();
   app->add_option("--accept-factor", o.accept_factor,
@@ -156,6 +159,7 @@ Command add_nmfk(CLI::App& parent) {
       "--cv", o.cv, "also choose k by cross-validation: held-out error per k beside the silhouettes (one process)");
   // Without --cv they would be ignored silently: a run the user believes cross-validated.
   app->add_option("--cv-folds", o.cv_folds, "--cv: independent random hold-outs (keyed by --seed)")
+      ->transform(decimal_integer())
       ->check(at_least(1))
       ->needs(cv)
       ->capture_default_str();

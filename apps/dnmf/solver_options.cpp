@@ -46,19 +46,27 @@ void add_solver_options(CLI::App& app, SolverArgs& args, SolverOptionScope scope
   app.add_option("--algo", args.algo, "update rule")
       ->check(CLI::IsMember({"mu", "kl", "hals", "bpp"}))
       ->capture_default_str();
-  app.add_option("--iters", o.max_iterations, "maximum iterations")->check(at_least(0))->capture_default_str();
+  app.add_option("--iters", o.max_iterations, "maximum iterations")
+      ->transform(decimal_integer())
+      ->check(at_least(0))
+      ->capture_default_str();
   app.add_option("--tol", o.tol, "stop when the objective's relative change falls below this (0: never)")
       ->check(at_least(0))
       ->capture_default_str();
   app.add_option("--init", args.init, "initialisation (nndsvd/nndsvda need one process and a resident matrix)")
       ->check(CLI::IsMember({"random", "nndsvd", "nndsvda"}))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "random seed")->check(seed_value())->capture_default_str();
+  app.add_option("--seed", o.seed, "random seed")
+      ->transform(decimal_integer())
+      ->check(seed_value())
+      ->capture_default_str();
   add_precision_option(app, args.precision);
   app.add_option("--backend", args.backend, "where the kernels run")
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--threads", o.threads, "OpenMP threads per process (0: OpenMP's default)")->check(at_least(0));
+  app.add_option("--threads", o.threads, "OpenMP threads per process (0: OpenMP's default)")
+      ->transform(decimal_integer())
+      ->check(at_least(0));
   app.add_flag("--no-fuse", args.no_fuse, "never use the single-pass (fused) iteration");
   app.add_flag("--extrapolate", o.extrapolate,
                "hals, bpp: extrapolated iteration with restarts, fewer iterations to a given error "

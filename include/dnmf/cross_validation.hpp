@@ -3,6 +3,7 @@
 // entries says where more components stop helping.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,16 @@
 
 namespace dnmf {
 
+/// One finished (fold, k) fit, as cross_validate() reports it to CrossValidationOptions::progress.
+struct CrossValidationProgress {
+  int fold = 0;   ///< 0-based
+  int folds = 0;  ///< of the run
+  index_t k = 0;
+  double heldout_error = 0;  ///< as CrossValidationRank::fold_errors
+  double fit_error = 0;      ///< as CrossValidationRank::fit_errors
+  int iterations = 0;        ///< the fit's iterations
+};
+
 /// Options of cross_validate().
 struct CrossValidationOptions {
   std::vector<index_t> ks;  ///< the k values to try (any order, duplicates ignored)
@@ -20,6 +31,8 @@ struct CrossValidationOptions {
   double holdout = 0.05;    ///< fraction of the observed entries hidden in each fold, 0 < holdout < 1
   /// Solver options (rank ignored); factor.missing says which entries are observed to begin with.
   FactorOptions factor;
+  /// Called after each (fold, k) fit, in the order they run (folds outer, ks ascending); empty: no calls.
+  std::function<void(const CrossValidationProgress&)> progress;
 };
 
 /// The held-out figures of one k.

@@ -197,6 +197,8 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
       }
       rank.fold_errors.push_back(std::sqrt(num / den));  // den > 0: a held-out entry is non-zero (checked above)
       rank.fit_errors.push_back(fit.rel_error);
+      if (options.progress)
+        options.progress({fold, options.folds, rank.k, rank.fold_errors.back(), fit.rel_error, fit.iterations});
     }
   }
   for (CrossValidationRank& rank : result.ranks) {
@@ -332,10 +334,12 @@ void check_holdout_folds(const std::string& name, std::uint64_t seed, int folds,
     }
     if (!some_held)
       throw UsageError(fraction + "no entry of " + std::to_string(observed) + " observed ones in fold " +
-                       std::to_string(fold));
+                       std::to_string(fold) + " (seed " + std::to_string(seed) +
+                       "); raise the fraction to about 1/observed or more, or pick another --seed");
     if (!some_kept)
       throw UsageError(fraction + "every one of the " + std::to_string(observed) + " observed entries in fold " +
-                       std::to_string(fold) + ", leaving nothing to fit");
+                       std::to_string(fold) + " (seed " + std::to_string(seed) +
+                       "), leaving nothing to fit; lower the fraction or pick another --seed");
     // Past here the loop ran to the end, so held_count is the fold's.
     const std::string which = name + ": fold " + std::to_string(fold) + " (seed " + std::to_string(seed) +
                               ", hold-out fraction " + io::shortest_repr(holdout) + ") ";

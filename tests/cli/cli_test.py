@@ -658,8 +658,9 @@ def info_negative(ctx):
     for key, value in {"negative": "3", "nan": "2", "inf": "2", "shape": "4 x 3"}.items():
         check(f.get(key) == value, "info %s = %r, expected %r\n%s" % (key, f.get(key), value, result.stdout))
     lines = result.stderr.splitlines()
-    check(len(lines) == 1 and "warning" in lines[0] and "bad.npy" in lines[0],
-          "expected one warning line naming bad.npy, got: %r" % result.stderr)
+    check(len(lines) == 1 and "warning" in lines[0] and "bad.npy" in lines[0]
+          and "with --missing nan it fits NaN entries as missing" in lines[0],
+          "expected one warning line naming bad.npy and --missing nan, got: %r" % result.stderr)
     j = json.loads(ctx.run("info", "--json", "bad.npy").stdout)
     check((j["negative"], j["nan"], j["inf"]) == (3, 2, 2), "info --json counts %r" % j)
     # Matrix Market duplicates are summed when read, but factor checks each line first: info counts the -1 that
@@ -926,6 +927,17 @@ def cv(ctx):
     check(lines[0] == "k,mean_heldout_error,standard_error,selected" and len(lines) == 5, "cv.csv: %s" % lines)
     check(report["emptied_rows_per_fold"] == [0, 0, 0] and "warning" not in report and "warning" not in
           result.stderr, "a 10%% hold-out of 40x30 empties no row: %s / %s" % (report, result.stderr))
+    check(result.stderr == "", "-q printed: " + result.stderr)
+    ctx.expect_error(["cv", "A.npy", "--k", 2, "--holdout", "1e-9", "-o", "tiny"],
+                     ["hides no entry of 1200 observed ones in fold 0 (seed 1)", "raise the fraction"], out_dir=None,
+                     code=2)
+    # Without -q a line per (fold, k) fit, with the held-out error cv.json records (a sweep ran silently before).
+    result = ctx.ok("cv", "A.npy", "--k", "2:5", "--folds", 3, "--holdout", 0.1, "--iters", 100, "-o", "loud")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("cv: fold ")]
+    check(len(lines) == 12 and lines[0].startswith("cv: fold 1/3 k=2 held-out error ")
+          and lines[-1].startswith("cv: fold 3/3 k=5 "), "progress lines: " + result.stderr)
+    first = float(lines[0].split("held-out error ")[1].split()[0])
+    check(abs(first - report["ranks"][0]["fold_errors"][0]) <= 1e-4 * first, "fold 1 k=2: %s / %s" % (lines[0], report))
     # A hold-out so large that it hides whole rows: those cannot be fitted, and the run says so.
     result = ctx.ok("cv", "A.npy", "--k", "2:3", "--folds", 2, "--holdout", 0.95, "--iters", 20, "-q", "-o", "out95")
     with open(ctx.path("out95", "cv.json")) as f:
@@ -1205,6 +1217,14 @@ def err_k_too_large(ctx):
 def err_unknown_flag(ctx):
     small_dense(ctx)
     ctx.expect_error(["factor", "A.npy", "-k", 2, "--bogus-flag", "-o", "out"], ["--bogus-flag"], code=2)
+    # One subcommand's spelling in another: CLI11 said only "--k is required", never naming the -k it ignored.
+    ctx.expect_error(["nmfk", "A.npy", "-k", "2:3", "-o", "out"],
+                     ["nmfk does not take '-k' (did you mean '--k'?)", "--k is required"], out_dir=None, code=2)
+    ctx.expect_error(["factor", "A.npy", "--k", 3, "-o", "out"],
+                     ["factor does not take '--k' (did you mean '-k'?)", "--rank is required"], out_dir=None, code=2)
+    # An option before the subcommand: "A subcommand is required".
+    ctx.expect_error(["--foo", "factor", "A.npy", "-k", 2, "-o", "out"], ["unknown option '--foo'"], out_dir=None,
+                     code=2)
 
 
 @case
@@ -1940,6 +1960,45 @@ def numeric_edges(ctx):
     for noise in ("inf", "nan"):
         result = ctx.run("gen", "--rows", 10, "--cols", 5, "--rank", 2, "--noise", noise, "-o", "noisy.npy")
         check(result.rc == 2 and "noise must be a finite number >= 0, got " in result.stderr, result.describe())
+
+
+@case
+def decimal_integers(ctx):
+    # CLI11 reads whole numbers with base 0: `-k 010` ran k = 8, `--seed 010` the stream of seed 8 (a zero-padded
+    # value from `seq -w` ran another rank or seed with exit 0), `08` failed as "Could not convert" and `0x3` ran 3.
+    small_dense(ctx)
+    ctx.ok("factor", "A.npy", "-k", "010", "--seed", "010", "--iters", "0050", "--threads", "01", "-q", "-o", "pad")
+    report = ctx.report("pad")
+    check(report["k"] == 10 and report["seed"] == 10 and report["iterations"] == 50, "padded values: %r" % report)
+    check(Npy(ctx.path("pad/W.npy")).shape == (20, 10), "W's shape with -k 010")
+    ctx.ok("factor", "A.npy", "-k", "08", "--seed", "09", "--iters", 5, "-q", "-o", "eight")
+    check(ctx.report("eight")["k"] == 8 and ctx.report("eight")["seed"] == 9, "08 / 09 not read as 8 / 9")
+    for flag, value in (("-k", "0x3"), ("-k", "2.5"), ("--iters", "1e3"), ("--seed", "0x10")):
+        args = ["factor", "A.npy", "-o", "bad", flag, value] + (["-k", 3] if flag != "-k" else [])
+        ctx.expect_error(args, ["must be a whole decimal number, got '%s'" % value], out_dir="bad", code=2)
+    result = ctx.run("gen", "--rows", "010", "--cols", "06", "--rank", "02", "-o", "g.npy")
+    check(result.rc == 0 and Npy(ctx.path("g.npy")).shape == (10, 6), result.describe())
+    ctx.ok("cv", "A.npy", "--k", 2, "--folds", "010", "--iters", 5, "-q", "-o", "cv")
+    with open(ctx.path("cv/cv.json")) as f:
+        check(json.load(f)["folds"] == 10, "cv --folds 010")
+
+
+@case
+def convert_precision_applies_to_dcsr(ctx):
+    # `convert X.dcsr OUT.mtx --precision f32` rounded the values written (0.3 -> 0.300000012) with a summary that
+    # did not say so; --precision is the value type of a .dcsr output.
+    write_bytes(ctx.path("w.npy"), npy_bytes([[0.1, 0.2], [0.3, 1.0]]))
+    result = ctx.ok("convert", "w.npy", "w.dcsr")
+    check("(values f64)" in result.stdout, result.describe())
+    result = ctx.ok("convert", "w.dcsr", "w32.dcsr", "--precision", "f32")
+    check("(values f32)" in result.stdout, "dcsr -> dcsr summary: " + result.describe())
+    result = ctx.run("convert", "w.dcsr", "w32.mtx", "--precision", "f32")
+    check(result.rc == 2 and "--precision f32: it sets the value type of a .dcsr output" in result.stderr
+          and not os.path.exists(ctx.path("w32.mtx")), result.describe())
+    ctx.ok("convert", "w.dcsr", "w.mtx")
+    with open(ctx.path("w.mtx")) as f:
+        values = sorted(float(line.split()[2]) for line in f.read().splitlines()[2:])
+    check(values == [0.1, 0.2, 0.3, 1.0], "values written: %r" % values)
 
 
 @case
