@@ -54,7 +54,8 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   // Weights of 0 and 1 (a 0/1 mask, NaN as missing, a cross-validation fold) leave A's own entries to blame: the
   // message spoke of "the mask's weights" to a dnmf cv run that had none.
   const bool weighted = !p.h_half.dense || !zero_one_weights(p.h_half);
-  check_scale<T>(stats, p.m, p.n, options.algorithm, weighted, p.observed);
+  check_scale<T>(stats, p.m, p.n, options.algorithm, weighted, p.observed, -1,
+                 p.weight_sum / static_cast<double>(p.observed));
   const bool svd = options.init == InitMethod::nndsvd || options.init == InitMethod::nndsvda;
   if (svd && !p.h_half.dense)
     throw UsageError("--init " + to_string(options.init) +

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/update_rules.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 #include "io/collective_failure.hpp"
@@ -58,6 +60,52 @@ std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t
 template <class T>
 constexpr double kIdentityNoiseFloor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
 
+// Σ over a piece's cells of a·log(a / m) − a + m (m = (left_iᵀ right_j), floored as the iterations floor it; an
+// a = 0 cell adds m), each cell's term formed in double as a non-negative number, so nothing cancels. `left` is k x
+// rows of the piece, `right` k x its columns. Sums are kept per block of columns (CSR: of rows) and added in
+// block order, so that the figure is the same for any thread count.
+template <class T>
+double kl_divergence_direct(const MatrixRef<T>& piece, DenseView<const T> left, DenseView<const T> right) {
+  constexpr index_t kBlock = 64;
+  const index_t rows = rows_of(piece), cols = cols_of(piece), k = left.rows;
+  const auto term = [&](double a, index_t i, index_t j) {
+    double m = 0;
+    for (index_t l = 0; l < k; ++l) m += static_cast<double>(left(l, i)) * static_cast<double>(right(l, j));
+    if (!(a > 0)) return m;
+    m = std::max(m, backend::kl_model_floor);
+    // a·(r − log(1 + r)) with r = (m − a) / a: the same term without its three parts of size a (summed directly,
+    // a constant 1e10 fitted to 1e-16 read -2.5e-4); a short series where r is small, r − log1p(r) otherwise.
+    const double r = (m - a) / a;
+    if (std::abs(r) < 1e-3) return a * r * r * (0.5 - r * (1.0 / 3 - r * (0.25 - r / 5)));
+    return a * (r - std::log1p(r));
+  };
+  const auto* dense = std::get_if<DenseView<const T>>(&piece);
+  const index_t outer = dense != nullptr ? cols : rows;
+  const index_t blocks = (outer + kBlock - 1) / kBlock;
+  std::vector<double> sums(to_size(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (index_t b = 0; b < blocks; ++b) {
+    double sum = 0;
+    for (index_t o = b * kBlock; o < std::min(outer, (b + 1) * kBlock); ++o) {
+      if (dense != nullptr) {
+        for (index_t i = 0; i < rows; ++i) sum += term(static_cast<double>((*dense)(i, o)), i, o);
+      } else {
+        const auto& csr = std::get<CsrView<T>>(piece);
+        index_t p = csr.indptr[o];
+        for (index_t j = 0; j < cols; ++j) {
+          double a = 0;
+          if (p < csr.indptr[o + 1] && csr.indices[p] == j) a = static_cast<double>(csr.values[p++]);
+          sum += term(a, o, j);
+        }
+      }
+    }
+    sums[to_size(b)] = sum;
+  }
+  double total = 0;
+  for (const double v : sums) total += v;
+  return total;
+}
+
 // ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity; small values are recomputed
 // directly where the whole matrix is at hand and that costs no more than a few products. With `kl_objective`
 // the product is KL's ratio pass, whose sums give the cross term and also KL(A ‖ WH) = Σ a·log(a / m) − Σ a + Σ m
@@ -89,6 +137,33 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
       double model_sum = 0;
       for (index_t l = 0; l < k; ++l) model_sum += sums_wh[to_size(l)] * sums_wh[to_size(k + l)];
       *kl_objective = both[1] - stats.sum + model_sum;
+      // The three sums cancel to about ε·Σa on a near-exact fit: a constant matrix's divergence of 3e-7 read
+      // -3.9e-4 (float32), a rank-1 matrix of 1e20 read 8.4e6 for 7e-10. Below that noise each cell's term is
+      // summed where the block is in host memory (every rank's, or the figure stands).
+      const double noise = 16 * std::numeric_limits<T>::epsilon() * (std::abs(stats.sum) + std::abs(model_sum));
+      if (!(*kl_objective > noise)) {
+        if (host_whole != nullptr && grid.shape().size() == 1) {
+          if (!(is_sparse(*host_whole) &&
+                static_cast<double>(rows_of(*host_whole)) * static_cast<double>(cols_of(*host_whole)) > 5e7))
+            *kl_objective = kl_divergence_direct<T>(*host_whole, f.wt.view(), f.h.view());
+        } else {
+          double local[2] = {0, 0};  // {blocks that could, Σ of their terms}
+          if (!(a.sparse() && static_cast<double>(a.rows()) * static_cast<double>(a.cols()) > 5e7)) {
+            const bool visited =
+                a.visit_host([&](const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed) {
+                  const index_t rows = transposed ? cols_of(piece) : rows_of(piece);
+                  const index_t cols = transposed ? rows_of(piece) : cols_of(piece);
+                  const DenseView<const T> wt = wt_full.view().columns(row0, row0 + rows);
+                  const DenseView<const T> h = h_full.view().columns(col0, col0 + cols);
+                  local[1] +=
+                      transposed ? kl_divergence_direct<T>(piece, h, wt) : kl_divergence_direct<T>(piece, wt, h);
+                });
+            local[0] = visited ? 1 : 0;
+          }
+          grid.world().allreduce_sum(local, 2);
+          if (local[0] >= grid.world().size()) *kl_objective = local[1];
+        }
+      }
     } else {
       a.multiply(backend::Side::H, wt_dev.view(), p.view(), T(0));
       cross = grid.world().sum(kernels.dot(p.view(), h_dev.view()));
@@ -177,7 +252,7 @@ void check_options(const FactorOptions& o, index_t m, index_t n) {
 
 template <class T>
 void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted,
-                 std::int64_t observed, index_t normalised_columns) {
+                 std::int64_t observed, index_t normalised_columns, double mean_weight) {
   // The factors' entries are of about sqrt(scale / k) and the iterations multiply three of them (G·x), so their
   // products are of about scale^1.5. In float those fell below its smallest normal number (1.2e-38) for data of
   // 1e-30 and every algorithm returned zero factors with "converged". KL floors its model values at
@@ -196,9 +271,18 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
       weighted ? "the weighted entries w·a (the mask's weights times A's entries)" : "the matrix's entries";
   const std::string remedy = weighted ? "multiply the matrix or the mask's weights by a large constant first"
                                       : "multiply the matrix by a large constant first";
-  if (std::is_same_v<T, float> && rms < 1e-25) {
+  // rms is √w̄ times the weighted RMS of a, but the weighted iterations' products are of w̄·a^1.5 (one weight, the
+  // factors' entries of about √a each): the measure below is rms·w̄^(1/6), rms itself at unit weights. A mask of
+  // uniform weights 3e-45 (subnormal in float) passed at rms 4e-23 and returned W·H = 0 or a wrong fit, exit 0.
+  const double float_measure = mean_weight > 0 && mean_weight != 1 ? rms * std::pow(mean_weight, 1.0 / 6) : rms;
+  if (std::is_same_v<T, float> && float_measure < 1e-25) {
     std::snprintf(text, sizeof text, "%.3g", rms);
-    throw DataError(entries + " are too small for float32 (root mean square " + text +
+    std::string figures = std::string("root mean square ") + text;
+    if (float_measure != rms) {
+      std::snprintf(text, sizeof text, "%.3g", mean_weight);
+      figures += std::string(", mean weight ") + text;
+    }
+    throw DataError(entries + " are too small for float32 (" + figures +
                     "): products of its factors fall below float's smallest normal number; run in float64 "
                     "(--precision f64) or " +
                     remedy);
@@ -408,8 +492,9 @@ template void gather_factors<double>(const dist::Grid&, const dist::Layout&, con
                                      DenseMatrix<double>&, DenseMatrix<double>&, int);
 template void normalise_across<float>(dist::Communicator&, DenseMatrix<float>&, DenseMatrix<float>&);
 template void normalise_across<double>(dist::Communicator&, DenseMatrix<double>&, DenseMatrix<double>&);
-template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t, index_t);
-template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t,
-                                  index_t);
+template void check_scale<float>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t, index_t,
+                                 double);
+template void check_scale<double>(const backend::MatrixStats&, index_t, index_t, Algorithm, bool, std::int64_t, index_t,
+                                  double);
 
 }  // namespace dnmf::solvers

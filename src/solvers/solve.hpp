@@ -62,10 +62,11 @@ double squared_residual_wt(const MatrixRef<T>& a, DenseView<const T> wt, DenseVi
 /// statistics are of w·a (a mask), and the message says so; `observed`: the number of entries the squared norm is
 /// over (a masked run's observed ones), -1 for all m x n cells. `normalised_columns`: how many columns of the
 /// caller's A the normalised H's row sums are spread over (KL in float32: their mean is checked against float's
-/// range), 0 when nothing is normalised, -1 for n.
+/// range), 0 when nothing is normalised, -1 for n. `mean_weight`: a masked run's mean observed weight (float32:
+/// the iterations' products carry one weight and three factor entries each, so tiny weights underflow them).
 template <class T>
 void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted = false,
-                 std::int64_t observed = -1, index_t normalised_columns = -1);
+                 std::int64_t observed = -1, index_t normalised_columns = -1, double mean_weight = 1);
 
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);

@@ -579,6 +579,61 @@ TEST(Api, TooSmallWeightedEntriesNameTheWeights) {
   }
 }
 
+// In float32 the weighted iterations' products carry a weight and three factor entries: uniform weights of 3e-45
+// (subnormal in float) passed the scale check (its √w·a was 4e-23) and returned W·H = 0 or a wrong fit with exit
+// 0, where float64 refused them. Refused now with the weights named; uniform weights of 1e-30 fit as weights of 1.
+TEST(Api, Float32MaskOfTinyWeightsIsRefusedOrFitsAsUnitWeights) {
+  DenseMatrix<float> a(30, 20);
+  for (index_t i = 0; i < 30; ++i)
+    for (index_t j = 0; j < 20; ++j) a(i, j) = 0.1f + static_cast<float>((i * 7 + j * 13) % 23) / 23.0f;
+  const auto fit = [&](float weight) {
+    DenseMatrix<float> mask(30, 20);
+    for (float& w : mask.storage()) w = weight;
+    mask(3, 4) = 0;  // one missing entry, so that the mask is not all ones
+    FactorOptions o = options_k4();
+    o.max_iterations = 50;
+    o.missing.mask = Source::dense<float>(mask.view());
+    return factor<float>(Source::dense<float>(a.view()), o);
+  };
+  try {
+    (void)fit(3e-45f);
+    ADD_FAILURE() << "float32 weights of 3e-45 were accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::data) << m;
+    EXPECT_NE(m.find("too small for float32"), std::string::npos) << m;
+    EXPECT_NE(m.find("mean weight"), std::string::npos) << m;
+  }
+  const auto unit = fit(1.0f), tiny = fit(1e-30f);
+  EXPECT_NEAR(tiny.result.rel_error, unit.result.rel_error, 1e-4 * unit.result.rel_error);
+}
+
+// KL's final objective from Σ a·log(a/m) − Σ a + Σ m cancels to about ε·Σ a on a near-exact fit: a constant 1e10
+// (400 x 300, k = 1) read -7.0 in float64, a matrix of ones -3.9e-4 in float32, for divergences of 1e-15 and
+// 3e-7. Each cell's term is now summed as a non-negative number below that noise.
+TEST(Api, KlObjectiveOfANearExactFitIsTheDivergenceNotItsRounding) {
+  const auto check = [](auto zero, double value, double bound) {
+    using T = decltype(zero);
+    DenseMatrix<T> a(400, 300);
+    for (T& v : a.storage()) v = static_cast<T>(value);
+    FactorOptions o = options_k4(Algorithm::kl);
+    o.rank = 1;
+    const Factorization<T> run = factor<T>(Source::dense<T>(a.view()), o);
+    double reference = 0;
+    for (index_t i = 0; i < 400; ++i)
+      for (index_t j = 0; j < 300; ++j) {
+        const double m = static_cast<double>(run.result.W(i, 0)) * static_cast<double>(run.result.H(0, j));
+        const double r = (m - value) / value;
+        reference += value * (std::abs(r) < 1e-3 ? r * r / 2 : r - std::log1p(r));
+      }
+    EXPECT_GE(run.result.objective, 0.0) << value;
+    EXPECT_LE(run.result.objective, bound) << value;
+    EXPECT_NEAR(run.result.objective, reference, 0.5 * reference + 1e-20 * value) << value;
+  };
+  check(0.0, 1e10, 1e-6);
+  check(0.0f, 1.0, 1e-5);
+}
+
 // Misuse a C++ caller can make with values outside the API's contracts (a helper session's findings): each was a
 // crash or a silently wrong result.
 TEST(Api, NullArraysAndValuesOutsideTheEnumerationsAreUsageErrors) {

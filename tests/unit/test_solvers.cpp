@@ -386,6 +386,24 @@ TEST(Solvers, NndsvdStartsIgnoreTripletsPastTheRankAndEmptyBlocks) {
   EXPECT_LT(worst_gap(product(seed2, 60, 40, 2), p32, 1.0), 1e-4);
 }
 
+// An exact fit's figures are rounding: the identity's squared error alternated between 0 (clamped) and its noise
+// (rel_error 0, 1.4e-8, 0, ...), and against a previous objective of 0 the relative tol test could never pass,
+// so a 1 x 7 row fitted exactly by HALS from NNDSVD ran all 200 iterations and reported "not converged" (a helper
+// session's finding). An objective at or below 0 now counts as converged.
+TEST(Solvers, ExactFitsStopAtTheirFirstRoundingZero) {
+  const double values[7] = {0.6369616873214543, 0.2697867137638703, 0.04097352393619469, 0.016527635528529094,
+                            0.8132702392002724, 0.9127555772777217, 0.6066357757671799};
+  DenseMatrix<double> row(1, 7);
+  for (index_t j = 0; j < 7; ++j) row(0, j) = values[j];
+  FactorOptions o = options_for(Algorithm::hals, 1, 200);
+  o.tol = 1e-4;
+  o.init = InitMethod::nndsvd;
+  const auto r = factorize<double>(MatrixRef<double>{row.view()}, o);
+  EXPECT_TRUE(r.converged);
+  EXPECT_LT(r.iterations, 10);
+  EXPECT_LT(r.rel_error, 1e-12);
+}
+
 // Data so small that float's products of three factor entries, or KL's floored model values, lose it: every
 // algorithm returned zero factors and "converged" (f32 at 1e-30; KL at 1e-30 in f64). Refused with the remedy;
 // a little above the bounds the fit is that of the data at scale 1.
