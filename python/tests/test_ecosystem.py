@@ -65,3 +65,23 @@ def test_numpy_savez_one_array_and_named(tmp_path):
         dnmf.factor_file(tmp_path / "two.npz", 3)
     named = dnmf.factor_file(f"{tmp_path / 'two.npz'}:A", 3, seed=1, max_iter=20)
     np.testing.assert_allclose(named.W, reference.W, rtol=1e-10, atol=1e-14)
+
+
+def _fit_in_worker(seed):
+    X = planted(400, 300, 5, seed=7)
+    return dnmf.NMF(5, solver="cd", init="random", random_state=seed, max_iter=30, n_threads=2).fit(X).components_
+
+
+def test_fits_in_processes_forked_after_a_fit():
+    """GNU OpenMP's threads do not survive fork(): after a fit in the parent, a child made by multiprocessing's
+    'fork' start method (Python 3.11's default on Linux) hung for good in its first fit. Such a child now runs on
+    one thread, with the same results (they do not depend on the thread count)."""
+    import multiprocessing
+
+    X = planted(400, 300, 5, seed=7)  # large enough for the fit to start its threads (small ones run on one)
+    expected = [dnmf.NMF(5, solver="cd", init="random", random_state=s, max_iter=30, n_threads=2).fit(X).components_
+                for s in (0, 1)]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.map_async(_fit_in_worker, (0, 1)).get(timeout=60)  # TimeoutError where a child hangs
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
