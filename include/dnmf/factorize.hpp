@@ -70,10 +70,11 @@ struct TransformPenalty {
 /// block principal pivoting: projecting new data onto learned features, and NMFk's regression step.
 /// Throws UsageError when W's row count differs from A's or a penalty is negative or not finite, DataError when W
 /// has a negative or non-finite entry. The products run on the host whatever `backend` says (the cuda backend
-/// included). rel_error is the fit's error, without the penalty terms.
+/// included). rel_error is the fit's error, without the penalty terms. `threads`: OpenMP threads for the call
+/// (0: OpenMP's default), as FactorOptions::threads.
 template <class T>
 TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, BackendKind backend = BackendKind::cpu,
-                             const TransformPenalty& penalty = {});
+                             const TransformPenalty& penalty = {}, int threads = 0);
 
 /// transform() of new data with missing values (docs/masked.md): each column solves min Σ_i w_ij (a_ij −
 /// (W h_j)_i)², h_j ≥ 0, over A's observed entries only (the masked H half-step, exact by block principal
@@ -82,10 +83,11 @@ TransformResult<T> transform(const MatrixRef<T>& A, DenseView<const T> W, Backen
 /// with no observed entry gets zeros, even when no column has one; rel_error is sqrt(Σ w (a − WH)² / Σ w a²)
 /// over observed entries (0 when they are all zero). Runs on
 /// the host whatever `backend` says, as the unmasked transform does; DataError naming the file and place for a
-/// bad mask or entry, or for a bad W.
+/// bad mask or entry, or for a bad W. `threads` as for the transform above.
 template <class T>
 TransformResult<T> transform(const Source& A, DenseView<const T> W, const MissingValues& missing,
-                             BackendKind backend = BackendKind::cpu, const TransformPenalty& penalty = {});
+                             BackendKind backend = BackendKind::cpu, const TransformPenalty& penalty = {},
+                             int threads = 0);
 
 /// ||A - W H||_F / ||A||_F computed directly (one pass, float64 sums): a check for the Gram identity.
 template <class T>

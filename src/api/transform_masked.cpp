@@ -11,12 +11,15 @@
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_transform.hpp"
 #include "solvers/transform_basis.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf {
 
 template <class T>
 TransformResult<T> transform(const Source& source, DenseView<const T> w, const MissingValues& missing,
-                             BackendKind backend, const TransformPenalty& penalty) {
+                             BackendKind backend, const TransformPenalty& penalty, int threads) {
+  if (threads < 0) throw UsageError("transform: threads must be >= 0, got " + std::to_string(threads));
+  const util::ThreadCountScope thread_count(threads);
   (void)backend;  // every backend's transform runs on the host, as the unmasked one's does (one NNLS per column)
   solvers::check_transform_penalty(penalty);
   detail::check_view("transform: W", MatrixRef<T>{w});  // its shape and its array (a null W was a crash)
@@ -38,8 +41,8 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
 }
 
 template TransformResult<float> transform<float>(const Source&, DenseView<const float>, const MissingValues&,
-                                                 BackendKind, const TransformPenalty&);
+                                                 BackendKind, const TransformPenalty&, int);
 template TransformResult<double> transform<double>(const Source&, DenseView<const double>, const MissingValues&,
-                                                   BackendKind, const TransformPenalty&);
+                                                   BackendKind, const TransformPenalty&, int);
 
 }  // namespace dnmf

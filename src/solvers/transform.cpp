@@ -11,12 +11,15 @@
 #include "dnmf/source.hpp"
 #include "solvers/bpp.hpp"
 #include "solvers/transform_basis.hpp"
+#include "util/thread_count.hpp"
 
 namespace dnmf {
 
 template <class T>
 TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, BackendKind backend,
-                             const TransformPenalty& penalty) {
+                             const TransformPenalty& penalty, int threads) {
+  if (threads < 0) throw UsageError("transform: threads must be >= 0, got " + std::to_string(threads));
+  const util::ThreadCountScope thread_count(threads);  // Python's n_threads=1 ran the transform on every core
   solvers::check_transform_penalty(penalty);
   detail::check_view("transform: A", a);
   detail::check_view("transform: W", MatrixRef<T>{w});  // its shape and its array (a null W was a crash)
@@ -60,8 +63,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
 }
 
 template TransformResult<float> transform<float>(const MatrixRef<float>&, DenseView<const float>, BackendKind,
-                                                 const TransformPenalty&);
+                                                 const TransformPenalty&, int);
 template TransformResult<double> transform<double>(const MatrixRef<double>&, DenseView<const double>, BackendKind,
-                                                   const TransformPenalty&);
+                                                   const TransformPenalty&, int);
 
 }  // namespace dnmf
