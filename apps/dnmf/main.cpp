@@ -130,7 +130,11 @@ std::string unexpected_before(const CLI::App& app, const std::string& required) 
       unexpected += (unexpected.empty() ? "" : ", ") + ("'" + word + "'") +
                     (guess.empty() ? std::string() : " (did you mean '" + guess + "'?)");
     }
-    if (!unexpected.empty()) return sub->get_name() + " does not take " + unexpected + "; " + required;
+    if (!unexpected.empty()) {
+      std::string message = sub->get_name();
+      message.append(" does not take ").append(unexpected).append("; ").append(required);
+      return message;
+    }
   }
   return required;
 }

@@ -119,7 +119,13 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
         options["mask"] = source_of(mask)
     options.update(missing_options(missing, unstored))
     out = _core.factor(source_of(X), options, single, None, None, callback, bool(verbose))
-    return Factorization(out)
+    result = Factorization(out)
+    # The warnings a user of missing values must see (docs/masked.md), raised as NMF.fit raises them: they rested
+    # in report['warnings'] unseen, where the CLI prints them.
+    for text in result.report.get("warnings", []):
+        if "no observed entry" in text or "W and H were multiplied by" in text:
+            warn_user(f"dnmf.factor: {text}", UserWarning)
+    return result
 
 
 def factor_file(path, k, **kwargs):

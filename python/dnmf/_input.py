@@ -200,19 +200,26 @@ def threads_of(n_threads):
     return int(n_threads)
 
 
+def _fitted_names(estimator):
+    """The estimator's fitted attributes, by scikit-learn's convention (a trailing underscore), and the private
+    figures a fit leaves (_library_seconds)."""
+    return [name for name in estimator.__dict__
+            if (name.endswith("_") and not name.startswith("__")) or name == "_library_seconds"]
+
+
 @contextlib.contextmanager
 def input_attributes_kept_on_failure(estimator):
-    """A fit that fails inside the block (bad data, a library error, an exception from the callback, Ctrl-C)
-    leaves the estimator's n_features_in_ and feature_names_in_ as they were: validate_data(reset=True) sets them
-    before the library runs, and beside the previous fit's components_ they made transform refuse both the old
-    data and the new."""
-    names = ("n_features_in_", "feature_names_in_")
-    kept = {name: estimator.__dict__[name] for name in names if name in estimator.__dict__}
+    """A fit that fails inside the block (bad data, a library error, an exception from the callback, Ctrl-C, a
+    warning turned into an error after the library ran) leaves every fitted attribute as it was: validate_data
+    (reset=True) sets n_features_in_ before the library runs, and a ConvergenceWarning raised as an error (pytest's
+    filterwarnings=error) came after components_ was set, so the estimator held the new components_ beside the
+    old n_features_in_, and transform refused both the old data and the new."""
+    kept = {name: estimator.__dict__[name] for name in _fitted_names(estimator)}
     try:
         yield
     except BaseException:
-        for name in names:
-            estimator.__dict__.pop(name, None)
+        for name in _fitted_names(estimator):
+            del estimator.__dict__[name]
         estimator.__dict__.update(kept)
         raise
 

@@ -59,7 +59,7 @@ def _hidden_stored_as_zero(X, mask):
     return X
 
 
-def project(X, components, backend, l1=0.0, l2=0.0, estimator="NMF"):
+def project(X, components, backend, l1=0.0, l2=0.0, estimator="NMF", threads=0):
     """W ≥ 0 minimising ½‖X − W components‖²_F + l1 ΣW + ½ l2 ‖W‖², each row exactly (block principal pivoting),
     in X's precision."""
     # Checked here, not only in the library, so that a bad entry is named where it is in X (the library sees Xᵀ).
@@ -69,7 +69,7 @@ def project(X, components, backend, l1=0.0, l2=0.0, estimator="NMF"):
     # The library solves H for A ≈ W H with W fixed; here A = Xᵀ, whose column-major storage is X's C order
     # (the CSR of Xᵀ is the CSC of X).
     Xt = X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
-    Wt, _ = _core.transform(source_of(Xt), basis, backend, l1, l2)
+    Wt, _ = _core.transform(source_of(Xt), basis, backend, l1, l2, threads)
     return np.ascontiguousarray(Wt.T)
 
 
@@ -192,6 +192,11 @@ def _first_bad(values, bad, what, why="", nan_hint="", negative_prefix=""):
                           f"{nan_hint if np.isnan(v) else ''}")
 
 
+def _all_finite_non_negative(values):
+    """Every value finite and >= 0, by two reductions that allocate nothing (NaN fails both comparisons)."""
+    return values.size == 0 or (bool(values.min() >= 0) and bool(np.isfinite(values.max())))
+
+
 def _check_masked_input(X, weights, missing, unstored, estimator="NMF", missing_hint=True):
     """The checks the library makes, with places in X's orientation: weights finite and >= 0; observed entries
     of X finite and >= 0 (a hidden entry may hold anything; without a mask, missing or unstored every entry is
@@ -210,8 +215,12 @@ def _check_masked_input(X, weights, missing, unstored, estimator="NMF", missing_
         if bad.any():
             _first_bad(weights, bad, "mask: weight", "; weights must be finite and >= 0 (0 = missing)")
     if sparse:
-        # Stored entries are the ones that can be observed and non-zero (unstored ones are zeros or missing).
-        data = X.tocoo().data
+        # Stored entries are the ones that can be observed and non-zero (unstored ones are zeros or missing). A
+        # CSR or CSC matrix's own values, in the order tocoo() gives them (_first_bad places a bad one through
+        # it): tocoo() here copied the whole matrix for every transform.
+        data = X.data if getattr(X, "format", None) in ("csr", "csc") else X.tocoo().data
+        if weights is None and missing is None and _all_finite_non_negative(data):
+            return
         observed = np.ones(data.shape, bool)
         if missing == "nan":
             observed &= ~np.isnan(data)
@@ -223,6 +232,8 @@ def _check_masked_input(X, weights, missing, unstored, estimator="NMF", missing_
         if bad.any():
             _first_bad(X, bad, what, why, negative_prefix=prefix)
         return
+    if weights is None and missing is None and _all_finite_non_negative(X):
+        return  # no bad entry: the masks below are for placing one
     if weights is None:
         observed = np.ones(X.shape, bool)
     elif hasattr(weights, "toarray"):  # a sparse mask of a dense X: its unstored weights are 0 (missing)
@@ -238,7 +249,7 @@ def _check_masked_input(X, weights, missing, unstored, estimator="NMF", missing_
                    negative_prefix=prefix)
 
 
-def project_masked(X, components, backend, mask=None, missing=None, unstored=None, l1=0.0, l2=0.0):
+def project_masked(X, components, backend, mask=None, missing=None, unstored=None, l1=0.0, l2=0.0, threads=0):
     """project() fitting only the observed entries of each row of X (docs/masked.md): ``mask`` (X's shape, 0 =
     missing, > 0 = weight), ``missing='nan'`` (NaN entries are missing), ``unstored='missing'`` (sparse X: only
     stored entries). A row with no observed entry gets zeros."""
@@ -253,7 +264,7 @@ def project_masked(X, components, backend, mask=None, missing=None, unstored=Non
         mask_source = source_of(_transposed(weights))
     _check_masked_input(X, weights if mask is not None else None, missing, unstored)
     Wt, _, _ = _core.transform_masked(source_of(_transposed(X)), basis, mask_source, missing == "nan",
-                                      unstored or "zero", backend, l1, l2)
+                                      unstored or "zero", backend, l1, l2, threads)
     return np.ascontiguousarray(Wt.T)
 
 
@@ -360,14 +371,17 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_callback(self.callback)
         if not isinstance(self.tol, numbers.Real) or self.tol < 0:
             raise ValueError(f"tol must be >= 0, got {self.tol!r}")
+        # `not value >= 0` and isfinite: NaN and inf passed `value < 0` and reached the library, whose message
+        # named no parameter ("<memory>: penalties must be finite and >= 0").
         for name in ("alpha_W", "l1_ratio"):
             value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value!r}")
+            if not isinstance(value, numbers.Real) or not value >= 0 or not np.isfinite(value):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if self.l1_ratio > 1:
             raise ValueError(f"l1_ratio must be in [0, 1], got {self.l1_ratio!r}")
-        if self.alpha_H != "same" and (not isinstance(self.alpha_H, numbers.Real) or self.alpha_H < 0):
-            raise ValueError(f"alpha_H must be >= 0 or 'same', got {self.alpha_H!r}")
+        if self.alpha_H != "same" and (not isinstance(self.alpha_H, numbers.Real) or not self.alpha_H >= 0
+                                       or not np.isfinite(self.alpha_H)):
+            raise ValueError(f"alpha_H must be a finite number >= 0 or 'same', got {self.alpha_H!r}")
         if self.shuffle:
             warn_user("dnmf.NMF: shuffle=True is ignored (HALS updates the components in order)", UserWarning)
 
@@ -566,10 +580,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return project_kl(X, self.components_, pen["l1_w"], pen["l2_w"], self.max_iter, self.tol, mask, missing,
                               unstored)
         if mask is None and missing is None and unstored is None:
-            return project(X, self.components_, self.backend, pen["l1_w"], pen["l2_w"])
+            return project(X, self.components_, self.backend, pen["l1_w"], pen["l2_w"],
+                           threads=threads_of(self.n_threads))
         try:
             return project_masked(X, self.components_, self.backend, mask, missing, unstored, pen["l1_w"],
-                                  pen["l2_w"])
+                                  pen["l2_w"], threads_of(self.n_threads))
         except _core.Error as error:
             raise library_error(error, "NMF") from None
 

@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._functions import _k_list, nmfk
 from . import _core
 from ._input import (as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose, estimator_comm,
-                     in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes, warn_user)
+                     in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes, threads_of,
+                     warn_user)
 from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, project
 from ._results import plot_nmfk
 
@@ -190,7 +191,7 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                           ensure_all_finite=False, reset=False)
         # The dtype of components_: the asked precision's, as NMF.transform returns.
         return project(in_precision(as_float_matrix(X), self.precision), self.components_, self.backend,
-                       estimator="NMFk")
+                       estimator="NMFk", threads=threads_of(self.n_threads))
 
     def plot(self, ax=None):
         """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,

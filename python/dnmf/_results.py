@@ -120,7 +120,8 @@ def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None, best_candid
     ``cv_k`` marked. With no k selected, ``best_candidate`` is marked in red, as nmfk.svg marks it."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
+    created = ax is None
+    if created:
         _, ax = plt.subplots(figsize=(7, 4))
     k = table["k"]
     ax.plot(k, table["min_silhouette"], "o-", color="tab:blue", label="minimum silhouette")
@@ -131,7 +132,13 @@ def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None, best_candid
     if threshold is not None:
         ax.axhline(threshold, color="gray", linestyle=":", label="silhouette threshold")
     ax.set_xlabel("k")
-    ax.xaxis.get_major_locator().set_params(integer=True)  # k is a count: no ticks at 2.5
+    # k is a count: no ticks at 2.5. The locator's integer mode gives up with fewer than two integers in view (one
+    # k was drawn with ticks 2.8, 2.85, ...): a few k are ticked each.
+    ks = np.unique(np.asarray(k))
+    if len(ks) <= 15:
+        ax.set_xticks(ks)
+    else:
+        ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_ylabel("silhouette")
     ax.set_ylim(min(-0.05, float(np.min(table["min_silhouette"])) - 0.05), 1.05)
     err = ax.twinx()
@@ -155,6 +162,10 @@ def plot_nmfk(table, selected_k, ax=None, threshold=None, cv_k=None, best_candid
             held.axvline(cv_k, color="tab:purple", linestyle="--", label=f"CV k = {cv_k}")
         extra = held.get_legend_handles_labels()
         handles, labels = handles + extra[0], labels + extra[1]
+        if created:
+            # The third axis sits right of the second: on a figure of its own, room for its ticks and label (they
+            # ended at 772 px of a 700 px figure, cut off by savefig and show).
+            ax.figure.subplots_adjust(right=0.76)
     ax.legend(handles, labels, loc="lower left", fontsize="small")
     ax.set_title("NMFk: stability and fit against k")
     return ax

@@ -182,7 +182,20 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   if (root && !output_dir.empty())
     output_set.emplace(output_dir,
                        source.is_file() ? std::vector<std::string>{source.name()} : std::vector<std::string>{});
-  NmfkResult<T> result = run_released(hooks, [&] { return dnmf::nmfk<T>(source, options, context); });
+  NmfkResult<T> result = [&] {
+    try {
+      return run_released(hooks, [&] { return dnmf::nmfk<T>(source, options, context); });
+    } catch (const Cancelled& e) {
+      // "cancelled at iteration 1" (of the job in progress) said neither what was kept nor what to do next, as
+      // the CLI's message does.
+      const std::string kept =
+          options.checkpoint_dir.empty()
+              ? "; nothing was kept (with checkpoint_dir set, finished jobs are kept and a rerun resumes them)"
+              : "; the jobs finished so far are checkpointed in " + options.checkpoint_dir +
+                    ": the same call with restart=False resumes them";
+      throw Cancelled("NMFk stopped by its callback (" + std::string(e.what()) + ")" + kept);
+    }
+  }();
   nb::dict out;
   const NmfkSelection& s = result.selection;
   out["selected_k"] = optional_k(s.selected_k);
@@ -200,7 +213,14 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   out["warnings"] = data_warnings;
   if (root && !output_dir.empty()) {
     const NmfkRunInfo info = nmfk_run_info<T>(source);
-    NmfkOutputs files = write_nmfk_outputs(result, options, info, output_set->staging(), output_dir);
+    // Without the GIL: gnuplot may take up to DNMF_GNUPLOT_SECONDS, and other Python threads stalled meanwhile.
+    NmfkOutputs files = [&] {
+      nb::gil_scoped_release released;
+      return write_nmfk_outputs(result, options, info, output_set->staging(), output_dir);
+    }();
+    // A Ctrl-C while the outputs were written stopped gnuplot (a warning) and was then swallowed: the set was
+    // committed without its plots and no KeyboardInterrupt came. It is raised now, and nothing is committed.
+    hooks.rethrow_pending();
     output_set->commit({"checkpoints"});  // checkpoints kept in the folder outlive its sets, as the CLI's do
     // The committed set's names, not the staging folder's.
     const std::string staging = output_set->staging();
@@ -250,8 +270,8 @@ nb::dict nmfk_entry(const Source& source, const nb::dict& kwargs, bool single, c
 }
 
 template <class T>
-nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind backend,
-                       const TransformPenalty& penalty) {
+nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind backend, const TransformPenalty& penalty,
+                       int threads) {
   const MatrixRef<T>* a = data.stored<T>();
   if (a == nullptr || data.transposed())
     throw nb::type_error("dnmf: transform needs Xᵀ in Fortran order (CSC for sparse) of the basis's dtype");
@@ -259,28 +279,28 @@ nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind b
   TransformResult<T> r;
   {
     nb::gil_scoped_release released;
-    r = dnmf::transform<T>(*a, w.view(), backend, penalty);
+    r = dnmf::transform<T>(*a, w.view(), backend, penalty, threads);
   }
   return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error);
 }
 
-nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std::string& backend, double l1,
-                          double l2) {
+nb::tuple transform_entry(const Source& data, const AnyMatrix& basis, const std::string& backend, double l1, double l2,
+                          int threads) {
   const CLocaleScope c_locale;  // figures printed and parsed with points, as the CLI does
   const BackendKind kind = parse_backend(backend);
   const TransformPenalty penalty{l1, l2};
-  if (data.holds_float()) return transform_as<float>(data, basis, kind, penalty);
-  return transform_as<double>(data, basis, kind, penalty);
+  if (data.holds_float()) return transform_as<float>(data, basis, kind, penalty, threads);
+  return transform_as<double>(data, basis, kind, penalty, threads);
 }
 
 template <class T>
 nb::tuple transform_masked_as(const Source& data, const AnyMatrix& basis, const MissingValues& missing,
-                              BackendKind backend, const TransformPenalty& penalty) {
+                              BackendKind backend, const TransformPenalty& penalty, int threads) {
   const DenseMatrix<T> w = dense_copy<T>(basis, "the basis");
   TransformResult<T> r;
   {
     nb::gil_scoped_release released;
-    r = dnmf::transform<T>(data, w.view(), missing, backend, penalty);
+    r = dnmf::transform<T>(data, w.view(), missing, backend, penalty, threads);
   }
   return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error, r.unobserved_cols);
 }
@@ -288,7 +308,7 @@ nb::tuple transform_masked_as(const Source& data, const AnyMatrix& basis, const 
 /// transform() with missing values: `mask` (a Source of A's shape, or None), NaN as missing, unstored as missing.
 nb::tuple transform_masked_entry(const Source& data, const AnyMatrix& basis, std::optional<Source> mask,
                                  bool nan_missing, const std::string& unstored, const std::string& backend, double l1,
-                                 double l2) {
+                                 double l2, int threads) {
   const CLocaleScope c_locale;  // figures printed and parsed with points, as the CLI does
   MissingValues missing;
   missing.mask = std::move(mask);
@@ -296,8 +316,8 @@ nb::tuple transform_masked_entry(const Source& data, const AnyMatrix& basis, std
   missing.unstored = parse_unstored(unstored);
   const BackendKind kind = parse_backend(backend);
   const TransformPenalty penalty{l1, l2};
-  if (data.holds_float()) return transform_masked_as<float>(data, basis, missing, kind, penalty);
-  return transform_masked_as<double>(data, basis, missing, kind, penalty);
+  if (data.holds_float()) return transform_masked_as<float>(data, basis, missing, kind, penalty, threads);
+  return transform_masked_as<double>(data, basis, missing, kind, penalty, threads);
 }
 
 }  // namespace
@@ -389,9 +409,10 @@ NB_MODULE(_core, m) {
         "H0"_a.none() = nb::none(), "callback"_a.none() = nb::none(), "verbose"_a = false);
   m.def("nmfk", &nmfk_entry, "source"_a, "options"_a, "single"_a, "output_dir"_a = "", "callback"_a.none() = nb::none(),
         "verbose"_a = false);
-  m.def("transform", &transform_entry, "data"_a, "basis"_a, "backend"_a = "cpu", "l1"_a = 0.0, "l2"_a = 0.0);
+  m.def("transform", &transform_entry, "data"_a, "basis"_a, "backend"_a = "cpu", "l1"_a = 0.0, "l2"_a = 0.0,
+        "threads"_a = 0);
   m.def("transform_masked", &transform_masked_entry, "data"_a, "basis"_a, "mask"_a.none(), "nan_missing"_a,
-        "unstored"_a, "backend"_a = "cpu", "l1"_a = 0.0, "l2"_a = 0.0);
+        "unstored"_a, "backend"_a = "cpu", "l1"_a = 0.0, "l2"_a = 0.0, "threads"_a = 0);
   m.def("backend_available", [](const std::string& name) {
     std::string why;
     const bool ok = dnmf::backend_available(dnmf::parse_backend(name), &why);

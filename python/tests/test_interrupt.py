@@ -39,3 +39,30 @@ def test_process_survives_and_runs_again_after_an_interrupt():
         dnmf.NMF(3, max_iter=10_000_000, tol=0).fit(planted(300, 200, 5, seed=3))
     model = dnmf.NMF(3, max_iter=50, random_state=0).fit(X)
     assert np.isfinite(model.reconstruction_err_)
+
+
+def test_sigint_while_nmfk_draws_its_plot_raises_and_commits_nothing(tmp_path, monkeypatch):
+    """Ctrl-C while gnuplot ran stopped it with a warning and was then swallowed: the output folder was committed
+    without its plots and no KeyboardInterrupt came (the CLI leaves nothing). A slow gnuplot stands in here."""
+    import shutil
+
+    gnuplot = shutil.which("gnuplot")
+    slow = tmp_path / "bin" / "gnuplot"
+    slow.parent.mkdir()
+    slow.write_text("#!/bin/sh\nsleep 5\n" + (f'exec {gnuplot} "$@"\n' if gnuplot else "exit 1\n"))
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow.parent}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "out"
+    sent = {}
+
+    def interrupt():
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    X = planted(60, 40, 3, seed=4)
+    timer = threading.Timer(2.0, interrupt)  # the sweep takes well under a second; then the 5 s "gnuplot"
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        dnmf.nmfk(X, "2:3", perturbations=2, max_iter=20, output_dir=str(out))
+    assert time.monotonic() - sent["at"] < 1.0
+    assert not out.exists()

@@ -132,3 +132,13 @@ def test_unobserved_row_warns():
     with pytest.warns(UserWarning, match="1 rows and 0 columns have no observed entry"):
         model = dnmf.NMF(3, init="random", random_state=0, max_iter=20).fit(X, mask=M)
     assert np.all(model.transform(X, mask=M)[4] == 0)
+
+
+def test_factor_warns_of_rows_without_an_observed_entry():
+    """dnmf.factor left the warning in report['warnings'] unseen (the CLI prints it, NMF.fit raises it)."""
+    X = planted(40, 30, 3, seed=3)
+    mask = np.ones_like(X)
+    mask[0] = 0
+    with pytest.warns(UserWarning, match="dnmf.factor: 1 rows and 0 columns .* no observed entry"):
+        r = dnmf.factor(X, 3, max_iter=5, mask=mask)
+    assert np.all(r.W[0] == 0)

@@ -192,6 +192,23 @@ def test_input_is_not_copied(form):
     assert peak < size / 4, f"{peak} bytes allocated through numpy during fit of a {size}-byte input"
 
 
+@pytest.mark.parametrize("form", ["C", "csc"])
+def test_transform_does_not_copy_the_forms_it_reads_as_they_are(form):
+    """docs/python.md: transform reads a C-order array and a CSC matrix as they are (its input check built boolean
+    arrays over a dense X and a COO copy of a sparse one)."""
+    X = planted(2000, 500, 4, seed=11)  # 8 MB
+    model = dnmf.NMF(4, solver="hals", init="random", random_state=0, max_iter=2).fit(X)
+    X = {"C": np.ascontiguousarray, "csc": sp.csc_matrix}[form](X)
+    tracemalloc.start()
+    try:
+        model.transform(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    size = X.data.nbytes if form == "csc" else X.nbytes
+    assert peak < size / 4, f"{peak} bytes allocated through numpy during transform of a {size}-byte input"
+
+
 def test_read_only_and_memory_mapped_input(tmp_path):
     X = planted(30, 20, 3, seed=12)
     np.save(tmp_path / "X.npy", X)

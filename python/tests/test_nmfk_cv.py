@@ -42,6 +42,22 @@ def test_cv_columns_in_the_table_and_the_plot(fitted):
     ax = fitted.plot()
     labels = [line.get_label() for axes in ax.figure.axes for line in axes.get_lines()]
     assert "CV k = 3" in labels
+    # The third axis, right of the second, fits in the figure (its ticks and label were cut off by savefig).
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    width = ax.figure.bbox.width
+    for axes in ax.figure.axes:
+        assert axes.get_tightbbox(renderer).x1 <= width + 1, (axes.get_tightbbox(renderer), width)
+    np.testing.assert_array_equal(ax.get_xticks(), [2, 3, 4, 5])
+
+
+def test_a_single_k_is_ticked_as_a_whole_number():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    X = planted(30, 20, 2, seed=6)
+    model = dnmf.NMFk(k_range=[3], n_perturbations=3, random_state=1, n_threads=1).fit(X)
+    np.testing.assert_array_equal(model.plot().get_xticks(), [3])  # were 2.8, 2.85, ..., 3.2
 
 
 def test_without_cv_the_attributes_are_none():

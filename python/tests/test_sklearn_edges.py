@@ -388,6 +388,54 @@ def test_a_refused_nmfk_refit_leaves_the_fitted_model_usable():
         np.testing.assert_array_equal(model.transform(X), before)
 
 
+def test_a_refit_failing_on_a_warning_raised_as_an_error_keeps_the_previous_fit():
+    """Under filterwarnings=error the ConvergenceWarning came after components_ was set: the model held the new
+    components_ (5 features) beside the old n_features_in_ (12), and transform refused both."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, Z = planted(30, 12, 3, seed=3), planted(30, 5, 3, seed=4)
+    model = dnmf.NMF(n_components=3, random_state=0, max_iter=500).fit(X)
+    before = model.transform(X)
+    components = model.components_.copy()
+    model.set_params(max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            model.fit(Z)
+    assert model.n_features_in_ == 12 and model.components_.shape == (3, 12)
+    np.testing.assert_array_equal(model.components_, components)
+    np.testing.assert_array_equal(model.transform(X), before)
+
+
+def test_nan_or_infinite_penalties_are_refused_naming_the_parameter():
+    X = planted(20, 10, 2, seed=3)
+    for name, value in (("alpha_W", np.nan), ("alpha_W", np.inf), ("alpha_H", np.nan), ("alpha_H", np.inf),
+                        ("l1_ratio", np.nan)):
+        with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0"):
+            dnmf.NMF(n_components=2, **{name: value}).fit(X)
+
+
+def test_nmfk_stopped_by_its_callback_says_what_was_kept(tmp_path):
+    """The callback's stop raised "cancelled at iteration 1": neither where the sweep stopped nor that the finished
+    jobs were checkpointed."""
+    X = planted(40, 20, 2, seed=0)
+    seen = []
+
+    def stop_at_the_seventh(k, p, e):
+        seen.append((k, p))
+        return len(seen) == 7
+
+    with pytest.raises(dnmf.Cancelled, match="checkpointed in .*ck.*restart=False resumes them"):
+        dnmf.NMFk(k_range=(2, 5), n_perturbations=4, max_iter=50, random_state=0, n_threads=1,
+                  callback=stop_at_the_seventh, checkpoint_dir=str(tmp_path / "ck")).fit(X)
+    with pytest.raises(dnmf.Cancelled, match="nothing was kept"):
+        seen.clear()
+        dnmf.NMFk(k_range=(2, 5), n_perturbations=4, max_iter=50, random_state=0, n_threads=1,
+                  callback=stop_at_the_seventh).fit(X)
+
+
 def test_float32_data_too_large_for_its_products_is_refused_with_the_remedy():
     """float32 data of 1e38 (finite) came back as W = 0 with "converged", and of 1e30 as a "numerical breakdown"
     with no remedy; float64 data of 1e307 was called "NaN or infinite"."""
@@ -766,3 +814,16 @@ def test_a_decimal_comma_locale_changes_no_figure(tmp_path):
     assert 0 < out["budget_fit"] < 1, out
     assert out["epsilon"] == "0.03", out
     assert "," not in out["message"].replace(", ", " "), out
+
+
+def test_a_start_too_large_for_memory_names_its_size():
+    """W and H that cannot be allocated were "initial W and H: out of memory while reading" (nothing was read)."""
+    with open("/proc/sys/vm/overcommit_memory") as f:
+        if f.read().strip() != "0":
+            pytest.skip("needs the kernel's heuristic overcommit (mode 0), which refuses an allocation beyond memory")
+    n = 100000
+    rows = np.arange(n) * 2
+    S = sp.csr_matrix((np.ones(n), (rows, rows % n)), shape=(200000, n))
+    with pytest.raises(dnmf.Error, match=r"initial W and H: out of memory while allocating them \(112 GiB .* k = "
+                                         r"50000\); use a smaller k"):
+        dnmf.NMF(n_components=50000, init="random", max_iter=2, solver="mu").fit(S)

@@ -21,9 +21,10 @@ namespace dnmf::io::detail {
 void agree_on_failure(dist::Communicator& comm, const std::string& path, const std::optional<Error>& failure);
 
 /// Runs `step` on this rank, catching dnmf::Error and allocation failures, then agrees with the other ranks of
-/// `comm` as agree_on_failure does. Returns the step's result.
+/// `comm` as agree_on_failure does. Returns the step's result. An allocation failure reads "<path>: out of memory
+/// while <doing>".
 template <class Step>
-auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) {
+auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step, const std::string& doing = "reading") {
   std::optional<Error> failure;
   const auto failed = [&](const Error& e) { failure = e; };
   using Result = decltype(step());
@@ -33,7 +34,7 @@ auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) 
     } catch (const Error& e) {
       failed(e);
     } catch (const std::bad_alloc&) {
-      failed(Error(path + ": out of memory while reading"));
+      failed(Error(path + ": out of memory while " + doing));
     }
     agree_on_failure(comm, path, failure);
   } else {
@@ -43,7 +44,7 @@ auto run_agreed(dist::Communicator& comm, const std::string& path, Step&& step) 
     } catch (const Error& e) {
       failed(e);
     } catch (const std::bad_alloc&) {
-      failed(Error(path + ": out of memory while reading"));
+      failed(Error(path + ": out of memory while " + doing));
     }
     agree_on_failure(comm, path, failure);
     return std::move(*result);

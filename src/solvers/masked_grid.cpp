@@ -515,9 +515,10 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
                    p.weight_sum / static_cast<double>(p.observed));
   });
   InitialScale initial_scale;
-  out.pieces = io::detail::run_agreed(grid.world(), "initial W and H", [&] {
-    return initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0, &initial_scale);
-  });
+  out.pieces = io::detail::run_agreed(
+      grid.world(), "initial W and H",
+      [&] { return initialise<T>(*host, nullptr, layout, options, out.stats, W0, H0, &initial_scale); },
+      factor_allocation(layout, options.rank, sizeof(T)));
   agree_on_initial_scale(grid.world(), initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
   GridIteration<T> iteration(block, grid, layout, options, out.pieces);

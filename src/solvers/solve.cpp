@@ -205,6 +205,16 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
 
 }  // namespace
 
+std::string factor_allocation(const dist::Layout& layout, index_t k, std::size_t value_bytes) {
+  const double bytes = (static_cast<double>(layout.w_rows.size()) + static_cast<double>(layout.h_cols.size())) *
+                       static_cast<double>(k) * static_cast<double>(value_bytes);
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "allocating them (%.3g GiB for this process's rows of W and columns of H at k = %lld)",
+                bytes / (1024.0 * 1024 * 1024), static_cast<long long>(k));
+  return std::string(text) + "; use a smaller k or more processes";
+}
+
 void check_options(const FactorOptions& o, index_t m, index_t n) {
   const index_t limit = std::min(m, n);
   if (m < 1 || n < 1) throw DataError("the matrix is empty (" + std::to_string(m) + "x" + std::to_string(n) + ")");
@@ -377,9 +387,10 @@ Solution<T> solve(backend::Kernels<T>& kernels, backend::Kernels<T>& host, backe
   // A bad given start fails on every rank alike, or on one rank where the ranks were given different ones: agreed,
   // so that no rank waits in the iteration's first collective.
   InitialScale initial_scale;
-  out.pieces = io::detail::run_agreed(world, "initial W and H", [&] {
-    return initialise(host, whole, layout, options, out.stats, W0, H0, &initial_scale, a_is_transpose);
-  });
+  out.pieces = io::detail::run_agreed(
+      world, "initial W and H",
+      [&] { return initialise(host, whole, layout, options, out.stats, W0, H0, &initial_scale, a_is_transpose); },
+      factor_allocation(layout, options.rank, sizeof(T)));
   agree_on_initial_scale(world, initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
 

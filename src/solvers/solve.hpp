@@ -68,6 +68,10 @@ template <class T>
 void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algorithm algorithm, bool weighted = false,
                  std::int64_t observed = -1, index_t normalised_columns = -1, double mean_weight = 1);
 
+/// What an out-of-memory start says it was doing: allocating this process's rows of W and columns of H, with
+/// their size at rank k (the message read "initial W and H: out of memory while reading", naming no size).
+std::string factor_allocation(const dist::Layout& layout, index_t k, std::size_t value_bytes);
+
 /// Throws dnmf::Error when the options cannot be run on an m x n matrix (rank out of range, ...).
 void check_options(const FactorOptions& options, index_t m, index_t n);
 
