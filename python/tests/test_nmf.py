@@ -177,17 +177,22 @@ def test_transform_applies_the_w_penalties_as_scikit_learn_does():
     assert not np.allclose(penalised, plain.transform(X, mask=mask), rtol=1e-3), "the penalties changed nothing"
 
 
+def peak_numpy_bytes(call):
+    """The peak of memory allocated through Python (numpy's arrays) while `call` runs."""
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("form", ["C", "F", "csr"])
 def test_input_is_not_copied(form):
     X = planted(2000, 500, 4, seed=11)  # 8 MB
     X = {"C": np.ascontiguousarray, "F": np.asfortranarray, "csr": sp.csr_matrix}[form](X)
     model = dnmf.NMF(4, solver="hals", init="random", random_state=0, max_iter=2)
-    tracemalloc.start()
-    try:
-        model.fit(X)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_numpy_bytes(lambda: model.fit(X))
     size = X.data.nbytes if form == "csr" else X.nbytes
     assert peak < size / 4, f"{peak} bytes allocated through numpy during fit of a {size}-byte input"
 
@@ -199,12 +204,7 @@ def test_transform_does_not_copy_the_forms_it_reads_as_they_are(form):
     X = planted(2000, 500, 4, seed=11)  # 8 MB
     model = dnmf.NMF(4, solver="hals", init="random", random_state=0, max_iter=2).fit(X)
     X = {"C": np.ascontiguousarray, "csc": sp.csc_matrix}[form](X)
-    tracemalloc.start()
-    try:
-        model.transform(X)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = peak_numpy_bytes(lambda: model.transform(X))
     size = X.data.nbytes if form == "csc" else X.nbytes
     assert peak < size / 4, f"{peak} bytes allocated through numpy during transform of a {size}-byte input"
 
