@@ -60,22 +60,13 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
   Factors<T> f{DenseMatrix<T>(k, m), DenseMatrix<T>(k, n)};
   std::vector<double> up(to_size(m)), un(to_size(m));
   std::vector<double> vp(to_size(n)), vn(to_size(n));
-  // What the sketch cannot tell from zero. A singular vector's entries at an all-zero row or column of A, or in a
-  // block of A that holds none of its mass, are zero but come out of the sketch as rounding noise (±1e-33) or as
-  // its power iterations' leftover (~1e-12), and their sign decided whether NNDSVDa filled them: the start of 3·A
-  // (or of 1.0000001·A, or with another seed or precision) was 36-120% from that of A. So were the triplets past
-  // A's rank when k exceeds it (vectors of pure noise). Relative level ν: the sketch's σ floor over σ₁, or the
-  // input's own rounding where that is coarser (float). A triplet with σ ≤ ν·σ₁ contributes nothing (NNDSVDa
-  // fills it), and a vector's entries at most ν·(σ₁/σ)·its largest are zero: a vector's leftover grows as its σ
-  // falls towards the floor. Parts of A this far below σ₁ carry no weight in a start.
-  const double sigma_max = svd.rank > 0 ? svd.sigma[0] : 0.0;
-  const double level = std::max(sigma_max > 0 ? svd.sigma_floor / sigma_max : 0.0,
-                                64.0 * static_cast<double>(std::numeric_limits<T>::epsilon()));
-  const auto split = [](const double* x, index_t count, double relative, std::vector<double>& pos,
-                        std::vector<double>& neg) {
+  // A singular vector's entries at an all-zero row or column of A are zero but come out of the sketch as rounding
+  // noise (±1e-33) whose sign decided whether NNDSVDa filled them: the start of 3·A (or of 1.0000001·A) was 36% from
+  // 3 times that of A on a matrix with zero rows. Entries this far below the vector's largest are zero.
+  const auto split = [](const double* x, index_t count, std::vector<double>& pos, std::vector<double>& neg) {
     double largest = 0;
     for (index_t i = 0; i < count; ++i) largest = std::max(largest, std::abs(x[i]));
-    const double noise = relative * largest;
+    const double noise = 64 * std::numeric_limits<double>::epsilon() * largest;
     for (index_t i = 0; i < count; ++i) {
       const double value = std::abs(x[i]) > noise ? x[i] : 0.0;
       pos[to_size(i)] = value > 0 ? value : 0.0;  // never -0.0 (std::max(-0.0, 0.0) is -0.0)
@@ -83,18 +74,15 @@ Factors<T> nndsvd_factors(backend::Kernels<T>& kernels, const MatrixRef<T>& a, i
     }
   };
   for (index_t l = 0; l < svd.rank; ++l) {
-    const double sigma = svd.sigma[to_size(l)];
-    if (!(sigma > level * sigma_max)) continue;  // f's entries stay +0
-    const double relative = level * sigma_max / sigma;
-    split(svd.u.data() + l * m, m, relative, up, un);
-    split(svd.v.data() + l * n, n, relative, vp, vn);
+    split(svd.u.data() + l * m, m, up, un);
+    split(svd.v.data() + l * n, n, vp, vn);
     const double nup = norm2(up.data(), m), nun = norm2(un.data(), m);
     const double nvp = norm2(vp.data(), n), nvn = norm2(vn.data(), n);
     const bool positive = nup * nvp >= nun * nvn;
     const double mass = positive ? nup * nvp : nun * nvn;
     const double nu = positive ? nup : nun;
     const double nv = positive ? nvp : nvn;
-    const double s = std::sqrt(sigma * mass);
+    const double s = std::sqrt(svd.sigma[to_size(l)] * mass);
     const auto& uu = positive ? up : un;
     const auto& vv = positive ? vp : vn;
     for (index_t i = 0; i < m; ++i) f.wt(l, i) = static_cast<T>(nu > 0 ? s * uu[to_size(i)] / nu : 0.0);

@@ -69,9 +69,7 @@ typename MaskedRecorder<T>::Verdict MaskedRecorder<T>::note(int it, double squar
   const double change = std::is_same_v<T, float> && std::isfinite(frobenius_fall)
                             ? frobenius_fall - (penalties - previous_penalties_)
                             : previous_ - objective;
-  // A figure at or below 0 is rounding (the squared error clamped): exact to rounding, as in alternating.cpp.
-  v.stop = it > 1 && options_.tol > 0 &&
-           (std::abs(change) <= options_.tol * std::abs(previous_) || objective <= 0 || previous_ <= 0);
+  v.stop = it > 1 && options_.tol > 0 && std::abs(change) <= options_.tol * std::abs(previous_);
   v.cancel = ask_cancel && options_.cancel && options_.cancel();
   previous_ = objective;
   previous_penalties_ = penalties;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 
 #include "backend/cpu/serial_blas.hpp"
@@ -122,8 +121,6 @@ TruncatedSvd truncated_svd(backend::Kernels<T>& kernels, const MatrixRef<T>& a, 
     const index_t e = r - 1 - t;  // dsyev sorts ascending
     svd.sigma[to_size(t)] = std::sqrt(std::max(eig[to_size(e)], 0.0));
   }
-  if (svd.rank > 0)
-    svd.sigma_floor = std::sqrt(64.0 * static_cast<double>(r) * std::numeric_limits<double>::epsilon()) * svd.sigma[0];
   // U = Qᵀᵀ·E and V = Bᵀ·E / sigma, row by row of U and V, so that each column of Qᵀ and B is read once.
   const auto rotate = [&](const std::vector<double>& rows, index_t count, bool by_sigma, std::vector<double>& out) {
     for (index_t i = 0; i < count; ++i) {

@@ -14,9 +14,6 @@ struct TruncatedSvd {
   std::vector<double> sigma;
   std::vector<double> u;
   std::vector<double> v;
-  /// σ at or below this cannot be told from zero: the eigen solve of B·Bᵀ is accurate to about r·ε·σ₁², so a
-  /// triplet past A's rank comes out with σ anywhere up to about √(r·ε)·σ₁ and vectors of pure noise.
-  double sigma_floor = 0;
 };
 
 /// Randomised range finder with `power_iterations` re-orthonormalised power steps (Halko, Martinsson &

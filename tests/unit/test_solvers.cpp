@@ -317,91 +317,46 @@ TEST(Solvers, NndsvdStartsIgnoreRoundingNoiseAtZeroLines) {
   }
 }
 
-// Two more kinds of sketch noise decided NNDSVDa's fill (a helper session's findings): with k above A's rank the
-// triplets past it are vectors of pure noise with σ ~ 1e-8·σ₁ or less (the start of 1.0000001·A was 100% from
-// A's in those components, and NNDSVD left them at 1e-8 rather than 0), and in a block of A that holds none of a
-// vector's mass the power iterations leave ~1e-12, not zero (the start changed by 68% with the seed). Now those
-// triplets contribute nothing (NNDSVDa: its constant fill) and the leftovers are zeros.
-TEST(Solvers, NndsvdStartsIgnoreTripletsPastTheRankAndEmptyBlocks) {
-  const auto product = [](const auto& r, index_t m, index_t n, index_t k) {
-    std::vector<double> p(to_size(m * n), 0.0);
-    for (index_t i = 0; i < m; ++i)
-      for (index_t j = 0; j < n; ++j)
-        for (index_t l = 0; l < k; ++l) p[to_size(i + j * m)] += r.W(i, l) * r.H(l, j);
-    return p;
-  };
-  const auto worst_gap = [](const std::vector<double>& p, const std::vector<double>& q, double c) {
-    double worst = 0, largest = 0;
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      worst = std::max(worst, std::abs(q[i] / c - p[i]));
-      largest = std::max(largest, std::abs(p[i]));
+// Data with a large offset: its structure's singular values are 1e-5 of the first. A start that dropped triplets
+// with σ below ~1e-6·σ₁ of float (or 4e-7 of double), tried in order to make NNDSVDa's fill independent of the
+// sketch's noise, kept only the offset's component, and no iteration restored the others (HALS ended at the
+// rank-1 fit's error; a review's finding). Every component of the start has mass.
+TEST(Solvers, NndsvdStartsKeepComponentsFarBelowTheFirst) {
+  const DenseMatrix<double> w = test::random_dense<double>(300, 5, 7), h = test::random_dense<double>(5, 200, 8);
+  DenseMatrix<float> a(300, 200);
+  for (index_t i = 0; i < 300; ++i)
+    for (index_t j = 0; j < 200; ++j) {
+      double v = 1e4;
+      for (index_t l = 0; l < 5; ++l) v += w(i, l) * h(l, j);
+      a(i, j) = static_cast<float>(v);
     }
-    return worst / largest;
-  };
-  DenseMatrix<double> rank1(30, 20);
-  for (index_t i = 0; i < 30; ++i)
-    for (index_t j = 0; j < 20; ++j) rank1(i, j) = (0.1 + 0.031 * i) * (0.1 + 0.047 * ((j * 7) % 20));
-  for (const InitMethod init : {InitMethod::nndsvd, InitMethod::nndsvda}) {
-    FactorOptions o = options_for(Algorithm::hals, 3, 0);
-    o.init = init;
-    const auto base = factorize<double>(MatrixRef<double>{rank1.view()}, o);
-    for (const double c : {3.0, 1.0000001}) {
-      DenseMatrix<double> scaled = rank1;
-      for (double& v : scaled.storage()) v *= c;
-      const auto r = factorize<double>(MatrixRef<double>{scaled.view()}, o);
-      EXPECT_LT(worst_gap(product(base, 30, 20, 3), product(r, 30, 20, 3), c), 1e-12) << to_string(init) << c;
-    }
-    for (const index_t l : {1, 2}) {
-      for (index_t i = 0; i < 30; ++i) {
-        if (init == InitMethod::nndsvd) EXPECT_EQ(base.W(i, l), 0.0) << i;
-        else EXPECT_EQ(base.W(i, l), base.W(0, l)) << i;  // the fill, whatever the normalisation
-      }
-      for (index_t j = 0; j < 20; ++j) {
-        if (init == InitMethod::nndsvd) EXPECT_EQ(base.H(l, j), 0.0) << j;
-        else EXPECT_EQ(base.H(l, j), base.H(l, 0)) << j;
-      }
-    }
+  FactorOptions o = options_for(Algorithm::hals, 6, 0);
+  o.init = InitMethod::nndsvd;
+  const auto r = factorize<float>(MatrixRef<float>{a.view()}, o);
+  for (index_t l = 0; l < 6; ++l) {
+    index_t nonzero = 0;
+    for (index_t j = 0; j < 200; ++j) nonzero += r.H(l, j) > 0 ? 1 : 0;
+    EXPECT_GT(nonzero, 20) << "component " << l;
   }
-  // Two blocks on the diagonal; each of the two leading vectors is zero on the other block.
-  DenseMatrix<double> blocks(60, 40);
-  for (index_t i = 0; i < 30; ++i)
-    for (index_t j = 0; j < 20; ++j) {
-      blocks(i, j) = 3.0 * (0.2 + 0.8 * (((i * 13 + j * 7) % 17) / 17.0));
-      blocks(30 + i, 20 + j) = 0.2 + 0.8 * (((i * 5 + j * 11) % 19) / 19.0);
-    }
-  FactorOptions o = options_for(Algorithm::hals, 2, 0);
-  o.init = InitMethod::nndsvda;
-  const auto seed1 = factorize<double>(MatrixRef<double>{blocks.view()}, o);
-  o.seed = 2;
-  const auto seed2 = factorize<double>(MatrixRef<double>{blocks.view()}, o);
-  EXPECT_LT(worst_gap(product(seed1, 60, 40, 2), product(seed2, 60, 40, 2), 1.0), 1e-6);
-  DenseMatrix<float> blocks32(60, 40);
-  for (index_t i = 0; i < 60; ++i)
-    for (index_t j = 0; j < 40; ++j) blocks32(i, j) = static_cast<float>(blocks(i, j));
-  const auto single = factorize<float>(MatrixRef<float>{blocks32.view()}, o);
-  std::vector<double> p32(60 * 40, 0.0);
-  for (index_t i = 0; i < 60; ++i)
-    for (index_t j = 0; j < 40; ++j)
-      for (index_t l = 0; l < 2; ++l) p32[to_size(i + j * 60)] += double(single.W(i, l)) * double(single.H(l, j));
-  EXPECT_LT(worst_gap(product(seed2, 60, 40, 2), p32, 1.0), 1e-4);
 }
 
-// An exact fit's figures are rounding: the identity's squared error alternated between 0 (clamped) and its noise
-// (rel_error 0, 1.4e-8, 0, ...), and against a previous objective of 0 the relative tol test could never pass,
-// so a 1 x 7 row fitted exactly by HALS from NNDSVD ran all 200 iterations and reported "not converged" (a helper
-// session's finding). An objective at or below 0 now counts as converged.
-TEST(Solvers, ExactFitsStopAtTheirFirstRoundingZero) {
-  const double values[7] = {0.6369616873214543, 0.2697867137638703, 0.04097352393619469, 0.016527635528529094,
-                            0.8132702392002724, 0.9127555772777217, 0.6066357757671799};
-  DenseMatrix<double> row(1, 7);
-  for (index_t j = 0; j < 7; ++j) row(0, j) = values[j];
-  FactorOptions o = options_for(Algorithm::hals, 1, 200);
-  o.tol = 1e-4;
-  o.init = InitMethod::nndsvd;
-  const auto r = factorize<double>(MatrixRef<double>{row.view()}, o);
-  EXPECT_TRUE(r.converged);
-  EXPECT_LT(r.iterations, 10);
-  EXPECT_LT(r.rel_error, 1e-12);
+// In float32 the identity's squared error clamps at 0 near a relative error of 1e-4, far above what a fit of exact
+// data reaches: a rule taking a clamped 0 as convergence (tried to end exact fits early) stopped BPP at 1.3e-4 with
+// --tol 1e-9, where 1000 iterations reach 7e-6 (a review's finding). The tol test alone decides.
+TEST(Solvers, Float32FitsAreNotStoppedByTheIdentitysClampedZero) {
+  DenseMatrix<float> a(200, 150);
+  const DenseMatrix<double> w = test::random_dense<double>(200, 5, 1), h = test::random_dense<double>(5, 150, 2);
+  for (index_t i = 0; i < 200; ++i)
+    for (index_t j = 0; j < 150; ++j) {
+      double v = 0;
+      for (index_t l = 0; l < 5; ++l) v += w(i, l) * h(l, j);
+      a(i, j) = static_cast<float>(v);
+    }
+  FactorOptions o = options_for(Algorithm::bpp, 5, 1000);
+  o.tol = 1e-9;
+  o.threads = 1;
+  const auto r = factorize<float>(MatrixRef<float>{a.view()}, o);
+  EXPECT_LT(r.rel_error, 3e-5) << r.iterations << " iterations";
 }
 
 // Data so small that float's products of three factor entries, or KL's floored model values, lose it: every
