@@ -85,3 +85,45 @@ def test_fits_in_processes_forked_after_a_fit():
         got = pool.map_async(_fit_in_worker, (0, 1)).get(timeout=60)  # TimeoutError where a child hangs
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g, e)
+
+
+def test_an_hdf5_file_locked_by_a_writer_is_an_io_error_with_the_remedy(tmp_path, cli):
+    """A file another program held open for writing was "bad data" (exit 3) though nothing was wrong with it."""
+    import os
+    import subprocess
+
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "L.h5"
+    with h5py.File(path, "w") as f:
+        f["X"] = planted(30, 20, 2, seed=1)
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_USE_FILE_LOCKING"}
+    with h5py.File(path, "a"):
+        run = subprocess.run([cli, "factor", str(path), "-k", "2", "-q", "-o", str(tmp_path / "out")],
+                             capture_output=True, text=True, env=env)
+    if run.returncode == 0:
+        pytest.skip("this HDF5 build does not lock files")
+    assert run.returncode == 4, run.stderr
+    assert "HDF5_USE_FILE_LOCKING=FALSE" in run.stderr and "L.h5: cannot open as HDF5" in run.stderr
+
+
+def _threads_after_a_fit(queue):
+    import os
+
+    X = planted(1000, 800, 5, seed=3)
+    dnmf.NMF(5, solver="cd", init="random", random_state=0, max_iter=20, tol=0, n_threads=2).fit(X)
+    queue.put(len(os.listdir("/proc/self/task")))
+
+
+def test_a_child_of_a_parent_that_ran_one_thread_keeps_its_threads():
+    """The fork guard is for children of a process whose OpenMP pool exists: a parent that only ran n_threads=1
+    started none, and its children may run threads (they ran on one)."""
+    import multiprocessing
+
+    dnmf.NMF(3, solver="cd", init="random", random_state=0, max_iter=5, n_threads=1).fit(planted(200, 150, 3, seed=1))
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_threads_after_a_fit, args=(queue,))
+    child.start()
+    tasks = queue.get(timeout=120)
+    child.join(timeout=60)
+    assert tasks >= 2, f"the child ran on {tasks} thread(s)"

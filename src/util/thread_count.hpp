@@ -20,7 +20,8 @@ bool forked_after_threads();
 class ThreadCountScope {
  public:
   explicit ThreadCountScope(int threads) : saved_(omp_get_max_threads()), set_(threads > 0) {
-    note_threads_used();
+    // One thread starts no OpenMP pool: a process forked after such calls only may use threads.
+    if (set_ ? threads > 1 : saved_ > 1) note_threads_used();
     if (set_) omp_set_num_threads(forked_after_threads() ? 1 : threads);
   }
   ThreadCountScope(const ThreadCountScope&) = delete;
