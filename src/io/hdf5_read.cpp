@@ -226,15 +226,45 @@ bool is_bool_enum(hid_t dataset) {
   return true;
 }
 
+// An object that is not a matrix at all (a dataset that is not 2-D or not numeric, a group that is no CSR or CSC
+// matrix, a named datatype): when the file's matrix is searched for, such objects are passed over. Anything else
+// (a damaged object, a malformed CSR group) stops the search: A.h5 with an unreadable /counts beside a small
+// /other fitted /other without a word.
+class NotAMatrix : public DataError {
+ public:
+  using DataError::DataError;
+};
+
 void open_dense(Matrix& m, Id object) {
   const std::vector<hsize_t> dims = dims_of(object.get());
   if (dims.size() != 2) {
-    throw DataError(m.where + ": is a " + std::to_string(dims.size()) + "-D dataset of shape " + dims_text(dims) +
-                    "; expected a 2-D matrix");
+    throw NotAMatrix(m.where + ": is a " + std::to_string(dims.size()) + "-D dataset of shape " + dims_text(dims) +
+                     "; expected a 2-D matrix");
   }
   const H5T_class_t type = class_of(object.get());
   if (type != H5T_FLOAT && type != H5T_INTEGER && !is_bool_enum(object.get())) {
-    throw DataError(m.where + ": holds " + class_name(type) + " values; expected numbers (floating-point or integer)");
+    throw NotAMatrix(m.where + ": holds " + class_name(type) + " values; expected numbers (floating-point or integer)");
+  }
+  // A shape whose cells overflow the index type ("dense matrix size out of range" named nothing), or one its
+  // contiguous storage does not hold (a damaged header claimed 4194304 x 100 for 160 KB: 3.3 GB were allocated
+  // before the read failed).
+  constexpr double kLargest = 4.6e18;  // 2^62: cells, and bytes of any matrix a process can index
+  if (static_cast<double>(dims[0]) * static_cast<double>(dims[1]) > kLargest) {
+    throw DataError(m.where + ": a dataset of shape " + dims_text(dims) +
+                    " has more cells than dnmf can index (2^62); is the file damaged?");
+  }
+  const Id plist(H5Dget_create_plist(object.get()), H5Pclose);
+  const Id type_id(H5Dget_type(object.get()), H5Tclose);
+  if (plist.valid() && type_id.valid() && H5Pget_layout(plist.get()) == H5D_CONTIGUOUS) {
+    const double needed =
+        static_cast<double>(dims[0]) * static_cast<double>(dims[1]) * static_cast<double>(H5Tget_size(type_id.get()));
+    const double held = static_cast<double>(H5Dget_storage_size(object.get()));
+    if (held > 0 && held < needed) {
+      char text[160];
+      std::snprintf(text, sizeof text, ": the shape %s needs %.0f bytes of values but the dataset's storage holds %.0f",
+                    dims_text(dims).c_str(), needed, held);
+      throw DataError(m.where + text + " (the file is damaged or truncated)");
+    }
   }
   m.rows = static_cast<index_t>(dims[0]);
   m.cols = static_cast<index_t>(dims[1]);
@@ -247,14 +277,14 @@ void open_dense(Matrix& m, Id object) {
 void open_compressed(Matrix& m, hid_t group) {
   const std::optional<std::string> encoding = encoding_of(group);
   if (encoding && *encoding != "csr_matrix" && *encoding != "csc_matrix") {
-    throw DataError(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR or CSC matrix");
+    throw NotAMatrix(m.where + ": is a group of encoding-type '" + *encoding + "', not a CSR or CSC matrix");
   }
   m.compression.by_columns = encoding && *encoding == "csc_matrix";
   const std::string kind = m.compression.by_columns ? "CSC" : "CSR";
   for (const char* name : {"data", "indices", "indptr"}) {
     if (H5Lexists(group, name, H5P_DEFAULT) <= 0) {
-      throw DataError(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
-                      " matrix group holds data, indices and indptr");
+      throw NotAMatrix(m.where + ": is a group without a '" + name + "' dataset; a " + kind +
+                       " matrix group holds data, indices and indptr");
     }
     // A member that is a group, or a link to nothing, is the file's structure at fault (bad input, exit 3),
     // not a failure to read it.
@@ -272,11 +302,14 @@ void open_compressed(Matrix& m, hid_t group) {
   if (!shape) {
     throw DataError(m.where + ": " + kind + " group has no integer 'shape' attribute (expected [rows, columns])");
   }
-  if (shape->size() != 2 || (*shape)[0] < 0 || (*shape)[1] < 0) {
+  // 2^62 at most: a uint64 shape of 2^64 - 1 was read clamped to 2^63 - 1, and the row count + 1 overflowed.
+  constexpr std::int64_t kLargestSide = std::int64_t{1} << 62;
+  if (shape->size() != 2 || (*shape)[0] < 0 || (*shape)[1] < 0 || (*shape)[0] > kLargestSide ||
+      (*shape)[1] > kLargestSide) {
     std::string text;
     for (std::size_t k = 0; k < shape->size(); ++k) text += (k > 0 ? ", " : "") + std::to_string((*shape)[k]);
     throw DataError(m.where + ": " + kind + " group's 'shape' attribute is [" + text +
-                    "]; expected two non-negative integers [rows, columns]");
+                    "]; expected two non-negative integers [rows, columns], each at most 2^62");
   }
   m.sparse = true;
   m.rows = (*shape)[0];
@@ -323,14 +356,38 @@ void open_compressed(Matrix& m, hid_t group) {
   m.stored = nnz;
 }
 
+/// After H5Fopen failed on `file` (whose HDF5 signature check_file saw): another writer's lock is an I/O condition
+/// with its remedy (it was "bad data", exit 3, for a file that is fine); anything else is a file HDF5 cannot read.
+[[noreturn]] void fail_file_open(const std::string& file) {
+  const std::string reason = h5::last_error();
+  if (reason.find("unable to lock file") != std::string::npos) {  // HDF5 1.10-2.0 words it so
+    throw IoError(file + ": cannot open as HDF5: " + reason +
+                  " (another program holds it open for writing: close it first, or set HDF5_USE_FILE_LOCKING=FALSE "
+                  "if that program only reads)");
+  }
+  throw DataError(reason.empty() ? file + ": cannot open as HDF5" : file + ": cannot open as HDF5: " + reason);
+}
+
 /// Opens `name` (which exists) as a matrix; throws a dnmf::Error saying why it is not one.
 Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& name) {
   Matrix m;
   m.where = file_path + ":" + name;
-  // The name exists, so a failure is a link to nothing: a dangling soft link, or an external link whose file is
-  // missing. The input cannot be reached (exit 4), where a plain Error said "internal" (exit 1).
+  // The name exists. A failure is either a link to nothing (a dangling soft link, an external link whose file is
+  // missing: the input cannot be reached, exit 4) or an object whose header this HDF5 cannot read: damaged, or in
+  // a newer format (h5py with libver='latest'), bad input (exit 3), which was called a missing link.
   const hid_t opened = H5Oopen(file, name.c_str(), H5P_DEFAULT);
-  if (opened < 0) h5::fail_io(m.where + ": cannot open (a link to an object or file that is not there?)");
+  if (opened < 0) {
+    const std::string reason = h5::last_error();
+    H5L_info_t link{};
+    const bool hard = H5Lget_info(file, name.c_str(), &link, H5P_DEFAULT) >= 0 && link.type == H5L_TYPE_HARD;
+    const std::string because = reason.empty() ? std::string() : ": " + reason;
+    if (!hard) throw IoError(m.where + ": cannot open (a link to an object or file that is not there?)" + because);
+    unsigned major = 0, minor = 0, release = 0;
+    H5get_libversion(&major, &minor, &release);
+    throw DataError(m.where + ": cannot open the object" + because + " (it is damaged, or written in a newer format " +
+                    "than this build's HDF5 " + std::to_string(major) + "." + std::to_string(minor) + "." +
+                    std::to_string(release) + " reads: h5py's libver='latest' writes such files)");
+  }
   Id object(opened, H5Oclose);
   switch (H5Iget_type(object.get())) {
     case H5I_DATASET:
@@ -340,7 +397,7 @@ Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& 
       open_compressed(m, object.get());
       break;
     default:
-      throw DataError(m.where + ": is a named datatype, not a matrix");
+      throw NotAMatrix(m.where + ": is a named datatype, not a matrix");
   }
   return m;
 }
@@ -349,6 +406,8 @@ Matrix open_matrix(hid_t file, const std::string& file_path, const std::string& 
 Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
   if (!requested.empty()) {
     if (requested.front() != '/') requested = "/" + requested;
+    // "//nothere" read as existing (its first prefix is the root): repeated slashes are one, as HDF5 reads them.
+    for (auto at = requested.find("//"); at != std::string::npos; at = requested.find("//", at)) requested.erase(at, 1);
     if (!h5::exists(file, requested)) {
       throw DataError(file_path + ": has no object '" + requested + "'; the file holds " + listing(file));
     }
@@ -369,7 +428,7 @@ Matrix locate(hid_t file, const std::string& file_path, std::string requested) {
   for (const std::string& name : root_names(file)) {
     try {
       found.push_back(open_matrix(file, file_path, name));
-    } catch (const Error&) {  // not a matrix: not a candidate
+    } catch (const NotAMatrix&) {  // not a candidate
     }
   }
   if (found.size() == 1) return std::move(found.front());
@@ -501,7 +560,7 @@ MatrixShape hdf5_shape(const std::string& path) {
   const h5::QuietErrors quiet;
   check_file(parts.file);
   const hid_t opened = H5Fopen(parts.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (opened < 0) h5::fail_data(parts.file + ": cannot open as HDF5");
+  if (opened < 0) fail_file_open(parts.file);
   const Id file(opened, H5Fclose);
   const Matrix m = locate(file.get(), parts.file, parts.object);
   return {m.rows, m.cols, m.stored, m.sparse};
@@ -519,7 +578,7 @@ LocalBlock<T> read_hdf5_block(const std::string& path, dist::Range rows, dist::R
   // The object's metadata: the same on every rank (identical calls on the same file).
   std::optional<Matrix> matrix;
   detail::run_agreed(comm, path, [&] {
-    if (!file.valid()) h5::fail_data(parts.file + ": cannot open as HDF5");
+    if (!file.valid()) fail_file_open(parts.file);
     matrix.emplace(locate(file.get(), parts.file, parts.object));
   });
   // This rank's rows: independent reads.
