@@ -5,11 +5,14 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <regex>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "commands.hpp"
@@ -40,8 +43,15 @@ void remove_stale_temporaries(const std::string& output) {
     std::smatch m;
     const std::string name = it->path().filename().string();
     if (!std::regex_match(name, m, pattern)) continue;
-    const auto pid = static_cast<pid_t>(std::stoll(m[1].str()));
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+    // Not a process id (too many digits for one): not a temporary of ours (std::stoll threw "stoll", exit 1).
+    const std::string digits = m[1].str();
+    long long number = 0;
+    const auto [last, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (error != std::errc() || last != digits.data() + digits.size() || number <= 0 ||
+        number > std::numeric_limits<pid_t>::max())
+      continue;
+    const auto pid = static_cast<pid_t>(number);
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
   }
 }
 

@@ -1,17 +1,21 @@
 // `dnmf gen`: a matrix with a planted non-negative factorisation, plus the true factors beside it.
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -20,6 +24,7 @@
 #include "dnmf/inspect.hpp"
 #include "dnmf/io.hpp"
 #include "dnmf/planted.hpp"
+#include "signals.hpp"
 
 namespace dnmf::cli {
 namespace {
@@ -82,6 +87,29 @@ class StagedFiles {
   StagedFiles& operator=(const StagedFiles&) = delete;
 
   [[nodiscard]] const std::string& path(std::size_t i) const { return staged_[i]; }
+
+  /// Removes what a gen killed outright (SIGKILL) left beside the targets: staged files of processes that are gone
+  /// (".A.npy.gen.<pid>", and the atomic writer's ".A.npy.gen.<pid>.tmp.<pid>.<n>" inside them).
+  void remove_stale() const {
+    namespace fs = std::filesystem;
+    for (const std::string& target : targets_) {
+      const fs::path t(target);
+      const fs::path dir = t.has_parent_path() ? t.parent_path() : fs::path(".");
+      const std::string prefix = "." + t.filename().string() + ".gen.";
+      std::error_code ec;
+      for (fs::directory_iterator it(dir, ec), last; !ec && it != last; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind(prefix, 0) != 0) continue;
+        const std::string rest = name.substr(prefix.size());
+        long long pid = 0;
+        const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+        if (error != std::errc() || pid <= 0 || pid > std::numeric_limits<pid_t>::max()) continue;
+        const std::string_view tail(end, static_cast<std::size_t>(rest.data() + rest.size() - end));
+        if (!tail.empty() && tail.substr(0, 5) != ".tmp.") continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+      }
+    }
+  }
 
   /// `message` with the staged names replaced by the names the user gave.
   [[nodiscard]] std::string named(std::string message) const {
@@ -152,6 +180,10 @@ int generate(const GenArgs& args) {
   // are complete, so a failure (a full disk at H) leaves the previous three as they were, not a new A beside the
   // previous truth. (A kill between the three renames, microseconds, is the one window left.)
   StagedFiles staged({args.output, w_path, h_path});
+  staged.remove_stale();
+  // SIGINT and SIGTERM remove the staged files and the temporary being written (a killed gen left them all).
+  end_writes_on_signals(args.output);
+  remove_on_signals({staged.path(0), staged.path(1), staged.path(2)});
   staged.check_writable();
   const Planted<T> planted = [&] {
     try {

@@ -58,7 +58,15 @@ int run_nmfk(NmfkArgs args) {
   o.factor.cancel = [] { return stop_signal() != 0; };
   // Checkpoints outlive output sets (a rerun resumes from them), so they live in the current OUT, not in the
   // staging folder, and are carried into each new set by commit().
-  o.checkpoint_dir = (std::filesystem::path(args.output) / "checkpoints").string();
+  // The folder as typed, normalised ("-o sub/../out" made sub/ for the checkpoints and left it empty), or the
+  // folder a dangling link names ("-o lnk" failed creating lnk/checkpoints, where the commit follows the link);
+  // rank 0's, which every rank writes its jobs under.
+  std::string folder = std::filesystem::path(args.output).lexically_normal().string();
+  std::error_code ec;
+  if (root && std::filesystem::is_symlink(std::filesystem::symlink_status(folder, ec)) &&
+      !std::filesystem::exists(folder, ec))
+    folder = out->target();
+  o.checkpoint_dir = (std::filesystem::path(context.broadcast(folder)) / "checkpoints").string();
   if (root) o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
   if (!solver.quiet) {
     const int groups = o.groups;

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "dnmf/io.hpp"
 
@@ -21,8 +23,13 @@ extern "C" void on_stop_signal(int signal) { received = signal; }
 // end_writes_on_signals()'s line, formatted before any signal can come (a handler may not allocate).
 char interrupted_line[512] = {};
 
+// remove_on_signals()'s paths, copied before any signal can come.
+char removed_paths[4][4096] = {};
+
 extern "C" void on_signal_during_write(int signal) {
   io::remove_temporaries_in_flight();
+  for (const char* path : removed_paths)
+    if (path[0] != '\0') ::unlink(path);
   const ssize_t written = ::write(STDERR_FILENO, interrupted_line, std::strlen(interrupted_line));
   (void)written;
   ::_exit(128 + signal);
@@ -52,6 +59,14 @@ void end_writes_on_signals(const std::string& output) {
   sigaddset(&action.sa_mask, SIGTERM);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+}
+
+void remove_on_signals(const std::vector<std::string>& paths) {
+  for (std::size_t i = 0; i < std::size(removed_paths); ++i) {
+    const std::string path = i < paths.size() && paths[i].size() < sizeof removed_paths[i] ? paths[i] : std::string();
+    path.copy(removed_paths[i], path.size());
+    removed_paths[i][path.size()] = '\0';
+  }
 }
 
 void report_file_size_limits() { std::signal(SIGXFSZ, SIG_IGN); }

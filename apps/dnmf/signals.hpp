@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace dnmf::cli {
 
@@ -17,6 +18,10 @@ void stop_on_signals();
 /// temporary being filled (io::remove_temporaries_in_flight), print one line naming `output` and end the process
 /// with 128 + the signal. A killed convert left its partial OUT.tmp.<pid>.<n> beside the output.
 void end_writes_on_signals(const std::string& output);
+
+/// With end_writes_on_signals: `paths` (at most 4; staged files of gen's set) are also removed by the signal's
+/// handler. A killed gen left .A.npy.gen.<pid> and its siblings behind.
+void remove_on_signals(const std::vector<std::string>& paths);
 
 /// A file size limit (ulimit -f) makes writes fail with EFBIG, reported as the I/O error it is, instead of
 /// SIGXFSZ ending the process with its temporaries in place.

@@ -24,6 +24,8 @@ class OutputSet {
 
   /// Where this run writes its files.
   [[nodiscard]] const std::string& staging() const { return staging_; }
+  /// The output directory as resolved: absolute, normalised, symbolic links followed (a dangling one too).
+  [[nodiscard]] const std::string& target() const { return target_; }
   /// The path of `name` inside the staging folder.
   [[nodiscard]] std::string file(const std::string& name) const;
 

@@ -438,6 +438,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         elif init in ("nndsvd", "nndsvda", "nndsvdar") and unstored == "missing":
             raise ValueError(f"init={init!r} is not supported with unstored='missing' (NNDSVD needs the whole "
                              "matrix): use init='random' or init=None")
+        if algorithm in ("mu", "kl") and init == "nndsvd":
+            # scikit-learn's warning: NNDSVD's zeros are fixed points of the multiplicative updates.
+            warn_user("The multiplicative update ('mu') solver cannot update zeros present in the initialization, "
+                      "and so leads to poorer results when used jointly with init='nndsvd'. You may try "
+                      "init='nndsvda' or init='nndsvdar' instead.", UserWarning)
         if init != "custom" and (W is not None or H is not None):
             warn_user("When init!='custom', provided W or H are ignored. Set init='custom' to use them as "
                       "initialization.", RuntimeWarning)

@@ -827,3 +827,15 @@ def test_a_start_too_large_for_memory_names_its_size():
     with pytest.raises(dnmf.Error, match=r"initial W and H: out of memory while allocating them \(112 GiB .* k = "
                                          r"50000\); use a smaller k"):
         dnmf.NMF(n_components=50000, init="random", max_iter=2, solver="mu").fit(S)
+
+
+def test_mu_from_nndsvd_warns_as_scikit_learn_does():
+    """NNDSVD's zeros are fixed points of MU: scikit-learn warns, dnmf fitted silently."""
+    X = planted(30, 20, 3, seed=2)
+    with pytest.warns(UserWarning, match="cannot update zeros present in the initialization"):
+        dnmf.NMF(3, solver="mu", init="nndsvd", max_iter=20).fit(X)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        dnmf.NMF(3, solver="mu", init="nndsvda", max_iter=20, tol=0).fit(X)

@@ -3,6 +3,7 @@
 #include "dnmf/output_set.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,6 +75,15 @@ bool holds_only_nmfk_checkpoints(const fs::path& path) {
   }
   return any && (fs::is_regular_file(path / "checkpoints" / "manifest.json", ec) ||
                  fs::is_regular_file(path / "checkpoints" / "lock", ec));
+}
+
+/// Whether another process holds the flock that dnmf nmfk takes on its checkpoints (nmfk/checkpoint.cpp).
+bool checkpoint_lock_held(const fs::path& lock) {
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock if this process took it
+  return held;
 }
 
 /// fsync of a file or directory; best effort where the file system does not support it (EINVAL).
@@ -175,8 +185,14 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
   if (path_.empty()) throw UsageError("-o/--output: the output directory name is empty");
   std::error_code ec;
   // Symbolic links resolved: the swap replaces the directory they point to, never the link.
-  fs::path target = fs::weakly_canonical(fs::absolute(fs::path(path_)), ec);
-  if (ec) target = fs::absolute(fs::path(path_));
+  // A relative name whose working directory was deleted: std::filesystem's own exception said "cannot make
+  // absolute path" (exit 1).
+  const fs::path absolute = fs::absolute(fs::path(path_), ec);
+  if (ec)
+    throw IoError(path_ + ": cannot resolve the output directory: the working directory no longer exists? (" +
+                  ec.message() + ")");
+  fs::path target = fs::weakly_canonical(absolute, ec);
+  if (ec) target = absolute;
   target = target.lexically_normal();
   // A dangling link is left as it is by weakly_canonical (it resolves what exists), and the commit's rename would
   // then meet the link after all the work: followed here to the folder it names, which the run creates.
@@ -227,9 +243,17 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
       throw UsageError(path_ +
                        ": holds a 'checkpoints' folder that dnmf nmfk did not write (no manifest.json); "
                        "each run replaces the whole output directory, so choose a new or empty one");
+    // A running NMFk holds checkpoints/lock: committing a new set here deleted its checkpoints under it (dnmf
+    // factor or cv into the folder of a running nmfk; the nmfk then failed writing its next job).
+    if (checkpoint_lock_held(clean / "checkpoints" / "lock"))
+      throw UsageError(path_ +
+                       ": holds the checkpoints of an NMFk run in progress (their lock is held); a new output set "
+                       "would delete them under it: wait for that run to finish, or choose another output directory");
     for (const std::string& input : protect) {
       if (input.empty()) continue;
-      const fs::path inside = fs::weakly_canonical(fs::absolute(fs::path(input)), ec).lexically_normal();
+      const fs::path input_absolute = fs::absolute(fs::path(input), ec);
+      if (ec) continue;
+      const fs::path inside = fs::weakly_canonical(input_absolute, ec).lexically_normal();
       if (ec) continue;
       if (std::mismatch(clean.begin(), clean.end(), inside.begin(), inside.end()).first == clean.end())
         throw UsageError(path_ + ": holds the input " + input +

@@ -2002,6 +2002,83 @@ def convert_precision_applies_to_dcsr(ctx):
 
 
 @case
+def runs_beside_each_other(ctx):
+    """A helper session's concurrency findings: dnmf factor into the folder of a running nmfk replaced it and
+    deleted its checkpoints (the nmfk then failed); a relative -o after the working directory was deleted was
+    "filesystem error: cannot make absolute path" (exit 1); nmfk -o a dangling link failed creating
+    lnk/checkpoints and -o sub/../x left an empty sub/; a neighbour named like convert's temporaries but with a
+    20-digit number ended convert with "stoll" (exit 1)."""
+    import signal
+    import time
+
+    ctx.gen(300, 200, 5, "B.npy", "--noise", 0.02)
+    small_dense(ctx)
+    nmfk = subprocess.Popen([ctx.dnmf, "nmfk", "B.npy", "--k", "3:8", "--perturbations", "20", "--iters", "100000",
+                             "--tol", "0", "--threads", "1", "-q", "-o", "nb"], cwd=ctx.work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if os.path.exists(ctx.path("nb", "checkpoints", "lock")):
+                break
+            time.sleep(0.05)
+        check(os.path.exists(ctx.path("nb", "checkpoints", "lock")), "the nmfk never took its lock")
+        for command in (["factor", "A.npy", "-k", 2], ["cv", "A.npy", "--k", 2]):
+            ctx.expect_error(command + ["-q", "-o", "nb"], ["nb: holds the checkpoints of an NMFk run in progress"],
+                             out_dir=None, code=2)
+        check(os.path.isdir(ctx.path("nb", "checkpoints")) and nmfk.poll() is None,
+              "the running nmfk's checkpoints were touched")
+    finally:
+        nmfk.send_signal(signal.SIGTERM)
+        nmfk.wait(timeout=120)
+    ctx.ok("factor", "A.npy", "-k", 2, "-q", "-o", "nb")  # once it has ended, the set may be replaced
+
+    os.mkdir(ctx.path("gone"))
+    result = subprocess.run([ctx.dnmf, "factor", ctx.path("A.npy"), "-k", "2", "-q", "-o", "out"],
+                            cwd=ctx.path("gone"), capture_output=True, text=True,
+                            preexec_fn=lambda: os.rmdir(ctx.path("gone")))
+    check(result.returncode == 4 and "the working directory no longer exists" in result.stderr,
+          "deleted working directory: rc %d, %s" % (result.returncode, result.stderr))
+
+    os.symlink("made_by_nmfk", ctx.path("lnk"))
+    ctx.ok("nmfk", "A.npy", "--k", "2:3", "--perturbations", 2, "--iters", 20, "-q", "-o", "lnk")
+    check(os.path.isfile(ctx.path("made_by_nmfk", "nmfk.json")), "nmfk -o a dangling link")
+    ctx.ok("nmfk", "A.npy", "--k", "2:3", "--perturbations", 2, "--iters", 20, "-q", "-o", "sub/../nq")
+    check(os.path.isfile(ctx.path("nq", "nmfk.json")) and not os.path.exists(ctx.path("sub")),
+          "nmfk -o sub/../nq left sub/ behind")
+
+    write_bytes(ctx.path("X.dcsr.tmp.99999999999999999999.1"), b"")
+    ctx.ok("convert", "A.npy", "X.dcsr")
+    check(os.path.exists(ctx.path("X.dcsr.tmp.99999999999999999999.1")), "a file not ours was removed")
+
+
+@case
+def gen_leaves_no_temporaries(ctx):
+    """A gen ended by SIGTERM left its staged set (.G.npy.gen.<pid>, ...) and the temporary being written, and a
+    later gen left them in place; SIGKILL's leftovers too (a helper session's finding)."""
+    import signal
+    import time
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for name in (".G.npy.gen.%d" % dead.pid, ".G.W.npy.gen.%d" % dead.pid,
+                 ".G.npy.gen.%d.tmp.%d.0" % (dead.pid, dead.pid), ".G.npy.gen.notapid"):
+        write_bytes(ctx.path(name), b"x")
+    ctx.gen(30, 20, 2, "G.npy")
+    left = sorted(n for n in os.listdir(ctx.work) if n.startswith(".G"))
+    check(left == [".G.npy.gen.notapid"], "after gen: %s" % left)
+    gen = subprocess.Popen([ctx.dnmf, "gen", "--rows", "6000", "--cols", "5000", "--rank", "10", "-o", "G.npy"],
+                           cwd=ctx.work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    gen.send_signal(signal.SIGTERM)
+    _, err = gen.communicate(timeout=120)
+    if gen.returncode == 143:  # (a fast machine may have finished first)
+        check("interrupted; G.npy is as it was" in err, err)
+        left = sorted(n for n in os.listdir(ctx.work) if n.startswith(".G") and "notapid" not in n)
+        check(left == [], "after SIGTERM: %s" % left)
+        check(Npy(ctx.path("G.npy")).shape == (30, 20), "the previous G.npy was replaced")
+
+
+@case
 def float_scale_edges(ctx):
     # Entries float32 holds but whose products it may not: KL's final error was computed after normalising, where
     # H's rows carry all the scale and HHᵀ overflowed float (a finite fit reported rel_error inf with exit 0);
