@@ -317,19 +317,25 @@ TEST(Solvers, NndsvdStartsIgnoreRoundingNoiseAtZeroLines) {
   }
 }
 
+// offset + W·H in float, W (m x k) and H (k x n) uniform from seeds `seed` and `seed` + 1.
+DenseMatrix<float> exact_rank_float(index_t m, index_t n, index_t k, std::uint64_t seed, double offset) {
+  const DenseMatrix<double> w = test::random_dense<double>(m, k, seed), h = test::random_dense<double>(k, n, seed + 1);
+  DenseMatrix<float> a(m, n);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      double v = offset;
+      for (index_t l = 0; l < k; ++l) v += w(i, l) * h(l, j);
+      a(i, j) = static_cast<float>(v);
+    }
+  return a;
+}
+
 // Data with a large offset: its structure's singular values are 1e-5 of the first. A start that dropped triplets
 // with σ below ~1e-6·σ₁ of float (or 4e-7 of double), tried in order to make NNDSVDa's fill independent of the
 // sketch's noise, kept only the offset's component, and no iteration restored the others (HALS ended at the
 // rank-1 fit's error; a review's finding). Every component of the start has mass.
 TEST(Solvers, NndsvdStartsKeepComponentsFarBelowTheFirst) {
-  const DenseMatrix<double> w = test::random_dense<double>(300, 5, 7), h = test::random_dense<double>(5, 200, 8);
-  DenseMatrix<float> a(300, 200);
-  for (index_t i = 0; i < 300; ++i)
-    for (index_t j = 0; j < 200; ++j) {
-      double v = 1e4;
-      for (index_t l = 0; l < 5; ++l) v += w(i, l) * h(l, j);
-      a(i, j) = static_cast<float>(v);
-    }
+  const DenseMatrix<float> a = exact_rank_float(300, 200, 5, 7, 1e4);
   FactorOptions o = options_for(Algorithm::hals, 6, 0);
   o.init = InitMethod::nndsvd;
   const auto r = factorize<float>(MatrixRef<float>{a.view()}, o);
@@ -344,14 +350,7 @@ TEST(Solvers, NndsvdStartsKeepComponentsFarBelowTheFirst) {
 // data reaches: a rule taking a clamped 0 as convergence (tried to end exact fits early) stopped BPP at 1.3e-4 with
 // --tol 1e-9, where 1000 iterations reach 7e-6 (a review's finding). The tol test alone decides.
 TEST(Solvers, Float32FitsAreNotStoppedByTheIdentitysClampedZero) {
-  DenseMatrix<float> a(200, 150);
-  const DenseMatrix<double> w = test::random_dense<double>(200, 5, 1), h = test::random_dense<double>(5, 150, 2);
-  for (index_t i = 0; i < 200; ++i)
-    for (index_t j = 0; j < 150; ++j) {
-      double v = 0;
-      for (index_t l = 0; l < 5; ++l) v += w(i, l) * h(l, j);
-      a(i, j) = static_cast<float>(v);
-    }
+  const DenseMatrix<float> a = exact_rank_float(200, 150, 5, 1, 0.0);
   FactorOptions o = options_for(Algorithm::bpp, 5, 1000);
   o.tol = 1e-9;
   o.threads = 1;
