@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -106,6 +107,34 @@ double kl_divergence_direct(const MatrixRef<T>& piece, DenseView<const T> left, 
   return total;
 }
 
+// A sparse block is read as all of its cells: past 5e7 of them that is no longer the cost of a few products.
+bool too_many_cells(bool sparse, index_t m, index_t n) {
+  return sparse && static_cast<double>(m) * static_cast<double>(n) > 5e7;
+}
+
+// Σ over the cells of a grid's blocks or a streamed block (one more pass when streamed) of
+// per_piece(piece, left, right) (left: k x the piece's rows of A, right: k x its columns; swapped for a piece
+// that stores Aᵀ), each rank its own block with its pieces of W and H, summed over the world; nullopt where any
+// rank's block is not in host memory or has too many cells (the identity's figure then stands everywhere).
+template <class T, class PerPiece>
+std::optional<double> sum_over_blocks(backend::Operand<T>& a, const dist::Grid& grid, const DenseMatrix<T>& wt_full,
+                                      const DenseMatrix<T>& h_full, PerPiece per_piece) {
+  double local[2] = {0, 0};  // {blocks that could, Σ of their terms}
+  if (!too_many_cells(a.sparse(), a.rows(), a.cols())) {
+    const bool visited = a.visit_host([&](const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed) {
+      const index_t rows = transposed ? cols_of(piece) : rows_of(piece);
+      const index_t cols = transposed ? rows_of(piece) : cols_of(piece);
+      const DenseView<const T> wt = wt_full.view().columns(row0, row0 + rows);
+      const DenseView<const T> h = h_full.view().columns(col0, col0 + cols);
+      local[1] += transposed ? per_piece(piece, h, wt) : per_piece(piece, wt, h);
+    });
+    local[0] = visited ? 1 : 0;
+  }
+  grid.world().allreduce_sum(local, 2);
+  if (local[0] < grid.world().size()) return std::nullopt;
+  return local[1];
+}
+
 // ||A - WH|| / ||A|| of the final pieces via one product and the Gram identity; small values are recomputed
 // directly where the whole matrix is at hand and that costs no more than a few products. With `kl_objective`
 // the product is KL's ratio pass, whose sums give the cross term and also KL(A ‖ WH) = Σ a·log(a / m) − Σ a + Σ m
@@ -143,25 +172,10 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
       const double noise = 16 * std::numeric_limits<T>::epsilon() * (std::abs(stats.sum) + std::abs(model_sum));
       if (!(*kl_objective > noise)) {
         if (host_whole != nullptr && grid.shape().size() == 1) {
-          if (!(is_sparse(*host_whole) &&
-                static_cast<double>(rows_of(*host_whole)) * static_cast<double>(cols_of(*host_whole)) > 5e7))
+          if (!too_many_cells(is_sparse(*host_whole), rows_of(*host_whole), cols_of(*host_whole)))
             *kl_objective = kl_divergence_direct<T>(*host_whole, f.wt.view(), f.h.view());
-        } else {
-          double local[2] = {0, 0};  // {blocks that could, Σ of their terms}
-          if (!(a.sparse() && static_cast<double>(a.rows()) * static_cast<double>(a.cols()) > 5e7)) {
-            const bool visited =
-                a.visit_host([&](const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed) {
-                  const index_t rows = transposed ? cols_of(piece) : rows_of(piece);
-                  const index_t cols = transposed ? rows_of(piece) : cols_of(piece);
-                  const DenseView<const T> wt = wt_full.view().columns(row0, row0 + rows);
-                  const DenseView<const T> h = h_full.view().columns(col0, col0 + cols);
-                  local[1] +=
-                      transposed ? kl_divergence_direct<T>(piece, h, wt) : kl_divergence_direct<T>(piece, wt, h);
-                });
-            local[0] = visited ? 1 : 0;
-          }
-          grid.world().allreduce_sum(local, 2);
-          if (local[0] >= grid.world().size()) *kl_objective = local[1];
+        } else if (const auto direct = sum_over_blocks(a, grid, wt_full, h_full, kl_divergence_direct<T>)) {
+          *kl_objective = *direct;
         }
       }
     } else {
@@ -177,30 +191,13 @@ double final_relative_error(backend::Kernels<T>& kernels, backend::Kernels<T>& h
   const double sq = squared_norm_a - 2 * cross + host.dot(gw.view(), gh.view());
   const double identity = std::sqrt(std::max(sq, 0.0) / squared_norm_a);
   if (identity >= kIdentityNoiseFloor<T>) return identity;
-  // A sparse block is read as all of its cells: past 5e7 of them that is no longer the cost of a few products.
-  const auto too_many_cells = [](bool sparse, index_t m, index_t n) {
-    return sparse && static_cast<double>(m) * static_cast<double>(n) > 5e7;
-  };
   if (host_whole != nullptr && grid.shape().size() == 1) {
     if (too_many_cells(is_sparse(*host_whole), rows_of(*host_whole), cols_of(*host_whole))) return identity;
     return relative_error_direct_wt<T>(*host_whole, f.wt.view(), f.h.view());
   }
-  // A grid's blocks or a streamed block: each rank sums its block's cells (one more pass when streamed) with its
-  // pieces of W and H, the world adds them up. Every rank must be able to, or the identity stands everywhere.
-  double local[2] = {0, 0};  // {blocks that could, Σ (a − wh)²}
-  if (!too_many_cells(a.sparse(), a.rows(), a.cols())) {
-    const bool visited = a.visit_host([&](const MatrixRef<T>& piece, index_t row0, index_t col0, bool transposed) {
-      const index_t rows = transposed ? cols_of(piece) : rows_of(piece);
-      const index_t cols = transposed ? rows_of(piece) : cols_of(piece);
-      const DenseView<const T> wt = wt_full.view().columns(row0, row0 + rows);
-      const DenseView<const T> h = h_full.view().columns(col0, col0 + cols);
-      local[1] += transposed ? squared_residual_wt<T>(piece, h, wt) : squared_residual_wt<T>(piece, wt, h);
-    });
-    local[0] = visited ? 1 : 0;
-  }
-  grid.world().allreduce_sum(local, 2);
-  if (local[0] < grid.world().size()) return identity;
-  return std::sqrt(local[1] / squared_norm_a);
+  // A grid's blocks or a streamed block. Every rank must be able to sum its own, or the identity stands.
+  const auto direct = sum_over_blocks(a, grid, wt_full, h_full, squared_residual_wt<T>);
+  return direct ? std::sqrt(*direct / squared_norm_a) : identity;
 }
 
 }  // namespace
