@@ -2,17 +2,11 @@
 // project's binary CSR (.dcsr, docs/formats.md), which streaming reads in nnz-balanced row ranges with three
 // preads a tile; and `dnmf convert IN.dcsr OUT.mtx` back. The matrix is held in memory once while converting.
 
-#include <signal.h>
-
-#include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <regex>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "commands.hpp"
@@ -43,15 +37,7 @@ void remove_stale_temporaries(const std::string& output) {
     std::smatch m;
     const std::string name = it->path().filename().string();
     if (!std::regex_match(name, m, pattern)) continue;
-    // Not a process id (too many digits for one): not a temporary of ours (std::stoll threw "stoll", exit 1).
-    const std::string digits = m[1].str();
-    long long number = 0;
-    const auto [last, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
-    if (error != std::errc() || last != digits.data() + digits.size() || number <= 0 ||
-        number > std::numeric_limits<pid_t>::max())
-      continue;
-    const auto pid = static_cast<pid_t>(number);
-    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+    if (gone_process(m[1].str())) fs::remove(it->path(), ec);
   }
 }
 

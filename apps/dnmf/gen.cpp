@@ -1,16 +1,13 @@
 // `dnmf gen`: a matrix with a planted non-negative factorisation, plus the true factors beside it.
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -101,12 +98,9 @@ class StagedFiles {
         const std::string name = it->path().filename().string();
         if (name.rfind(prefix, 0) != 0) continue;
         const std::string rest = name.substr(prefix.size());
-        long long pid = 0;
-        const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
-        if (error != std::errc() || pid <= 0 || pid > std::numeric_limits<pid_t>::max()) continue;
-        const std::string_view tail(end, static_cast<std::size_t>(rest.data() + rest.size() - end));
-        if (!tail.empty() && tail.substr(0, 5) != ".tmp.") continue;
-        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+        const std::size_t digits = std::min(rest.find_first_not_of("0123456789"), rest.size());
+        if (digits < rest.size() && rest.compare(digits, 5, ".tmp.") != 0) continue;
+        if (gone_process(std::string_view(rest).substr(0, digits))) fs::remove(it->path(), ec);
       }
     }
   }

@@ -5,10 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "dnmf/io.hpp"
@@ -67,6 +72,15 @@ void remove_on_signals(const std::vector<std::string>& paths) {
     path.copy(removed_paths[i], path.size());
     removed_paths[i][path.size()] = '\0';
   }
+}
+
+bool gone_process(std::string_view digits) {
+  long long pid = 0;
+  const auto [last, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (error != std::errc() || last != digits.data() + digits.size() || pid <= 0 ||
+      pid > std::numeric_limits<pid_t>::max())
+    return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 void report_file_size_limits() { std::signal(SIGXFSZ, SIG_IGN); }

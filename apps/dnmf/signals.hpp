@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dnmf::cli {
@@ -22,6 +23,11 @@ void end_writes_on_signals(const std::string& output);
 /// With end_writes_on_signals: `paths` (at most 4; staged files of gen's set) are also removed by the signal's
 /// handler. A killed gen left .A.npy.gen.<pid> and its siblings behind.
 void remove_on_signals(const std::vector<std::string>& paths);
+
+/// Whether `digits` (the process-id part of a temporary's name) are the id of a process that no longer exists:
+/// what a run killed outright (SIGKILL) left behind. False for text that is no process id (too many digits for
+/// one: std::stoll threw "stoll" on such a neighbour's name, exit 1).
+[[nodiscard]] bool gone_process(std::string_view digits);
 
 /// A file size limit (ulimit -f) makes writes fail with EFBIG, reported as the I/O error it is, instead of
 /// SIGXFSZ ending the process with its temporaries in place.
