@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _core
 from ._input import (as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, missing_options, source_of,
-                     threads_of, warn_user)
+                     threads_of, warn_report_warnings, warn_user)
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -120,11 +120,7 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
     options.update(missing_options(missing, unstored))
     out = _core.factor(source_of(X), options, single, None, None, callback, bool(verbose))
     result = Factorization(out)
-    # The warnings a user of missing values must see (docs/masked.md), raised as NMF.fit raises them: they rested
-    # in report['warnings'] unseen, where the CLI prints them.
-    for text in result.report.get("warnings", []):
-        if "no observed entry" in text or "W and H were multiplied by" in text:
-            warn_user(f"dnmf.factor: {text}", UserWarning)
+    warn_report_warnings(result.report.get("warnings", []), "dnmf.factor")
     return result
 
 

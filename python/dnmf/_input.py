@@ -263,6 +263,15 @@ def _package_dirs():
     return tuple(d + os.sep for d in dirs)
 
 
+def warn_report_warnings(warnings_list, who):
+    """The library's warnings a user of missing values must see (docs/masked.md: rows or columns with no observed
+    entry, a start rescaled), raised as UserWarnings naming `who`; the CLI prints them, and from Python they
+    rested in the report unseen."""
+    for text in warnings_list:
+        if "no observed entry" in text or "W and H were multiplied by" in text:
+            warn_user(f"{who}: {text}", UserWarning)
+
+
 def warn_user(message, category=UserWarning):
     """warnings.warn naming the user's line: the first frame outside this package (and scikit-learn's wrappers),
     whatever the depth of the call within it (fixed stacklevels named dnmf's own files when an estimator called a

@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._input import (as_dtype, as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose,
                      comm_handle, estimator_comm, in_precision, input_attributes_kept_on_failure, library_error,
-                     missing_options, preserved_dtypes, source_of, threads_of, warn_user)
+                     missing_options, preserved_dtypes, source_of, threads_of, warn_report_warnings,
+                     warn_user)
 
 _SOLVERS = {"mu": "mu", "cd": "hals", "hals": "hals", "bpp": "bpp"}
 # 2 and 1 also match 2.0 and 1.0 (equal numbers hash alike).
@@ -500,11 +501,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:
             self.reconstruction_err_ = float(out["rel_error"]) * float(out["norm_a"])
         self.report_ = out["report_json"]
-        # The CLI prints the library's warnings; the one a masked fit's user must see (docs/masked.md) is raised
-        # here too, instead of resting in report_ unseen.
-        for text in json.loads(self.report_).get("warnings", []):
-            if "no observed entry" in text or "W and H were multiplied by" in text:
-                warn_user(f"dnmf.NMF: {text}", UserWarning)
+        warn_report_warnings(json.loads(self.report_).get("warnings", []), "dnmf.NMF")
         self._library_seconds = float(out["library_seconds"])  # for bench/bench_python.py's overhead figure
         if self.n_iter_ == self.max_iter and self.tol > 0 and not out["converged"]:
             from sklearn.exceptions import ConvergenceWarning
