@@ -47,9 +47,10 @@ CLI::Validator at_least(double bound);
 
 /// A transform for whole-number options: CLI11 reads integers with base 0, so `-k 010` ran k = 8 and `--seed 010`
 /// the stream of seed 8, `08` failed as "Could not convert", and `0x3` was 3. Digits (with an optional sign) are
-/// read as decimal, leading zeros dropped; anything else is refused naming the text. Add it with transform(),
-/// which runs before the option's checks.
-CLI::Validator decimal_integer();
+/// read as decimal, leading zeros dropped; anything else is refused naming the text, and with signed_64 so is a
+/// magnitude beyond 2^63 - 1, which CLI11 would clamp (a seed's wider range is seed_value's to check). Add it with
+/// transform(), which runs before the option's checks.
+CLI::Validator decimal_integer(bool signed_64 = true);
 
 /// A validator accepting a whole decimal number from 0 to 2^64 - 1 (a random seed): CLI11 would clamp a larger
 /// one to 2^64 - 1, so that two different seeds given would silently run the same stream.

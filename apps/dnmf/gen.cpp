@@ -232,7 +232,7 @@ Command add_gen(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--noise", args->planted.noise, "relative multiplicative noise")->capture_default_str();
   app->add_option("--seed", args->planted.seed, "random seed")
-      ->transform(decimal_integer())
+      ->transform(decimal_integer(false))
       ->check(seed_value())
       ->capture_default_str();
   add_precision_option(*app, args->precision);

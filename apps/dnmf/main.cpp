@@ -235,14 +235,19 @@ CLI::Validator at_least(double bound) {
       name.str());
 }
 
-CLI::Validator decimal_integer() {
+CLI::Validator decimal_integer(bool signed_64) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [signed_64](std::string& text) -> std::string {
         const std::size_t start = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
         if (text.size() == start || text.find_first_not_of("0123456789", start) != std::string::npos)
           return "must be a whole decimal number, got '" + text + "'";
         const std::size_t first = std::min(text.find_first_not_of('0', start), text.size() - 1);
-        text = (text[0] == '-' ? "-" : "") + text.substr(first);
+        const std::string digits = text.substr(first);
+        // CLI11 saturates what does not fit: -k 99999999999999999999 became k = 9223372036854775807.
+        const std::string largest = "9223372036854775807";
+        if (signed_64 && (digits.size() > largest.size() || (digits.size() == largest.size() && digits > largest)))
+          return "must be at most " + largest + " in magnitude, got '" + text + "'";
+        text = (text[0] == '-' ? "-" : "") + digits;
         return {};
       },
       "");

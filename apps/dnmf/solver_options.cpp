@@ -57,7 +57,7 @@ void add_solver_options(CLI::App& app, SolverArgs& args, SolverOptionScope scope
       ->check(CLI::IsMember({"random", "nndsvd", "nndsvda"}))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")
-      ->transform(decimal_integer())
+      ->transform(decimal_integer(false))
       ->check(seed_value())
       ->capture_default_str();
   add_precision_option(app, args.precision);

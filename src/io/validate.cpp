@@ -118,6 +118,9 @@ void check_nonnegative(CsrView<T> matrix, const std::string& source) {
 }
 
 FileFormat format_of(const std::string& path) {
+  if (path == "-")
+    throw UsageError(std::string("-: reading a matrix from standard input is not supported; give its file (expected ") +
+                     kInputFormats + ")");
   // Containers first: what follows their colon ("A.npz:x.npy") is a member's name, not the file's extension.
   if (is_hdf5_path(path)) return FileFormat::hdf5;
   if (is_npz_path(path)) return FileFormat::npz;

@@ -1976,6 +1976,12 @@ def decimal_integers(ctx):
     for flag, value in (("-k", "0x3"), ("-k", "2.5"), ("--iters", "1e3"), ("--seed", "0x10")):
         args = ["factor", "A.npy", "-o", "bad", flag, value] + (["-k", 3] if flag != "-k" else [])
         ctx.expect_error(args, ["must be a whole decimal number, got '%s'" % value], out_dir="bad", code=2)
+    # CLI11 clamped what does not fit a 64-bit integer: -k 99999999999999999999 ran as k = 9223372036854775807.
+    for value in ("99999999999999999999", "-99999999999999999999", "9223372036854775808"):
+        ctx.expect_error(["factor", "A.npy", "-o", "bad", "-k", value],
+                         ["must be at most 9223372036854775807 in magnitude, got '%s'" % value], out_dir="bad", code=2)
+    ctx.ok("factor", "A.npy", "-k", 2, "--iters", 1, "--seed", "18446744073709551615", "-q", "-o", "top_seed")
+    check(ctx.report("top_seed")["seed"] == 18446744073709551615, "a seed above 2^63 is a seed")
     result = ctx.run("gen", "--rows", "010", "--cols", "06", "--rank", "02", "-o", "g.npy")
     check(result.rc == 0 and Npy(ctx.path("g.npy")).shape == (10, 6), result.describe())
     ctx.ok("cv", "A.npy", "--k", 2, "--folds", "010", "--iters", 5, "-q", "-o", "cv")

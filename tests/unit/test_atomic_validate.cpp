@@ -191,6 +191,9 @@ TEST(FormatOf, UnknownExtensionIsAnError) {
             "x.csv: unknown input format (expected .npy, .npz, .mtx, .h5/.hdf5/.h5ad or .dcsr)");
   EXPECT_THAT(error_message([] { dnmf::io::format_of("dir.npy/matrix"); }), HasSubstr("unknown input format"));
   EXPECT_THAT(error_message([] { dnmf::io::format_of("A.mtx.gz"); }), HasSubstr("A.mtx.gz: compressed input"));
+  // "-" (a pipe's usual name) was "unknown input format", as if it had a wrong extension.
+  EXPECT_THAT(error_message([] { dnmf::io::format_of("-"); }),
+              HasSubstr("-: reading a matrix from standard input is not supported; give its file"));
 }
 
 }  // namespace
