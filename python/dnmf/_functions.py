@@ -2,13 +2,14 @@
 memory budget, read block by block under MPI) or of a matrix in memory, with the CLI's options and defaults."""
 
 import math
+import numbers
 import os
 
 import numpy as np
 
 from . import _core
-from ._input import (as_dtype, as_float_matrix, comm_handle, dtype_of, in_precision, missing_options, source_of,
-                     threads_of, warn_report_warnings, warn_user)
+from ._input import (as_dtype, as_float_matrix, check_flag, comm_handle, dtype_of, in_precision, missing_options,
+                     source_of, threads_of, warn_report_warnings, warn_user)
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -87,8 +88,20 @@ def _solver(algorithm, max_iter, tol, init, seed, penalties, fused):
     unknown = sorted(set(penalties or {}) - _PENALTY_KEYS)
     if unknown:  # a misspelt key would otherwise fit without its penalty
         raise _core.UsageError(f"unknown penalties {unknown}: the keys are {sorted(_PENALTY_KEYS)}")
-    options.update({key: float(value) for key, value in (penalties or {}).items()})
+    for key, value in (penalties or {}).items():
+        # Unchecked, -0.5 and inf reached the library, whose message named neither ("<memory>: penalties must be
+        # finite and >= 0"), and None raised float()'s TypeError.
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0 or not math.isfinite(value):
+            raise _core.UsageError(f"penalties[{key!r}] must be a finite number >= 0, got {value!r}")
+        options[key] = float(value)
     return options
+
+
+def _flag(value, name):
+    """A boolean option checked as the estimators check theirs: bool('False') is True, so extrapolate='False'
+    extrapolated."""
+    check_flag(value, name)
+    return bool(value)
 
 
 def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=1, penalties=None,
@@ -110,7 +123,7 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
     algorithm = "mu" if algorithm is None else algorithm
     init = "random" if init is None else init
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, fused)
-    options.update({"k": _whole(k, "k"), "extrapolate": bool(extrapolate), "tf32": bool(tf32),
+    options.update({"k": _whole(k, "k"), "extrapolate": _flag(extrapolate, "extrapolate"), "tf32": _flag(tf32, "tf32"),
                     **_context(backend, n_threads, memory_budget, grid, comm)})
     single = _single(X, precision)
     if mask is not None:
@@ -156,8 +169,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     cv_holdout = 0.05 if cv_holdout is None else cv_holdout
     # Checked with cv off too, as the CLI checks --cv-folds and --cv-holdout: a bad value is found when it is
     # given, not when cv is turned on later. cv itself is a bool ('no' is a true value).
-    if not isinstance(cv, (bool, np.bool_)):
-        raise _core.UsageError(f"cv must be True or False, got {cv!r}")
+    check_flag(cv, "cv")
     if isinstance(cv_holdout, bool) or not isinstance(cv_holdout, (int, float, np.integer, np.floating)) or \
             not 0 < cv_holdout < 1:
         raise _core.UsageError(f"cv_holdout must be a number in (0, 1), got {cv_holdout!r}")
@@ -184,7 +196,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
                     "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
                     "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds", 2**31 - 1),
                     "cv_holdout": float(cv_holdout),
-                    "extrapolate": bool(extrapolate), "tf32": bool(tf32),
+                    "extrapolate": _flag(extrapolate, "extrapolate"), "tf32": _flag(tf32, "tf32"),
                     **_context(backend, n_threads, None, grid, comm)})
     if cluster_iters is not None:
         options["max_cluster_iterations"] = _whole(cluster_iters, "cluster_iters", 2**31 - 1)

@@ -170,6 +170,32 @@ def test_a_misspelt_penalty_is_refused():
     assert dnmf.factor(X, 3, max_iter=5, penalties={"l1_w": 1.0}).rel_error > 0
 
 
+def test_bad_penalty_values_are_refused_by_name():
+    # -0.5 and inf reached the library ("<memory>: penalties must be finite and >= 0", no key, no value) and None
+    # raised float()'s TypeError.
+    X = np.random.default_rng(0).random((20, 15))
+    for value in (-0.5, float("inf"), float("nan"), None, "1", True):
+        with pytest.raises(ValueError, match=r"penalties\['l2_h'\] must be a finite number >= 0, got "):
+            dnmf.factor(X, 3, algorithm="hals", max_iter=5, penalties={"l2_h": value})
+        with pytest.raises(ValueError, match=r"penalties\['l2_h'\] must be a finite number >= 0, got "):
+            dnmf.nmfk(X, (2, 3), perturbations=2, max_iter=5, penalties={"l2_h": value})
+    assert dnmf.factor(X, 3, algorithm="hals", max_iter=5, penalties={"l2_h": np.float32(0.5)}).rel_error > 0
+
+
+def test_flags_of_the_functions_are_booleans(tmp_path):
+    # bool('False') is True: dnmf.factor(extrapolate='False') extrapolated, tf32='False' was refused as if asked
+    # for, and nmfk wrote "extrapolate": true into nmfk.json.
+    X = np.random.default_rng(0).random((30, 20))
+    for name in ("extrapolate", "tf32"):
+        for value in ("False", "no", 0, None):
+            with pytest.raises(ValueError, match=f"{name} must be True or False, got {value!r}"):
+                dnmf.factor(X, 3, algorithm="hals", max_iter=5, **{name: value})
+            with pytest.raises(ValueError, match=f"{name} must be True or False, got {value!r}"):
+                dnmf.nmfk(X, (2, 3), perturbations=2, max_iter=5, output_dir=tmp_path / "o", **{name: value})
+    assert not (tmp_path / "o").exists()
+    assert dnmf.factor(X, 3, algorithm="hals", max_iter=5, extrapolate=np.bool_(True)).report["extrapolate"]
+
+
 def test_nmfk_warns_when_the_plot_cannot_be_drawn(tmp_path, monkeypatch):
     # The CLI prints why the plot is missing; the package only set result.plot_warning. It warns now.
     np.save(tmp_path / "A.npy", planted(40, 30, 2, seed=3, noise=0.02))
