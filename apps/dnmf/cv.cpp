@@ -99,7 +99,7 @@ Command add_cv(CLI::App& parent) {
   // iterations.
   args->solver.algo = to_string(Algorithm::bpp);
   args->solver.options.max_iterations = 500;
-  add_solver_options(*app, args->solver, {.memory_budget = false, .grid = false});
+  add_solver_options(*app, args->solver, {.memory_budget = false, .grid = false, .extrapolate = false});
   app->add_option("-o,--output", args->output, "output directory (created if missing)")->required();
   return {app, [args] { return args->solver.precision == "f32" ? run_cv<float>(*args) : run_cv<double>(*args); }};
 }

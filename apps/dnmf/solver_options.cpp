@@ -70,7 +70,8 @@ void add_solver_options(CLI::App& app, SolverArgs& args, SolverOptionScope scope
   app.add_flag("--no-fuse", args.no_fuse, "never use the single-pass (fused) iteration");
   app.add_flag("--extrapolate", o.extrapolate,
                "hals, bpp: extrapolated iteration with restarts, fewer iterations to a given error "
-               "(docs/algorithms.md)");
+               "(docs/algorithms.md)")
+      ->group(group(scope.extrapolate));
   app.add_flag("--tf32", o.tf32, "cuda, f32: TF32 tensor-core products (off by default)");
   app.add_option("--l1-w", o.penalties.l1_w, "L1 penalty on W")->check(at_least(0));
   app.add_option("--l2-w", o.penalties.l2_w, "L2 penalty on W")->check(at_least(0));

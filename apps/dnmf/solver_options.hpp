@@ -32,6 +32,7 @@ struct SolverOptionScope {
   bool memory_budget = true;  ///< --memory-budget
   bool grid = true;           ///< --grid
   bool missing = true;        ///< --mask --missing --unstored
+  bool extrapolate = true;    ///< --extrapolate
 };
 
 /// Adds --algo --iters --tol --init --seed --precision --backend --threads --no-fuse --tf32 --l1-w --l2-w --l1-h

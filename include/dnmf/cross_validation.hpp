@@ -60,6 +60,7 @@ struct CrossValidationResult {
   index_t best_k = 0;                      ///< the k with the lowest mean held-out error
   index_t selected_k = 0;                  ///< the smallest k whose mean is within one standard error of best_k's
   double seconds = 0;
+  std::string precision;  ///< "f32" or "f64": the fits' arithmetic
 };
 
 /// Cross-validated choice of k for the matrix of `source` on one process (A held in memory; the masked

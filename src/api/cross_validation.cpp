@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/context_state.hpp"
@@ -151,6 +152,7 @@ CrossValidationResult cross_validate(const Source& source, const CrossValidation
   check_folds(source.name(), entries, options.factor.seed, options.folds, options.holdout, options.factor.cancel);
 
   CrossValidationResult result;
+  result.precision = std::is_same_v<T, float> ? "f32" : "f64";
   result.rows = base.m;
   result.cols = base.n;
   result.observed = base.observed;
@@ -262,7 +264,15 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
   j["emptied_rows_per_fold"] = r.emptied_rows;
   j["emptied_cols_per_fold"] = r.emptied_cols;
   if (const std::string warning = cross_validation_warning(r); !warning.empty()) j["warning"] = warning;
+  // Every option that changes the fits, and so the choice, as report.json and nmfk.json record them.
   j["algo"] = to_string(o.factor.algorithm);
+  j["init"] = to_string(o.factor.init);
+  j["precision"] = r.precision;
+  j["backend"] = to_string(o.factor.backend);
+  j["penalties"] = {{"l1_w", o.factor.penalties.l1_w},
+                    {"l2_w", o.factor.penalties.l2_w},
+                    {"l1_h", o.factor.penalties.l1_h},
+                    {"l2_h", o.factor.penalties.l2_h}};
   j["max_iterations"] = o.factor.max_iterations;
   j["tol"] = o.factor.tol;
   j["seed"] = o.factor.seed;

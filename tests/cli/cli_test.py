@@ -776,8 +776,10 @@ def help(ctx):
                  "--no-fuse", "--l1-w", "--l2-h", "--memory-budget", "--grid", "--quiet", "--output"):
         check(flag in result.stdout, "dnmf factor --help lacks %s" % flag)
     # nmfk and cv list only what they can use; what they refuse is still parsed, so they can say why.
-    shown = {"nmfk": ("--grid", "--perturbations", "--algo"), "cv": ("--mask", "--missing", "--unstored", "--folds")}
-    hidden = {"nmfk": ("--memory-budget", "--mask", "--missing", "--unstored"), "cv": ("--memory-budget", "--grid")}
+    shown = {"nmfk": ("--grid", "--perturbations", "--algo", "--extrapolate"),
+             "cv": ("--mask", "--missing", "--unstored", "--folds")}
+    hidden = {"nmfk": ("--memory-budget", "--mask", "--missing", "--unstored"),
+              "cv": ("--memory-budget", "--grid", "--extrapolate")}
     for command in ("nmfk", "cv"):
         text = ctx.ok(command, "--help").stdout
         for flag in shown[command]:
@@ -928,6 +930,15 @@ def cv(ctx):
     check(report["emptied_rows_per_fold"] == [0, 0, 0] and "warning" not in report and "warning" not in
           result.stderr, "a 10%% hold-out of 40x30 empties no row: %s / %s" % (report, result.stderr))
     check(result.stderr == "", "-q printed: " + result.stderr)
+    # cv.json recorded neither the penalties nor init, precision or backend, though they change the choice.
+    check(report["penalties"] == {"l1_w": 0, "l2_w": 0, "l1_h": 0, "l2_h": 0} and report["init"] == "random"
+          and report["precision"] == "f64" and report["backend"] == "cpu", "cv.json options: %s" % report)
+    ctx.ok("cv", "A.npy", "--k", "2:3", "--folds", 2, "--iters", 20, "--l1-w", 0.5, "--l2-h", 0.25, "--precision",
+           "f32", "--init", "nndsvd", "-q", "-o", "options")
+    with open(ctx.path("options", "cv.json")) as f:
+        options = json.load(f)
+    check(options["penalties"] == {"l1_w": 0.5, "l2_w": 0, "l1_h": 0, "l2_h": 0.25} and options["init"] == "nndsvd"
+          and options["precision"] == "f32", "cv.json options: %s" % options)
     ctx.expect_error(["cv", "A.npy", "--k", 2, "--holdout", "1e-9", "-o", "tiny"],
                      ["hides no entry of 1200 observed ones in fold 0 (seed 1)", "raise the fraction"], out_dir=None,
                      code=2)
