@@ -144,7 +144,8 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
         def objective(W, q):
             positive = x.data > 0
             logs = (x.data[positive] * np.log(x.data[positive] / q[positive])).sum()
-            model = (W @ H).sum() if unstored != "missing" else q.sum()
+            # Σ (WH) over every entry is (Σ_i W_i)·(Σ_j H_j): (W @ H).sum() formed the dense m × n product.
+            model = W.sum(axis=0) @ H.sum(axis=1) if unstored != "missing" else q.sum()
             return logs - x.data.sum() + model
 
     W = np.full((X.shape[0], k), np.sqrt(max(observed_mean, 0.0) / k))
