@@ -511,7 +511,7 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
   // Global figures: every rank fails alike, and the job says so once.
   dist::check_shared_figures(grid.world(), [&] {
-    check_scale<T>(out.stats, p.m, p.n, options.algorithm, true, p.observed, -1,
+    check_scale<T>(out.stats, p.m, p.n, options.algorithm, static_cast<bool>(options.missing.mask), p.observed, -1,
                    p.weight_sum / static_cast<double>(p.observed));
   });
   InitialScale initial_scale;

@@ -329,10 +329,16 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
                     "): the normalised H's rows take the column sums, and float's largest number is 3.4e38; run in "
                     "float64 (--precision f64) or divide the matrix by a large constant first");
   }
+  // The mean is of A's observed entries whatever their weights, and KL's model follows A's scale, not the
+  // weights': only rescaling A moves it (the message named "w·a" and advised scaling the weights, which changed
+  // nothing, also to runs without a mask).
   if (algorithm == Algorithm::kl && mean < 1e-28) {
     std::snprintf(text, sizeof text, "%.3g", mean);
-    throw DataError(entries + " are too small for KL (mean " + text +
-                    "): its model values are floored at 1e-30 to keep a / (WH) finite; " + remedy);
+    const bool some_hidden = observed > 0 && static_cast<double>(observed) < cells;
+    throw DataError(std::string(some_hidden ? "the matrix's observed entries" : "the matrix's entries") +
+                    " are too small for KL (mean " + text +
+                    "): its model values are floored at 1e-30 to keep a / (WH) finite; multiply the matrix by a "
+                    "large constant first");
   }
 }
 

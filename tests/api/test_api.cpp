@@ -579,6 +579,38 @@ TEST(Api, TooSmallWeightedEntriesNameTheWeights) {
   }
 }
 
+// KL's floor on the model is of A's scale, whatever the weights: data of 1e-29 with a mask of weights 1e6 was
+// refused as "the weighted entries w·a ... multiply the matrix or the mask's weights" (scaling the weights
+// changed nothing), and so were --unstored missing runs with no mask at all.
+TEST(Api, TooSmallDataForKlNamesTheMatrixAlone) {
+  DenseMatrix<double> a = planted_dense();
+  for (double& v : a.storage()) v *= 1e-29;
+  DenseMatrix<double> mask = tenth_missing<double>(a.rows(), a.cols());
+  for (double& w : mask.storage()) w *= 1e6;
+  const CsrMatrix<double> s = test::to_csr(a);
+  const auto message = [](const Source& source, FactorOptions o) {
+    try {
+      (void)factor<double>(source, o);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::data) << e.what();
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  FactorOptions masked = options_k4(Algorithm::kl);
+  masked.missing.mask = Source::dense<double>(mask.view());
+  FactorOptions unstored = options_k4(Algorithm::kl);
+  unstored.missing.unstored = Unstored::missing;
+  for (const std::string& m :
+       {message(Source::dense<double>(a.view()), masked), message(Source::csr<double>(s.view()), unstored)}) {
+    EXPECT_NE(m.find("the matrix's observed entries are too small for KL"), std::string::npos) << m;
+    EXPECT_NE(m.find("multiply the matrix by a large constant first"), std::string::npos) << m;
+    EXPECT_EQ(m.find("weight"), std::string::npos) << m;
+  }
+  const std::string plain = message(Source::dense<double>(a.view()), options_k4(Algorithm::kl));
+  EXPECT_NE(plain.find("the matrix's entries are too small for KL"), std::string::npos) << plain;
+}
+
 // In float32 the weighted iterations' products carry a weight and three factor entries: uniform weights of 3e-45
 // (subnormal in float) passed the scale check (its √w·a was 4e-23) and returned W·H = 0 or a wrong fit with exit
 // 0, where float64 refused them. Refused now with the weights named; uniform weights of 1e-30 fit as weights of 1.
