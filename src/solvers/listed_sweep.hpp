@@ -42,6 +42,11 @@ struct ListedRows {
   index_t count = 0;
 };
 
+/// Below this fraction of F_ll a corrected curvature F_ll − Σ y_ql² (a 0/1 mask's list subtracting the missing
+/// rows' share) is rounding, and is taken as zero: both sums carry errors of about √rows·ε relative, which 1e-10
+/// stays above for up to 1e11 rows.
+constexpr double kCancelledCurvature = 1e-10;
+
 namespace detail {
 
 /// One pass over component l's listed values z (sp of them, a multiple of 4): with kUpdate, first r += d · z_prev
@@ -144,7 +149,15 @@ double sweep_components(index_t k, index_t sp, const double* c, double common, c
                                                 : column_pass<kCommon, false>(r, 0, zp, c, zl, sp, listed_diag));
     listed_diag *= scale;
     pending = 0;
-    const double diag = (full != nullptr ? full[l * k + l] : 0.0) + listed_diag + rule.l2;
+    const double full_ll = full != nullptr ? full[l * k + l] : 0.0;
+    double curvature = full_ll + listed_diag;
+    // A 0/1 mask's list subtracts its rows' share from F's: where no observed row has y_l non-zero the two equal
+    // sums, formed in different orders, left a residue of about 1e-13·F_ll instead of zero, and the step divided
+    // one residue by another (x_l went from 0.3 to 2.3, moving the model at the missing entries). A curvature
+    // within kCancelledCurvature of F_ll is taken as the zero it is, so that the component is left alone, as
+    // hals.hpp leaves a dead one.
+    if (listed_diag < 0 && curvature <= kCancelledCurvature * full_ll) curvature = 0;
+    const double diag = curvature + rule.l2;
     const bool dead = !(diag > rule.eps);
     if (dead && !(rule.l1 > 0)) continue;  // a dead component, as in hals.hpp
     const auto old = static_cast<double>(x[l]);

@@ -31,6 +31,7 @@
 #include "io/collective_failure.hpp"
 #include "solvers/lanes.hpp"
 #include "solvers/listed_products.hpp"
+#include "solvers/listed_sweep.hpp"
 #include "solvers/masked_iterate.hpp"
 #include "solvers/masked_loop.hpp"
 #include "solvers/solve.hpp"
@@ -318,6 +319,8 @@ class GridIteration {
     const index_t owned = x.piece->cols();
     const backend::UpdateRule& rule = x.rule;
     const T* full = y.gram.data();  // YᵀY, where the lists correct it
+    // In float32, YᵀY summed in double: G_j = F − (the missing rows' share) keeps F's absolute rounding.
+    const double* full64 = std::is_same_v<T, float> && full_gram_ ? y.gram64.data() : nullptr;
 #pragma omp parallel
     {
       std::vector<double> g(to_size(k * k)), gd(to_size(k));
@@ -343,7 +346,11 @@ class GridIteration {
         if (rule.algorithm == Algorithm::mu) {
           // masked_iterate.cpp's MU step with G_c x_c = YᵀY x_c (corrected lists) + the summed list share.
           for (index_t l = 0; l < k; ++l) gd[to_size(l)] = static_cast<double>(rec[k + l]);
-          if (full_gram_) gram_times(full, k, xj, k, gd.data());
+          if (full64 != nullptr) {
+            gram_times(full64, k, xj, k, gd.data());
+          } else if (full_gram_) {
+            gram_times(full, k, xj, k, gd.data());
+          }
           for (index_t l = 0; l < k; ++l) {
             const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
             nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(rec[l]) / denom);
@@ -358,8 +365,16 @@ class GridIteration {
             g[to_size(l + q * k)] = v;
             g[to_size(q + l * k)] = v;
           }
-        if (full_gram_)
-          for (std::size_t s = 0; s < g.size(); ++s) g[s] += static_cast<double>(full[s]);
+        if (full_gram_) {
+          for (std::size_t s = 0; s < g.size(); ++s)
+            g[s] += full64 != nullptr ? full64[s] : static_cast<double>(full[s]);
+          // As listed_hals_sweep: a curvature the list cancelled to rounding is zero (a dead component for HALS).
+          for (index_t l = 0; l < k; ++l) {
+            const double listed = static_cast<double>(rec[k + packed(l, l)]);
+            const double f = full64 != nullptr ? full64[l * k + l] : static_cast<double>(full[l * k + l]);
+            if (listed < 0 && g[to_size(l + l * k)] <= kCancelledCurvature * f) g[to_size(l + l * k)] = 0;
+          }
+        }
         for (std::size_t s = 0; s < g.size(); ++s) gt[s] = static_cast<T>(g[s]);
         const backend::CView<T> gv(gt.data(), k, k, k);
         out.cap_hits += backend::update_columns<T>(rule, xv, bv, gv, nullptr, 0, 1);
@@ -424,7 +439,9 @@ class GridIteration {
                           s.piece->data(), ik, T(0), s.gram.data(), ik);
     }
     grid_.world().allreduce_sum(s.gram.data(), s.gram.storage().size());
-    if (!track_) return;
+    // float32's corrected G_j are formed from this one (masked_iterate.cpp's share_half says why), and its tol test
+    // reads it.
+    if (!track_ && !std::is_same_v<T, float>) return;
     s.gram64.assign(to_size(k_ * k_), 0.0);
     for (index_t c = 0; c < s.piece->cols(); ++c) {
       const T* x = s.piece->data() + c * k_;

@@ -347,8 +347,11 @@ HalfShared<T> share_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, const
     sh.sums.assign(to_size(k), 0.0);
     if (sh.corrected)
       for (index_t i = 0; i < h.rows; ++i) add_scaled(sh.sums.data(), 1.0, yt.data() + i * k, k);
-  } else if (sh.corrected && track && std::is_same_v<T, float>) {
-    // Summed in double: the float F's rounding (about ε·√m per entry) put ε·Σwa² of noise into each quadratic term.
+  } else if (sh.corrected && std::is_same_v<T, float>) {
+    // Summed in double: the float F's rounding (about ε·√m·‖F‖ per entry) put ε·Σwa² of noise into each quadratic
+    // term, and G_j = F − (the missing rows' share) kept it as an absolute error: a column with fewer observed
+    // entries than k has a singular G_j, whose null space that noise filled, and BPP's exact solves then raised
+    // the error (8e-4 to 5e-2). It was summed in double only for the tol test, so --tol 0 changed the iterates.
     sh.full.assign(to_size(k * k), 0.0);
     backend::CpuKernels<T>{}.gram_f64(backend::CView<T>(yt.data(), k, h.rows, std::max<index_t>(k, 1)), sh.full.data());
   } else if (sh.corrected) {

@@ -132,6 +132,39 @@ TEST(MpiMasked, DenseMaskWithCorrectedGramsEqualsOneProcess) {
   }
 }
 
+// A component with no observed curvature in a column (every observed row has y_l = 0) is left alone on a grid as
+// on one process: the corrected Gram G_j = F - (the missing rows' share) left a rounding residue there, and HALS
+// divided by it (listed_sweep.hpp, masked_grid.cpp).
+TEST(MpiMasked, HalsLeavesAComponentWithZeroObservedCurvatureAloneOnEveryGrid) {
+  const index_t m = kRows, n = kCols, k = 2;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    DenseMatrix<double> a(m, n), mask(m, n, 1.0);
+    InitialFactors<double> start{DenseMatrix<double>(m, k), DenseMatrix<double>(k, n)};
+    for (double& v : a.storage()) v = 1.0 + u(rng);
+    for (double& v : start.W.storage()) v = 0.5 + u(rng);
+    for (double& v : start.H.storage()) v = 0.5 + u(rng);
+    for (index_t j = n / 2; j < n; ++j) mask(0, j) = 0;  // row 0 observes only columns where H(1, j) = 0
+    for (index_t j = 0; j < n / 2; ++j) start.H(1, j) = 0;
+    start.W(0, 1) = 0.3;
+    FactorOptions o = masked_options(Algorithm::hals);
+    o.rank = k;
+    o.max_iterations = 1;
+    o.w_first = true;
+    o.normalize = false;
+    o.init = InitMethod::given;
+    o.missing.mask = Source::dense<double>(mask.view());
+    for (const std::string& shape : grid_shapes()) {
+      Context context = mpi_context(MPI_COMM_WORLD);
+      context.grid = shape;
+      const Factorization<double> run =
+          factor<double>(Source::dense<double>(a.view()), o, context, Gather::to_root, &start);
+      if (world_rank() == 0) EXPECT_EQ(run.result.W(0, 1), 0.3) << "seed " << seed << " on " << shape;
+    }
+  }
+}
+
 TEST(MpiMasked, MostlyMissingWithUnobservedRowAndColumnEqualsOneProcess) {
   const DenseMatrix<double> a = planted_matrix<double>();
   DenseMatrix<double> w = weights<double>(0.5, 0.5, 2);     // Grams summed over the observed entries
