@@ -58,14 +58,18 @@ int run_nmfk(NmfkArgs args) {
   o.factor.cancel = [] { return stop_signal() != 0; };
   // Checkpoints outlive output sets (a rerun resumes from them), so they live in the current OUT, not in the
   // staging folder, and are carried into each new set by commit().
-  // The folder as typed, normalised ("-o sub/../out" made sub/ for the checkpoints and left it empty), or the
-  // folder a dangling link names ("-o lnk" failed creating lnk/checkpoints, where the commit follows the link);
-  // rank 0's, which every rank writes its jobs under.
+  // The folder as typed, normalised ("-o sub/../out" made sub/ for the checkpoints and left it empty), where it is
+  // the folder the output set resolves to; else that folder: a dangling link ("-o lnk" failed creating
+  // lnk/checkpoints, where the commit follows the link), or a link followed by ".." ("-o lnk/../res" wrote the
+  // results beside the link's target and the checkpoints in ./res). Rank 0's, which every rank writes its jobs under.
   std::string folder = std::filesystem::path(args.output).lexically_normal().string();
-  std::error_code ec;
-  if (root && std::filesystem::is_symlink(std::filesystem::symlink_status(folder, ec)) &&
-      !std::filesystem::exists(folder, ec))
-    folder = out->target();
+  if (root) {
+    std::error_code ec;
+    std::filesystem::path typed = std::filesystem::weakly_canonical(std::filesystem::absolute(folder, ec), ec);
+    typed = typed.lexically_normal();
+    if (!typed.has_filename() && typed.has_parent_path()) typed = typed.parent_path();
+    if (ec || typed != std::filesystem::path(out->target())) folder = out->target();
+  }
   o.checkpoint_dir = (std::filesystem::path(context.broadcast(folder)) / "checkpoints").string();
   if (root) o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
   if (!solver.quiet) {

@@ -2062,6 +2062,12 @@ def runs_beside_each_other(ctx):
     ctx.ok("nmfk", "A.npy", "--k", "2:3", "--perturbations", 2, "--iters", 20, "-q", "-o", "sub/../nq")
     check(os.path.isfile(ctx.path("nq", "nmfk.json")) and not os.path.exists(ctx.path("sub")),
           "nmfk -o sub/../nq left sub/ behind")
+    # A link followed by "..": the results went beside the link's target, the checkpoints to ./res.
+    os.makedirs(ctx.path("far", "d"))
+    os.symlink(os.path.join("far", "d"), ctx.path("to_d"))
+    ctx.ok("nmfk", "A.npy", "--k", "2:3", "--perturbations", 2, "--iters", 20, "-q", "-o", "to_d/../res")
+    check(os.path.isdir(ctx.path("far", "res", "checkpoints")) and not os.path.exists(ctx.path("res")),
+          "nmfk -o to_d/../res: checkpoints away from the results: %s" % os.listdir(ctx.work))
 
     write_bytes(ctx.path("X.dcsr.tmp.99999999999999999999.1"), b"")
     ctx.ok("convert", "A.npy", "X.dcsr")
