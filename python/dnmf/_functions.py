@@ -8,8 +8,8 @@ import os
 import numpy as np
 
 from . import _core
-from ._input import (as_dtype, as_float_matrix, check_flag, comm_handle, dtype_of, in_precision, missing_options,
-                     source_of, threads_of, warn_report_warnings, warn_user)
+from ._input import (as_dtype, as_float_matrix, check_flag, comm_handle, dtype_of, in_precision, is_path,
+                     missing_options, path_text, source_of, threads_of, warn_report_warnings, warn_user)
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -64,9 +64,25 @@ def _k_list(k_range):
             from None
 
 
+def _check_checkpoints_outside(checkpoint_dir, output_dir):
+    """The output set replaces output_dir whole when it commits, keeping only its checkpoints/ folder (as the CLI
+    keeps OUT/checkpoints): a checkpoint_dir equal to output_dir or elsewhere inside it lost its jobs on every
+    commit, and after an interruption the next call refused the folder for files "dnmf did not write"."""
+    if not checkpoint_dir or not output_dir:
+        return
+    out = os.path.realpath(output_dir)
+    ckpt = os.path.realpath(checkpoint_dir)
+    kept = os.path.join(out, "checkpoints")
+    inside = ckpt == out or ckpt.startswith(out + os.sep)
+    if inside and not (ckpt == kept or ckpt.startswith(kept + os.sep)):
+        raise _core.UsageError(f"checkpoint_dir {checkpoint_dir!r} lies inside output_dir {output_dir!r}, which each "
+                               f"run replaces whole: use {os.path.join(output_dir, 'checkpoints')!r} (kept across "
+                               "runs) or a folder outside it")
+
+
 def _single(x, precision):
     if precision is None:
-        return not isinstance(x, (str, os.PathLike)) and dtype_of(x).itemsize == 4
+        return not is_path(x) and dtype_of(x).itemsize == 4
     if precision not in ("f32", "f64"):
         raise _core.UsageError(f"precision must be 'f32', 'f64' or None, got {precision!r}")
     return precision == "f32"
@@ -127,9 +143,9 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
                     **_context(backend, n_threads, memory_budget, grid, comm)})
     single = _single(X, precision)
     if mask is not None:
-        if not isinstance(mask, (str, os.PathLike)):
+        if not is_path(mask):
             mask = as_dtype(as_float_matrix(mask), np.float32 if single else np.float64, "mask")
-        options["mask"] = source_of(mask)
+        options["mask"] = source_of(mask, "mask")
     options.update(missing_options(missing, unstored))
     out = _core.factor(source_of(X), options, single, None, None, callback, bool(verbose))
     result = Factorization(out)
@@ -139,7 +155,7 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
 
 def factor_file(path, k, **kwargs):
     """factor() of a matrix file: .npy, .mtx, .h5/.hdf5/.h5ad (``file.h5:/object``), .npz or .dcsr."""
-    if not isinstance(path, (str, os.PathLike)):
+    if not is_path(path):
         raise TypeError(f"factor_file: expected a path, got {type(path).__name__}")
     return factor(path, k, **kwargs)
 
@@ -175,7 +191,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
         raise _core.UsageError(f"cv_holdout must be a number in (0, 1), got {cv_holdout!r}")
     if _whole(cv_folds, "cv_folds", 2**31 - 1) < 1:
         raise _core.UsageError(f"cv_folds must be at least 1, got {cv_folds!r}")
-    if not isinstance(X, (str, os.PathLike)):
+    if not is_path(X):
         if hasattr(X, "tocsr"):
             X = X.tocsr()
         else:
@@ -189,18 +205,21 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
         raise _core.UsageError(f"init must be one of {', '.join(_NMFK_INITS)} for NMFk (each perturbed job draws its "
                                f"own start), got {init!r}")
     options = _solver(algorithm, max_iter, tol, init, seed, penalties, True)
+    checkpoint_dir = path_text(checkpoint_dir, "checkpoint_dir") if checkpoint_dir else None
+    output_dir = path_text(output_dir, "output_dir") if output_dir else ""
+    _check_checkpoints_outside(checkpoint_dir, output_dir)
     options.update({"ks": _k_list(k_range), "perturbations": perturbations, "epsilon": epsilon,
                     "perturbation": perturbation, "sil_threshold": sil_threshold, "err_threshold": err_threshold,
                     "rule": rule, "wilcoxon_alpha": wilcoxon_alpha, "h_silhouettes": h_silhouettes,
                     "groups": groups, "accept_factor": accept_factor,
-                    "checkpoint_dir": os.fspath(checkpoint_dir) if checkpoint_dir else None, "restart": restart,
+                    "checkpoint_dir": checkpoint_dir, "restart": restart,
                     "cv": bool(cv), "cv_folds": _whole(cv_folds, "cv_folds", 2**31 - 1),
                     "cv_holdout": float(cv_holdout),
                     "extrapolate": _flag(extrapolate, "extrapolate"), "tf32": _flag(tf32, "tf32"),
                     **_context(backend, n_threads, None, grid, comm)})
     if cluster_iters is not None:
         options["max_cluster_iterations"] = _whole(cluster_iters, "cluster_iters", 2**31 - 1)
-    out = _core.nmfk(source_of(X), options, _single(X, precision), os.fspath(output_dir) if output_dir else "",
+    out = _core.nmfk(source_of(X), options, _single(X, precision), output_dir,
                      callback, bool(verbose))
     if out.get("cv") and out["cv"]["warning"]:
         warn_user("dnmf.nmfk: " + out["cv"]["warning"], RuntimeWarning)
@@ -213,6 +232,6 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
 
 def nmfk_file(path, k_range, **kwargs):
     """nmfk() of a matrix file."""
-    if not isinstance(path, (str, os.PathLike)):
+    if not is_path(path):
         raise TypeError(f"nmfk_file: expected a path, got {type(path).__name__}")
     return nmfk(path, k_range, **kwargs)

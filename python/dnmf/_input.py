@@ -123,10 +123,30 @@ def in_precision(x, precision, what="X"):
     return as_dtype(x, want, what) if want is not None else x
 
 
-def source_of(x):
-    """A library source for ``x``: a path (str or os.PathLike), a dense array or a CSR/CSC matrix."""
-    if isinstance(x, (str, os.PathLike)):
-        return _core.Source.file(os.fspath(x))
+def is_path(x):
+    """Whether ``x`` names a file: a str, bytes or an os.PathLike (bytes were taken for an array of shape ())."""
+    return isinstance(x, (str, bytes, os.PathLike))
+
+
+def path_text(x, name):
+    """The path ``x`` (str, bytes or os.PathLike) as the text the library takes. A NUL byte is refused as open()
+    refuses it (the library read 'A.npy\\0.npy' as A.npy), and so is a name that is not UTF-8 (a file whose name
+    os.listdir gave with surrogate escapes), which the binding cannot pass: TypeError named neither."""
+    text = os.fsdecode(os.fspath(x))
+    if "\0" in text:
+        raise _core.UsageError(f"{name}: embedded null byte in {text!r}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _core.UsageError(f"{name}: {text!r} is not valid UTF-8, which paths given from Python must be "
+                               "(rename the file, or run the dnmf command on it)") from None
+    return text
+
+
+def source_of(x, name="X"):
+    """A library source for ``x``: a path (str, bytes or os.PathLike), a dense array or a CSR/CSC matrix."""
+    if is_path(x):
+        return _core.Source.file(path_text(x, name))
     x = as_float_matrix(x)
     if _is_sparse(x):
         rows, cols = x.shape

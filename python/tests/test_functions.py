@@ -196,6 +196,39 @@ def test_flags_of_the_functions_are_booleans(tmp_path):
     assert dnmf.factor(X, 3, algorithm="hals", max_iter=5, extrapolate=np.bool_(True)).report["extrapolate"]
 
 
+def test_paths_are_taken_as_open_takes_them(tmp_path):
+    # 'A.npy\0.npy' read A.npy (the library cut the name at the NUL); b'A.npy' was taken for an array of shape ();
+    # a name that is not UTF-8 (as os.listdir gives it) raised the binding's TypeError, naming nothing.
+    X = np.random.default_rng(0).random((20, 15))
+    np.save(tmp_path / "A.npy", X)
+    path = str(tmp_path / "A.npy")
+    with pytest.raises(ValueError, match="X: embedded null byte"):
+        dnmf.factor(path + "\0.npy", 2, max_iter=3)
+    with pytest.raises(ValueError, match="mask: embedded null byte"):
+        dnmf.factor(path, 2, max_iter=3, mask=path + "\0")
+    with pytest.raises(ValueError, match="output_dir: embedded null byte"):
+        dnmf.nmfk(path, (2, 3), perturbations=2, max_iter=3, output_dir=str(tmp_path / "o\0x"))
+    assert not (tmp_path / "o").exists()
+    by_bytes = dnmf.factor(os.fsencode(path), 2, max_iter=3, seed=2)
+    assert by_bytes.report["input"] == path
+    assert np.array_equal(by_bytes.W, dnmf.factor(path, 2, max_iter=3, seed=2).W)
+    with pytest.raises(ValueError, match="is not valid UTF-8, which paths given from Python must be"):
+        dnmf.factor(str(tmp_path) + "/x\udcff.npy", 2, max_iter=3)
+
+
+def test_a_checkpoint_dir_inside_the_output_dir_is_refused(tmp_path):
+    # The output set replaces output_dir whole when it commits, keeping only output_dir/checkpoints: the jobs of a
+    # checkpoint_dir equal to output_dir were deleted, and after an interruption the folder was refused.
+    X = np.random.default_rng(0).random((20, 15))
+    out = tmp_path / "od"
+    for inside in (out, out / "sub"):
+        with pytest.raises(ValueError, match="lies inside output_dir"):
+            dnmf.nmfk(X, (2, 3), perturbations=2, max_iter=5, checkpoint_dir=inside, output_dir=out)
+    assert not out.exists()
+    dnmf.nmfk(X, (2, 3), perturbations=2, max_iter=5, checkpoint_dir=out / "checkpoints", output_dir=out)
+    assert any(name.endswith(".job") for name in os.listdir(out / "checkpoints"))
+
+
 def test_nmfk_warns_when_the_plot_cannot_be_drawn(tmp_path, monkeypatch):
     # The CLI prints why the plot is missing; the package only set result.plot_warning. It warns now.
     np.save(tmp_path / "A.npy", planted(40, 30, 2, seed=3, noise=0.02))
