@@ -45,6 +45,10 @@ inline constexpr const char* kInputFormats =
 /// CLI11's own range validators print their (huge) default bounds.
 CLI::Validator at_least(double bound);
 
+/// `text` with its line breaks as spaces: a file name holding a newline (a legal name) split a warning or a summary
+/// line in two, and could print a line that read as dnmf's own ("dnmf: error: ...") in a successful run.
+std::string one_line(std::string text);
+
 /// A transform for whole-number options: CLI11 reads integers with base 0, so `-k 010` ran k = 8 and `--seed 010`
 /// the stream of seed 8, `08` failed as "Could not convert", and `0x3` was 3. Digits (with an optional sign) are
 /// read as decimal, leading zeros dropped; anything else is refused naming the text, and with signed_64 so is a

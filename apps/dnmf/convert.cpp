@@ -47,12 +47,12 @@ int convert(const ConvertArgs& args) {
   remove_stale_temporaries(args.output);
   const io::MatrixShape a = io::convert_matrix<T>(args.input, args.output, args.missing == "nan");
   if (io::format_of(args.output) != io::FileFormat::dcsr) {
-    std::printf("%s: %lldx%lld, %lld entries -> %s\n", args.input.c_str(), static_cast<long long>(a.rows),
-                static_cast<long long>(a.cols), static_cast<long long>(a.stored), args.output.c_str());
+    std::printf("%s: %lldx%lld, %lld entries -> %s\n", one_line(args.input).c_str(), static_cast<long long>(a.rows),
+                static_cast<long long>(a.cols), static_cast<long long>(a.stored), one_line(args.output).c_str());
   } else {
-    std::printf("%s: %lldx%lld, %lld entries -> %s (values %s)\n", args.input.c_str(), static_cast<long long>(a.rows),
-                static_cast<long long>(a.cols), static_cast<long long>(a.stored), args.output.c_str(),
-                args.precision.c_str());
+    std::printf("%s: %lldx%lld, %lld entries -> %s (values %s)\n", one_line(args.input).c_str(),
+                static_cast<long long>(a.rows), static_cast<long long>(a.cols), static_cast<long long>(a.stored),
+                one_line(args.output).c_str(), args.precision.c_str());
   }
   return 0;
 }

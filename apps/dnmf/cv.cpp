@@ -62,7 +62,7 @@ int run_cv(CvArgs args) {
   }
   const CrossValidationResult result = cross_validate<T>(Source::file(args.input), o, context);
   if (const std::string warning = cross_validation_warning(result); !warning.empty())
-    std::fprintf(stderr, "dnmf: warning: %s: %s\n", args.input.c_str(), warning.c_str());
+    std::fprintf(stderr, "dnmf: warning: %s: %s\n", one_line(args.input).c_str(), one_line(warning).c_str());
   const std::string json = cross_validation_json(result, o);
   const std::string csv = csv_text(result);
   io::write_file_atomically(out.file("cv.json"), [&json](std::ostream& s) { s << json; });
@@ -75,7 +75,7 @@ int run_cv(CvArgs args) {
                 k.k == result.selected_k ? "  <- selected" : "");
   std::printf("selected k=%lld (lowest mean at k=%lld; one-standard-error rule), %d %s of %.3g%% -> %s\n",
               static_cast<long long>(result.selected_k), static_cast<long long>(result.best_k), o.folds,
-              o.folds == 1 ? "fold" : "folds", 100 * o.holdout, args.output.c_str());
+              o.folds == 1 ? "fold" : "folds", 100 * o.holdout, one_line(args.output).c_str());
   return 0;
 }
 

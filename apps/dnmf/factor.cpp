@@ -114,11 +114,11 @@ int factor(FactorArgs args) {
                  "dnmf: warning: %lld rows and %lld columns of %s have no observed entry: their rows of W and columns "
                  "of H are zero\n",
                  static_cast<long long>(result.unobserved_rows), static_cast<long long>(result.unobserved_cols),
-                 args.input.c_str());
+                 one_line(args.input).c_str());
   const double per_iteration = result.iterations > 0 ? result.seconds / result.iterations : 0.0;
   std::printf("k=%lld algo=%s grid=%s iterations=%d rel_error=%.2e seconds=%.3g (%.3g s/iter) -> %s\n",
               static_cast<long long>(options.rank), solver.algo.c_str(), run.grid.c_str(), result.iterations,
-              result.rel_error, result.seconds, per_iteration, args.output.c_str());
+              result.rel_error, result.seconds, per_iteration, one_line(args.output).c_str());
   if (run.memory.streamed) std::printf("%s\n", memory_summary(run.memory).c_str());
   if (args.verbose) print_grid_choice(run.grid_choice, run.grid);
   return 0;

@@ -205,7 +205,7 @@ int generate(const GenArgs& args) {
   std::printf("gen: %lldx%lld %s %s, nnz %lld%s, rank %lld -> %s (truth %s, %s)\n", static_cast<long long>(stats.rows),
               static_cast<long long>(stats.cols), planted.sparse ? "sparse" : "dense", args.precision.c_str(),
               static_cast<long long>(stats.nonzeros), stored.c_str(), static_cast<long long>(args.planted.rank),
-              args.output.c_str(), w_path.c_str(), h_path.c_str());
+              one_line(args.output).c_str(), one_line(w_path).c_str(), one_line(h_path).c_str());
   return 0;
 }
 

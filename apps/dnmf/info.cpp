@@ -49,7 +49,7 @@ int show_info(const InfoArgs& args) {
     if (format == io::FileFormat::matrix_market) j["duplicates"] = s.duplicates;
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("file      %s\n", args.path.c_str());
+    std::printf("file      %s\n", one_line(args.path).c_str());
     const std::string layout = format == io::FileFormat::dcsr ? "CSR, " + dtype + " values"
                                : sparse                       ? "CSR, values read as f8"
                                : format == io::FileFormat::hdf5
@@ -76,7 +76,7 @@ int show_info(const InfoArgs& args) {
     std::fprintf(stderr,
                  "dnmf: warning: %s: %lld negative, %lld NaN and %lld infinite entries; dnmf factor needs finite, "
                  "non-negative input%s\n",
-                 args.path.c_str(), static_cast<long long>(s.negative), static_cast<long long>(s.nan),
+                 one_line(args.path).c_str(), static_cast<long long>(s.negative), static_cast<long long>(s.nan),
                  static_cast<long long>(s.infinite),
                  s.nan > 0 ? " (with --missing nan it fits NaN entries as missing)" : "");
   }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -58,9 +59,7 @@ int exit_code(dnmf::ErrorKind kind) {
 /// Prints `dnmf: error: <message>` as exactly one line (embedded newlines would split it); in a job of several
 /// processes the line names the rank when the failure was that rank's alone.
 void print_error(std::string message, int rank = -1) {
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
+  message = dnmf::cli::one_line(std::move(message));
   if (rank >= 0) {
     std::fprintf(stderr, "dnmf: error: rank %d: %s\n", rank, message.c_str());
   } else {
@@ -233,6 +232,13 @@ CLI::Validator at_least(double bound) {
         return {};
       },
       name.str());
+}
+
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
 }
 
 CLI::Validator decimal_integer(bool signed_64) {

@@ -71,7 +71,7 @@ int run_nmfk(NmfkArgs args) {
     if (ec || typed != std::filesystem::path(out->target())) folder = out->target();
   }
   o.checkpoint_dir = (std::filesystem::path(context.broadcast(folder)) / "checkpoints").string();
-  if (root) o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", line.c_str()); };
+  if (root) o.notice = [](const std::string& line) { std::fprintf(stderr, "nmfk: %s\n", one_line(line).c_str()); };
   if (!solver.quiet) {
     const int groups = o.groups;
     o.progress = [groups](const NmfkProgress& p) {
@@ -102,7 +102,7 @@ int run_nmfk(NmfkArgs args) {
     return staged.empty() ? staged
                           : (std::filesystem::path(args.output) / std::filesystem::path(staged).filename()).string();
   };
-  if (!files.plot_warning.empty()) std::fprintf(stderr, "dnmf: warning: %s\n", files.plot_warning.c_str());
+  if (!files.plot_warning.empty()) std::fprintf(stderr, "dnmf: warning: %s\n", one_line(files.plot_warning).c_str());
   const NmfkSelection& s = result.selection;
   std::printf("nmfk: %s\n", s.message.c_str());
   if (s.selected_k)
@@ -113,7 +113,7 @@ int run_nmfk(NmfkArgs args) {
   if (result.cv) {
     const CrossValidationResult& cv = *result.cv;
     if (const std::string warning = cross_validation_warning(cv); !warning.empty())
-      std::fprintf(stderr, "dnmf: warning: %s: %s\n", args.input.c_str(), warning.c_str());
+      std::fprintf(stderr, "dnmf: warning: %s: %s\n", one_line(args.input).c_str(), one_line(warning).c_str());
     std::printf("%6s  %18s  %14s\n", "k", "held-out error", "std. error");
     for (const auto& k : cv.ranks)
       std::printf("%6lld  %18.6g  %14.3g%s\n", static_cast<long long>(k.k), k.mean, k.standard_error,
@@ -124,8 +124,9 @@ int run_nmfk(NmfkArgs args) {
         o.cv_folds == 1 ? "fold" : "folds", 100 * o.cv_holdout);
   }
   std::printf("jobs: %d run, %d from checkpoints; %.1f s -> %s\n", result.jobs_run, result.jobs_loaded, result.seconds,
-              final_path(files.json).c_str());
-  if (!files.svg.empty()) std::printf("plot: %s, %s\n", final_path(files.svg).c_str(), final_path(files.png).c_str());
+              one_line(final_path(files.json)).c_str());
+  if (!files.svg.empty())
+    std::printf("plot: %s, %s\n", one_line(final_path(files.svg)).c_str(), one_line(final_path(files.png)).c_str());
   return 0;
 }
 

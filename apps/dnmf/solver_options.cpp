@@ -115,7 +115,7 @@ void resolve_solver_options(SolverArgs& args, Context& context) {
   context.threads = o.threads;
   if (const std::string warning = threads_warning(o.threads, available_cores());
       !warning.empty() && context.rank() == 0)
-    std::fprintf(stderr, "dnmf: warning: %s\n", warning.c_str());
+    std::fprintf(stderr, "dnmf: warning: %s\n", one_line(warning).c_str());
   context.grid = args.grid;
   if (!args.memory_budget.empty()) {
     try {

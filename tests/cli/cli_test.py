@@ -1974,6 +1974,25 @@ def numeric_edges(ctx):
 
 
 @case
+def names_with_line_breaks(ctx):
+    """A file name holding a newline (a legal name) split warnings and summary lines in two, and could print a line
+    that read as dnmf's own error in a successful run (a helper session's finding)."""
+    name = "x\ndnmf: error: forged.npy"
+    write_bytes(ctx.path(name), npy_bytes([[1.0, -2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]))
+    result = ctx.run("info", name)
+    check(result.rc == 0, result.describe())
+    check(not any(line.startswith("dnmf: error:") for line in result.stderr.splitlines()), result.describe())
+    check("dnmf: warning: x dnmf: error: forged.npy: 1 negative" in result.stderr, result.describe())
+    check("file      x dnmf: error: forged.npy" in result.stdout, result.describe())
+    small_dense(ctx)
+    out = "o\nk=99 fake"
+    result = ctx.ok("factor", "A.npy", "-k", 2, "--iters", 3, "-o", out)
+    summary = [line for line in result.stdout.splitlines() if line.startswith("k=")]
+    check(len(summary) == 1 and summary[0].endswith("-> o k=99 fake"), result.describe())
+    check(os.path.isfile(ctx.path(out, "W.npy")), "the output folder is the one named")
+
+
+@case
 def decimal_integers(ctx):
     # CLI11 reads whole numbers with base 0: `-k 010` ran k = 8, `--seed 010` the stream of seed 8 (a zero-padded
     # value from `seq -w` ran another rank or seed with exit 0), `08` failed as "Could not convert" and `0x3` ran 3.
