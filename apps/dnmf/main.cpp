@@ -118,6 +118,11 @@ std::string unexpected_before(const CLI::App& app, const std::string& required) 
     }
     std::string unexpected;
     for (const std::string& word : sub->remaining()) {
+      // After "--" every word is a file name, options included: "factor -- -A.npy -k 2" said "'-k' (did you mean
+      // '-k'?)".
+      if (word == "--")
+        return sub->get_name() + ": after '--' every word is read as a file name; put the options before it (" +
+               sub->get_name() + " [OPTIONS] -- FILE); " + required;
       if (word.empty() || word[0] != '-') continue;
       // The same name with the other number of dashes first (-k for --k), then the nearest by spelling.
       const std::size_t dashes = word.find_first_not_of('-');
@@ -126,6 +131,7 @@ std::string unexpected_before(const CLI::App& app, const std::string& required) 
       for (const std::string& name : names)
         if (name != word && name.substr(name.find_first_not_of('-')) == bare) guess = name;
       if (guess.empty()) guess = dnmf::cli::nearest(word, names);
+      if (guess == word) guess.clear();  // an option the command takes, but out of place
       unexpected += (unexpected.empty() ? "" : ", ") + ("'" + word + "'") +
                     (guess.empty() ? std::string() : " (did you mean '" + guess + "'?)");
     }

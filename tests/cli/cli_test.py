@@ -1233,6 +1233,10 @@ def err_unknown_flag(ctx):
                      ["nmfk does not take '-k' (did you mean '--k'?)", "--k is required"], out_dir=None, code=2)
     ctx.expect_error(["factor", "A.npy", "--k", 3, "-o", "out"],
                      ["factor does not take '--k' (did you mean '-k'?)", "--rank is required"], out_dir=None, code=2)
+    # Options after "--" are file names: "'-k' (did you mean '-k'?)".
+    ctx.expect_error(["factor", "--", "-A.npy", "-k", 2, "-o", "out"],
+                     ["factor: after '--' every word is read as a file name; put the options before it"],
+                     out_dir=None, code=2)
     # An option before the subcommand: "A subcommand is required".
     ctx.expect_error(["--foo", "factor", "A.npy", "-k", 2, "-o", "out"], ["unknown option '--foo'"], out_dir=None,
                      code=2)
