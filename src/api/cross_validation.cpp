@@ -23,6 +23,7 @@
 #include "io/entry_text.hpp"
 #include "solvers/masked_problem.hpp"
 #include "solvers/masked_solve.hpp"
+#include "util/options_json.hpp"
 #include "util/random.hpp"
 #include "util/thread_count.hpp"
 
@@ -269,10 +270,7 @@ std::string cross_validation_json(const CrossValidationResult& r, const CrossVal
   j["init"] = to_string(o.factor.init);
   j["precision"] = r.precision;
   j["backend"] = to_string(o.factor.backend);
-  j["penalties"] = {{"l1_w", o.factor.penalties.l1_w},
-                    {"l2_w", o.factor.penalties.l2_w},
-                    {"l1_h", o.factor.penalties.l1_h},
-                    {"l2_h", o.factor.penalties.l2_h}};
+  j["penalties"] = o.factor.penalties;
   j["max_iterations"] = o.factor.max_iterations;
   j["tol"] = o.factor.tol;
   j["seed"] = o.factor.seed;

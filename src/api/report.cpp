@@ -10,6 +10,7 @@
 #include "dnmf/factor.hpp"
 #include "dnmf/version.hpp"
 #include "util/memory.hpp"
+#include "util/options_json.hpp"
 
 namespace dnmf {
 namespace {
@@ -113,8 +114,7 @@ std::string report_json(const Factorization<T>& run) {
   j["update_order"] = o.w_first ? "w_first" : "h_first";
   j["extrapolate"] = o.extrapolate;
   if (o.extrapolate) j["extrapolation_restarts"] = result.extrapolation_restarts;
-  j["penalties"] = {
-      {"l1_w", o.penalties.l1_w}, {"l2_w", o.penalties.l2_w}, {"l1_h", o.penalties.l1_h}, {"l2_h", o.penalties.l2_h}};
+  j["penalties"] = o.penalties;
   j["tf32"] = o.tf32;
   j["iterations"] = result.iterations;
   j["max_iterations"] = o.max_iterations;

@@ -10,6 +10,7 @@
 #include "dnmf/io.hpp"
 #include "dnmf/nmfk.hpp"
 #include "nmfk/plot.hpp"
+#include "util/options_json.hpp"
 
 namespace dnmf {
 namespace {
@@ -55,10 +56,7 @@ nlohmann::ordered_json report(const NmfkResult<T>& r, const NmfkOptions& o, cons
   opts["seed"] = o.factor.seed;
   opts["precision"] = run.precision;
   opts["backend"] = to_string(o.factor.backend);
-  opts["penalties"] = {{"l1_w", o.factor.penalties.l1_w},
-                       {"l2_w", o.factor.penalties.l2_w},
-                       {"l1_h", o.factor.penalties.l1_h},
-                       {"l2_h", o.factor.penalties.l2_h}};
+  opts["penalties"] = o.factor.penalties;
   opts["cv"] = r.cv.has_value();
   if (r.cv) {
     opts["cv_folds"] = o.cv_folds;
