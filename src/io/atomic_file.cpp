@@ -165,12 +165,19 @@ std::string parent_directory(const std::string& path) {
 /// One-line message: "<path>: cannot write: <strerror> (<hint>)".
 [[noreturn]] void fail(const std::string& path, int error) {
   const std::size_t name_bytes = std::filesystem::path(path).filename().string().size();
-  if (error == ENAMETOOLONG && name_bytes <= kNameMax)
+  const std::size_t suffix_bytes = temporary_name(path).size() - path.size();
+  if (error == ENAMETOOLONG && name_bytes <= kNameMax && name_bytes + suffix_bytes > kNameMax)
     // The name is legal: the temporary written beside it is what is too long (it said "File name too long").
     throw UsageError(path + ": the name is " + std::to_string(name_bytes) +
                      " bytes, and the temporary file written beside it (the name plus '.tmp.<pid>.<n>') is longer "
                      "than the " +
                      std::to_string(kNameMax) + " bytes a file name may have: choose a shorter name");
+  if (error == ENAMETOOLONG && name_bytes <= kNameMax)
+    // Every name fits: the whole path, the temporary's suffix included, is past the kernel's 4095 bytes (it
+    // blamed the name, of 5 bytes).
+    throw UsageError(path + ": the path is " + std::to_string(path.size()) + " bytes, " +
+                     std::to_string(path.size() + suffix_bytes) +
+                     " with the temporary's suffix, and a path may have 4095: choose a shorter folder or name");
   std::string message = path + ": cannot write: " + std::strerror(error);
   if (error == ENOENT) {
     message += " (does the directory '" + parent_directory(path) + "' exist?)";

@@ -272,6 +272,16 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
                      " bytes, past the 255 a name may have: choose a name of at most " +
                      std::to_string(extra < 255 ? 255 - extra : 0) + " bytes");
   }
+  // The files written in the staging folder and in OUT: the longest, a checkpoint's temporary
+  // (checkpoints/k<K>_p<P>.job.tmp.<pid>.<n>), is well under kInsideBytes. A path past the 4095 bytes the kernel
+  // takes failed when the first result was written, after the whole run, naming the staging folder.
+  constexpr std::size_t kPathMax = 4095, kInsideBytes = 96;
+  const std::size_t staged_bytes = (parent / staging_name).string().size();
+  if (staged_bytes + kInsideBytes > kPathMax)
+    throw UsageError(path_ + ": the output folder's path is " + std::to_string(target_.size()) +
+                     " bytes; with the folder dnmf stages beside it and the files written inside, it needs about " +
+                     std::to_string(staged_bytes + kInsideBytes) + ", past the " + std::to_string(kPathMax) +
+                     " bytes a path may have: choose a shorter path");
   if (fs::exists(parent, ec) && !fs::is_directory(parent, ec))
     throw IoError(path_ + ": cannot create output directory: " + parent.string() + " is not a directory");
   const std::vector<std::string> missing = missing_directories(parent);

@@ -1997,6 +1997,26 @@ def names_with_line_breaks(ctx):
 
 
 @case
+def output_path_too_long(ctx):
+    """An -o path within the kernel's 4095 bytes but too long for what dnmf writes inside it failed after the run,
+    naming the staging folder and blaming a 5-byte name (a helper session's finding). Refused before any work."""
+    small_dense(ctx)
+    base = os.path.abspath(ctx.work)
+    parts, length = [], len(base)
+    while length < 3980:
+        part = "d" * min(200, 3980 - length)
+        parts.append(part)
+        length += len(part) + 1
+    deep = os.path.join(ctx.work, *parts)
+    os.makedirs(deep)
+    out = os.path.join(deep, "out")
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "--iters", 2, "-o", out],
+                     ["the output folder's path is", "bytes a path may have: choose a shorter path"], out_dir=None,
+                     code=2)
+    check(os.listdir(deep) == [], "files left in %s: %s" % (deep[-40:], os.listdir(deep)))
+
+
+@case
 def decimal_integers(ctx):
     # CLI11 reads whole numbers with base 0: `-k 010` ran k = 8, `--seed 010` the stream of seed 8 (a zero-padded
     # value from `seq -w` ran another rank or seed with exit 0), `08` failed as "Could not convert" and `0x3` ran 3.

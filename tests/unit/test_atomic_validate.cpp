@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -101,6 +102,31 @@ TEST_F(AtomicFileTest, MissingDirectoryNamesPathAndReason) {
   EXPECT_THAT(message, HasSubstr(target + ": cannot write: No such file or directory"));
   EXPECT_THAT(message, HasSubstr("no/such/dir"));
   EXPECT_EQ(message.find('\n'), std::string::npos);
+  EXPECT_TRUE(entries().empty());
+}
+
+// Every name fits but the whole path, with the temporary's suffix, is past the kernel's 4095 bytes: the message
+// blamed the 5-byte name for being too long.
+TEST_F(AtomicFileTest, PathTooLongAsAWholeIsNamedAsSuch) {
+  std::string deep = fs::absolute(fs::path(path("x"))).parent_path().string();
+  while (deep.size() < 4080) {
+    deep += "/" + std::string(std::min<std::size_t>(200, 4080 - deep.size()), 'd');
+    fs::create_directory(deep);
+  }
+  const std::string target = deep + "/W.npy";
+  const std::string message =
+      error_message([&] { dnmf::io::write_file_atomically(target, [](std::ostream& out) { out << "x"; }); });
+  EXPECT_THAT(message, HasSubstr(": the path is " + std::to_string(target.size()) + " bytes"));
+  EXPECT_THAT(message, HasSubstr("a path may have 4095: choose a shorter folder or name"));
+  EXPECT_EQ(message.find("the name is"), std::string::npos) << message;
+}
+
+// A legal name whose temporary (the name plus '.tmp.<pid>.<n>') is past the 255 bytes a name may have.
+TEST_F(AtomicFileTest, NameTooLongForItsTemporaryIsNamedAsSuch) {
+  const std::string target = path(std::string(250, 'x') + ".npy");
+  const std::string message =
+      error_message([&] { dnmf::io::write_file_atomically(target, [](std::ostream& out) { out << "x"; }); });
+  EXPECT_THAT(message, HasSubstr(": the name is 254 bytes, and the temporary file written beside it"));
   EXPECT_TRUE(entries().empty());
 }
 
