@@ -127,3 +127,27 @@ def test_a_child_of_a_parent_that_ran_one_thread_keeps_its_threads():
     tasks = queue.get(timeout=120)
     child.join(timeout=60)
     assert tasks >= 2, f"the child ran on {tasks} thread(s)"
+
+
+def test_hdf5_files_read_from_threads_at_once(tmp_path):
+    # The binding releases the GIL during a fit, and Debian's HDF5 is not thread-safe: two threads reading HDF5
+    # files at once crashed (SIGSEGV in H5Pclose, "double free") or read valid files as empty. The library now
+    # takes one lock around its HDF5 work.
+    import concurrent.futures
+    h5py = pytest.importorskip("h5py")
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(2):
+        paths.append(str(tmp_path / f"m{i}.h5"))
+        with h5py.File(paths[-1], "w") as f:
+            f.create_dataset("X", data=rng.random((300, 200)), chunks=(50, 50), compression="gzip")
+    expected = [dnmf.factor(f"{p}:/X", 3, max_iter=2, n_threads=1).W for p in paths]
+
+    def work(i):
+        return [dnmf.factor(f"{paths[i]}:/X", 3, max_iter=2, n_threads=1).W for _ in range(25)]
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(work, range(2)))
+    for i in range(2):
+        assert all(np.array_equal(w, expected[i]) for w in results[i])
+

@@ -1,13 +1,22 @@
 // HDF5 helpers; see hdf5_util.hpp.
 #include "io/hdf5_util.hpp"
 
+#include <mutex>
+
 #include "dist/mpi_handle.hpp"
 #include "dnmf/error.hpp"
 #include "dnmf/index.hpp"
 
 namespace dnmf::io::h5 {
 
-QuietErrors::QuietErrors() {
+namespace {
+std::recursive_mutex& hdf5_lock() {
+  static std::recursive_mutex lock;
+  return lock;
+}
+}  // namespace
+
+QuietErrors::QuietErrors() : lock_(hdf5_lock()) {
   H5Eget_auto2(H5E_DEFAULT, &function_, &data_);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 }

@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,7 +46,12 @@ class Id {
   Close close_ = nullptr;
 };
 
-/// Stops HDF5 from printing its error stack to stderr while alive (our messages say what failed).
+/// Held by every entry point of the HDF5 code for its whole work: stops HDF5 from printing its error stack to
+/// stderr (our messages say what failed), and holds the process's HDF5 lock. Debian's HDF5 is built without
+/// thread safety, so two threads reading files at once (Python threads, with the GIL released during a fit)
+/// crashed in H5Pclose or read valid files as empty; they now take turns. The lock is recursive (an entry point
+/// may call another) and is taken before, and released after, every HDF5 object the entry point opens, which
+/// are declared after it.
 class QuietErrors {
  public:
   QuietErrors();
@@ -54,6 +60,7 @@ class QuietErrors {
   QuietErrors& operator=(const QuietErrors&) = delete;
 
  private:
+  std::unique_lock<std::recursive_mutex> lock_;  // first: taken before the error handler is swapped
   H5E_auto2_t function_ = nullptr;
   void* data_ = nullptr;
 };
