@@ -95,3 +95,42 @@ def test_an_ordinary_holdout_does_not_warn(fitted, recwarn):
     dnmf.NMFk(k_range=(2, 3), n_perturbations=2, random_state=1, n_threads=1, cv=True, cv_folds=2,
               cv_holdout=0.05).fit(X)
     assert not [w for w in recwarn if "hold-out" in str(w.message)]
+
+
+def test_an_nmfk_callback_blocks_neither_other_calls_nor_an_nmfk_it_runs():
+    # The jobs' bookkeeping ran under a named `omp critical`, one lock for the whole process, with the callback
+    # inside it: another thread's NMFk waited for this call's callback, and a callback running NMFk deadlocked.
+    import threading
+    rng = np.random.default_rng(0)
+    A, B = rng.random((100, 80)), rng.random((90, 70))
+    a_waiting, b_done = threading.Event(), threading.Event()
+    waited = []
+
+    def wait_for_b(k, p, err):
+        if not waited:  # A's first finished job: its callback waits, inside A's bookkeeping, until B has run
+            a_waiting.set()
+            waited.append(b_done.wait(timeout=30))
+
+    a = threading.Thread(target=lambda: dnmf.nmfk(A, "2:3", perturbations=2, max_iter=50, n_threads=2,
+                                                   callback=wait_for_b))
+    a.start()
+    assert a_waiting.wait(timeout=60)
+    dnmf.nmfk(B, "2:3", perturbations=2, max_iter=50, n_threads=2)
+    b_done.set()
+    a.join()
+    assert waited == [True], "B waited for A's callback"
+
+    inner = []
+
+    def run_nmfk(k, p, err):
+        if not inner:
+            inner.append(dnmf.nmfk(B, "2:3", perturbations=2, max_iter=50, n_threads=2).table is not None)
+
+    done = []
+    t = threading.Thread(target=lambda: done.append(dnmf.nmfk(A, "2:3", perturbations=2, max_iter=50, n_threads=2,
+                                                               callback=run_nmfk)))
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "an NMFk run from an NMFk callback deadlocked"
+    assert inner == [True] and len(done) == 1
+
