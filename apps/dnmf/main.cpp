@@ -3,6 +3,7 @@
 // a failure every process sees alike is printed once (by rank 0); a failure of one process is printed with its rank and
 // ends the whole job (MPI_Abort), so no other process is left waiting in a collective.
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -117,13 +118,15 @@ std::string unexpected_before(const CLI::App& app, const std::string& required) 
       for (const std::string& name : option->get_snames()) names.push_back("-" + name);
     }
     std::string unexpected;
-    for (const std::string& word : sub->remaining()) {
-      // After "--" every word is a file name, options included: "factor -- -A.npy -k 2" said "'-k' (did you mean
-      // '-k'?)".
-      if (word == "--")
-        return sub->get_name() + ": after '--' every word is read as a file name; put the options before it (" +
-               sub->get_name() + " [OPTIONS] -- FILE); " + required;
-      if (word.empty() || word[0] != '-') continue;
+    const std::vector<std::string> remaining = sub->remaining();
+    // After "--" every word is a file name, options included: "factor -- -A.npy -k 2" said "'-k' (did you mean
+    // '-k'?)". Said when a word after it looks like an option.
+    const auto end_of_options = std::find(remaining.begin(), remaining.end(), "--");
+    if (std::any_of(end_of_options, remaining.end(), [](const std::string& w) { return w != "--" && w[0] == '-'; }))
+      return sub->get_name() + ": after '--' every word is read as a file name; put the options before it (" +
+             sub->get_name() + " [OPTIONS] -- FILE); " + required;
+    for (const std::string& word : remaining) {
+      if (word.empty() || word[0] != '-' || word == "--") continue;
       // The same name with the other number of dashes first (-k for --k), then the nearest by spelling.
       const std::size_t dashes = word.find_first_not_of('-');
       const std::string bare = dashes == std::string::npos ? std::string() : word.substr(dashes);

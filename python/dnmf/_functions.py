@@ -8,8 +8,8 @@ import os
 import numpy as np
 
 from . import _core
-from ._input import (as_dtype, as_float_matrix, check_flag, comm_handle, dtype_of, in_precision, is_path,
-                     missing_options, path_text, source_of, threads_of, warn_report_warnings, warn_user)
+from ._input import (as_dtype, as_float_matrix, check_flag, check_verbose, comm_handle, dtype_of, in_precision,
+                     is_path, missing_options, path_text, source_of, threads_of, warn_report_warnings, warn_user)
 from ._results import Factorization, NmfkResult
 
 _ALGORITHMS = ("mu", "kl", "hals", "bpp")
@@ -113,6 +113,12 @@ def _solver(algorithm, max_iter, tol, init, seed, penalties, fused):
     return options
 
 
+def _verbose(value):
+    """verbose as the estimators take it (a bool or an int >= 0): bool('False') printed progress."""
+    check_verbose(value)
+    return bool(value)
+
+
 def _flag(value, name):
     """A boolean option checked as the estimators check theirs: bool('False') is True, so extrapolate='False'
     extrapolated."""
@@ -147,7 +153,7 @@ def factor(X, k, *, algorithm="mu", max_iter=200, tol=1e-4, init="random", seed=
             mask = as_dtype(as_float_matrix(mask), np.float32 if single else np.float64, "mask")
         options["mask"] = source_of(mask, "mask")
     options.update(missing_options(missing, unstored))
-    out = _core.factor(source_of(X), options, single, None, None, callback, bool(verbose))
+    out = _core.factor(source_of(X), options, single, None, None, callback, _verbose(verbose))
     result = Factorization(out)
     warn_report_warnings(result.report.get("warnings", []), "dnmf.factor")
     return result
@@ -220,7 +226,7 @@ def nmfk(X, k_range, *, perturbations=20, epsilon=0.03, perturbation="uniform", 
     if cluster_iters is not None:
         options["max_cluster_iterations"] = _whole(cluster_iters, "cluster_iters", 2**31 - 1)
     out = _core.nmfk(source_of(X), options, _single(X, precision), output_dir,
-                     callback, bool(verbose))
+                     callback, _verbose(verbose))
     if out.get("cv") and out["cv"]["warning"]:
         warn_user("dnmf.nmfk: " + out["cv"]["warning"], RuntimeWarning)
     for text in out.get("warnings", []):

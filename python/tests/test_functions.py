@@ -194,6 +194,8 @@ def test_flags_of_the_functions_are_booleans(tmp_path):
                 dnmf.nmfk(X, (2, 3), perturbations=2, max_iter=5, output_dir=tmp_path / "o", **{name: value})
     assert not (tmp_path / "o").exists()
     assert dnmf.factor(X, 3, algorithm="hals", max_iter=5, extrapolate=np.bool_(True)).report["extrapolate"]
+    with pytest.raises(ValueError, match="verbose must be an integer >= 0 or a bool, got 'False'"):
+        dnmf.factor(X, 3, max_iter=5, verbose="False")
 
 
 def test_paths_are_taken_as_open_takes_them(tmp_path):

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "dnmf/index.hpp"
@@ -30,7 +32,17 @@ struct ListedColumns {
 /// (G_ll + l2)), components whose G_ll + l2 ≤ eps held as they are.
 struct SweepRule {
   double l1 = 0, l2 = 0, eps = 0;
+  /// The rounding a corrected curvature F_ll − Σ y_ql² can carry, as a fraction of F_ll + Σ y_ql²
+  /// (cancelled_fraction(rows)); below it the curvature is taken as zero.
+  double cancelled = 0;
 };
+
+/// SweepRule::cancelled for an F summed over `rows` rows in double: sums of that many terms round by about
+/// √rows·ε each, and 8 of those separate the residue of an exact zero (2e-16 to 3e-16 of F_ll measured on 30
+/// rows) from real curvatures, down to those of weights of 1e-11 or of rows with y_l at 1e-5 of the others'.
+inline double cancelled_fraction(index_t rows) {
+  return 8 * std::numeric_limits<double>::epsilon() * std::sqrt(static_cast<double>(std::max<index_t>(rows, 1)));
+}
 
 /// A column's list: rows row[0..count) of the other factor with coefficients coef[0..count), or, with coef ==
 /// nullptr, every coefficient equal to `common` (a 0/1 mask corrects the full Gram with -1 throughout; stored
@@ -41,11 +53,6 @@ struct ListedRows {
   double common = 0;
   index_t count = 0;
 };
-
-/// Below this fraction of F_ll a corrected curvature F_ll − Σ y_ql² (a 0/1 mask's list subtracting the missing
-/// rows' share) is rounding, and is taken as zero: both sums carry errors of about √rows·ε relative, which 1e-10
-/// stays above for up to 1e11 rows.
-constexpr double kCancelledCurvature = 1e-10;
 
 namespace detail {
 
@@ -152,11 +159,11 @@ double sweep_components(index_t k, index_t sp, const double* c, double common, c
     const double full_ll = full != nullptr ? full[l * k + l] : 0.0;
     double curvature = full_ll + listed_diag;
     // A 0/1 mask's list subtracts its rows' share from F's: where no observed row has y_l non-zero the two equal
-    // sums, formed in different orders, left a residue of about 1e-13·F_ll instead of zero, and the step divided
-    // one residue by another (x_l went from 0.3 to 2.3, moving the model at the missing entries). A curvature
-    // within kCancelledCurvature of F_ll is taken as the zero it is, so that the component is left alone, as
-    // hals.hpp leaves a dead one.
-    if (listed_diag < 0 && curvature <= kCancelledCurvature * full_ll) curvature = 0;
+    // sums, formed in different orders, left a residue of a few ε·F_ll instead of zero, and the step divided one
+    // residue by another (x_l went from 0.3 to 2.3, moving the model at the missing entries). A curvature within
+    // the sums' rounding is taken as the zero it is, so that the component is left alone, as hals.hpp leaves a
+    // dead one.
+    if (listed_diag < 0 && curvature <= rule.cancelled * (full_ll - listed_diag)) curvature = 0;
     const double diag = curvature + rule.l2;
     const bool dead = !(diag > rule.eps);
     if (dead && !(rule.l1 > 0)) continue;  // a dead component, as in hals.hpp

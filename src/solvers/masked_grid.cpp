@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -368,11 +369,16 @@ class GridIteration {
         if (full_gram_) {
           for (std::size_t s = 0; s < g.size(); ++s)
             g[s] += full64 != nullptr ? full64[s] : static_cast<double>(full[s]);
-          // As listed_hals_sweep: a curvature the list cancelled to rounding is zero (a dead component for HALS).
-          for (index_t l = 0; l < k; ++l) {
-            const double listed = static_cast<double>(rec[k + packed(l, l)]);
-            const double f = full64 != nullptr ? full64[l * k + l] : static_cast<double>(full[l * k + l]);
-            if (listed < 0 && g[to_size(l + l * k)] <= kCancelledCurvature * f) g[to_size(l + l * k)] = 0;
+          // As listed_hals_sweep: for HALS a curvature the list cancelled to rounding is zero (a dead component).
+          // The list's share comes summed in T, so the rounding is T's (float32's is about 5e8 times double's).
+          if (rule.algorithm == Algorithm::hals) {
+            const double cancelled =
+                cancelled_fraction(h.rows) * std::numeric_limits<T>::epsilon() / std::numeric_limits<double>::epsilon();
+            for (index_t l = 0; l < k; ++l) {
+              const double listed = static_cast<double>(rec[k + packed(l, l)]);
+              const double f = full64 != nullptr ? full64[l * k + l] : static_cast<double>(full[l * k + l]);
+              if (listed < 0 && g[to_size(l + l * k)] <= cancelled * (f - listed)) g[to_size(l + l * k)] = 0;
+            }
           }
         }
         for (std::size_t s = 0; s < g.size(); ++s) gt[s] = static_cast<T>(g[s]);
@@ -528,8 +534,9 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
   // Global figures: every rank fails alike, and the job says so once.
   dist::check_shared_figures(grid.world(), [&] {
-    check_scale<T>(out.stats, p.m, p.n, options.algorithm, static_cast<bool>(options.missing.mask), p.observed, -1,
-                   p.weight_sum / static_cast<double>(p.observed));
+    check_scale<T>(out.stats, p.m, p.n, options.algorithm,
+                   static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed),
+                   p.observed, -1, p.weight_sum / static_cast<double>(p.observed));
   });
   InitialScale initial_scale;
   out.pieces = io::detail::run_agreed(

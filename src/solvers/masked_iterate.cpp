@@ -201,7 +201,7 @@ void hals_column(const HalfShared<T>& sh, index_t j, const T* numer_j, T* x, Col
   }
   // A sparse half's lists are its entries (masked_problem.cpp): b_j is summed with them.
   const T* weighted = h.dense ? nullptr : h.weighted_value.data() + p0;
-  const SweepRule rule{sh.rule.l1, sh.rule.l2, sh.rule.eps};
+  const SweepRule rule{sh.rule.l1, sh.rule.l2, sh.rule.eps, cancelled_fraction(sh.h.rows)};
   const ListedRows list{h.gram_row.data() + p0, h.common_coef ? nullptr : h.gram_coef.data() + p0,
                         h.common_coef.value_or(0.0), count};
   if (sh.track) std::copy(x, x + k, sc.x_old.begin());

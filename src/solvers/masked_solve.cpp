@@ -53,7 +53,8 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
   // Weights of 0 and 1 (a 0/1 mask, NaN as missing, --unstored missing, a cross-validation fold) leave A's own
   // entries to blame: the message spoke of "the mask's weights" to dnmf cv and --unstored missing runs that had none.
-  const bool weighted = static_cast<bool>(options.missing.mask) && (!p.h_half.dense || !zero_one_weights(p.h_half));
+  // (The same test on every path: Σw over the observed entries is their count exactly when every weight is 1.)
+  const bool weighted = static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed);
   check_scale<T>(stats, p.m, p.n, options.algorithm, weighted, p.observed, -1,
                  p.weight_sum / static_cast<double>(p.observed));
   const bool svd = options.init == InitMethod::nndsvd || options.init == InitMethod::nndsvda;

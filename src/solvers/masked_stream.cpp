@@ -423,8 +423,9 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   // As solve_masked: the random start is scaled to the mean of the observed entries.
   const double mean = p.observed_sum / static_cast<double>(p.observed);
   const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
-  check_scale<T>(stats, p.m, p.n, options.algorithm, static_cast<bool>(options.missing.mask), p.observed, -1,
-                 p.weight_sum / static_cast<double>(p.observed));
+  check_scale<T>(stats, p.m, p.n, options.algorithm,
+                 static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed), p.observed,
+                 -1, p.weight_sum / static_cast<double>(p.observed));
   InitialScale initial_scale;
   f = initialise<T>(*host, nullptr, layout, options, stats, W0, H0, &initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();

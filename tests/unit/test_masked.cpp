@@ -350,6 +350,25 @@ TEST(Masked, HalsLeavesAComponentWithZeroObservedCurvatureAlone) {
   }
 }
 
+// The zero-curvature rule must not freeze real curvatures that are merely small: a column whose weights are all
+// 1e-11 has curvatures of 1e-11·F_ll (a first threshold of 1e-10·F_ll left it at its random start, residual 0.86).
+TEST(Masked, HalsFitsAColumnOfTinyWeightsAsTheReferenceDoes) {
+  const index_t m = 60, n = 45, k = 4;
+  Case c = make_case(m, n, k, 0.1, 77);
+  for (index_t i = 0; i < m; ++i) c.weight(i, 0) = 1e-11;
+  const FactorOptions o = masked_options(Algorithm::hals, k, 20, c.weight);
+  const FactorResult<double> r = factorize<double>(c.a.view(), o, &c.w0, &c.h0);
+  Mat w = c.w0, h = c.h0;
+  reference_run(Algorithm::hals, c.a, c.weight, w, h, 20);
+  double diff = 0, scale = 0;
+  for (index_t l = 0; l < k; ++l) {
+    diff = std::max(diff, std::abs(r.H(l, 0) - h(l, 0)));
+    scale = std::max(scale, std::abs(h(l, 0)));
+  }
+  EXPECT_LT(diff, 1e-4 * scale) << "column 0 of H";
+  EXPECT_LT(max_rel_diff(r.W, w), 1e-6);
+}
+
 // float32 BPP with a 0/1 mask: G_j = F - (the missing rows' share) took F from a float product unless --tol was
 // positive, so the iterates depended on tol, and where a column observes fewer entries than k (a singular G_j)
 // F's rounding filled G_j's null space: the masked error rose from 8e-4 to 5e-2 in one exact NNLS step.
