@@ -356,3 +356,18 @@ def test_more_library_messages_name_python_keywords(call, expected):
     message = str(raised.value)
     assert expected in message, message
     assert " --" not in message and not message.startswith("--") and "(--" not in message, message
+
+
+def test_a_near_exact_sparse_fit_reports_the_same_error_on_any_thread_count():
+    # The direct residual of a sparse A (taken below the Gram identity's noise) was an OpenMP reduction, whose
+    # order follows the thread count: W and H were the same bits, rel_error and objective were not.
+    rng = np.random.default_rng(0)
+    W = rng.random((500, 5)) * (rng.random((500, 5)) > 0.5)
+    H = rng.random((5, 350)) * (rng.random((5, 350)) > 0.5)
+    A = sp.csr_matrix(W @ H)
+    runs = [dnmf.factor(A, 8, algorithm="bpp", max_iter=100, tol=0, seed=2, n_threads=t) for t in (1, 2, 3)]
+    assert runs[0].rel_error < 1e-6
+    for r in runs[1:]:
+        assert np.array_equal(r.W, runs[0].W)
+        assert r.rel_error == runs[0].rel_error and r.report["objective"] == runs[0].report["objective"]
+

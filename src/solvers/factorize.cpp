@@ -173,20 +173,33 @@ std::pair<double, double> direct_squared_residual(const MatrixRef<T>& a, index_t
     return s;
   };
   const auto& s = std::get<CsrView<T>>(a);
-  double num = 0;
-  double den = 0;
-#pragma omp parallel for reduction(+ : num, den) schedule(static)
-  for (index_t i = 0; i < m; ++i) {
-    index_t p = s.indptr[i];
-    for (index_t j = 0; j < n; ++j) {
-      double v = 0;
-      if (p < s.indptr[i + 1] && s.indices[p] == j) v = static_cast<double>(s.values[p++]);
-      const double r = v - model(i, j);
-      num += r * r;
-      den += v * v;
+  // Fixed blocks of rows, added in block order: an OpenMP reduction's order follows the thread count, and a
+  // near-exact sparse fit's reported rel_error changed with n_threads (4.999520313022792e-09 on 1, ...761e-09 on 2).
+  constexpr index_t kRows = 64;
+  const index_t blocks = (m + kRows - 1) / kRows;
+  std::vector<double> num(to_size(blocks), 0.0), den(to_size(blocks), 0.0);
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (index_t b = 0; b < blocks; ++b) {
+    double bn = 0, bd = 0;
+    for (index_t i = b * kRows; i < std::min(m, (b + 1) * kRows); ++i) {
+      index_t p = s.indptr[i];
+      for (index_t j = 0; j < n; ++j) {
+        double v = 0;
+        if (p < s.indptr[i + 1] && s.indices[p] == j) v = static_cast<double>(s.values[p++]);
+        const double r = v - model(i, j);
+        bn += r * r;
+        bd += v * v;
+      }
     }
+    num[to_size(b)] = bn;
+    den[to_size(b)] = bd;
   }
-  return {num, den};
+  double total_num = 0, total_den = 0;
+  for (index_t b = 0; b < blocks; ++b) {
+    total_num += num[to_size(b)];
+    total_den += den[to_size(b)];
+  }
+  return {total_num, total_den};
 }
 
 template <class T, class WAt>
