@@ -118,6 +118,7 @@ class StagedFiles {
   /// ran out of memory first).
   void check_writable() const {
     check_targets();
+    check_name_lengths();
     for (std::size_t i = 0; i < staged_.size(); ++i) {
       std::FILE* f = std::fopen(staged_[i].c_str(), "wb");
       if (f == nullptr) throw IoError(targets_[i] + ": cannot write: " + std::strerror(errno));
@@ -135,6 +136,23 @@ class StagedFiles {
   }
 
  private:
+  // A staged file is the target's name plus ".gen.<pid>" behind a dot, written through a temporary that adds
+  // ".tmp.<pid>.<n>": a legal name of 236 bytes failed naming the staged file (and its byte count), one of 247
+  // with "File name too long" (exit 4). Checked before any work, naming the user's file.
+  void check_name_lengths() const {
+    constexpr std::size_t kNameMax = 255;
+    const std::size_t temporary = std::string(".tmp." + std::to_string(::getpid()) + ".999").size();
+    for (std::size_t i = 0; i < staged_.size(); ++i) {
+      const std::size_t target = std::filesystem::path(targets_[i]).filename().string().size();
+      const std::size_t needed = std::filesystem::path(staged_[i]).filename().string().size() + temporary;
+      if (needed > kNameMax)
+        throw UsageError(targets_[i] + ": the name is " + std::to_string(target) +
+                         " bytes; dnmf gen writes it under a staged name and a temporary " +
+                         std::to_string(needed - target) + " bytes longer, past the " + std::to_string(kNameMax) +
+                         " a name may have: choose a -o name " + std::to_string(needed - kNameMax) + " bytes shorter");
+    }
+  }
+
   void check_targets() const {
     for (const std::string& target : targets_) {
       std::error_code ec;

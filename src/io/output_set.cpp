@@ -286,7 +286,16 @@ OutputSet::OutputSet(std::string path, const std::vector<std::string>& protect) 
     throw IoError(path_ + ": cannot create output directory: " + parent.string() + " is not a directory");
   const std::vector<std::string> missing = missing_directories(parent);
   fs::create_directories(parent, ec);
-  if (ec) throw IoError(path_ + ": cannot create output directory: " + ec.message());
+  if (ec) {
+    // A folder on the way that is a link to nothing: "File exists" named neither the link nor what it lacks.
+    for (fs::path up = parent; !up.empty() && up != up.root_path(); up = up.parent_path()) {
+      std::error_code link_ec;
+      if (fs::is_symlink(fs::symlink_status(up, link_ec)) && !fs::exists(up, link_ec))
+        throw IoError(path_ + ": cannot create output directory: " + up.string() + " is a symbolic link to " +
+                      fs::read_symlink(up, link_ec).string() + ", which does not exist");
+    }
+    throw IoError(path_ + ": cannot create output directory: " + ec.message());
+  }
   created_directories_ = missing;
 
   // Creating the staging folder is also the probe: permissions, read-only mounts and quotas are only known by

@@ -1548,6 +1548,17 @@ def output_set_dangling_link(ctx):
     os.symlink("loop_a", ctx.path("loop_b"))
     ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "loop_a"], ["loop_a", "symbolic link"], out_dir=None,
                      code=4)
+    # A dangling link on the way to -o: "cannot create output directory: File exists".
+    os.symlink("nowhere", ctx.path("dl"))
+    ctx.expect_error(["factor", "A.npy", "-k", 2, "-o", "dl/out"],
+                     ["dl/out: cannot create output directory:", "dl is a symbolic link to nowhere, which does not exist"],
+                     out_dir=None, code=4)
+    # gen stages its files under longer names: a legal -o name of 240 bytes failed naming the staged file.
+    name = "g" * 236 + ".npy"
+    ctx.expect_error(["gen", "--rows", 5, "--cols", 4, "--rank", 2, "-o", name],
+                     [name + ": the name is 240 bytes; dnmf gen writes it under a staged name", "bytes shorter"],
+                     out_dir=None, code=2)
+    check(not [n for n in os.listdir(ctx.work) if "gggg" in n], "gen left files: %s" % os.listdir(ctx.work))
 
 
 @case
