@@ -529,15 +529,10 @@ Solution<T> solve_masked_grid(const MaskedBlock<T>& block, const dist::Grid& gri
   auto host =
       backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   // The random start is scaled to the mean of the observed entries, as on one process.
-  const double mean = p.observed_sum / static_cast<double>(p.observed);
   Solution<T> out;
-  out.stats = {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
+  out.stats = masked_stats(p);
   // Global figures: every rank fails alike, and the job says so once.
-  dist::check_shared_figures(grid.world(), [&] {
-    check_scale<T>(out.stats, p.m, p.n, options.algorithm,
-                   static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed),
-                   p.observed, -1, p.weight_sum / static_cast<double>(p.observed));
-  });
+  dist::check_shared_figures(grid.world(), [&] { check_masked_scale<T>(p, options); });
   InitialScale initial_scale;
   out.pieces = io::detail::run_agreed(
       grid.world(), "initial W and H",

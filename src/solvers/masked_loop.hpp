@@ -9,9 +9,11 @@
 #include <limits>
 #include <vector>
 
+#include "backend/kernels.hpp"
 #include "dnmf/factorize.hpp"
 #include "solvers/init.hpp"
 #include "solvers/masked_problem.hpp"
+#include "solvers/solve.hpp"
 
 namespace dnmf::solvers {
 
@@ -45,6 +47,27 @@ struct MaskedStep {
   /// after its update (float32's tol test reads it; NaN: the difference of the objectives).
   double frobenius_fall = std::numeric_limits<double>::quiet_NaN();
 };
+
+/// A masked problem's statistics as the random start and the scale check take them: the observed entries' mean
+/// spread over all m x n cells (missing entries are not zeros) and their weighted squared norm.
+/// (Any problem type with MaskedProblem's m, n, observed, observed_sum, weighted_squared_norm and weight_sum: the
+/// streamed one too.)
+template <class Problem>
+backend::MatrixStats masked_stats(const Problem& p) {
+  const double mean = p.observed_sum / static_cast<double>(p.observed);
+  return {mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
+}
+
+/// check_scale (solve.hpp) of a masked problem, the same on every masked path: the statistics of masked_stats,
+/// over the observed entries, in the weights' wording only where a mask's weights are not all 1 (a 0/1 mask, NaN
+/// as missing, --unstored missing or a cross-validation fold leave A's own entries to blame).
+template <class T, class Problem>
+void check_masked_scale(const Problem& p, const FactorOptions& options) {
+  // Σw over the observed entries is their count exactly when every weight is 1.
+  const bool weighted = static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed);
+  check_scale<T>(masked_stats(p), p.m, p.n, options.algorithm, weighted, p.observed, -1,
+                 p.weight_sum / static_cast<double>(p.observed));
+}
 
 /// A masked run's result before its first iteration: masked, the observed and unobserved counts, host backend.
 template <class T>

@@ -49,14 +49,8 @@ FactorResult<T> solve_masked(const MaskedProblem<T>& p, const FactorOptions& opt
   auto host =
       backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   // The random start is scaled to the mean of A; here that of the observed entries (missing ones are not zeros).
-  const double mean = p.observed_sum / static_cast<double>(p.observed);
-  const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
-  // Weights of 0 and 1 (a 0/1 mask, NaN as missing, --unstored missing, a cross-validation fold) leave A's own
-  // entries to blame: the message spoke of "the mask's weights" to dnmf cv and --unstored missing runs that had none.
-  // (The same test on every path: Σw over the observed entries is their count exactly when every weight is 1.)
-  const bool weighted = static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed);
-  check_scale<T>(stats, p.m, p.n, options.algorithm, weighted, p.observed, -1,
-                 p.weight_sum / static_cast<double>(p.observed));
+  const backend::MatrixStats stats = masked_stats(p);
+  check_masked_scale<T>(p, options);
   const bool svd = options.init == InitMethod::nndsvd || options.init == InitMethod::nndsvda;
   if (svd && !p.h_half.dense)
     throw UsageError("--init " + to_string(options.init) +

@@ -421,11 +421,8 @@ FactorResult<T> solve_masked_streamed(StreamedMaskedProblem<T>& p, const FactorO
   auto host =
       backend::make_kernels<T>(options.backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
   // As solve_masked: the random start is scaled to the mean of the observed entries.
-  const double mean = p.observed_sum / static_cast<double>(p.observed);
-  const backend::MatrixStats stats{mean * static_cast<double>(p.m) * static_cast<double>(p.n), p.weighted_squared_norm};
-  check_scale<T>(stats, p.m, p.n, options.algorithm,
-                 static_cast<bool>(options.missing.mask) && p.weight_sum != static_cast<double>(p.observed), p.observed,
-                 -1, p.weight_sum / static_cast<double>(p.observed));
+  const backend::MatrixStats stats = masked_stats(p);
+  check_masked_scale<T>(p, options);
   InitialScale initial_scale;
   f = initialise<T>(*host, nullptr, layout, options, stats, W0, H0, &initial_scale);
   const double init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
