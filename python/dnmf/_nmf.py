@@ -66,12 +66,29 @@ def project(X, components, backend, l1=0.0, l2=0.0, estimator="NMF", threads=0):
     # Checked here, not only in the library, so that a bad entry is named where it is in X (the library sees Xᵀ).
     # NMFk.transform takes no missing values: its messages name NMFk and do not point to missing='nan'.
     _check_masked_input(X, None, None, None, estimator=estimator, missing_hint=estimator == "NMF")
+    check_components(components, X.shape[1])
     basis = np.asfortranarray(components.T, dtype=X.dtype)
     # The library solves H for A ≈ W H with W fixed; here A = Xᵀ, whose column-major storage is X's C order
     # (the CSR of Xᵀ is the CSC of X).
     Xt = X.tocsc().T if hasattr(X, "tocsc") else np.ascontiguousarray(X).T
     Wt, _ = _core.transform(source_of(Xt), basis, backend, l1, l2, threads)
     return np.ascontiguousarray(Wt.T)
+
+
+# The library's floor under KL's model values (backend::kl_model_floor). With float64's smallest normal number in
+# its place a count of 4 or more over a model value of 0 (a feature the components never use) overflowed x / q to
+# inf, and inf times that feature's zero components made the whole row NaN.
+_KL_MODEL_FLOOR = 1e-30
+
+
+def check_components(components, n_features):
+    """The fitted basis a transform reads: n_features columns, every entry finite and >= 0, a bad one named where it
+    is in components_ (the library sees its transpose and calls it W, which a Python user knows as the output)."""
+    if components.ndim != 2 or components.shape[1] != n_features:
+        raise ValueError(f"components_ has shape {components.shape}; X has {n_features} features")
+    if not _all_finite_non_negative(components):
+        _first_bad(components, ~(np.isfinite(components) & (components >= 0)), "components_: entry",
+                   "; the components must be finite and >= 0")
 
 
 def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None, missing=None, unstored=None):
@@ -90,7 +107,11 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
     if unstored == "missing" and not hasattr(X, "tocoo"):
         raise _core.UsageError("X: unstored='missing' applies to a sparse matrix; this one is dense (use mask=... "
                                "or missing='nan')")
-    _check_masked_input(X, None if mask is None else as_float_matrix(mask), missing, unstored)
+    weights = None if mask is None else as_float_matrix(mask)
+    if weights is not None and weights.shape != X.shape:  # as project_masked: numpy had broadcast a (1, n) mask
+        raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
+    _check_masked_input(X, weights, missing, unstored)
+    check_components(np.asarray(components), X.shape[1])
     H = np.asarray(components, dtype=np.float64)
     k = H.shape[0]
     sparse = hasattr(X, "tocsr")
@@ -111,7 +132,7 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
         wx = omega * x
 
         def ratio_products(W):
-            q = np.maximum(W @ H, np.finfo(np.float64).tiny)
+            q = np.maximum(W @ H, _KL_MODEL_FLOOR)
             return (wx / q) @ H.T, q
 
         def objective(W, q):
@@ -136,7 +157,7 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
             observed_mean = x.data.sum() / (x.shape[0] * x.shape[1])
 
         def ratio_products(W):
-            q = np.maximum(np.einsum("ij,ji->i", W[rows], H[:, cols]), np.finfo(np.float64).tiny)
+            q = np.maximum(np.einsum("ij,ji->i", W[rows], H[:, cols]), _KL_MODEL_FLOOR)
             r = x.copy()
             r.data = x.data / q
             return np.asarray(r @ H.T), q
@@ -265,6 +286,7 @@ def project_masked(X, components, backend, mask=None, missing=None, unstored=Non
             raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
         mask_source = source_of(_transposed(weights))
     _check_masked_input(X, weights if mask is not None else None, missing, unstored)
+    check_components(components, X.shape[1])
     Wt, _, _ = _core.transform_masked(source_of(_transposed(X)), basis, mask_source, missing == "nan",
                                       unstored or "zero", backend, l1, l2, threads)
     return np.ascontiguousarray(Wt.T)

@@ -13,7 +13,7 @@ from . import _core
 from ._input import (as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose, estimator_comm,
                      in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes, threads_of,
                      warn_user)
-from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, project
+from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, project, project_kl
 from ._results import plot_nmfk
 
 
@@ -185,13 +185,23 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     cv_holdout=self.cv_holdout)
 
     def transform(self, X):
-        """W for new data on the selected components (exact non-negative least squares per sample)."""
+        """W for new data on the selected components: exact non-negative least squares per sample, or for
+        beta_loss='kullback-leibler' that divergence's minimum (as NMF.transform solves the model's own loss)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],
                           ensure_all_finite=False, reset=False)
         # The dtype of components_: the asked precision's, as NMF.transform returns.
-        return project(in_precision(as_float_matrix(X), self.precision), self.components_, self.backend,
-                       estimator="NMFk", threads=threads_of(self.n_threads))
+        X = in_precision(as_float_matrix(X), self.precision)
+        if _BETA_LOSSES[self.beta_loss] == "kl":
+            return project_kl(X, self.components_, max_iter=self.max_iter, tol=self.tol)
+        # NMFk's W columns sum to 1, so components_ carry the data's scale, and their Gram overflowed float32 for
+        # data of 1e20 that fit had taken. Each row scaled to a largest entry of 1 gives the same least-squares W
+        # with its columns scaled back (no penalty here to be changed by the scaling).
+        scale = self.components_.max(axis=1) if self.components_.size else np.ones(0, self.components_.dtype)
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1).astype(self.components_.dtype)
+        W = project(X, self.components_ / scale[:, None], self.backend, estimator="NMFk",
+                    threads=threads_of(self.n_threads))
+        return (W / scale).astype(W.dtype, copy=False)
 
     def plot(self, ax=None):
         """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,

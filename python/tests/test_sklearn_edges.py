@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.optimize import nnls as scipy_nnls
 from sklearn.decomposition import NMF as SkNMF
 
 import dnmf
@@ -859,3 +860,69 @@ def test_mu_from_nndsvd_warns_as_scikit_learn_does():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         dnmf.NMF(3, solver="mu", init="nndsvda", max_iter=20, tol=0).fit(X)
+
+
+def test_kl_transform_is_finite_where_a_feature_has_no_component():
+    # A KL fit of data with an all-zero column gives components_[:, j] = 0 exactly; a new row with a count of 4 or
+    # more there came back all NaN (x / q overflowed with q floored at float64's smallest normal number, then
+    # inf · 0). That feature's model value is 0 whatever W is: it cannot move W, so the row is the one without it.
+    rng = np.random.default_rng(0)
+    X = rng.poisson(3.0, size=(40, 20)).astype(float)
+    X[:, 5] = 0
+    model = dnmf.NMF(3, solver="mu", beta_loss="kullback-leibler", random_state=0, max_iter=200).fit(X)
+    assert np.all(model.components_[:, 5] == 0)
+    new = np.ones((4, 20))
+    new[:, 5] = [0, 3, 4, 10]
+    for form in (new, sp.csr_matrix(new)):
+        W = model.transform(form)
+        assert np.isfinite(W).all(), W
+        np.testing.assert_allclose(W[1:], np.repeat(W[:1], 3, axis=0), rtol=1e-12)
+
+
+def test_transforms_check_the_mask_shape_and_the_components():
+    X = planted(30, 10, 3, seed=8)
+    for loss in ("frobenius", "kullback-leibler"):
+        model = dnmf.NMF(3, solver="mu", beta_loss=loss, max_iter=30, random_state=0).fit(X)
+        # A (1, n) mask was broadcast to every row by the KL transform; other shapes failed inside numpy.
+        for form in (np.asarray, sp.csr_matrix):
+            with pytest.raises(ValueError, match=r"mask has shape \(1, 10\), X has shape \(5, 10\)"):
+                model.transform(form(X[:5]), mask=form(np.ones((1, 10))))
+        # A bad entry of components_ is named there: the KL transform returned NaN, the Frobenius one called the
+        # basis "W" with the row and column swapped.
+        for bad in (-1.0, np.nan, np.inf):
+            broken = dnmf.NMF(3, solver="mu", beta_loss=loss, max_iter=30, random_state=0).fit(X)
+            broken.components_[1, 6] = bad
+            with pytest.raises(dnmf.DataError, match=r"components_: entry at row 1, column 6 \(0-based\)"):
+                broken.transform(X[:5])
+            with pytest.raises(dnmf.DataError, match=r"components_: entry at row 1, column 6"):
+                broken.transform(X[:5], mask=np.ones((5, 10)))
+        narrow = dnmf.NMF(3, solver="mu", beta_loss=loss, max_iter=30, random_state=0).fit(X)
+        narrow.components_ = narrow.components_[:, :5]
+        with pytest.raises(ValueError, match=r"components_ has shape \(3, 5\); X has 10 features"):
+            narrow.transform(X[:5])
+
+
+def test_nmfk_transform_of_float32_data_at_1e20_and_of_a_kl_model():
+    # NMFk's W columns sum to 1, so components_ carry the data's scale: their float32 Gram overflowed for data of
+    # 1e20 that fit had taken ("nnls_bpp: G has an infinite value"). And a KL model's transform solved least
+    # squares, where NMF.transform solves the model's own loss.
+    X = planted(60, 40, 4, seed=9)
+    big = (X * 1e20).astype(np.float32)
+    model = dnmf.NMFk(k_range=(2, 4), n_perturbations=3, max_iter=50, random_state=1).fit(big)
+    W = model.transform(big)
+    assert W.dtype == np.float32 and np.isfinite(W).all()
+    residual = np.linalg.norm(big.astype(float) - W.astype(float) @ model.components_.astype(float))
+    exact = [scipy_nnls(model.components_.astype(float).T, row)[0] for row in big.astype(float)]
+    best = np.linalg.norm(big.astype(float) - np.array(exact) @ model.components_.astype(float))
+    assert residual <= best * (1 + 1e-4), (residual, best)
+    kl = dnmf.NMFk(k_range=(2, 3), n_perturbations=3, max_iter=100, random_state=1, solver="mu",
+                   beta_loss="kullback-leibler").fit(X)
+    H = kl.components_
+
+    def divergence(W):
+        M = np.maximum(W @ H, 1e-300)
+        return (X * np.log(np.where(X > 0, X, 1) / M) - X + M).sum()
+
+    by_kl = divergence(kl.transform(X))
+    by_least_squares = divergence(np.array([scipy_nnls(H.T, row)[0] for row in X]))
+    assert by_kl < by_least_squares, (by_kl, by_least_squares)
