@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "nmfk/wilcoxon.hpp"
@@ -12,6 +13,19 @@ namespace {
 std::string format(const char* pattern, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, pattern, value);
+  return buffer;
+}
+
+// v with as few digits (3 or more) as show it on the same side of `limit` as it is: a minimum silhouette of
+// 0.9999148 against a threshold of 0.99999 read "1.000", the message contradicting itself.
+std::string against(double v, double limit) {
+  char buffer[64];
+  for (int digits = 3; digits < 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, v);
+    const double shown = std::strtod(buffer, nullptr);
+    if ((shown < limit) == (v < limit) && (shown > limit) == (v > limit)) return buffer;
+  }
+  std::snprintf(buffer, sizeof buffer, "%.17g", v);
   return buffer;
 }
 
@@ -46,9 +60,11 @@ NmfkSelection select_rank(const std::vector<RankFigures>& input, const Selection
       return s;
     }
     s.best_candidate = best->k;
-    s.message = "no k passed (" + criteria_text(criteria) + "); best candidate k=" + std::to_string(best->k) +
-                " (minimum silhouette " + format("%.3f", best->min_silhouette) + ", relative error " +
-                format("%.3g", best->rel_error) + ")";
+    s.message =
+        "no k passed (" + criteria_text(criteria) + "); best candidate k=" + std::to_string(best->k) +
+        " (minimum silhouette " + against(best->min_silhouette, criteria.sil_threshold) + ", relative error " +
+        (criteria.err_threshold ? against(best->rel_error, *criteria.err_threshold) : format("%.3g", best->rel_error)) +
+        ")";
     return s;
   }
 

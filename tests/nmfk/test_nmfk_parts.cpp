@@ -411,6 +411,16 @@ TEST(Selection, NoKPassesNamesBestCandidate) {
   EXPECT_THAT(s.message, testing::HasSubstr("no k passed"));
   EXPECT_THAT(s.message, testing::HasSubstr("best candidate k=3"));
   EXPECT_EQ(select_rank({}, {}).message, "no k was evaluated");
+  // A silhouette just below the threshold is shown below it (0.9999148 against 0.99999 read "1.000"), and so is
+  // an error just above its threshold.
+  SelectionCriteria strict;
+  strict.sil_threshold = 0.99999;
+  const NmfkSelection close = select_rank({{4, 0.9999148, 0.0193, errors(0.0193)}}, strict);
+  EXPECT_THAT(close.message, testing::HasSubstr("best candidate k=4 (minimum silhouette 0.9999,"));
+  strict.sil_threshold = 0.5;
+  strict.err_threshold = 0.0193;
+  const NmfkSelection over = select_rank({{4, 0.9, 0.019304, errors(0.019304)}}, strict);
+  EXPECT_THAT(over.message, testing::HasSubstr("relative error 0.019304"));
 }
 
 // ---- Regression -------------------------------------------------------------------------------------------
