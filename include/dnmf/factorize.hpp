@@ -27,6 +27,7 @@ struct FactorResult {
   bool fused = false;              ///< whether the single-pass iteration ran
   long long nnls_cap_hits = 0;     ///< bpp: columns whose pivoting hit its round cap (a warning)
   int extrapolation_restarts = 0;  ///< FactorOptions::extrapolate: steps that raised the objective (β shrank)
+  int extrapolation_reverts = 0;   ///< ... of which so far (error doubled, or W·H gone) that the pair was dropped
   /// InitMethod::given: the powers of two the given W and H were multiplied by, because the mean of their product
   /// was more than 2^20 from A's or their mean entries more than 2^40 apart (a warning; 0, 0: taken as given).
   int initial_w_exponent = 0;

@@ -113,7 +113,10 @@ std::string report_json(const Factorization<T>& run) {
   j["fused"] = result.fused;
   j["update_order"] = o.w_first ? "w_first" : "h_first";
   j["extrapolate"] = o.extrapolate;
-  if (o.extrapolate) j["extrapolation_restarts"] = result.extrapolation_restarts;
+  if (o.extrapolate) {
+    j["extrapolation_restarts"] = result.extrapolation_restarts;
+    j["extrapolation_reverts"] = result.extrapolation_reverts;
+  }
   j["penalties"] = o.penalties;
   j["tf32"] = o.tf32;
   j["iterations"] = result.iterations;

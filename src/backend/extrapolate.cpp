@@ -47,6 +47,20 @@ void Kernels<T>::extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T beta) 
   to_backend(*this, prev, x_prev);
 }
 
+template <class T>
+void Kernels<T>::copy(CView<T> src, View<T> dst) {
+  if (host_memory()) {
+    for (index_t c = 0; c < src.cols; ++c)
+      for (index_t l = 0; l < src.rows; ++l) dst(l, c) = src(l, c);
+    return;
+  }
+  std::vector<T> values;
+  to_host(*this, src, values);
+  to_backend(*this, values, dst);
+}
+
+template void Kernels<float>::copy(CView<float>, View<float>);
+template void Kernels<double>::copy(CView<double>, View<double>);
 template void Kernels<float>::extrapolate(View<float>, CView<float>, View<float>, float);
 template void Kernels<double>::extrapolate(View<double>, CView<double>, View<double>, double);
 

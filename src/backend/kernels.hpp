@@ -136,6 +136,8 @@ class Kernels {
   /// alternating iteration (docs/algorithms.md, "Extrapolation"). All three are k x d; x_hat aliases neither.
   /// The default works through host memory on any backend (the step is O(k·d), beside O(k·d·other) products).
   virtual void extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T beta);
+  /// dst = src (both k x d, backend memory): the extrapolation's saved pair. Through host memory on a device.
+  void copy(CView<T> src, View<T> dst);
   /// Applies `rule` to every column of X. numer: Y·A-type numerator; g: Gram of Y; y_row_sums: Σ_j Y_ij
   /// (needed by KL only). Returns the number of columns whose NNLS hit its round cap (bpp only).
   virtual int update(const UpdateRule& rule, View<T> x, CView<T> numer, CView<T> g, const T* y_row_sums) = 0;

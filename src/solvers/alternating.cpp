@@ -210,9 +210,20 @@ class Iteration {
       governor.begin(it);
       const StepSums sums =
           (!fused_ || pass_side_ == Side::H) ? h_then_w() : w_pass_then_h(it == options_.max_iterations);
-      const Figures f = measure(sums);
+      const double gram_before = previous_gram_, penalties_before = previous_penalties_;
+      Figures f = measure(sums);
       if (kl_) refresh_w_sums();
-      if (extrapolate_) next_step_size(f);
+      if (extrapolate_ && extrapolated_now_ && reverts_step(f)) {
+        revert_step();
+        previous_gram_ = gram_before;
+        previous_penalties_ = penalties_before;
+        f = kept_;
+        f.decrease = 0;  // the pair of the iteration before: no change
+        schedule_.record_reverted();
+      } else if (extrapolate_) {
+        next_step_size(f);
+        kept_ = f;
+      }
       governor.end(it);
       record(it, f, start);
       if (should_stop(it, f, previous_objective)) {
@@ -450,6 +461,7 @@ class Iteration {
     const index_t w_cols = wt_.view().cols;
     w_hat_ = std::make_unique<Block<T>>(kernels_, k_, w_cols);
     w_prev_ = std::make_unique<Block<T>>(kernels_, k_, w_cols);
+    h_kept_ = std::make_unique<Block<T>>(kernels_, k_, h_.view().cols);
     g_hat_ = std::make_unique<Block<T>>(kernels_, k_, k_);
     kernels_.fill(w_prev_->view(), T(0));
     if (fused_ && pass_side_ == Side::W) {
@@ -470,10 +482,36 @@ class Iteration {
     kernels_.extrapolate(w_hat_->view(), wt_.cview(), w_prev_->view(), beta);
     if (p_hat_) kernels_.extrapolate(p_hat_->view(), p_.cview(), p_prev_->view(), beta);
     stepped_ = true;
+    extrapolated_now_ = step;
     if (!step) return false;
+    kernels_.copy(h_.cview(), h_kept_->view());  // with W_prev, the pair a reverted step goes back to
     kernels_.gram(w_hat_->cview(), g_hat_->view(), T(0));
     exchange_.allreduce(world_, g_hat_->data(), kk());
     return true;
+  }
+
+  // Whether an extrapolated step went so wrong that its pair is dropped. The schedule only shortens later steps
+  // after a rise and keeps the pair, which cannot recover from a step that zeroed a factor: W·H = 0 is a fixed
+  // point of the iteration (a float32 BPP fit whose identity read 0, so that β grew to 1 unchecked, ended at
+  // W = H = 0 with exit 0; a helper session's finding). Dropped: a step that at least doubled a relative error
+  // of 0.1 or more, or left nothing of W·H. The figures are world sums: every rank decides alike.
+  [[nodiscard]] bool reverts_step(const Figures& f) const {
+    if (!(f.rel_error > kept_.rel_error)) return false;
+    return (f.rel_error >= 2 * kept_.rel_error && f.rel_error >= 0.1) || f.rel_error >= 1 - 1e-6;
+  }
+
+  // Back to the pair before this iteration: W_t (in W_prev since extrapolate_w), H_t (kept there), and on the
+  // W-pass path P_t (in P_prev); Grams and the gathered H from them. Ŵ then equals W next time (W_prev = W).
+  void revert_step() {
+    kernels_.copy(w_prev_->cview(), wt_.view());
+    kernels_.copy(h_kept_->cview(), h_.view());
+    if (p_prev_) kernels_.copy(p_prev_->cview(), p_.view());
+    kernels_.gram(wt_.cview(), gw_.view(), T(0));
+    exchange_.allreduce(world_, gw_.data(), kk());
+    kernels_.gram(h_.cview(), gh_.view(), T(0));
+    exchange_.allreduce(world_, gh_.data(), kk());
+    gather_h();
+    ++result_.extrapolation_reverts;
   }
 
   // β follows the objective; rank 0's β is every rank's, so that all take the same steps.
@@ -633,9 +671,12 @@ class Iteration {
   Side pass_side_ = Side::H;
   // Extrapolation (FactorOptions::extrapolate): null unless on; p_hat_ / p_prev_ on the W-pass path only,
   // w_hat_full_ on the others.
-  std::unique_ptr<Block<T>> w_hat_, w_prev_, w_hat_full_, g_hat_, p_hat_, p_prev_;
+  // h_kept_: H before an extrapolated step, for revert_step.
+  std::unique_ptr<Block<T>> w_hat_, w_prev_, w_hat_full_, g_hat_, p_hat_, p_prev_, h_kept_;
   ExtrapolationSchedule schedule_;
-  bool stepped_ = false;  // W_prev holds an earlier W
+  bool stepped_ = false;           // W_prev holds an earlier W
+  bool extrapolated_now_ = false;  // this iteration's H half read Ŵ
+  Figures kept_;                   // the figures of the last pair kept
   FactorResult<T> result_;
 };
 

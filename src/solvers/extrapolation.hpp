@@ -32,6 +32,13 @@ class ExtrapolationSchedule {
     }
     previous_ = objective;
   }
+  /// A step so bad that the iteration went back to the pair before it (alternating.cpp's reverts_step): counted
+  /// as a rise, β shrinks; the objective to compare with stays the kept pair's.
+  void record_reverted() {
+    ++restarts_;
+    ceiling_ = beta_;
+    beta_ /= kShrink;
+  }
   /// The step size the next iteration uses.
   [[nodiscard]] double beta() const { return beta_; }
   /// Overrides β (a process adopting rank 0's value).

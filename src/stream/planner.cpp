@@ -26,14 +26,15 @@ std::int64_t matrix_bytes(const PlanInput& in) {
          (in.layout.a_rows.size() + 1) * static_cast<std::int64_t>(sizeof(index_t));
 }
 
-// Extrapolation (solvers/alternating.cpp): Ŵ and W_prev beside the extrapolated piece, then P̂ and P_prev beside
-// the other one or Ŵ's gathered block, and Ĝ. The iteration may run on Aᵀ, so either piece may be the one.
+// Extrapolation (solvers/alternating.cpp): Ŵ and W_prev beside the extrapolated piece, a copy of the other piece
+// (the pair a dropped step goes back to), then P̂ and P_prev beside the other one or Ŵ's gathered block, and Ĝ.
+// The iteration may run on Aᵀ, so either piece may be the one.
 std::int64_t extrapolation_elements(const PlanInput& in) {
   const dist::Layout& l = in.layout;
   const std::int64_t k = in.rank;
   const std::int64_t piece = std::max(l.w_rows.size(), l.h_cols.size());
   const std::int64_t block = std::max(l.a_rows.size(), l.a_cols.size());
-  return k * (2 * piece + std::max(2 * piece, block)) + k * k;
+  return k * (3 * piece + std::max(2 * piece, block)) + k * k;
 }
 
 }  // namespace
