@@ -295,7 +295,7 @@ void agree_masked_block(MaskedBlock<T>& b, const dist::Grid& grid, const dist::L
   p.weight_sum = sums[3];
   // The same figures on every rank: the same refusal everywhere, reported once.
   try {
-    require_observed(p.observed, p.weighted_squared_norm, p.weighted_sum, name);
+    require_observed(p.observed, p.weighted_squared_norm, p.weighted_sum, p.weight_sum, name);
   } catch (const Error& e) {
     throw CollectiveError(e);
   }

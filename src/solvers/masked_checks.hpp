@@ -38,11 +38,18 @@ void check_observed_entry(const std::string& name, index_t i, index_t j, T a) {
   throw DataError(name + ": " + io::describe_bad_entry(i, j, a));
 }
 
-/// Throws DataError naming `name` when nothing is observed or every observed entry is zero, NumericalError when
-/// Σ w a² overflows.
-inline void require_observed(index_t observed, double weighted_squared_norm, double weighted_sum,
+/// Throws DataError naming `name` when nothing is observed, every observed entry is zero or the weights' sum Σ w
+/// overflows; NumericalError when Σ w a² overflows.
+inline void require_observed(index_t observed, double weighted_squared_norm, double weighted_sum, double weight_sum,
                              const std::string& name) {
   if (observed == 0) throw DataError(name + ": no entry is observed (every weight is 0 or every entry missing)");
+  // Weights of 1e305 (each finite) summed to inf: the division guard, scaled by the mean weight, became infinite,
+  // and MU returned W·H = 0 and HALS a wrong fit with exit 0 and "converged".
+  if (!std::isfinite(weight_sum))
+    throw DataError(name +
+                    ": the mask's weights sum beyond double precision's range (about 1.8e308); divide the weights "
+                    "by a large constant first (the fit depends on their ratios, with penalties on their scale)");
+  const bool unit_weights = weight_sum == static_cast<double>(observed);
   if (!(weighted_squared_norm > 0) && weighted_sum > 0)  // as solve() says it: entries below about 1e-162
     throw DataError(name +
                     ": the observed entries are too small to factorise: their squares underflow to zero; multiply "
@@ -50,9 +57,10 @@ inline void require_observed(index_t observed, double weighted_squared_norm, dou
   if (!(weighted_squared_norm > 0))
     throw DataError(name + ": every observed entry is zero: there is nothing to factorise");
   if (!std::isfinite(weighted_squared_norm))
-    throw NumericalError(name +
-                         ": the weighted sum of the squared entries overflows double precision: rescale the "
-                         "matrix, e.g. divide it by its largest entry");
+    throw NumericalError(name + ": the weighted sum of the squared entries overflows double precision: rescale the " +
+                         (unit_weights ? std::string("matrix, e.g. divide it by its largest entry")
+                                       : std::string("matrix or the mask's weights, e.g. divide them by their "
+                                                     "largest entry")));
 }
 
 }  // namespace dnmf::solvers

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.hpp"
+#include "backend/cpu/cpu_kernels.hpp"
 #include "backend/cpu/serial_blas.hpp"
 #include "backend/kernels.hpp"
 #include "backend/update_rules.hpp"
@@ -38,6 +39,7 @@
 #include "solvers/solve.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -72,8 +74,8 @@ struct Side {
   index_t offset = 0;                   ///< first owned column, block-local
   DenseMatrix<T>* piece = nullptr;      ///< k x owned
   DenseMatrix<T> full;                  ///< k x half->cols
-  DenseMatrix<T> gram;                  ///< k x k, Σ over all of the factor's columns (when needed)
-  std::vector<double> gram64;           ///< the same summed in double (float32's tol test, corrected lists)
+  DenseMatrix<T> gram;                  ///< float64: k x k, Σ over all of the factor's columns (when needed)
+  std::vector<double> gram64;           ///< float32: the same, formed in double (CpuKernels::gram_f64)
   backend::UpdateRule rule;
 };
 
@@ -164,7 +166,9 @@ class GridIteration {
       } else {
         double quad = v[1];
         // MU's quadratic term from its parts: the lists' share and, where they correct YᵀY, Σ_c x_cᵀYᵀYx_c.
-        if (options_.algorithm == Algorithm::mu && full_gram_) quad += frobenius_dot(first.gram, second.gram);
+        if (options_.algorithm == Algorithm::mu && full_gram_)
+          quad += std::is_same_v<T, float> ? plain_dot(first.gram64, second.gram64)
+                                           : frobenius_dot(first.gram, second.gram);
         squared = p_.weighted_squared_norm - 2 * v[0] + quad;
         objective = 0.5 * std::max(squared, 0.0) + pen.l1_w * v[6] + 0.5 * pen.l2_w * v[7] + pen.l1_h * v[8] +
                     0.5 * pen.l2_h * v[9];
@@ -251,66 +255,70 @@ class GridIteration {
                      const std::vector<double>& base, std::vector<T>& send, std::vector<Shares>& per_column) const {
     const index_t k = k_, e = record_;
     const bool mu = options_.algorithm == Algorithm::mu;
+    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
 #pragma omp parallel
     {
       std::vector<double> bd(to_size(k)), sd(to_size(k)), gd(to_size(e - k));
 #pragma omp for schedule(dynamic, 16)
       for (index_t j = 0; j < h.cols; ++j) {
-        if (h.unobserved[to_size(j)] != 0) continue;  // no share anywhere; its owner holds it at zero
-        T* rec = send.data() + j * e;
-        const T* xj = x_full.data() + j * k;
-        const index_t first = h.gram_ptr[to_size(j)], last = h.gram_ptr[to_size(j) + 1];
-        if (kl_) {
-          Shares& out = per_column[to_size(j)];
-          std::copy(base.begin(), base.end(), sd.begin());
+        failure.run([&] {
+          if (h.unobserved[to_size(j)] != 0) return;  // no share anywhere; its owner holds it at zero
+          T* rec = send.data() + j * e;
+          const T* xj = x_full.data() + j * k;
+          const index_t first = h.gram_ptr[to_size(j)], last = h.gram_ptr[to_size(j) + 1];
+          if (kl_) {
+            Shares& out = per_column[to_size(j)];
+            std::copy(base.begin(), base.end(), sd.begin());
+            for (index_t p = first; p < last; ++p) {
+              const T* yr = yt.data() + h.gram_row[to_size(p)] * k;
+              for (index_t l = 0; l < k; ++l) sd[to_size(l)] += h.gram_coef[to_size(p)] * static_cast<double>(yr[l]);
+            }
+            std::fill(bd.begin(), bd.end(), 0.0);
+            const auto visit = [&](index_t r, double wa, double w) {
+              const T* yr = yt.data() + r * k;
+              const double q = dot_column(yr, xj, k);
+              const double a = wa / w;
+              out.kl_squared += w * (a - q) * (a - q);
+              if (wa == 0) return;
+              const double qf = std::max(q, backend::kl_model_floor);
+              out.kl_log += wa * std::log(a / qf);
+              const double ratio = wa / qf;
+              for (index_t l = 0; l < k; ++l) bd[to_size(l)] += ratio * static_cast<double>(yr[l]);
+            };
+            for_each_observed(h, j, visit);
+            for (index_t l = 0; l < k; ++l) {
+              rec[l] = static_cast<T>(bd[to_size(l)]);
+              rec[k + l] = static_cast<T>(sd[to_size(l)]);
+            }
+            return;
+          }
+          if (!h.dense) {
+            // In masked_iterate.cpp's order (listed_sum), so that a 1 x 1 grid repeats the one-process run.
+            std::fill(bd.begin(), bd.end(), 0.0);
+            listed_sum(yt.data(), k, h.row.data(), h.weighted_value.data(), h.ptr[to_size(j)], h.ptr[to_size(j) + 1],
+                       bd.data());
+            for (index_t l = 0; l < k; ++l) rec[l] = static_cast<T>(bd[to_size(l)]);
+          }
+          std::fill(gd.begin(), gd.end(), 0.0);
           for (index_t p = first; p < last; ++p) {
             const T* yr = yt.data() + h.gram_row[to_size(p)] * k;
-            for (index_t l = 0; l < k; ++l) sd[to_size(l)] += h.gram_coef[to_size(p)] * static_cast<double>(yr[l]);
-          }
-          std::fill(bd.begin(), bd.end(), 0.0);
-          const auto visit = [&](index_t r, double wa, double w) {
-            const T* yr = yt.data() + r * k;
-            const double q = dot_column(yr, xj, k);
-            const double a = wa / w;
-            out.kl_squared += w * (a - q) * (a - q);
-            if (wa == 0) return;
-            const double qf = std::max(q, backend::kl_model_floor);
-            out.kl_log += wa * std::log(a / qf);
-            const double ratio = wa / qf;
-            for (index_t l = 0; l < k; ++l) bd[to_size(l)] += ratio * static_cast<double>(yr[l]);
-          };
-          for_each_observed(h, j, visit);
-          for (index_t l = 0; l < k; ++l) {
-            rec[l] = static_cast<T>(bd[to_size(l)]);
-            rec[k + l] = static_cast<T>(sd[to_size(l)]);
-          }
-          continue;
-        }
-        if (!h.dense) {
-          // In masked_iterate.cpp's order (listed_sum), so that a 1 x 1 grid repeats the one-process run.
-          std::fill(bd.begin(), bd.end(), 0.0);
-          listed_sum(yt.data(), k, h.row.data(), h.weighted_value.data(), h.ptr[to_size(j)], h.ptr[to_size(j) + 1],
-                     bd.data());
-          for (index_t l = 0; l < k; ++l) rec[l] = static_cast<T>(bd[to_size(l)]);
-        }
-        std::fill(gd.begin(), gd.end(), 0.0);
-        for (index_t p = first; p < last; ++p) {
-          const T* yr = yt.data() + h.gram_row[to_size(p)] * k;
-          const double c = h.gram_coef[to_size(p)];
-          if (mu) {
-            // MU reads G_c only through G_c x_c: its share, 2k flops per listed entry.
-            const double cq = c * dot_column(yr, xj, k);
-            for (index_t l = 0; l < k; ++l) gd[to_size(l)] += cq * static_cast<double>(yr[l]);
-          } else {
-            for (index_t q = 0; q < k; ++q) {
-              const double cy = c * static_cast<double>(yr[q]);
-              for (index_t l = 0; l <= q; ++l) gd[to_size(packed(q, l))] += cy * static_cast<double>(yr[l]);
+            const double c = h.gram_coef[to_size(p)];
+            if (mu) {
+              // MU reads G_c only through G_c x_c: its share, 2k flops per listed entry.
+              const double cq = c * dot_column(yr, xj, k);
+              for (index_t l = 0; l < k; ++l) gd[to_size(l)] += cq * static_cast<double>(yr[l]);
+            } else {
+              for (index_t q = 0; q < k; ++q) {
+                const double cy = c * static_cast<double>(yr[q]);
+                for (index_t l = 0; l <= q; ++l) gd[to_size(packed(q, l))] += cy * static_cast<double>(yr[l]);
+              }
             }
           }
-        }
-        for (std::size_t t = 0; t < gd.size(); ++t) rec[to_size(k) + t] = static_cast<T>(gd[t]);
+          for (std::size_t t = 0; t < gd.size(); ++t) rec[to_size(k) + t] = static_cast<T>(gd[t]);
+        });
       }
     }
+    failure.rethrow();
   }
 
   /// Step 2: the one-process column rule on each owned column from its summed record.
@@ -319,80 +327,86 @@ class GridIteration {
     const index_t k = k_, e = record_;
     const index_t owned = x.piece->cols();
     const backend::UpdateRule& rule = x.rule;
-    const T* full = y.gram.data();  // YᵀY, where the lists correct it
+    const T* full = y.gram.data();  // YᵀY, where the lists correct it (float64; empty in float32)
     // In float32, YᵀY summed in double: G_j = F − (the missing rows' share) keeps F's absolute rounding.
     const double* full64 = std::is_same_v<T, float> && full_gram_ ? y.gram64.data() : nullptr;
+    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
 #pragma omp parallel
     {
       std::vector<double> g(to_size(k * k)), gd(to_size(k));
       std::vector<T> gt(to_size(k * k)), nx(to_size(k));
 #pragma omp for schedule(dynamic, 16)
       for (index_t t = 0; t < owned; ++t) {
-        T* xj = x.piece->data() + t * k;
-        if (h.unobserved[to_size(x.offset + t)] != 0) {
-          std::fill(xj, xj + k, T(0));
-          continue;
-        }
-        Shares& out = per_owned[to_size(t)];
-        const T* rec = mine.data() + t * e;
-        const backend::View<T> xv(xj, k, 1, k);
-        const backend::CView<T> bv(rec, k, 1, k);
-        if (kl_) {
-          for (index_t l = 0; l < k; ++l) out.kl_model += static_cast<double>(rec[k + l]) * static_cast<double>(xj[l]);
-          out.cap_hits += backend::update_columns<T>(rule, xv, bv, bv, rec + k, 0, 1);
-          continue;
-        }
-        if (track_)
-          for (index_t l = 0; l < k; ++l) out.cross_before += static_cast<double>(xj[l]) * static_cast<double>(rec[l]);
-        if (rule.algorithm == Algorithm::mu) {
-          // masked_iterate.cpp's MU step with G_c x_c = YᵀY x_c (corrected lists) + the summed list share.
-          for (index_t l = 0; l < k; ++l) gd[to_size(l)] = static_cast<double>(rec[k + l]);
-          if (full64 != nullptr) {
-            gram_times(full64, k, xj, k, gd.data());
-          } else if (full_gram_) {
-            gram_times(full, k, xj, k, gd.data());
+        failure.run([&] {
+          T* xj = x.piece->data() + t * k;
+          if (h.unobserved[to_size(x.offset + t)] != 0) {
+            std::fill(xj, xj + k, T(0));
+            return;
           }
-          for (index_t l = 0; l < k; ++l) {
-            const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
-            nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(rec[l]) / denom);
+          Shares& out = per_owned[to_size(t)];
+          const T* rec = mine.data() + t * e;
+          const backend::View<T> xv(xj, k, 1, k);
+          const backend::CView<T> bv(rec, k, 1, k);
+          if (kl_) {
+            for (index_t l = 0; l < k; ++l)
+              out.kl_model += static_cast<double>(rec[k + l]) * static_cast<double>(xj[l]);
+            out.cap_hits += backend::update_columns<T>(rule, xv, bv, bv, rec + k, 0, 1);
+            return;
           }
-          std::copy(nx.begin(), nx.end(), xj);
-          for (index_t l = 0; l < k; ++l) out.cross += static_cast<double>(xj[l]) * static_cast<double>(rec[l]);
-          continue;
-        }
-        for (index_t q = 0; q < k; ++q)
-          for (index_t l = 0; l <= q; ++l) {
-            const double v = static_cast<double>(rec[k + packed(q, l)]);
-            g[to_size(l + q * k)] = v;
-            g[to_size(q + l * k)] = v;
-          }
-        if (full_gram_) {
-          for (std::size_t s = 0; s < g.size(); ++s)
-            g[s] += full64 != nullptr ? full64[s] : static_cast<double>(full[s]);
-          // As listed_hals_sweep: for HALS a curvature the list cancelled to rounding is zero (a dead component).
-          // The list's share comes summed in T, so the rounding is T's (float32's is about 5e8 times double's).
-          if (rule.algorithm == Algorithm::hals) {
-            const double cancelled =
-                cancelled_fraction(h.rows) * std::numeric_limits<T>::epsilon() / std::numeric_limits<double>::epsilon();
+          if (track_)
+            for (index_t l = 0; l < k; ++l)
+              out.cross_before += static_cast<double>(xj[l]) * static_cast<double>(rec[l]);
+          if (rule.algorithm == Algorithm::mu) {
+            // masked_iterate.cpp's MU step with G_c x_c = YᵀY x_c (corrected lists) + the summed list share.
+            for (index_t l = 0; l < k; ++l) gd[to_size(l)] = static_cast<double>(rec[k + l]);
+            if (full64 != nullptr) {
+              gram_times(full64, k, xj, k, gd.data());
+            } else if (full_gram_) {
+              gram_times(full, k, xj, k, gd.data());
+            }
             for (index_t l = 0; l < k; ++l) {
-              const double listed = static_cast<double>(rec[k + packed(l, l)]);
-              const double f = full64 != nullptr ? full64[l * k + l] : static_cast<double>(full[l * k + l]);
-              if (listed < 0 && g[to_size(l + l * k)] <= cancelled * (f - listed)) g[to_size(l + l * k)] = 0;
+              const double denom = rule.l1 + rule.l2 * static_cast<double>(xj[l]) + rule.eps + gd[to_size(l)];
+              nx[to_size(l)] = static_cast<T>(static_cast<double>(xj[l]) * static_cast<double>(rec[l]) / denom);
+            }
+            std::copy(nx.begin(), nx.end(), xj);
+            for (index_t l = 0; l < k; ++l) out.cross += static_cast<double>(xj[l]) * static_cast<double>(rec[l]);
+            return;
+          }
+          for (index_t q = 0; q < k; ++q)
+            for (index_t l = 0; l <= q; ++l) {
+              const double v = static_cast<double>(rec[k + packed(q, l)]);
+              g[to_size(l + q * k)] = v;
+              g[to_size(q + l * k)] = v;
+            }
+          if (full_gram_) {
+            for (std::size_t s = 0; s < g.size(); ++s)
+              g[s] += full64 != nullptr ? full64[s] : static_cast<double>(full[s]);
+            // As listed_hals_sweep: for HALS a curvature the list cancelled to rounding is zero (a dead component).
+            // The list's share comes summed in T, so the rounding is T's (float32's is about 5e8 times double's).
+            if (rule.algorithm == Algorithm::hals) {
+              const double cancelled = cancelled_fraction(h.rows) * std::numeric_limits<T>::epsilon() /
+                                       std::numeric_limits<double>::epsilon();
+              for (index_t l = 0; l < k; ++l) {
+                const double listed = static_cast<double>(rec[k + packed(l, l)]);
+                const double f = full64 != nullptr ? full64[l * k + l] : static_cast<double>(full[l * k + l]);
+                if (listed < 0 && g[to_size(l + l * k)] <= cancelled * (f - listed)) g[to_size(l + l * k)] = 0;
+              }
             }
           }
-        }
-        for (std::size_t s = 0; s < g.size(); ++s) gt[s] = static_cast<T>(g[s]);
-        const backend::CView<T> gv(gt.data(), k, k, k);
-        out.cap_hits += backend::update_columns<T>(rule, xv, bv, gv, nullptr, 0, 1);
-        for (index_t q = 0; q < k; ++q) {
-          const double xq = static_cast<double>(xj[q]);
-          out.cross += xq * static_cast<double>(rec[q]);
-          double gx = 0;
-          for (index_t l = 0; l < k; ++l) gx += g[to_size(l + q * k)] * static_cast<double>(xj[l]);
-          out.quad += xq * gx;
-        }
+          for (std::size_t s = 0; s < g.size(); ++s) gt[s] = static_cast<T>(g[s]);
+          const backend::CView<T> gv(gt.data(), k, k, k);
+          out.cap_hits += backend::update_columns<T>(rule, xv, bv, gv, nullptr, 0, 1);
+          for (index_t q = 0; q < k; ++q) {
+            const double xq = static_cast<double>(xj[q]);
+            out.cross += xq * static_cast<double>(rec[q]);
+            double gx = 0;
+            for (index_t l = 0; l < k; ++l) gx += g[to_size(l + q * k)] * static_cast<double>(xj[l]);
+            out.quad += xq * gx;
+          }
+        });
       }
     }
+    failure.rethrow();
   }
 
   /// This block's share of Σ_c x_cᵀ G_c x_c over the lists, with the new x (MU's figures).
@@ -437,23 +451,22 @@ class GridIteration {
       s.along->allgather(s.piece->data(), s.full.data(), counts, dist::scalar_of<T>());
     }
     if (!full_gram_) return;
-    s.gram = DenseMatrix<T>(k_, k_, T(0));
-    const auto ik = static_cast<int>(k_);
-    if (s.piece->cols() > 0) {
-      const backend::cpu::SerialBlas serial;  // the same bits for any thread count
-      backend::blas::gemm(false, true, ik, ik, static_cast<int>(s.piece->cols()), T(1), s.piece->data(), ik,
-                          s.piece->data(), ik, T(0), s.gram.data(), ik);
-    }
-    grid_.world().allreduce_sum(s.gram.data(), s.gram.storage().size());
-    // float32's corrected G_j are formed from this one (masked_iterate.cpp's share_half says why), and its tol test
-    // reads it.
-    if (!track_ && !std::is_same_v<T, float>) return;
-    s.gram64.assign(to_size(k_ * k_), 0.0);
-    for (index_t c = 0; c < s.piece->cols(); ++c) {
-      const T* x = s.piece->data() + c * k_;
-      for (index_t q = 0; q < k_; ++q)
-        for (index_t l = 0; l < k_; ++l)
-          s.gram64[to_size(q * k_ + l)] += static_cast<double>(x[q]) * static_cast<double>(x[l]);
+    if constexpr (std::is_same_v<T, float>) {
+      // float32 reads YᵀY only in double (masked_iterate.cpp's share_half says why): the corrected G_j, MU's
+      // objective and the tol test; formed by the kernel one process uses, the same bits for any thread count.
+      s.gram64.resize(to_size(k_ * k_));
+      backend::CpuKernels<T>{}.gram_f64(
+          backend::CView<T>(s.piece->data(), k_, s.piece->cols(), std::max<index_t>(k_, 1)), s.gram64.data());
+    } else {
+      s.gram = DenseMatrix<T>(k_, k_, T(0));
+      const auto ik = static_cast<int>(k_);
+      if (s.piece->cols() > 0) {
+        const backend::cpu::SerialBlas serial;  // the same bits for any thread count
+        backend::blas::gemm(false, true, ik, ik, static_cast<int>(s.piece->cols()), T(1), s.piece->data(), ik,
+                            s.piece->data(), ik, T(0), s.gram.data(), ik);
+      }
+      grid_.world().allreduce_sum(s.gram.data(), s.gram.storage().size());
+      return;
     }
     grid_.world().allreduce_sum(s.gram64.data(), s.gram64.size());
   }

@@ -28,6 +28,7 @@
 #include "solvers/listed_sweep.hpp"
 #include "solvers/thread_governor.hpp"
 #include "solvers/update_rule.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -424,6 +425,7 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
   std::vector<HalfSums> per_column(to_size(h.cols));
   if (kl && h.dense) {
     const index_t blocks = (h.cols + kKlBlock - 1) / kKlBlock;
+    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
 #pragma omp parallel
     {
       const SerialBlas serial;
@@ -431,17 +433,26 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
       std::vector<T> q(to_size(h.rows * kKlBlock)), ratio_product(to_size(k * kKlBlock));
 #pragma omp for schedule(dynamic, 1)
       for (index_t blk = 0; blk < blocks; ++blk)
-        kl_dense_block(sh, blk * kKlBlock, std::min(h.cols, (blk + 1) * kKlBlock), x, q, ratio_product, sc, per_column);
+        failure.run([&] {
+          kl_dense_block(sh, blk * kKlBlock, std::min(h.cols, (blk + 1) * kKlBlock), x, q, ratio_product, sc,
+                         per_column);
+        });
     }
+    failure.rethrow();
   } else {
+    // A breakdown in a column's rule (BPP's NNLS refuses an infinite right-hand side) is thrown from the region.
+    util::ParallelFailure failure;
 #pragma omp parallel
     {
       const SerialBlas serial;  // bpp's Gram products
       ColumnScratch<T> sc(k);
 #pragma omp for schedule(dynamic, 16)
       for (index_t j = 0; j < h.cols; ++j)
-        column_rule(sh, j, h.dense ? numer.data() + j * k : nullptr, x.data() + j * k, sc, per_column[to_size(j)]);
+        failure.run([&] {
+          column_rule(sh, j, h.dense ? numer.data() + j * k : nullptr, x.data() + j * k, sc, per_column[to_size(j)]);
+        });
     }
+    failure.rethrow();
   }
   return column_total(per_column);
 }
@@ -566,8 +577,11 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
   const index_t k = wt.rows();
   // Per column, summed in order: independent of the schedule.
   std::vector<double> per_column(to_size(half.cols), 0.0), kl_column(kl_objective ? to_size(half.cols) : 0, 0.0);
-#pragma omp parallel for schedule(static)
-  for (index_t j = 0; j < half.cols; ++j) {
+  // A team only where the cells' dots outweigh its start: a small masked transform woke the second thread here for
+  // a few microseconds of work (0.83 s against 0.007 s over 201 calls on a busy machine).
+  const double cells = half.dense ? static_cast<double>(half.rows) * static_cast<double>(half.cols)
+                                  : static_cast<double>(half.ptr.empty() ? 0 : half.ptr.back());
+  util::for_each_index(half.cols, cells * static_cast<double>(k + 1) >= 1e5, [&](index_t j) {
     const T* hj = h.data() + j * k;
     double& num = per_column[to_size(j)];
     const auto add = [&](index_t i, double wa, double w) {
@@ -587,7 +601,7 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
         add(half.row[to_size(e)], static_cast<double>(half.weighted_value[to_size(e)]),
             static_cast<double>(half.weight[to_size(e)]));
     }
-  }
+  });
   double num = 0;
   for (const double v : per_column) num += v;
   if (kl_objective != nullptr) {

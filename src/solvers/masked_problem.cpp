@@ -42,7 +42,7 @@ MaskedProblem<T> build_masked_problem(const StoredMatrix<T>& a, const StoredMatr
   // The whole matrix as the one block of a 1 x 1 grid: the same checks, messages and choices.
   MaskedBlock<T> whole = build_masked_block(a, mask, missing, {0, m}, {0, n});
   MaskedProblem<T>& p = whole.problem;
-  if (to_fit) require_observed(p.observed, p.weighted_squared_norm, p.weighted_sum, a.name);
+  if (to_fit) require_observed(p.observed, p.weighted_squared_norm, p.weighted_sum, p.weight_sum, a.name);
   choose_gram_lists(whole);
   for (MaskedHalf<T>* h : {&p.h_half, &p.w_half}) {
     const std::vector<unsigned char> seen = observed_columns(*h);

@@ -20,6 +20,7 @@
 #include "solvers/masked_loop.hpp"
 #include "solvers/solve.hpp"
 #include "solvers/update_rule.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -238,22 +239,26 @@ class Iteration {
     const std::vector<char>& unobserved = other_unobserved();
     const index_t lines = x.cols();
     std::vector<Sums> per_line(to_size(lines));
+    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
 #pragma omp parallel
     {
       Scratch<T> s(k_);
 #pragma omp for schedule(dynamic, 16)
       for (index_t r = 0; r < lines; ++r) {
-        T* xr = x.data() + r * k_;
-        if (unobserved[to_size(r)] != 0) {
-          std::fill(xr, xr + k_, T(0));
-          continue;
-        }
-        std::copy(b_.begin() + r * k_, b_.begin() + (r + 1) * k_, s.b.begin());
-        if (!c_.empty()) std::copy(c_.begin() + r * k_, c_.begin() + (r + 1) * k_, s.c.begin());
-        if (!g_.empty()) std::copy(g_.begin() + r * k_ * k_, g_.begin() + (r + 1) * k_ * k_, s.g.begin());
-        apply_rule(rule_other_, xr, k_, s, per_line[to_size(r)]);
+        failure.run([&] {
+          T* xr = x.data() + r * k_;
+          if (unobserved[to_size(r)] != 0) {
+            std::fill(xr, xr + k_, T(0));
+            return;
+          }
+          std::copy(b_.begin() + r * k_, b_.begin() + (r + 1) * k_, s.b.begin());
+          if (!c_.empty()) std::copy(c_.begin() + r * k_, c_.begin() + (r + 1) * k_, s.c.begin());
+          if (!g_.empty()) std::copy(g_.begin() + r * k_ * k_, g_.begin() + (r + 1) * k_ * k_, s.g.begin());
+          apply_rule(rule_other_, xr, k_, s, per_line[to_size(r)]);
+        });
       }
     }
+    failure.rethrow();
     Sums total;
     for (const Sums& s : per_line) total += s;
     return total;
@@ -267,44 +272,48 @@ class Iteration {
     const std::vector<char>& unobserved = own_unobserved();
     std::vector<Sums> per_line(to_size(tile.lines));
     const Algorithm algorithm = rule_own_.algorithm;
+    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
 #pragma omp parallel
     {
       Scratch<T> s(k_);
 #pragma omp for schedule(dynamic, 16)
       for (index_t l = 0; l < tile.lines; ++l) {
-        T* xl = x.data() + (tile.first + l) * k_;
-        Sums& out = per_line[to_size(l)];
-        // A pass that updates nothing (the final one) also sums KL's figures at the state it reads: the
-        // iterations' are of the pair before the last update.
-        const bool kl_terms = algorithm == Algorithm::kl && !update;
-        const auto residual = [&] {
-          tile.each(l, [&](index_t r, double a, double w) {
-            const double q = dot(y.data() + r * k_, xl, k_);
-            const double d = a - q;
-            out.residual += w * d * d;
-            if (kl_terms) {
-              out.kl_log += backend::kl_log_term(w * a, w, q);
-              out.kl_model += w * q;
-            }
-          });
-        };
-        if (before) residual();
-        if (update) {
-          if (unobserved[to_size(tile.first + l)] != 0) {
-            std::fill(xl, xl + k_, T(0));
-          } else {
-            std::fill(s.b.begin(), s.b.end(), 0.0);
-            std::fill(s.c.begin(), s.c.end(), 0.0);
-            if (algorithm == Algorithm::hals || algorithm == Algorithm::bpp) std::fill(s.g.begin(), s.g.end(), 0.0);
+        failure.run([&] {
+          T* xl = x.data() + (tile.first + l) * k_;
+          Sums& out = per_line[to_size(l)];
+          // A pass that updates nothing (the final one) also sums KL's figures at the state it reads: the
+          // iterations' are of the pair before the last update.
+          const bool kl_terms = algorithm == Algorithm::kl && !update;
+          const auto residual = [&] {
             tile.each(l, [&](index_t r, double a, double w) {
-              add_entry(algorithm, y.data() + r * k_, xl, k_, a, w, s.b.data(), s.c.data(), s.g.data(), out);
+              const double q = dot(y.data() + r * k_, xl, k_);
+              const double d = a - q;
+              out.residual += w * d * d;
+              if (kl_terms) {
+                out.kl_log += backend::kl_log_term(w * a, w, q);
+                out.kl_model += w * q;
+              }
             });
-            apply_rule(rule_own_, xl, k_, s, out);
+          };
+          if (before) residual();
+          if (update) {
+            if (unobserved[to_size(tile.first + l)] != 0) {
+              std::fill(xl, xl + k_, T(0));
+            } else {
+              std::fill(s.b.begin(), s.b.end(), 0.0);
+              std::fill(s.c.begin(), s.c.end(), 0.0);
+              if (algorithm == Algorithm::hals || algorithm == Algorithm::bpp) std::fill(s.g.begin(), s.g.end(), 0.0);
+              tile.each(l, [&](index_t r, double a, double w) {
+                add_entry(algorithm, y.data() + r * k_, xl, k_, a, w, s.b.data(), s.c.data(), s.g.data(), out);
+              });
+              apply_rule(rule_own_, xl, k_, s, out);
+            }
           }
-        }
-        if (after) residual();
+          if (after) residual();
+        });
       }
     }
+    failure.rethrow();
     Sums total;
     for (const Sums& s : per_line) total += s;
     return total;
@@ -397,7 +406,7 @@ void scan_masked_tiles(StreamedMaskedProblem<T>& p) {
   p.weighted_sum = weighted;
   p.observed_sum = plain;
   p.weight_sum = weights;
-  require_observed(observed, squared, weighted, p.a_name);
+  require_observed(observed, squared, weighted, weights, p.a_name);
   p.all_unit = !sparse && non_unit == 0;
   p.unobserved_rows.assign(to_size(p.m), 0);
   p.unobserved_cols.assign(to_size(p.n), 0);

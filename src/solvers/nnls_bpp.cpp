@@ -582,11 +582,13 @@ class Pivoting {
     const int threads = worth_threads(flops) ? static_cast<int>(workspaces_.size()) : 1;
     tallies_.assign(to_size(threads), Tally{0, 0, 0, 0, 0, 0, base_growth_, 0});
     if (threads > 1) {
+      util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
 #pragma omp parallel for schedule(dynamic)
       for (index_t t = 0; t < tasks; ++t) {
         const int id = thread_id();
-        task(t, workspaces_[to_size(id)], tallies_[to_size(id)]);
+        failure.run([&] { task(t, workspaces_[to_size(id)], tallies_[to_size(id)]); });
       }
+      failure.rethrow();
     } else {  // no OpenMP construct (util/parallel_loops.hpp says why); a serial call has one workspace for certain
       for (index_t t = 0; t < tasks; ++t) task(t, workspaces_.front(), tallies_.front());
     }
@@ -1048,8 +1050,10 @@ class Pivoting {
       nnls_detail::lawson_hanson(s_, base_growth_, bs_.data() + j * k_, z_.data() + j * k_, ws, retries);
     };
     if (worth_threads(flops)) {
+      util::ParallelFailure failure;
 #pragma omp parallel for schedule(dynamic) reduction(+ : retries)
-      for (index_t c = 0; c < left; ++c) finish(c, workspaces_[to_size(thread_id())], retries);
+      for (index_t c = 0; c < left; ++c) failure.run([&] { finish(c, workspaces_[to_size(thread_id())], retries); });
+      failure.rethrow();
     } else {
       for (index_t c = 0; c < left; ++c) finish(c, workspaces_.front(), retries);
     }

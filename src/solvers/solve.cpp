@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "solvers/alternating.hpp"
 #include "solvers/masked_loop.hpp"
 #include "util/dense_transpose.hpp"
+#include "util/ordered_sums.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -57,17 +59,12 @@ std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t
   return counts;
 }
 
-// Below this relative error the Gram identity cancels to rounding noise (it can even report 0).
-template <class T>
-constexpr double kIdentityNoiseFloor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
-
 // Σ over a piece's cells of a·log(a / m) − a + m (m = (left_iᵀ right_j), floored as the iterations floor it; an
 // a = 0 cell adds m), each cell's term formed in double as a non-negative number, so nothing cancels. `left` is k x
 // rows of the piece, `right` k x its columns. Sums are kept per block of columns (CSR: of rows) and added in
 // block order, so that the figure is the same for any thread count.
 template <class T>
 double kl_divergence_direct(const MatrixRef<T>& piece, DenseView<const T> left, DenseView<const T> right) {
-  constexpr index_t kBlock = 64;
   const index_t rows = rows_of(piece), cols = cols_of(piece), k = left.rows;
   const auto term = [&](double a, index_t i, index_t j) {
     double m = 0;
@@ -78,33 +75,28 @@ double kl_divergence_direct(const MatrixRef<T>& piece, DenseView<const T> left, 
     // a constant 1e10 fitted to 1e-16 read -2.5e-4); a short series where r is small, r − log1p(r) otherwise.
     const double r = (m - a) / a;
     if (std::abs(r) < 1e-3) return a * r * r * (0.5 - r * (1.0 / 3 - r * (0.25 - r / 5)));
+    // Far below a the parts no longer cancel, and r rounds to -1 once m / a < 1.1e-16 (a large entry, or a model
+    // at its floor): log1p(-1) made the term, and the objective, infinite for a finite divergence.
+    if (r < -0.5) return a * (std::log(a) - std::log(m) - 1.0) + m;
     return a * (r - std::log1p(r));
   };
   const auto* dense = std::get_if<DenseView<const T>>(&piece);
   const index_t outer = dense != nullptr ? cols : rows;
-  const index_t blocks = (outer + kBlock - 1) / kBlock;
-  std::vector<double> sums(to_size(blocks), 0.0);
-#pragma omp parallel for schedule(static) if (blocks > 1)
-  for (index_t b = 0; b < blocks; ++b) {
-    double sum = 0;
-    for (index_t o = b * kBlock; o < std::min(outer, (b + 1) * kBlock); ++o) {
-      if (dense != nullptr) {
-        for (index_t i = 0; i < rows; ++i) sum += term(static_cast<double>((*dense)(i, o)), i, o);
-      } else {
-        const auto& csr = std::get<CsrView<T>>(piece);
-        index_t p = csr.indptr[o];
-        for (index_t j = 0; j < cols; ++j) {
-          double a = 0;
-          if (p < csr.indptr[o + 1] && csr.indices[p] == j) a = static_cast<double>(csr.values[p++]);
-          sum += term(a, o, j);
-        }
+  // Threads only where the cells' k-term models outweigh a team's start (microseconds; more on a busy machine).
+  const bool parallel = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k + 1) >= 1e5;
+  return util::ordered_sums<1>(outer, parallel, [&](index_t o, std::array<double, 1>& acc) {
+    if (dense != nullptr) {
+      for (index_t i = 0; i < rows; ++i) acc[0] += term(static_cast<double>((*dense)(i, o)), i, o);
+    } else {
+      const auto& csr = std::get<CsrView<T>>(piece);
+      index_t p = csr.indptr[o];
+      for (index_t j = 0; j < cols; ++j) {
+        double a = 0;
+        if (p < csr.indptr[o + 1] && csr.indices[p] == j) a = static_cast<double>(csr.values[p++]);
+        acc[0] += term(a, o, j);
       }
     }
-    sums[to_size(b)] = sum;
-  }
-  double total = 0;
-  for (const double v : sums) total += v;
-  return total;
+  })[0];
 }
 
 // A sparse block is read as all of its cells: past 5e7 of them that is no longer the cost of a few products.
@@ -308,13 +300,26 @@ void check_scale(const backend::MatrixStats& stats, index_t m, index_t n, Algori
   // float overflowed its largest number (3.4e38) for data of 1e30 ("numerical breakdown" with no remedy) and at
   // 1e38 gave zero factors with "converged". Refused from the mean line sum times sqrt(rms) above 1e34 (100x
   // below the overflow; data of 1e20 in a 2000 x 1500 matrix passes).
+  // A masked run's numerators carry one weight as well (b_j = Σ w a y): the mean weight multiplies the measure, and
+  // a's own scale is rms / √w̄. Weights of 1e30 on entries of 1e5 passed (measure 5e16) and overflowed float32's
+  // NNLS right-hand side.
   const double line = stats.sum / static_cast<double>(std::min(m, n));
-  if (std::is_same_v<T, float> && algorithm != Algorithm::kl && line * std::sqrt(rms) > 1e34) {
+  const double weight = weighted && mean_weight > 0 ? mean_weight : 1.0;
+  if (std::is_same_v<T, float> && algorithm != Algorithm::kl &&
+      line * weight * std::sqrt(rms / std::sqrt(weight)) > 1e34) {
     std::snprintf(text, sizeof text, "%.3g", rms);
-    throw DataError(entries + " are too large for float32 (root mean square " + text +
+    std::string figures = std::string("root mean square ") + text;
+    if (weight != 1) {
+      std::snprintf(text, sizeof text, "%.3g", weight);
+      figures += std::string(", mean weight ") + text;
+    }
+    throw DataError(entries + " are too large for float32 (" + figures +
                     "): the iterations' products (a line of the matrix times its factors, about its sum times the "
-                    "entries' square root) overflow float's largest number (3.4e38); run in float64 "
-                    "(--precision f64) or divide the matrix by a large constant first");
+                    "entries' square root" +
+                    (weight != 1 ? std::string(", times the weights") : std::string()) +
+                    ") overflow float's largest number (3.4e38); run in float64 (--precision f64) or divide the " +
+                    (weight != 1 ? std::string("matrix or the mask's weights") : std::string("matrix")) +
+                    " by a large constant first");
   }
   // KL's iterations divide A by the model, so its factors stay near the square root of the scale, but the normalised
   // H's rows sum to about A's column sums: a float KL fit of entries near 1e38 wrote inf with exit 0. Refused from

@@ -10,6 +10,7 @@
 #include "dnmf/nnls.hpp"
 #include "dnmf/source.hpp"
 #include "solvers/bpp.hpp"
+#include "solvers/solve.hpp"
 #include "solvers/transform_basis.hpp"
 #include "util/thread_count.hpp"
 
@@ -55,9 +56,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
       stats.squared_norm - 2 * kernels->dot(p.view(), result.H.view()) + kernels->dot(g.view(), gh.view());
   result.rel_error = stats.squared_norm > 0 ? std::sqrt(std::max(sq, 0.0) / stats.squared_norm) : 0.0;
   // Below the identity's noise floor its cancellation leaves rounding only (float32 reported 0 for an error of
-  // 1.7e-4): recomputed from the entries, as a fit's final error is (solve.cpp, kIdentityNoiseFloor).
-  const double floor = std::is_same_v<T, float> ? 1e-2 : 1e-6;
-  if (result.rel_error < floor && stats.squared_norm > 0)
+  // 1.7e-4): recomputed from the entries, as a fit's final error is.
+  if (result.rel_error < solvers::kIdentityNoiseFloor<T> && stats.squared_norm > 0)
     result.rel_error = relative_error_direct<T>(a, w, result.H.view());
   return result;
 }

@@ -640,6 +640,96 @@ TEST(Api, Float32MaskOfTinyWeightsIsRefusedOrFitsAsUnitWeights) {
   EXPECT_NEAR(tiny.result.rel_error, unit.result.rel_error, 1e-4 * unit.result.rel_error);
 }
 
+// The other end (a helper session's finding): float32 weights of 1e30 on entries of 1e5 passed the scale check
+// (it read A's line sums and √(w·a²), not the weight each numerator carries), and BPP's NNLS threw on an
+// infinite right-hand side inside an OpenMP region: std::terminate, exit 134, a Python interpreter killed. Refused
+// now before any iteration with the weights named, on every solver; weights of 1e20 fit as weights of 1.
+TEST(Api, Float32MaskOfHugeWeightsIsRefusedOrFitsAsUnitWeights) {
+  DenseMatrix<float> a(60, 40);
+  for (index_t i = 0; i < 60; ++i)
+    for (index_t j = 0; j < 40; ++j) a(i, j) = 1e5f * (0.1f + static_cast<float>((i * 7 + j * 13) % 23) / 23.0f);
+  const auto fit = [&](float weight, Algorithm algo) {
+    DenseMatrix<float> mask(60, 40);
+    for (index_t i = 0; i < 60; ++i)
+      for (index_t j = 0; j < 40; ++j) mask(i, j) = (i * 3 + j * 5) % 7 == 0 ? 0.0f : weight;
+    FactorOptions o = options_k4(algo);
+    o.max_iterations = 30;
+    o.missing.mask = Source::dense<float>(mask.view());
+    return factor<float>(Source::dense<float>(a.view()), o);
+  };
+  for (const Algorithm algo : {Algorithm::bpp, Algorithm::hals, Algorithm::mu}) {
+    try {
+      (void)fit(1e30f, algo);
+      ADD_FAILURE() << "float32 weights of 1e30 were accepted";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::data) << m;
+      EXPECT_NE(m.find("too large for float32"), std::string::npos) << m;
+      EXPECT_NE(m.find("mean weight"), std::string::npos) << m;
+      EXPECT_NE(m.find("the mask's weights by a large constant"), std::string::npos) << m;
+    }
+    const auto unit = fit(1.0f, algo), big = fit(1e20f, algo);
+    EXPECT_NEAR(big.result.rel_error, unit.result.rel_error, 1e-4 * unit.result.rel_error) << to_string(algo);
+  }
+}
+
+// Float64 weights of 1e305, each finite, summed to inf: the division guard (scaled by the mean weight) became
+// infinite, MU returned W·H = 0 and HALS a wrong fit, both with exit 0 and "converged" (a helper session's
+// finding). Refused now, naming the weights; weights of 1e303 fit as weights of 1 on every solver.
+TEST(Api, MaskWeightsWhoseSumOverflowsAreRefused) {
+  DenseMatrix<double> a(60, 40);
+  for (index_t i = 0; i < 60; ++i)
+    for (index_t j = 0; j < 40; ++j) a(i, j) = 0.1 + static_cast<double>((i * 7 + j * 13) % 23) / 23.0;
+  const auto fit = [&](double weight, Algorithm algo) {
+    DenseMatrix<double> mask(60, 40, weight);
+    mask(3, 4) = 0;
+    FactorOptions o = options_k4(algo);
+    o.max_iterations = 30;
+    o.missing.mask = Source::dense<double>(mask.view());
+    return factor<double>(Source::dense<double>(a.view()), o);
+  };
+  for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp, Algorithm::kl}) {
+    try {
+      (void)fit(1e305, algo);
+      ADD_FAILURE() << "weights summing to inf were accepted";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::data) << m;
+      EXPECT_NE(m.find("the mask's weights sum beyond double precision's range"), std::string::npos) << m;
+    }
+    const auto unit = fit(1.0, algo), big = fit(1e303, algo);
+    EXPECT_NEAR(big.result.rel_error, unit.result.rel_error, 1e-10 * unit.result.rel_error) << to_string(algo);
+  }
+}
+
+// A KL fit of data with one entry of 1e20 among entries near 1 reported objective null (inf) with exit 0: where
+// the model is below 1.1e-16 of an entry, (m − a)/a rounds to -1 and log1p(-1) is -inf. The divergence is finite,
+// and the reference here sums each cell's a·log(a/m) − a + m in long double, the model floored as the iterations
+// floor it.
+TEST(Api, KlObjectiveStaysFiniteWhereTheModelIsFarBelowAnEntry) {
+  DenseMatrix<double> a(30, 20);
+  for (index_t i = 0; i < 30; ++i)
+    for (index_t j = 0; j < 20; ++j) a(i, j) = 0.5 + static_cast<double>((i * 5 + j * 3) % 11) / 11.0;
+  a(7, 5) = 1e20;
+  FactorOptions o = options_k4(Algorithm::kl);
+  o.rank = 2;
+  o.max_iterations = 20;
+  o.tol = 0;
+  const Factorization<double> run = factor<double>(Source::dense<double>(a.view()), o);
+  ASSERT_TRUE(std::isfinite(run.result.objective)) << run.result.objective;
+  long double reference = 0;
+  for (index_t i = 0; i < 30; ++i)
+    for (index_t j = 0; j < 20; ++j) {
+      long double m = 0;
+      for (index_t l = 0; l < 2; ++l)
+        m += static_cast<long double>(run.result.W(i, l)) * static_cast<long double>(run.result.H(l, j));
+      m = std::max(m, 1e-30L);
+      const long double v = a(i, j);
+      reference += v * std::log(v / m) - v + m;
+    }
+  EXPECT_NEAR(run.result.objective, static_cast<double>(reference), 1e-9 * static_cast<double>(reference));
+}
+
 // KL's final objective from Σ a·log(a/m) − Σ a + Σ m cancels to about ε·Σ a on a near-exact fit: a constant 1e10
 // (400 x 300, k = 1) read -7.0 in float64, a matrix of ones -3.9e-4 in float32, for divergences of 1e-15 and
 // 3e-7. Each cell's term is now summed as a non-negative number below that noise.

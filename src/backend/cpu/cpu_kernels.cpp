@@ -18,6 +18,7 @@
 #include "dnmf/index.hpp"
 #include "dnmf/io.hpp"
 #include "io/entry_scan.hpp"
+#include "util/ordered_sums.hpp"
 #include "util/parallel_loops.hpp"
 
 namespace dnmf::backend {
@@ -303,28 +304,6 @@ View<T> slot_accumulator(View<T> dst, std::vector<std::vector<T>>& privates, ind
   auto& priv = privates[to_size(slot - 1)];
   priv.assign(to_size(dst.rows * dst.cols), T(0));
   return View<T>{priv.data(), dst.rows, dst.cols, std::max<index_t>(dst.rows, 1)};
-}
-
-// Σ over items [0, count) of what add(item, acc) adds, in blocks of a fixed size whose sums are added in block
-// order: the same bits for any thread count (an OpenMP reduction's order depends on it). `work` is the
-// element operations in all, for the decision to go parallel.
-template <std::size_t N, class Add>
-std::array<double, N> ordered_sums(index_t count, index_t work, Add add) {
-  constexpr index_t kBlocks = 64;
-  const index_t per_block = std::max<index_t>((count + kBlocks - 1) / kBlocks, 1);
-  const index_t blocks = (count + per_block - 1) / per_block;
-  std::vector<std::array<double, N>> partial(to_size(blocks), std::array<double, N>{});
-  util::for_each_index(blocks, parallel_worth(work), [&](index_t b) {
-    // A local sum, stored once: added into partial[b] directly, every addition was a load and a store (the
-    // compiler cannot tell that the items' values never alias it), a chain through memory per item.
-    std::array<double, N> acc{};
-    for (index_t i = b * per_block; i < std::min(count, (b + 1) * per_block); ++i) add(i, acc);
-    partial[to_size(b)] = acc;
-  });
-  std::array<double, N> total{};
-  for (const auto& p : partial)
-    for (std::size_t q = 0; q < N; ++q) total[q] += p[q];
-  return total;
 }
 
 // Σ v and Σ v² over x[0, n), in double: eight running sums each (entry i goes to sum i mod 8, the tail to the
@@ -616,25 +595,27 @@ MatrixStats CpuKernels<T>::stats(const MatrixRef<T>& a) {
   // The third sum counts the pieces with a bad entry: added in any order, it is exact.
   std::array<double, 3> sums{};
   if (const auto* d = std::get_if<DenseView<const T>>(&a)) {
-    sums = ordered_sums<3>(d->cols, d->rows * d->cols, [&](index_t j, std::array<double, 3>& acc) {
-      const auto column = sum_and_squares(d->data + j * d->ld, d->rows);
-      acc[0] += column[0];
-      acc[1] += column[1];
-      acc[2] += 1.0 - column[2];
-    });
+    sums =
+        util::ordered_sums<3>(d->cols, parallel_worth(d->rows * d->cols), [&](index_t j, std::array<double, 3>& acc) {
+          const auto column = sum_and_squares(d->data + j * d->ld, d->rows);
+          acc[0] += column[0];
+          acc[1] += column[1];
+          acc[2] += 1.0 - column[2];
+        });
   } else {
     const auto& s = std::get<CsrView<T>>(a);
     const index_t first = s.rows > 0 ? s.indptr[0] : 0;
     const index_t nnz = s.nnz();
     // Stored values per call of sum_and_squares: a fixed cut, the same for any threads.
     constexpr index_t kPiece = 4096;
-    sums = ordered_sums<3>((nnz + kPiece - 1) / kPiece, nnz, [&](index_t p, std::array<double, 3>& acc) {
-      const index_t begin = p * kPiece;
-      const auto piece = sum_and_squares(s.values + first + begin, std::min(kPiece, nnz - begin));
-      acc[0] += piece[0];
-      acc[1] += piece[1];
-      acc[2] += 1.0 - piece[2];
-    });
+    sums = util::ordered_sums<3>(
+        (nnz + kPiece - 1) / kPiece, parallel_worth(nnz), [&](index_t p, std::array<double, 3>& acc) {
+          const index_t begin = p * kPiece;
+          const auto piece = sum_and_squares(s.values + first + begin, std::min(kPiece, nnz - begin));
+          acc[0] += piece[0];
+          acc[1] += piece[1];
+          acc[2] += 1.0 - piece[2];
+        });
   }
   return {sums[0], sums[1], true, sums[2] == 0};
 }
@@ -725,7 +706,7 @@ void CpuKernels<T>::extrapolate(View<T> x_hat, CView<T> x, View<T> x_prev, T bet
 
 template <class T>
 double CpuKernels<T>::dot(CView<T> x, CView<T> y) {
-  return ordered_sums<1>(x.cols, x.size(), [&](index_t c, std::array<double, 1>& acc) {
+  return util::ordered_sums<1>(x.cols, parallel_worth(x.size()), [&](index_t c, std::array<double, 1>& acc) {
     for (index_t l = 0; l < x.rows; ++l) acc[0] += static_cast<double>(x(l, c)) * static_cast<double>(y(l, c));
   })[0];
 }
