@@ -67,8 +67,7 @@ int run_cv(CvArgs args) {
   const std::string csv = csv_text(result);
   io::write_file_atomically(out.file("cv.json"), [&json](std::ostream& s) { s << json; });
   io::write_file_atomically(out.file("cv.csv"), [&csv](std::ostream& s) { s << csv; });
-  if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
-  out.commit();
+  commit_unless_stopped(out);
   std::printf("%6s  %18s  %14s\n", "k", "held-out error", "std. error");
   for (const auto& k : result.ranks)
     std::printf("%6lld  %18.6g  %14.3g%s\n", static_cast<long long>(k.k), k.mean, k.standard_error,

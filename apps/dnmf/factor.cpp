@@ -101,9 +101,9 @@ int factor(FactorArgs args) {
   }
   const std::string report = report_json(run);
   io::write_file_atomically(out->file("report.json"), [&report](std::ostream& stream) { stream << report; });
-  // A signal during the writes: the user asked to stop, so the previous set stays (the staging folder goes).
-  if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
-  out->commit();
+  // A signal during the writes or the commit's fsync: the user asked to stop, so the previous set stays (the
+  // staging folder goes).
+  commit_unless_stopped(*out);
 
   // A warning, not a failure: the capped columns were still solved exactly by the fallback.
   if (result.nnls_cap_hits > 0)

@@ -189,7 +189,9 @@ int main(int argc, char** argv) {
     errno = 0;
     if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
       const int error = errno;
-      if (code == 0)
+      // A reader that went away (`dnmf info A.npy | head -1`) wanted no more: not an error (SIGPIPE is ignored,
+      // report_file_size_limits says why, and had ended such a run with status 141 and no message).
+      if (code == 0 && error != EPIPE)
         throw dnmf::IoError(std::string("cannot write to standard output") +
                             (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
     }

@@ -95,8 +95,7 @@ int run_nmfk(NmfkArgs args) {
 
   const NmfkRunInfo run = nmfk_run_info<T>(source);
   const NmfkOutputs files = write_nmfk_outputs<T>(result, o, run, out->staging(), args.output);
-  if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
-  out->commit({"checkpoints"});
+  commit_unless_stopped(*out, {"checkpoints"});
   // Where the files are now that the set is in place (write_nmfk_outputs named them in the staging folder).
   const auto final_path = [&args](const std::string& staged) {
     return staged.empty() ? staged

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <vector>
 
+#include "dnmf/error.hpp"
 #include "dnmf/io.hpp"
 
 namespace dnmf::cli {
@@ -83,6 +84,15 @@ bool gone_process(std::string_view digits) {
   return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-void report_file_size_limits() { std::signal(SIGXFSZ, SIG_IGN); }
+void report_file_size_limits() {
+  std::signal(SIGXFSZ, SIG_IGN);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+void commit_unless_stopped(OutputSet& out, const std::vector<std::string>& carry) {
+  if (stop_signal() != 0) throw Cancelled("interrupted before the output was committed");
+  out.commit(carry, [] { return stop_signal() != 0; });
+  if (stop_signal() != 0) throw Cancelled("interrupted while the output was committed: the new results are in place");
+}
 
 }  // namespace dnmf::cli

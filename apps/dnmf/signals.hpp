@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dnmf/output_set.hpp"
+
 namespace dnmf::cli {
 
 /// Installs the handlers (for the commands that write output sets).
@@ -30,7 +32,14 @@ void remove_on_signals(const std::vector<std::string>& paths);
 [[nodiscard]] bool gone_process(std::string_view digits);
 
 /// A file size limit (ulimit -f) makes writes fail with EFBIG, reported as the I/O error it is, instead of
-/// SIGXFSZ ending the process with its temporaries in place.
+/// SIGXFSZ ending the process with its temporaries in place. Likewise SIGPIPE: a reader of stderr or stdout that
+/// went away (`dnmf factor ... 2>&1 | head -2`) ended the run with exit 141 and its staging folder left; the
+/// writes now fail with EPIPE and the run goes on to commit.
 void report_file_size_limits();
+
+/// Commits `out` (OutputSet::commit with `carry`) unless SIGINT or SIGTERM has arrived by the time its files are
+/// durable (Cancelled, the previous set in place). A signal during the swap itself is reported after it: Cancelled
+/// saying that the new set is in place. Either way the exit status is 128 + the signal (it had been 0).
+void commit_unless_stopped(OutputSet& out, const std::vector<std::string>& carry = {});
 
 }  // namespace dnmf::cli

@@ -5,6 +5,7 @@
 // previous complete set or the new complete set, never a mixture (docs/reliability.md).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,10 @@ class OutputSet {
 
   /// Makes the staged set durable and swaps it in as `path`. `carry` names entries of the current `path` that
   /// outlive output sets (NMFk's checkpoints): they are hard-linked (copied where links fail) into the new set
-  /// first, so the swap loses nothing. Throws IoError, leaving the previous set in place.
-  void commit(const std::vector<std::string>& carry = {});
+  /// first, so the swap loses nothing. Throws IoError, leaving the previous set in place. `abandon`, when given,
+  /// is asked once the staged set is durable, just before the swap: true throws Cancelled, the previous set in
+  /// place (a signal during the seconds of fsync had been swallowed: exit 0, the new set committed).
+  void commit(const std::vector<std::string>& carry = {}, const std::function<bool()>& abandon = {});
 
  private:
   std::string path_;    ///< as the user wrote it, for messages

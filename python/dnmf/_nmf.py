@@ -91,7 +91,8 @@ def check_components(components, n_features):
                    "; the components must be finite and >= 0")
 
 
-def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None, missing=None, unstored=None):
+def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None, missing=None, unstored=None,
+               estimator="NMF"):
     """W ≥ 0 minimising the generalised KL divergence Σ w (x log(x/q) − x + q), q = (W components)_ij, over the
     observed entries (weights w: 1, the mask's, 0 where missing), plus l1 ΣW + ½ l2 ‖W‖², with components fixed:
     the transform of a model fitted with beta_loss='kullback-leibler', as scikit-learn's transform solves its own
@@ -110,7 +111,8 @@ def project_kl(X, components, l1=0.0, l2=0.0, max_iter=200, tol=1e-4, mask=None,
     weights = None if mask is None else as_float_matrix(mask)
     if weights is not None and weights.shape != X.shape:  # as project_masked: numpy had broadcast a (1, n) mask
         raise ValueError(f"mask has shape {weights.shape}, X has shape {X.shape}")
-    _check_masked_input(X, weights, missing, unstored)
+    # NMFk.transform takes no missing values: its messages name NMFk and do not point to missing='nan'.
+    _check_masked_input(X, weights, missing, unstored, estimator=estimator, missing_hint=estimator == "NMF")
     check_components(np.asarray(components), X.shape[1])
     H = np.asarray(components, dtype=np.float64)
     k = H.shape[0]

@@ -13,7 +13,7 @@ from . import _core
 from ._input import (as_float_matrix, check_callback, check_flag, check_max_iter, check_verbose, estimator_comm,
                      in_precision, input_attributes_kept_on_failure, library_error, preserved_dtypes, threads_of,
                      warn_user)
-from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, project, project_kl
+from ._nmf import _BETA_LOSSES, _SOLVERS, _is_beta_loss, _seed, check_components, project, project_kl
 from ._results import plot_nmfk
 
 
@@ -192,8 +192,9 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                           ensure_all_finite=False, reset=False)
         # The dtype of components_: the asked precision's, as NMF.transform returns.
         X = in_precision(as_float_matrix(X), self.precision)
+        check_components(self.components_, X.shape[1])  # named as they are, before the scaling below
         if _BETA_LOSSES[self.beta_loss] == "kl":
-            return project_kl(X, self.components_, max_iter=self.max_iter, tol=self.tol)
+            return project_kl(X, self.components_, max_iter=self.max_iter, tol=self.tol, estimator="NMFk")
         # NMFk's W columns sum to 1, so components_ carry the data's scale, and their Gram overflowed float32 for
         # data of 1e20 that fit had taken. Each row scaled to a largest entry of 1 gives the same least-squares W
         # with its columns scaled back (no penalty here to be changed by the scaling).

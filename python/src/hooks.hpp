@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "dnmf/options.hpp"
 #include "dnmf/progress.hpp"
@@ -46,6 +47,10 @@ class PythonHooks {
   bool stop_requested_ = false;
   std::optional<nanobind::python_error> pending_;
   std::chrono::steady_clock::time_point last_signal_check_;
+  // Signals reach Python's main thread only (PyErr_CheckSignals elsewhere returns at once): polls from any other
+  // thread take no GIL. Such a poll from a daemon thread could wait for the GIL while the interpreter began to
+  // shut down, and CPython then ended the thread by an unwind that aborted the process.
+  std::thread::id signal_thread_;  // the caller's thread where that is Python's main thread, else none
 };
 
 /// Writes `text` to sys.stderr, as print(..., file=sys.stderr) would: nothing when sys.stderr is None (pythonw,

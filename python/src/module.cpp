@@ -25,6 +25,7 @@
 #include "dnmf/progress.hpp"
 #include "dnmf/source.hpp"
 #include "dnmf/version.hpp"
+#include "gil.hpp"
 #include "hooks.hpp"
 #include "keyword_messages.hpp"
 #include "memory_policy.hpp"
@@ -60,7 +61,7 @@ DenseMatrix<T> dense_copy(const AnyMatrix& a, const char* name) {
 template <class Work>
 auto run_released(PythonHooks& hooks, Work&& work) {
   try {
-    nb::gil_scoped_release released;
+    GilRelease released;
     return work();
   } catch (const Cancelled&) {
     hooks.rethrow_pending();
@@ -160,7 +161,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
   const bool root = context.rank() == 0;
   if (root && (verbose || !callback.is_none())) {
     options.progress = [&](const NmfkProgress& p) {
-      nb::gil_scoped_acquire gil;
+      GilAcquire gil;
       // A Python exception must not unwind through the library: it is recorded, stops the run at the next poll
       // and is raised once the library has unwound. A true answer stops the run as NMF's callback does.
       try {
@@ -215,7 +216,7 @@ nb::dict nmfk_as(const Source& source, const nb::dict& kwargs, const Context& co
     const NmfkRunInfo info = nmfk_run_info<T>(source);
     // Without the GIL: gnuplot may take up to DNMF_GNUPLOT_SECONDS, and other Python threads stalled meanwhile.
     NmfkOutputs files = [&] {
-      nb::gil_scoped_release released;
+      GilRelease released;
       return write_nmfk_outputs(result, options, info, output_set->staging(), output_dir);
     }();
     // A Ctrl-C while the outputs were written stopped gnuplot (a warning) and was then swallowed: the set was
@@ -278,7 +279,7 @@ nb::tuple transform_as(const Source& data, const AnyMatrix& basis, BackendKind b
   const DenseMatrix<T> w = dense_copy<T>(basis, "the basis");
   TransformResult<T> r;
   {
-    nb::gil_scoped_release released;
+    GilRelease released;
     r = dnmf::transform<T>(*a, w.view(), backend, penalty, threads);
   }
   return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error);
@@ -299,7 +300,7 @@ nb::tuple transform_masked_as(const Source& data, const AnyMatrix& basis, const 
   const DenseMatrix<T> w = dense_copy<T>(basis, "the basis");
   TransformResult<T> r;
   {
-    nb::gil_scoped_release released;
+    GilRelease released;
     r = dnmf::transform<T>(data, w.view(), missing, backend, penalty, threads);
   }
   return nb::make_tuple(to_numpy(std::move(r.H)), r.rel_error, r.unobserved_cols);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dnmf/error.hpp"
+#include "gil.hpp"
 
 namespace nb = nanobind;
 
@@ -26,7 +27,7 @@ struct Held {
 
 std::shared_ptr<Held> make_held() {
   return {new Held, [](Held* held) {
-            nb::gil_scoped_acquire gil;
+            GilAcquire gil;
             delete held;
           }};
 }

@@ -66,3 +66,22 @@ def test_sigint_while_nmfk_draws_its_plot_raises_and_commits_nothing(tmp_path, m
         dnmf.nmfk(X, "2:3", perturbations=2, max_iter=20, output_dir=str(out))
     assert time.monotonic() - sent["at"] < 1.0
     assert not out.exists()
+
+
+@pytest.mark.parametrize("call", ["dnmf.factor(X, 5, max_iter=10**7, tol=0)",
+                                  "dnmf.NMF(5, max_iter=10**7, tol=0).fit(X)",
+                                  "dnmf.nmfk(X, [2, 3], perturbations=50, max_iter=10**5, tol=0)"])
+def test_interpreter_exits_cleanly_while_a_fit_runs_in_a_daemon_thread(call):
+    # The fit's thread took the GIL back from a finalizing interpreter: CPython ended the thread (pthread_exit),
+    # whose unwind through a noexcept GIL guard called std::terminate, and the process aborted (exit 134) where
+    # a numpy thread ends quietly. It is parked now, and the process exits 0.
+    import subprocess
+    import sys
+    script = ("import threading, time, numpy as np, dnmf\n"
+              "X = np.random.default_rng(0).random((300, 200))\n"
+              f"threading.Thread(target=lambda: {call}, daemon=True).start()\n"
+              "time.sleep(0.5)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "terminate" not in done.stderr and "leaked" not in done.stderr, done.stderr[-2000:]

@@ -926,3 +926,21 @@ def test_nmfk_transform_of_float32_data_at_1e20_and_of_a_kl_model():
     by_kl = divergence(kl.transform(X))
     by_least_squares = divergence(np.array([scipy_nnls(H.T, row)[0] for row in X]))
     assert by_kl < by_least_squares, (by_kl, by_least_squares)
+
+
+def test_nmfk_transform_names_nmfk_and_the_bad_component_as_it_is():
+    X = planted(40, 12, 3, seed=10)
+    for loss, solver in (("frobenius", "hals"), ("kullback-leibler", "mu")):
+        model = dnmf.NMFk(k_range=(2, 3), n_perturbations=2, max_iter=50, random_state=1, solver=solver,
+                          beta_loss=loss).fit(X)
+        bad = X[:3].copy()
+        bad[1, 2] = np.nan
+        with pytest.raises(dnmf.DataError) as raised:
+            model.transform(bad)
+        assert "missing='nan'" not in str(raised.value), str(raised.value)  # NMFk.transform takes no missing values
+        bad[1, 2] = -1.0
+        with pytest.raises(dnmf.DataError, match="NMFk"):
+            model.transform(bad)
+        model.components_[1, 6] = -1.0
+        with pytest.raises(dnmf.DataError, match=r"components_: entry at row 1, column 6 \(0-based\) is -1\.0;"):
+            model.transform(X[:3])

@@ -324,7 +324,7 @@ OutputSet::~OutputSet() {
 
 std::string OutputSet::file(const std::string& name) const { return (fs::path(staging_) / name).string(); }
 
-void OutputSet::commit(const std::vector<std::string>& carry) {
+void OutputSet::commit(const std::vector<std::string>& carry, const std::function<bool()>& abandon) {
   const fs::path target(target_);
   const fs::path staging(staging_);
   const fs::path parent = target.parent_path();
@@ -343,6 +343,7 @@ void OutputSet::commit(const std::vector<std::string>& carry) {
   fault_point("carried");
   sync_tree(staging);
   fault_point("synced");
+  if (abandon && abandon()) throw Cancelled("interrupted before the output was committed");
 
   // Into an absent OUT by one rename. Where another run committed OUT since this one found it absent, it is
   // replaced as a set found there at the start would be (the last run wins): this run failed after all its work

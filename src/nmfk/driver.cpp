@@ -490,15 +490,22 @@ class Sweep {
 #pragma omp parallel num_threads(workers)
     {
       omp_set_num_threads(1);  // each job on this thread alone; nested regions and BLAS stay serial
-      NmfkOptions job_options = hooked;
-      if (options_.factor.cancel) job_options.factor.cancel = [&failure, &hooked] { return failure.poll(hooked); };
+      // The thread's copy of the options inside the catch as well: a std::bad_alloc in this copy (its strings)
+      // had left the region, std::terminate.
+      std::optional<NmfkOptions> job_options;
+      try {
+        job_options.emplace(hooked);
+        if (options_.factor.cancel) job_options->factor.cancel = [&failure, &hooked] { return failure.poll(hooked); };
+      } catch (...) {
+        failure.keep(std::current_exception());
+      }
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t i = 0; i < mine.size(); ++i) {
-        if (failure.failed()) continue;
+        if (failure.failed() || !job_options) continue;
         try {
           dist::SingleCommunicator self;
           const dist::Grid grid(self, {1, 1});
-          const auto record = run_job(group_.block, grid, group_.layout, mine[i].k, mine[i].p, job_options);
+          const auto record = run_job(group_.block, grid, group_.layout, mine[i].k, mine[i].p, *job_options);
           const std::lock_guard<std::mutex> lock(finishing);
           failure.guard([&] { finish(mine[i], record); });
         } catch (...) {

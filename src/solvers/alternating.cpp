@@ -213,7 +213,8 @@ class Iteration {
       const double gram_before = previous_gram_, penalties_before = previous_penalties_;
       Figures f = measure(sums);
       if (kl_) refresh_w_sums();
-      if (extrapolate_ && extrapolated_now_ && reverts_step(f)) {
+      const bool reverted = extrapolate_ && extrapolated_now_ && reverts_step(f);
+      if (reverted) {
         revert_step();
         previous_gram_ = gram_before;
         previous_penalties_ = penalties_before;
@@ -226,7 +227,9 @@ class Iteration {
       }
       governor.end(it);
       record(it, f, start);
-      if (should_stop(it, f, previous_objective)) {
+      // A reverted iteration repeats the kept pair's figures: no change, which is not convergence (with tol > 0
+      // the run had stopped there, "converged", short of the plain iteration's error).
+      if (should_stop(it, f, previous_objective, !reverted)) {
         result_.converged = true;
         break;
       }
@@ -494,10 +497,19 @@ class Iteration {
   // after a rise and keeps the pair, which cannot recover from a step that zeroed a factor: W·H = 0 is a fixed
   // point of the iteration (a float32 BPP fit whose identity read 0, so that β grew to 1 unchecked, ended at
   // W = H = 0 with exit 0; a helper session's finding). Dropped: a step that at least doubled a relative error
-  // of 0.1 or more, or left nothing of W·H. The figures are world sums: every rank decides alike.
-  [[nodiscard]] bool reverts_step(const Figures& f) const {
-    if (!(f.rel_error > kept_.rel_error)) return false;
-    return (f.rel_error >= 2 * kept_.rel_error && f.rel_error >= 0.1) || f.rel_error >= 1 - 1e-6;
+  // to 0.1 or more, or left nothing of W·H.
+  // A step whose figures are not finite (float32 Grams overflowed) is dropped too: the plain step after it
+  // reports the breakdown if there is one. Rank 0's verdict is every rank's: the revert calls collectives.
+  bool reverts_step(const Figures& f) {
+    bool revert = !std::isfinite(f.rel_error) || !std::isfinite(f.objective) ||
+                  (f.rel_error > kept_.rel_error &&
+                   ((f.rel_error >= 2 * kept_.rel_error && f.rel_error >= 0.1) || f.rel_error >= 1 - 1e-6));
+    if (world_.size() > 1) {
+      double verdict = revert ? 1.0 : 0.0;
+      world_.broadcast(&verdict, 1, dist::Scalar::f64, 0);
+      revert = verdict > 0;
+    }
+    return revert;
   }
 
   // Back to the pair before this iteration: W_t (in W_prev since extrapolate_w), H_t (kept there), and on the
@@ -608,11 +620,13 @@ class Iteration {
   // Every rank must leave the loop together: rank 0's convergence test is the job's, and a cancel on any rank
   // (a signal reaches the process it is sent to) stops all. Only rank 0 was asked before: a SIGTERM sent to
   // another rank was swallowed and the job committed its results with exit 0.
-  bool should_stop(int it, const Figures& f, double previous_objective) {
+  bool should_stop(int it, const Figures& f, double previous_objective, bool may_converge = true) {
     // An objective clamped at 0 (the identity's rounding) is not taken as convergence: in float32 the identity
     // clamps near a relative error of 1e-4, far above what the fit reaches, and taking it stopped fits 35-55x short
     // of their --tol (a review's finding). An exact fit therefore runs to --iters (docs/algorithms.md, Stopping).
-    bool stop = it > 1 && options_.tol > 0 &&
+    // The change of an extrapolated iteration is the objectives' difference (its H half has no tracked change): two
+    // clamped zeros made it 0 <= tol·0, and float32 fits stopped 2-10x above the plain iteration's error.
+    bool stop = may_converge && it > 1 && options_.tol > 0 && previous_objective != 0 &&
                 std::abs(stop_change(f, previous_objective)) <= options_.tol * std::abs(previous_objective);
     bool cancel = options_.cancel && options_.cancel();
     if (world_.size() > 1) {

@@ -24,6 +24,7 @@
 #include "solvers/solve.hpp"
 #include "util/dense_transpose.hpp"
 #include "util/ordered_sums.hpp"
+#include "util/parallel_loops.hpp"
 #include "util/thread_count.hpp"
 
 namespace dnmf {
@@ -130,35 +131,39 @@ std::pair<double, double> dense_squared_residual(const DenseView<const T>& a, in
     std::fill(wd.begin(), wd.end(), 0.0);
     for (index_t l = 0; l < k; ++l)
       for (index_t i = 0; i < rows; ++i) wd[to_size(l * rp + i)] = static_cast<double>(w_at(p0 + i, l));
+    util::ParallelFailure failure;  // an exception (h's allocation) may not leave the region
 #pragma omp parallel for schedule(static) if (parallel)
     for (index_t blk = 0; blk < blocks; ++blk) {
-      const index_t j0 = blk * kResidualColumns, nc = std::min(kResidualColumns, n - j0);
-      std::vector<double> h(to_size(kResidualColumns * k), 0.0);  // h[c·k + l] = H(l, j0 + c), zeros past n
-      for (index_t c = 0; c < nc; ++c)
-        for (index_t l = 0; l < k; ++l) h[to_size(c * k + l)] = static_cast<double>(H(l, j0 + c));
-      Lanes nv = splat(0), dv = splat(0);
-      for (index_t i0 = 0; i0 < rp; i0 += 4) {
-        Lanes model[kResidualColumns] = {splat(0), splat(0), splat(0), splat(0)};
-        for (index_t l = 0; l < k; ++l) {
-          const Lanes wv = load_lanes(wd.data() + l * rp + i0);
-          for (index_t c = 0; c < kResidualColumns; ++c) model[c] += wv * splat(h[to_size(c * k + l)]);
-        }
-        for (index_t c = 0; c < nc; ++c) {
-          const T* col = a.data + (j0 + c) * a.ld + p0 + i0;
-          Lanes av = splat(0);
-          if (i0 + 4 <= rows) {
-            av = load_lanes(col);
-          } else {
-            for (index_t u = 0; i0 + u < rows; ++u) av[u] = static_cast<double>(col[u]);
+      failure.run([&] {
+        const index_t j0 = blk * kResidualColumns, nc = std::min(kResidualColumns, n - j0);
+        std::vector<double> h(to_size(kResidualColumns * k), 0.0);  // h[c·k + l] = H(l, j0 + c), zeros past n
+        for (index_t c = 0; c < nc; ++c)
+          for (index_t l = 0; l < k; ++l) h[to_size(c * k + l)] = static_cast<double>(H(l, j0 + c));
+        Lanes nv = splat(0), dv = splat(0);
+        for (index_t i0 = 0; i0 < rp; i0 += 4) {
+          Lanes model[kResidualColumns] = {splat(0), splat(0), splat(0), splat(0)};
+          for (index_t l = 0; l < k; ++l) {
+            const Lanes wv = load_lanes(wd.data() + l * rp + i0);
+            for (index_t c = 0; c < kResidualColumns; ++c) model[c] += wv * splat(h[to_size(c * k + l)]);
           }
-          const Lanes r = av - model[c];  // zero in the padding rows: a and W are zero there
-          nv += r * r;
-          dv += av * av;
+          for (index_t c = 0; c < nc; ++c) {
+            const T* col = a.data + (j0 + c) * a.ld + p0 + i0;
+            Lanes av = splat(0);
+            if (i0 + 4 <= rows) {
+              av = load_lanes(col);
+            } else {
+              for (index_t u = 0; i0 + u < rows; ++u) av[u] = static_cast<double>(col[u]);
+            }
+            const Lanes r = av - model[c];  // zero in the padding rows: a and W are zero there
+            nv += r * r;
+            dv += av * av;
+          }
         }
-      }
-      num[to_size(blk)] += lane_sum(nv);
-      den[to_size(blk)] += lane_sum(dv);
+        num[to_size(blk)] += lane_sum(nv);
+        den[to_size(blk)] += lane_sum(dv);
+      });
     }
+    failure.rethrow();
   }
   double total_num = 0, total_den = 0;
   for (index_t blk = 0; blk < blocks; ++blk) {

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -1753,6 +1754,52 @@ def interrupted(ctx):
                      env={"DNMF_TEST_SIGNAL_AT": "staging"})
     check(result.rc == 143 and "the same command without --restart resumes them" in result.stderr,
           "nmfk --restart's interruption: " + result.describe())
+
+
+@case
+def signal_during_the_commit_is_not_swallowed(ctx):
+    """A SIGINT or SIGTERM during the output commit (the fsync of every file can take seconds) was looked at only
+    before it: exit 0 and the new set committed (a helper session's finding). Before the swap the previous set
+    stays and the run exits 143; during the swap the new set stands and the run says so, exit 143 too."""
+    ctx.gen(60, 40, 3, "S.npy")
+    for command, result_file in ((["factor", "S.npy", "-k", 3], "report.json"),
+                                 (["nmfk", "S.npy", "--k", "2:3", "--perturbations", 2], "nmfk.json"),
+                                 (["cv", "S.npy", "--k", "2:3"], "cv.json")):
+        ctx.ok(*(command + ["--iters", 5, "-q", "-o", "out"]))
+
+        def result_bytes():
+            with open(ctx.path("out", result_file), "rb") as f:
+                return f.read()
+
+        first = result_bytes()
+        for step in ("staged", "carried", "synced", "exchanged"):
+            # nmfk's checkpoints (kept in OUT across sets) are of 5 iterations: another count is refused.
+            shutil.rmtree(ctx.path("out", "checkpoints"), ignore_errors=True)
+            result = ctx.run(*(command + ["--iters", 7, "-q", "-o", "out"]), env={"DNMF_TEST_SIGNAL_AT": step})
+            swapped = step == "exchanged"
+            said = "the new results are in place" if swapped else "interrupted before the output was committed"
+            check(result.rc == 143 and said in result.stderr, "%s at %s:\n%s" % (command[0], step, result.describe()))
+            check((result_bytes() != first) == swapped and leftovers(ctx, "out") == [],
+                  "%s at %s: the set %s, left %s" % (command[0], step, "changed" if result_bytes() != first else
+                                                     "stayed", leftovers(ctx, "out")))
+        shutil.rmtree(ctx.path("out"))
+
+
+@case
+def closed_output_pipes_do_not_kill_a_run(ctx):
+    """A reader of stderr or stdout that went away (`dnmf factor ... 2>&1 | head -2`) killed the run with SIGPIPE
+    (status 141) and left its staging folder; the writes now fail quietly and the run commits its set."""
+    ctx.gen(300, 250, 5, "S.npy")
+    script = "%s factor S.npy -k 4 --iters 3000 --tol 0 -o piped 2>&1 | head -2 >/dev/null; echo ${PIPESTATUS[0]}"
+    done = subprocess.run(["bash", "-c", script % shlex.quote(str(ctx.dnmf))], cwd=ctx.work, capture_output=True,
+                          text=True, timeout=120)
+    check(done.stdout.strip() == "0", "status %r (141 is SIGPIPE): %s" % (done.stdout, done.stderr))
+    check(os.path.exists(ctx.path("piped", "report.json")) and leftovers(ctx, "piped") == [],
+          "the run did not commit, or left %s" % leftovers(ctx, "piped"))
+    done = subprocess.run(["bash", "-c", "%s info S.npy | head -1 >/dev/null; echo ${PIPESTATUS[0]}" %
+                           shlex.quote(str(ctx.dnmf))], cwd=ctx.work, capture_output=True, text=True, timeout=60)
+    check(done.stdout.strip() == "0" and done.stderr == "", "info into a closed pipe: %r %r" % (done.stdout,
+                                                                                             done.stderr))
 
 
 @case
