@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -640,66 +641,55 @@ TEST(Api, Float32MaskOfTinyWeightsIsRefusedOrFitsAsUnitWeights) {
   EXPECT_NEAR(tiny.result.rel_error, unit.result.rel_error, 1e-4 * unit.result.rel_error);
 }
 
+// A mask of uniform weights `refused` (one entry in seven missing) on a 60 x 40 A of entries near `scale` is refused
+// as bad data whose message holds each of `said`, for every algorithm in `algos`; weights `fitted` give the fit of
+// unit weights to `tolerance` (relative).
+template <class T>
+void expect_weights_refused_or_fit_as_unit(T scale, T refused, T fitted, std::initializer_list<Algorithm> algos,
+                                           std::initializer_list<const char*> said, double tolerance) {
+  DenseMatrix<T> a(60, 40);
+  for (index_t i = 0; i < 60; ++i)
+    for (index_t j = 0; j < 40; ++j) a(i, j) = scale * (T(0.1) + static_cast<T>((i * 7 + j * 13) % 23) / T(23));
+  const auto fit = [&](T weight, Algorithm algo) {
+    DenseMatrix<T> mask(60, 40);
+    for (index_t i = 0; i < 60; ++i)
+      for (index_t j = 0; j < 40; ++j) mask(i, j) = (i * 3 + j * 5) % 7 == 0 ? T(0) : weight;
+    FactorOptions o = options_k4(algo);
+    o.max_iterations = 30;
+    o.missing.mask = Source::dense<T>(mask.view());
+    return factor<T>(Source::dense<T>(a.view()), o);
+  };
+  for (const Algorithm algo : algos) {
+    try {
+      (void)fit(refused, algo);
+      ADD_FAILURE() << "weights of " << refused << " were accepted (" << to_string(algo) << ")";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::data) << m;
+      for (const char* text : said) EXPECT_NE(m.find(text), std::string::npos) << m;
+    }
+    const auto unit = fit(T(1), algo), scaled = fit(fitted, algo);
+    EXPECT_NEAR(scaled.result.rel_error, unit.result.rel_error, tolerance * unit.result.rel_error) << to_string(algo);
+  }
+}
+
 // The other end (a helper session's finding): float32 weights of 1e30 on entries of 1e5 passed the scale check
 // (it read A's line sums and √(w·a²), not the weight each numerator carries), and BPP's NNLS threw on an
 // infinite right-hand side inside an OpenMP region: std::terminate, exit 134, a Python interpreter killed. Refused
 // now before any iteration with the weights named, on every solver; weights of 1e20 fit as weights of 1.
 TEST(Api, Float32MaskOfHugeWeightsIsRefusedOrFitsAsUnitWeights) {
-  DenseMatrix<float> a(60, 40);
-  for (index_t i = 0; i < 60; ++i)
-    for (index_t j = 0; j < 40; ++j) a(i, j) = 1e5f * (0.1f + static_cast<float>((i * 7 + j * 13) % 23) / 23.0f);
-  const auto fit = [&](float weight, Algorithm algo) {
-    DenseMatrix<float> mask(60, 40);
-    for (index_t i = 0; i < 60; ++i)
-      for (index_t j = 0; j < 40; ++j) mask(i, j) = (i * 3 + j * 5) % 7 == 0 ? 0.0f : weight;
-    FactorOptions o = options_k4(algo);
-    o.max_iterations = 30;
-    o.missing.mask = Source::dense<float>(mask.view());
-    return factor<float>(Source::dense<float>(a.view()), o);
-  };
-  for (const Algorithm algo : {Algorithm::bpp, Algorithm::hals, Algorithm::mu}) {
-    try {
-      (void)fit(1e30f, algo);
-      ADD_FAILURE() << "float32 weights of 1e30 were accepted";
-    } catch (const Error& e) {
-      const std::string m = e.what();
-      EXPECT_EQ(e.kind(), ErrorKind::data) << m;
-      EXPECT_NE(m.find("too large for float32"), std::string::npos) << m;
-      EXPECT_NE(m.find("mean weight"), std::string::npos) << m;
-      EXPECT_NE(m.find("the mask's weights by a large constant"), std::string::npos) << m;
-    }
-    const auto unit = fit(1.0f, algo), big = fit(1e20f, algo);
-    EXPECT_NEAR(big.result.rel_error, unit.result.rel_error, 1e-4 * unit.result.rel_error) << to_string(algo);
-  }
+  expect_weights_refused_or_fit_as_unit<float>(
+      1e5f, 1e30f, 1e20f, {Algorithm::bpp, Algorithm::hals, Algorithm::mu},
+      {"too large for float32", "mean weight", "the mask's weights by a large constant"}, 1e-4);
 }
 
 // Float64 weights of 1e305, each finite, summed to inf: the division guard (scaled by the mean weight) became
 // infinite, MU returned W·H = 0 and HALS a wrong fit, both with exit 0 and "converged" (a helper session's
 // finding). Refused now, naming the weights; weights of 1e303 fit as weights of 1 on every solver.
 TEST(Api, MaskWeightsWhoseSumOverflowsAreRefused) {
-  DenseMatrix<double> a(60, 40);
-  for (index_t i = 0; i < 60; ++i)
-    for (index_t j = 0; j < 40; ++j) a(i, j) = 0.1 + static_cast<double>((i * 7 + j * 13) % 23) / 23.0;
-  const auto fit = [&](double weight, Algorithm algo) {
-    DenseMatrix<double> mask(60, 40, weight);
-    mask(3, 4) = 0;
-    FactorOptions o = options_k4(algo);
-    o.max_iterations = 30;
-    o.missing.mask = Source::dense<double>(mask.view());
-    return factor<double>(Source::dense<double>(a.view()), o);
-  };
-  for (const Algorithm algo : {Algorithm::mu, Algorithm::hals, Algorithm::bpp, Algorithm::kl}) {
-    try {
-      (void)fit(1e305, algo);
-      ADD_FAILURE() << "weights summing to inf were accepted";
-    } catch (const Error& e) {
-      const std::string m = e.what();
-      EXPECT_EQ(e.kind(), ErrorKind::data) << m;
-      EXPECT_NE(m.find("the mask's weights sum beyond double precision's range"), std::string::npos) << m;
-    }
-    const auto unit = fit(1.0, algo), big = fit(1e303, algo);
-    EXPECT_NEAR(big.result.rel_error, unit.result.rel_error, 1e-10 * unit.result.rel_error) << to_string(algo);
-  }
+  expect_weights_refused_or_fit_as_unit<double>(1.0, 1e305, 1e303,
+                                                {Algorithm::mu, Algorithm::hals, Algorithm::bpp, Algorithm::kl},
+                                                {"the mask's weights sum beyond double precision's range"}, 1e-10);
 }
 
 // A KL fit of data with one entry of 1e20 among entries near 1 reported objective null (inf) with exit 0: where
