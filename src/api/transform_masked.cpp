@@ -37,7 +37,11 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
     throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but " + source.name() + " has " +
                      std::to_string(problem.m));
   if (k < 1) throw UsageError("transform: W has no columns");
-  return solvers::masked_transform<T>(problem, solvers::checked_basis_transpose(w), penalty);
+  // Solved for hs = 2^-e·H with the basis 2^e·W (transform_basis.hpp): the Gram matrices stay in range.
+  const solvers::ScaledBasis<T> scaled = solvers::scaled_basis_transpose(w, penalty);
+  TransformResult<T> result = solvers::masked_transform<T>(problem, scaled.wt, scaled.penalty);
+  solvers::unscale_coefficients(result.H, scaled.exponent);
+  return result;
 }
 
 template TransformResult<float> transform<float>(const Source&, DenseView<const float>, const MissingValues&,

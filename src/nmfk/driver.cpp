@@ -6,13 +6,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,6 +37,7 @@
 #include "nmfk/sweep_cancel.hpp"
 #include "solvers/solve.hpp"
 #include "util/memory.hpp"
+#include "util/parallel_loops.hpp"
 #include "util/thread_count.hpp"
 
 namespace dnmf {
@@ -271,39 +270,6 @@ std::vector<index_t> sorted_ks(const NmfkOptions& options) {
   return ks;
 }
 
-// The first exception of the jobs running side by side (rethrown once all threads are done: an exception
-// may not leave an OpenMP region), a flag the others poll to stop early, and the user's cancel hook, called
-// by one thread at a time.
-class JobFailure {
- public:
-  void keep(std::exception_ptr e) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (!first_) first_ = std::move(e);
-    failed_ = true;
-  }
-  [[nodiscard]] bool failed() const { return failed_.load(); }
-  template <class F>
-  void guard(F&& f) {
-    try {
-      f();
-    } catch (...) {
-      keep(std::current_exception());
-    }
-  }
-  bool poll(const NmfkOptions& options) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    return options.factor.cancel();
-  }
-  void rethrow() const {
-    if (first_) std::rethrow_exception(first_);
-  }
-
- private:
-  std::mutex mutex_;
-  std::exception_ptr first_;
-  std::atomic<bool> failed_{false};
-};
-
 // One rank's part of the sweep; each method is one phase (or part of one) of the list at the top of the file.
 template <class T>
 class Sweep {
@@ -485,32 +451,33 @@ class Sweep {
     // Records reach the payload in the order the jobs finish; the reader keys them by (k, p). One lock per call:
     // a named `omp critical` is one lock for the whole process, so a callback sleeping in one NMFk call stalled
     // every other call's jobs (0.02 s -> 7.8 s), and a callback that ran NMFk itself deadlocked.
-    JobFailure failure;
-    std::mutex finishing;
+    util::ParallelFailure failure;  // the first exception, rethrown once every thread is done
+    std::mutex finishing, polling;  // the user's cancel hook is called by one thread at a time
 #pragma omp parallel num_threads(workers)
     {
       omp_set_num_threads(1);  // each job on this thread alone; nested regions and BLAS stay serial
-      // The thread's copy of the options inside the catch as well: a std::bad_alloc in this copy (its strings)
+      // The thread's copy of the options inside failure.run as well: a std::bad_alloc in this copy (its strings)
       // had left the region, std::terminate.
       std::optional<NmfkOptions> job_options;
-      try {
+      failure.run([&] {
         job_options.emplace(hooked);
-        if (options_.factor.cancel) job_options->factor.cancel = [&failure, &hooked] { return failure.poll(hooked); };
-      } catch (...) {
-        failure.keep(std::current_exception());
-      }
+        if (options_.factor.cancel) {
+          job_options->factor.cancel = [&polling, &hooked] {
+            const std::lock_guard<std::mutex> lock(polling);
+            return hooked.factor.cancel();
+          };
+        }
+      });
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t i = 0; i < mine.size(); ++i) {
-        if (failure.failed() || !job_options) continue;
-        try {
+        if (!job_options) continue;  // its copy failed: the failure is kept, the other threads stop
+        failure.run([&] {
           dist::SingleCommunicator self;
           const dist::Grid grid(self, {1, 1});
           const auto record = run_job(group_.block, grid, group_.layout, mine[i].k, mine[i].p, *job_options);
           const std::lock_guard<std::mutex> lock(finishing);
-          failure.guard([&] { finish(mine[i], record); });
-        } catch (...) {
-          failure.keep(std::current_exception());
-        }
+          finish(mine[i], record);
+        });
       }
     }
     try {

@@ -1,7 +1,5 @@
 #include "dnmf/factorize.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -97,8 +95,6 @@ FactorResult<T> factorize(const MatrixRef<T>& a, const FactorOptions& options, c
 
 namespace {
 
-/// Multiply-adds below which the direct residual sums run on the calling thread (a team's start is microseconds).
-constexpr double kParallelResidualWork = 1e5;
 /// Columns of A per block of dense_squared_residual: each loaded lane vector of W serves four columns.
 constexpr index_t kResidualColumns = 4;
 /// Rows of W per panel of dense_squared_residual (a multiple of four): the float64 copy of W is one panel, not
@@ -125,45 +121,42 @@ std::pair<double, double> dense_squared_residual(const DenseView<const T>& a, in
   // for a 20 x 20 fit's final error, 1.3 ms a call on a busy machine against 3 µs of work.
   const bool parallel =
       blocks > 1 && static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1)) >=
-                        kParallelResidualWork;
+                        util::kMinParallelMultiplyAdds;
   for (index_t p0 = 0; p0 < m; p0 += panel) {
     const index_t rows = std::min(panel, m - p0), rp = (rows + 3) / 4 * 4;
     std::fill(wd.begin(), wd.end(), 0.0);
     for (index_t l = 0; l < k; ++l)
       for (index_t i = 0; i < rows; ++i) wd[to_size(l * rp + i)] = static_cast<double>(w_at(p0 + i, l));
-    util::ParallelFailure failure;  // an exception (h's allocation) may not leave the region
-#pragma omp parallel for schedule(static) if (parallel)
-    for (index_t blk = 0; blk < blocks; ++blk) {
-      failure.run([&] {
-        const index_t j0 = blk * kResidualColumns, nc = std::min(kResidualColumns, n - j0);
-        std::vector<double> h(to_size(kResidualColumns * k), 0.0);  // h[c·k + l] = H(l, j0 + c), zeros past n
-        for (index_t c = 0; c < nc; ++c)
-          for (index_t l = 0; l < k; ++l) h[to_size(c * k + l)] = static_cast<double>(H(l, j0 + c));
-        Lanes nv = splat(0), dv = splat(0);
-        for (index_t i0 = 0; i0 < rp; i0 += 4) {
-          Lanes model[kResidualColumns] = {splat(0), splat(0), splat(0), splat(0)};
-          for (index_t l = 0; l < k; ++l) {
-            const Lanes wv = load_lanes(wd.data() + l * rp + i0);
-            for (index_t c = 0; c < kResidualColumns; ++c) model[c] += wv * splat(h[to_size(c * k + l)]);
-          }
-          for (index_t c = 0; c < nc; ++c) {
-            const T* col = a.data + (j0 + c) * a.ld + p0 + i0;
-            Lanes av = splat(0);
-            if (i0 + 4 <= rows) {
-              av = load_lanes(col);
-            } else {
-              for (index_t u = 0; i0 + u < rows; ++u) av[u] = static_cast<double>(col[u]);
-            }
-            const Lanes r = av - model[c];  // zero in the padding rows: a and W are zero there
-            nv += r * r;
-            dv += av * av;
-          }
+    // h[c·k + l] = H(l, j0 + c), zeros past n: one buffer per thread.
+    const auto block_columns = [&] { return std::vector<double>(to_size(kResidualColumns * k)); };
+    util::for_each_index_with(blocks, parallel, block_columns, [&](index_t blk, std::vector<double>& h) {
+      const index_t j0 = blk * kResidualColumns, nc = std::min(kResidualColumns, n - j0);
+      for (index_t c = 0; c < nc; ++c)
+        for (index_t l = 0; l < k; ++l) h[to_size(c * k + l)] = static_cast<double>(H(l, j0 + c));
+      std::fill(h.begin() + nc * k, h.end(), 0.0);
+      Lanes nv = splat(0), dv = splat(0);
+      for (index_t i0 = 0; i0 < rp; i0 += 4) {
+        Lanes model[kResidualColumns] = {splat(0), splat(0), splat(0), splat(0)};
+        for (index_t l = 0; l < k; ++l) {
+          const Lanes wv = load_lanes(wd.data() + l * rp + i0);
+          for (index_t c = 0; c < kResidualColumns; ++c) model[c] += wv * splat(h[to_size(c * k + l)]);
         }
-        num[to_size(blk)] += lane_sum(nv);
-        den[to_size(blk)] += lane_sum(dv);
-      });
-    }
-    failure.rethrow();
+        for (index_t c = 0; c < nc; ++c) {
+          const T* col = a.data + (j0 + c) * a.ld + p0 + i0;
+          Lanes av = splat(0);
+          if (i0 + 4 <= rows) {
+            av = load_lanes(col);
+          } else {
+            for (index_t u = 0; i0 + u < rows; ++u) av[u] = static_cast<double>(col[u]);
+          }
+          const Lanes r = av - model[c];  // zero in the padding rows: a and W are zero there
+          nv += r * r;
+          dv += av * av;
+        }
+      }
+      num[to_size(blk)] += lane_sum(nv);
+      den[to_size(blk)] += lane_sum(dv);
+    });
   }
   double total_num = 0, total_den = 0;
   for (index_t blk = 0; blk < blocks; ++blk) {
@@ -190,7 +183,7 @@ std::pair<double, double> direct_squared_residual(const MatrixRef<T>& a, index_t
   // Sums in a fixed cut of the rows (ordered_sums): with an OpenMP reduction, a near-exact sparse fit's reported
   // rel_error changed with n_threads (4.999520313022792e-09 on 1, ...761e-09 on 2).
   const bool parallel =
-      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k + 1) >= kParallelResidualWork;
+      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k + 1) >= util::kMinParallelMultiplyAdds;
   const auto sums = util::ordered_sums<2>(m, parallel, [&](index_t i, std::array<double, 2>& acc) {
     index_t p = s.indptr[i];
     for (index_t j = 0; j < n; ++j) {

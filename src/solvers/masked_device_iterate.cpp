@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "backend/update_rules.hpp"
 #include "solvers/masked_iterate.hpp"
+#include "solvers/masked_loop.hpp"
 #include "solvers/update_rule.hpp"
 #include "util/parallel_loops.hpp"
 
@@ -275,14 +277,11 @@ class DeviceIteration {
     dev_.download(numer_.get(), b_.data(), b_.size());
     dev_.download(hs.x, x_.data(), x_.size());
     const std::vector<char>& unobserved = hs.h_side ? p_.h_half.unobserved : p_.w_half.unobserved;
-    long long hits = 0;
-    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
-#pragma omp parallel reduction(+ : hits)
-    {
-      std::vector<T> g(to_size(k * k));
-#pragma omp for schedule(dynamic, 16)
-      for (index_t j = 0; j < cols; ++j) {
-        failure.run([&] {
+    // Per column: the shared loop's body is a lambda, which an OpenMP reduction clause cannot reach into.
+    std::vector<long long> hits(to_size(cols), 0);
+    util::for_each_index_dynamic_with(
+        cols, true, [k] { return std::vector<T>(to_size(k * k)); },
+        [&](index_t j, std::vector<T>& g) {
           T* xj = x_.data() + j * k;
           if (unobserved[to_size(j)] != 0) {
             std::fill(xj, xj + k, T(0));
@@ -291,15 +290,13 @@ class DeviceIteration {
           const T* pj = packed_.data() + j * t;
           for (index_t q = 0, e = 0; q < k; ++q)
             for (index_t r = 0; r <= q; ++r, ++e) g[to_size(r + q * k)] = g[to_size(q + r * k)] = pj[e];
-          hits += backend::update_columns<T>(rule, backend::View<T>(xj, k, 1, k),
-                                             backend::CView<T>(b_.data() + j * k, k, 1, k),
-                                             backend::CView<T>(g.data(), k, k, k), nullptr, 0, 1);
-        });
-      }
-    }
-    failure.rethrow();
+          hits[to_size(j)] = backend::update_columns<T>(rule, backend::View<T>(xj, k, 1, k),
+                                                        backend::CView<T>(b_.data() + j * k, k, 1, k),
+                                                        backend::CView<T>(g.data(), k, k, k), nullptr, 0, 1);
+        },
+        kColumnsPerHandout);
     dev_.upload(x_.data(), hs.x, x_.size());
-    return hits;
+    return std::accumulate(hits.begin(), hits.end(), 0LL);
   }
 
   const MaskedProblem<T>& p_;

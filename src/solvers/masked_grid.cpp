@@ -79,6 +79,18 @@ struct Side {
   backend::UpdateRule rule;
 };
 
+/// One thread's sums while it writes column records (share_records): b's, the KL sums' and G's shares in double.
+struct RecordScratch {
+  std::vector<double> bd, sd, gd;
+};
+
+/// One thread's G_c (double and T) and MU's G_c x_c and new x while it applies column rules (apply_rule).
+template <class T>
+struct RuleScratch {
+  std::vector<double> g, gd;
+  std::vector<T> gt, nx;
+};
+
 template <class T>
 class GridIteration {
  public:
@@ -255,13 +267,16 @@ class GridIteration {
                      const std::vector<double>& base, std::vector<T>& send, std::vector<Shares>& per_column) const {
     const index_t k = k_, e = record_;
     const bool mu = options_.algorithm == Algorithm::mu;
-    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
-#pragma omp parallel
-    {
-      std::vector<double> bd(to_size(k)), sd(to_size(k)), gd(to_size(e - k));
-#pragma omp for schedule(dynamic, 16)
-      for (index_t j = 0; j < h.cols; ++j) {
-        failure.run([&] {
+    util::for_each_index_dynamic_with(
+        h.cols, true,
+        [k, e] {
+          return RecordScratch{std::vector<double>(to_size(k)), std::vector<double>(to_size(k)),
+                               std::vector<double>(to_size(e - k))};
+        },
+        [&](index_t j, RecordScratch& scratch) {
+          std::vector<double>& bd = scratch.bd;
+          std::vector<double>& sd = scratch.sd;
+          std::vector<double>& gd = scratch.gd;
           if (h.unobserved[to_size(j)] != 0) return;  // no share anywhere; its owner holds it at zero
           T* rec = send.data() + j * e;
           const T* xj = x_full.data() + j * k;
@@ -315,10 +330,8 @@ class GridIteration {
             }
           }
           for (std::size_t t = 0; t < gd.size(); ++t) rec[to_size(k) + t] = static_cast<T>(gd[t]);
-        });
-      }
-    }
-    failure.rethrow();
+        },
+        kColumnsPerHandout);
   }
 
   /// Step 2: the one-process column rule on each owned column from its summed record.
@@ -330,14 +343,17 @@ class GridIteration {
     const T* full = y.gram.data();  // YᵀY, where the lists correct it (float64; empty in float32)
     // In float32, YᵀY summed in double: G_j = F − (the missing rows' share) keeps F's absolute rounding.
     const double* full64 = std::is_same_v<T, float> && full_gram_ ? y.gram64.data() : nullptr;
-    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
-#pragma omp parallel
-    {
-      std::vector<double> g(to_size(k * k)), gd(to_size(k));
-      std::vector<T> gt(to_size(k * k)), nx(to_size(k));
-#pragma omp for schedule(dynamic, 16)
-      for (index_t t = 0; t < owned; ++t) {
-        failure.run([&] {
+    util::for_each_index_dynamic_with(
+        owned, true,
+        [k] {
+          return RuleScratch<T>{std::vector<double>(to_size(k * k)), std::vector<double>(to_size(k)),
+                                std::vector<T>(to_size(k * k)), std::vector<T>(to_size(k))};
+        },
+        [&](index_t t, RuleScratch<T>& scratch) {
+          std::vector<double>& g = scratch.g;
+          std::vector<double>& gd = scratch.gd;
+          std::vector<T>& gt = scratch.gt;
+          std::vector<T>& nx = scratch.nx;
           T* xj = x.piece->data() + t * k;
           if (h.unobserved[to_size(x.offset + t)] != 0) {
             std::fill(xj, xj + k, T(0));
@@ -403,10 +419,8 @@ class GridIteration {
             for (index_t l = 0; l < k; ++l) gx += g[to_size(l + q * k)] * static_cast<double>(xj[l]);
             out.quad += xq * gx;
           }
-        });
-      }
-    }
-    failure.rethrow();
+        },
+        kColumnsPerHandout);
   }
 
   /// This block's share of Σ_c x_cᵀ G_c x_c over the lists, with the new x (MU's figures).

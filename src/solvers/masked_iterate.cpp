@@ -87,6 +87,13 @@ struct ColumnScratch {
         x_old(to_size(k)) {}
 };
 
+/// One thread's state in a half-step's column loop: its scratch, with its BLAS calls (bpp's Gram products) serial.
+template <class T>
+struct ColumnThread {
+  const SerialBlas serial;
+  ColumnScratch<T> sc;
+};
+
 /// u = F x (k x k times k), or zero when G_j is summed from zero.
 template <class T>
 void full_times(const HalfShared<T>& sh, const T* x, double* u) {
@@ -425,34 +432,30 @@ HalfSums update_half(const MaskedHalf<T>& h, const DenseMatrix<T>& yt, DenseMatr
   std::vector<HalfSums> per_column(to_size(h.cols));
   if (kl && h.dense) {
     const index_t blocks = (h.cols + kKlBlock - 1) / kKlBlock;
-    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
-#pragma omp parallel
-    {
+    struct KlThread {
       const SerialBlas serial;
-      ColumnScratch<T> sc(k);
-      std::vector<T> q(to_size(h.rows * kKlBlock)), ratio_product(to_size(k * kKlBlock));
-#pragma omp for schedule(dynamic, 1)
-      for (index_t blk = 0; blk < blocks; ++blk)
-        failure.run([&] {
-          kl_dense_block(sh, blk * kKlBlock, std::min(h.cols, (blk + 1) * kKlBlock), x, q, ratio_product, sc,
-                         per_column);
-        });
-    }
-    failure.rethrow();
+      ColumnScratch<T> sc;
+      std::vector<T> q, ratio_product;
+    };
+    const auto kl_thread = [&] {
+      return KlThread{
+          {}, ColumnScratch<T>(k), std::vector<T>(to_size(h.rows * kKlBlock)), std::vector<T>(to_size(k * kKlBlock))};
+    };
+    util::for_each_index_dynamic_with(blocks, true, kl_thread, [&](index_t blk, KlThread& t) {
+      kl_dense_block(sh, blk * kKlBlock, std::min(h.cols, (blk + 1) * kKlBlock), x, t.q, t.ratio_product, t.sc,
+                     per_column);
+    });
   } else {
-    // A breakdown in a column's rule (BPP's NNLS refuses an infinite right-hand side) is thrown from the region.
-    util::ParallelFailure failure;
-#pragma omp parallel
-    {
-      const SerialBlas serial;  // bpp's Gram products
-      ColumnScratch<T> sc(k);
-#pragma omp for schedule(dynamic, 16)
-      for (index_t j = 0; j < h.cols; ++j)
-        failure.run([&] {
-          column_rule(sh, j, h.dense ? numer.data() + j * k : nullptr, x.data() + j * k, sc, per_column[to_size(j)]);
-        });
-    }
-    failure.rethrow();
+    // A breakdown in a column's rule (BPP's NNLS refuses an infinite right-hand side) reaches the caller.
+    util::for_each_index_dynamic_with(
+        h.cols, true,
+        [k] {
+          return ColumnThread<T>{{}, ColumnScratch<T>(k)};
+        },
+        [&](index_t j, ColumnThread<T>& t) {
+          column_rule(sh, j, h.dense ? numer.data() + j * k : nullptr, x.data() + j * k, t.sc, per_column[to_size(j)]);
+        },
+        kColumnsPerHandout);
   }
   return column_total(per_column);
 }
@@ -581,7 +584,7 @@ double masked_relative_error(const MaskedProblem<T>& p, const DenseMatrix<T>& wt
   // a few microseconds of work (0.83 s against 0.007 s over 201 calls on a busy machine).
   const double cells = half.dense ? static_cast<double>(half.rows) * static_cast<double>(half.cols)
                                   : static_cast<double>(half.ptr.empty() ? 0 : half.ptr.back());
-  util::for_each_index(half.cols, cells * static_cast<double>(k + 1) >= 1e5, [&](index_t j) {
+  util::for_each_index(half.cols, cells * static_cast<double>(k + 1) >= util::kMinParallelMultiplyAdds, [&](index_t j) {
     const T* hj = h.data() + j * k;
     double& num = per_column[to_size(j)];
     const auto add = [&](index_t i, double wa, double w) {

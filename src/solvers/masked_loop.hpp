@@ -17,6 +17,10 @@
 
 namespace dnmf::solvers {
 
+/// Columns (or lines) a masked solver hands to a thread at a time: each is a few microseconds of uneven work (its
+/// list's length), so they go out in small batches rather than one by one.
+inline constexpr index_t kColumnsPerHandout = 16;
+
 /// The figures one half-step (or pass, or process) leaves, summed in a fixed order so that the result does not
 /// depend on the thread count.
 struct MaskedSums {

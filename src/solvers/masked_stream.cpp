@@ -239,13 +239,9 @@ class Iteration {
     const std::vector<char>& unobserved = other_unobserved();
     const index_t lines = x.cols();
     std::vector<Sums> per_line(to_size(lines));
-    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
-#pragma omp parallel
-    {
-      Scratch<T> s(k_);
-#pragma omp for schedule(dynamic, 16)
-      for (index_t r = 0; r < lines; ++r) {
-        failure.run([&] {
+    util::for_each_index_dynamic_with(
+        lines, true, [this] { return Scratch<T>(k_); },
+        [&](index_t r, Scratch<T>& s) {
           T* xr = x.data() + r * k_;
           if (unobserved[to_size(r)] != 0) {
             std::fill(xr, xr + k_, T(0));
@@ -255,10 +251,8 @@ class Iteration {
           if (!c_.empty()) std::copy(c_.begin() + r * k_, c_.begin() + (r + 1) * k_, s.c.begin());
           if (!g_.empty()) std::copy(g_.begin() + r * k_ * k_, g_.begin() + (r + 1) * k_ * k_, s.g.begin());
           apply_rule(rule_other_, xr, k_, s, per_line[to_size(r)]);
-        });
-      }
-    }
-    failure.rethrow();
+        },
+        kColumnsPerHandout);
     Sums total;
     for (const Sums& s : per_line) total += s;
     return total;
@@ -272,13 +266,9 @@ class Iteration {
     const std::vector<char>& unobserved = own_unobserved();
     std::vector<Sums> per_line(to_size(tile.lines));
     const Algorithm algorithm = rule_own_.algorithm;
-    util::ParallelFailure failure;  // an exception may not leave the region (parallel_loops.hpp)
-#pragma omp parallel
-    {
-      Scratch<T> s(k_);
-#pragma omp for schedule(dynamic, 16)
-      for (index_t l = 0; l < tile.lines; ++l) {
-        failure.run([&] {
+    util::for_each_index_dynamic_with(
+        tile.lines, true, [this] { return Scratch<T>(k_); },
+        [&](index_t l, Scratch<T>& s) {
           T* xl = x.data() + (tile.first + l) * k_;
           Sums& out = per_line[to_size(l)];
           // A pass that updates nothing (the final one) also sums KL's figures at the state it reads: the
@@ -310,10 +300,8 @@ class Iteration {
             }
           }
           if (after) residual();
-        });
-      }
-    }
-    failure.rethrow();
+        },
+        kColumnsPerHandout);
     Sums total;
     for (const Sums& s : per_line) total += s;
     return total;

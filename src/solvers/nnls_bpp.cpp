@@ -132,7 +132,7 @@ void ldl_solve(const double* s, index_t a, double* y) {
   }
 }
 
-constexpr double kParallelFlops = 2e5;
+constexpr double kParallelFlops = 2 * util::kMinParallelMultiplyAdds;  // two flops per multiply-add
 
 int thread_id() {
 #ifdef _OPENMP

@@ -21,6 +21,7 @@
 #include "solvers/masked_loop.hpp"
 #include "util/dense_transpose.hpp"
 #include "util/ordered_sums.hpp"
+#include "util/parallel_loops.hpp"
 
 namespace dnmf::solvers {
 namespace {
@@ -83,7 +84,8 @@ double kl_divergence_direct(const MatrixRef<T>& piece, DenseView<const T> left, 
   const auto* dense = std::get_if<DenseView<const T>>(&piece);
   const index_t outer = dense != nullptr ? cols : rows;
   // Threads only where the cells' k-term models outweigh a team's start (microseconds; more on a busy machine).
-  const bool parallel = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k + 1) >= 1e5;
+  const bool parallel = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(k + 1) >=
+                        util::kMinParallelMultiplyAdds;
   return util::ordered_sums<1>(outer, parallel, [&](index_t o, std::array<double, 1>& acc) {
     if (dense != nullptr) {
       for (index_t i = 0; i < rows; ++i) acc[0] += term(static_cast<double>((*dense)(i, o)), i, o);

@@ -18,10 +18,10 @@ namespace dnmf {
 
 template <class T>
 TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, BackendKind backend,
-                             const TransformPenalty& penalty, int threads) {
+                             const TransformPenalty& given_penalty, int threads) {
   if (threads < 0) throw UsageError("transform: threads must be >= 0, got " + std::to_string(threads));
   const util::ThreadCountScope thread_count(threads);  // Python's n_threads=1 ran the transform on every core
-  solvers::check_transform_penalty(penalty);
+  solvers::check_transform_penalty(given_penalty);
   detail::check_view("transform: A", a);
   detail::check_view("transform: W", MatrixRef<T>{w});  // its shape and its array (a null W was a crash)
   const index_t m = rows_of(a);
@@ -32,7 +32,10 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   if (k < 1) throw UsageError("transform: W has no columns");
   // A is the caller's data: a negative or non-finite entry is refused where it is, as factor() refuses it.
   std::visit([](const auto& view) { io::check_nonnegative(view, "transform: A"); }, a);
-  const DenseMatrix<T> wt = solvers::checked_basis_transpose(w);
+  // Solved for hs = 2^-e·H with the basis 2^e·W (transform_basis.hpp): the Gram matrices stay in range.
+  const solvers::ScaledBasis<T> scaled = solvers::scaled_basis_transpose(w, given_penalty);
+  const DenseMatrix<T>& wt = scaled.wt;
+  const TransformPenalty& penalty = scaled.penalty;
   // NNLS runs on the host; the products with A run where the backend says (host kernels here).
   auto kernels =
       backend::make_kernels<T>(backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
@@ -55,6 +58,7 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   const double sq =
       stats.squared_norm - 2 * kernels->dot(p.view(), result.H.view()) + kernels->dot(g.view(), gh.view());
   result.rel_error = stats.squared_norm > 0 ? std::sqrt(std::max(sq, 0.0) / stats.squared_norm) : 0.0;
+  solvers::unscale_coefficients(result.H, scaled.exponent);
   // Below the identity's noise floor its cancellation leaves rounding only (float32 reported 0 for an error of
   // 1.7e-4): recomputed from the entries, as a fit's final error is.
   if (result.rel_error < solvers::kIdentityNoiseFloor<T> && stats.squared_norm > 0)

@@ -20,6 +20,12 @@
 
 namespace dnmf::util {
 
+/// Multiply-adds below which a loop is not worth a team: starting one and joining it costs a few microseconds on a
+/// quiet machine, and on a loaded one a thread waiting at the join can cost a scheduler time slice (a 20 x 20
+/// fit's final error took 1.3 ms on 2 threads against 3 µs of work). Measured by bench_threads
+/// (docs/benchmarks.md, "Threads on small problems").
+inline constexpr double kMinParallelMultiplyAdds = 1e5;
+
 /// The first exception thrown inside a parallel region, for its caller to rethrow once the region has ended.
 /// run() calls its function unless an earlier item has failed (the rest of the region's items are then
 /// skipped, though every thread still reaches the region's worksharing constructs and barriers).
@@ -108,16 +114,17 @@ void for_each_index_with(index_t n, bool parallel, Setup&& setup, Body&& body) {
 
 /// As for_each_index_dynamic, with per-thread state: each thread that takes part builds its own by setup() (a
 /// prvalue, so guards that cannot move are fine) before its first index and passes it to body(i, state).
-/// Without `parallel`, one state serves the plain loop.
+/// Without `parallel`, one state serves the plain loop. `chunk`: indices handed out at a time (more than one
+/// where items are many and cheap, such as the masked solvers' columns, so that threads do not queue for them).
 template <class Setup, class Body>
-void for_each_index_dynamic_with(index_t n, bool parallel, Setup&& setup, Body&& body) {
+void for_each_index_dynamic_with(index_t n, bool parallel, Setup&& setup, Body&& body, index_t chunk = 1) {
   if (parallel) {
     ParallelFailure failure;
 #pragma omp parallel
     {
       std::optional<decltype(setup())> state;
       failure.run([&] { state.emplace(detail::InPlace<Setup>{setup}); });
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, chunk)
       for (index_t i = 0; i < n; ++i) {
         if (state) failure.run([&] { body(i, *state); });
       }

@@ -360,5 +360,118 @@ TEST(MaskedTransform, PenaltiesGiveThePenalisedOptimum) {
   }
 }
 
+// A basis is the same basis at any scale: with entries near 1e-160 WᵀW underflowed and the NNLS took every
+// component for dead (H = 0, exit 0), near 1e160 it overflowed. Both transforms solve with the basis scaled by a
+// power of two and hand back the caller's coefficients, penalties included; coefficients past the type's range
+// are an error, not infinities.
+TEST(MaskedTransform, ABasisOfAnyScaleGivesItsCoefficients) {
+  const Data d = make_data();
+  Data unmasked_data = d;
+  std::fill(unmasked_data.weight.begin(), unmasked_data.weight.end(), 1.0);
+  const std::vector<double> masked_h = reference_h(d), plain_h = reference_h(unmasked_data);
+  const DenseView<const double> a(d.a.data(), kM, kN);
+  MissingValues missing;
+  missing.mask = Source::dense<double>(DenseView<const double>(d.weight.data(), kM, kN));
+  const auto scaled_by = [](const TransformResult<double>& r, double s) {
+    TransformResult<double> out = r;
+    for (double& v : out.H.storage()) v *= s;
+    return out;
+  };
+  for (const double s : {1e-160, 1e-300, 1e160, 1e300}) {
+    SCOPED_TRACE(::testing::Message() << "scale " << s);
+    std::vector<double> ws = d.w;
+    for (double& v : ws) v *= s;
+    const DenseView<const double> w(ws.data(), kM, kK);
+    const TransformResult<double> plain = transform<double>(MatrixRef<double>{a}, w);
+    expect_near_h(scaled_by(plain, s), plain_h, 1e-10);
+    EXPECT_NEAR(plain.rel_error, reference_error(unmasked_data, plain_h), 1e-10);
+    const TransformResult<double> masked = transform<double>(Source::dense<double>(a), w, missing);
+    expect_near_h(scaled_by(masked, s), masked_h, 1e-10);
+    EXPECT_NEAR(masked.rel_error, reference_error(d, masked_h), 1e-10);
+  }
+  // Penalties on the caller's coefficients: W·s with (l1·s, l2·s²) is W with (l1, l2) in h·s.
+  const double s = 1e-100;
+  const TransformPenalty penalty{0.05, 0.3}, scaled_penalty{0.05 * s, 0.3 * s * s};
+  std::vector<double> ws = d.w;
+  for (double& v : ws) v *= s;
+  const DenseView<const double> w(d.w.data(), kM, kK), small_w(ws.data(), kM, kK);
+  const TransformResult<double> expected = transform<double>(MatrixRef<double>{a}, w, BackendKind::cpu, penalty);
+  EXPECT_LT(kkt_violation(unmasked_data, unmasked_data.weight, expected.H, penalty.l1, penalty.l2), 1e-10);
+  const TransformResult<double> got =
+      scaled_by(transform<double>(MatrixRef<double>{a}, small_w, BackendKind::cpu, scaled_penalty), s);
+  for (std::size_t e = 0; e < got.H.storage().size(); ++e)
+    EXPECT_NEAR(got.H.storage()[e], expected.H.storage()[e], 1e-10) << e;
+  const TransformResult<double> masked_got =
+      scaled_by(transform<double>(Source::dense<double>(a), small_w, missing, BackendKind::cpu, scaled_penalty), s);
+  EXPECT_LT(kkt_violation(d, d.weight, masked_got.H, penalty.l1, penalty.l2), 1e-10);
+
+  // An L2 penalty on a basis too small for 2^2e·l2 to stay in range: l2 dominates the underflowing WᵀW, so h is
+  // WᵀA / l2 to the NNLS's relative shift of 1e-12 (a capped penalty gave coefficients 1e11 times too large).
+  for (const double tiny_scale : {1e-160, 1e-200}) {
+    SCOPED_TRACE(::testing::Message() << "penalised, scale " << tiny_scale);
+    const double l2 = 0.3;
+    std::vector<double> tiny_w = d.w;
+    for (double& v : tiny_w) v *= tiny_scale;
+    const TransformResult<double> r = transform<double>(
+        MatrixRef<double>{a}, DenseView<const double>(tiny_w.data(), kM, kK), BackendKind::cpu, {0, l2});
+    for (index_t j = 0; j < kN; ++j)
+      for (index_t l = 0; l < kK; ++l) {
+        double p = 0;
+        for (index_t i = 0; i < kM; ++i) p += tiny_w[to_size(i + l * kM)] * d.a[to_size(i + j * kM)];
+        EXPECT_NEAR(r.H(l, j) / (p / l2), 1.0, 1e-10) << "l=" << l << " j=" << j;
+      }
+  }
+
+  // float32: WᵀW of entries near 1e-25 is below float's range.
+  std::vector<float> af(d.a.begin(), d.a.end()), wf(d.w.begin(), d.w.end()), tiny(d.w.size());
+  for (std::size_t e = 0; e < tiny.size(); ++e) tiny[e] = static_cast<float>(d.w[e] * 1e-25);
+  const DenseView<const float> af_view(af.data(), kM, kN);
+  const TransformResult<float> f =
+      transform<float>(MatrixRef<float>{af_view}, DenseView<const float>(wf.data(), kM, kK));
+  const TransformResult<float> f_tiny =
+      transform<float>(MatrixRef<float>{af_view}, DenseView<const float>(tiny.data(), kM, kK));
+  double largest = 0;
+  for (index_t e = 0; e < kK * kN; ++e) {
+    largest = std::max(largest, static_cast<double>(f.H.storage()[to_size(e)]));
+    EXPECT_NEAR(static_cast<double>(f_tiny.H.storage()[to_size(e)]) * 1e-25,
+                static_cast<double>(f.H.storage()[to_size(e)]), 1e-4)
+        << e;
+  }
+  EXPECT_GT(largest, 0.1);
+  // Coefficients of 1e40 do not fit float32.
+  std::vector<float> big_a(af);
+  for (float& v : big_a) v *= 1e10F;
+  for (std::size_t e = 0; e < tiny.size(); ++e) tiny[e] = static_cast<float>(d.w[e] * 1e-30);
+  const auto overflowing = [&] {
+    (void)transform<float>(MatrixRef<float>{DenseView<const float>(big_a.data(), kM, kN)},
+                           DenseView<const float>(tiny.data(), kM, kK));
+  };
+  EXPECT_THROW(overflowing(), NumericalError);
+  const std::string message = test::error_message(overflowing);
+  EXPECT_NE(message.find("exceed float32's range"), std::string::npos) << message;
+  {  // The same in float32 with an L2 penalty: h = WᵀA / l2 to float's rounding.
+    for (std::size_t e = 0; e < tiny.size(); ++e) tiny[e] = static_cast<float>(d.w[e] * 1e-25);
+    const TransformResult<float> r = transform<float>(
+        MatrixRef<float>{af_view}, DenseView<const float>(tiny.data(), kM, kK), BackendKind::cpu, {0, 0.3});
+    for (index_t j = 0; j < kN; ++j)
+      for (index_t l = 0; l < kK; ++l) {
+        double p = 0;
+        for (index_t i = 0; i < kM; ++i)
+          p += static_cast<double>(tiny[to_size(i + l * kM)]) * static_cast<double>(af[to_size(i + j * kM)]);
+        EXPECT_NEAR(static_cast<double>(r.H(l, j)) / (p / 0.3), 1.0, 1e-5) << "l=" << l << " j=" << j;
+      }
+  }
+  // Coefficients of 1e-320 (a huge basis for tiny data) keep few digits in float64: refused as well.
+  std::vector<double> huge_w = d.w, tiny_a = d.a;
+  for (double& v : huge_w) v *= 1e300;
+  for (double& v : tiny_a) v *= 1e-20;
+  const auto underflowing = [&] {
+    (void)transform<double>(MatrixRef<double>{DenseView<const double>(tiny_a.data(), kM, kN)},
+                            DenseView<const double>(huge_w.data(), kM, kK));
+  };
+  EXPECT_THROW(underflowing(), NumericalError);
+  EXPECT_NE(test::error_message(underflowing).find("fall below float64's normal range"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dnmf
