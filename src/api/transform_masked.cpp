@@ -37,10 +37,14 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
     throw UsageError("transform: W has " + std::to_string(w.rows) + " rows but " + source.name() + " has " +
                      std::to_string(problem.m));
   if (k < 1) throw UsageError("transform: W has no columns");
-  // Solved for hs = 2^-e·H with the basis 2^e·W (transform_basis.hpp): the Gram matrices stay in range.
+  // Solved for hs_l = 2^-e_l·h_l with column l of W scaled by 2^e_l (transform_basis.hpp): the Gram matrices
+  // stay in range, and no component is lost beside a much larger one.
   const solvers::ScaledBasis<T> scaled = solvers::scaled_basis_transpose(w, penalty);
+  // Data whose squares leave double's range are refused, as factor() refuses them (their error read NaN or 0).
+  solvers::check_transform_data_scale(problem.weighted_squared_norm, problem.observed_sum,
+                                      static_cast<double>(problem.observed), source.name());
   TransformResult<T> result = solvers::masked_transform<T>(problem, scaled.wt, scaled.penalty);
-  solvers::unscale_coefficients(result.H, scaled.exponent);
+  solvers::unscale_coefficients(result.H, scaled.exponents);
   return result;
 }
 

@@ -15,7 +15,7 @@ namespace dnmf::solvers {
 
 template <class T>
 TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt,
-                                    const TransformPenalty& penalty) {
+                                    const ComponentPenalties& penalty) {
   const MaskedHalf<T>& h = problem.h_half;  // A (m x n): columns are the new samples
   const index_t k = wt.rows();
   // YᵀY over every row of W: the start of G_j when the lists only correct it.
@@ -69,8 +69,8 @@ TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const Dense
             add(h.row[to_size(e)], static_cast<double>(h.weighted_value[to_size(e)]));
         }
         for (index_t l = 0; l < k; ++l) {
-          g(l, l) += penalty.l2;
-          b(l, 0) -= penalty.l1;
+          if (!penalty.l2.empty()) g(l, l) += penalty.l2[to_size(l)];
+          if (!penalty.l1.empty()) b(l, 0) -= penalty.l1[to_size(l)];
           x(l, 0) = 0.0;
         }
         cap_hits[to_size(j)] = nnls_bpp<double>(g.view(), b.view(), x.view()).rounds_cap_hits;
@@ -85,8 +85,8 @@ TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const Dense
 }
 
 template TransformResult<float> masked_transform<float>(const MaskedProblem<float>&, const DenseMatrix<float>&,
-                                                        const TransformPenalty&);
+                                                        const ComponentPenalties&);
 template TransformResult<double> masked_transform<double>(const MaskedProblem<double>&, const DenseMatrix<double>&,
-                                                          const TransformPenalty&);
+                                                          const ComponentPenalties&);
 
 }  // namespace dnmf::solvers

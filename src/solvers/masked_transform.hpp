@@ -5,14 +5,15 @@
 
 #include "dnmf/factorize.hpp"
 #include "solvers/masked_problem.hpp"
+#include "solvers/transform_basis.hpp"
 
 namespace dnmf::solvers {
 
 /// H (k x n) for `problem`'s A (m x n) and Wt (k x m, checked by the caller: finite, >= 0), each column with
-/// `penalty` added (checked by the caller). Columns with no observed entry get zero; rel_error is the weighted error
-/// over the observed entries.
+/// component l's penalties penalty.l1[l] and penalty.l2[l] added (checked by the caller; empty: none). Columns with
+/// no observed entry get zero; rel_error is the weighted error over the observed entries.
 template <class T>
 TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const DenseMatrix<T>& wt,
-                                    const TransformPenalty& penalty = {});
+                                    const ComponentPenalties& penalty = {});
 
 }  // namespace dnmf::solvers

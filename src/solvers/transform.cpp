@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -12,6 +14,8 @@
 #include "solvers/bpp.hpp"
 #include "solvers/solve.hpp"
 #include "solvers/transform_basis.hpp"
+#include "util/ordered_sums.hpp"
+#include "util/parallel_loops.hpp"
 #include "util/thread_count.hpp"
 
 namespace dnmf {
@@ -32,33 +36,53 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   if (k < 1) throw UsageError("transform: W has no columns");
   // A is the caller's data: a negative or non-finite entry is refused where it is, as factor() refuses it.
   std::visit([](const auto& view) { io::check_nonnegative(view, "transform: A"); }, a);
-  // Solved for hs = 2^-e·H with the basis 2^e·W (transform_basis.hpp): the Gram matrices stay in range.
+  // Solved for hs_l = 2^-e_l·h_l with column l of W scaled by 2^e_l (transform_basis.hpp): the Gram matrices
+  // stay in range, and no component is lost beside a much larger one.
   const solvers::ScaledBasis<T> scaled = solvers::scaled_basis_transpose(w, given_penalty);
   const DenseMatrix<T>& wt = scaled.wt;
-  const TransformPenalty& penalty = scaled.penalty;
+  const solvers::ComponentPenalties& penalty = scaled.penalty;
   // NNLS runs on the host; the products with A run where the backend says (host kernels here).
   auto kernels =
       backend::make_kernels<T>(backend == BackendKind::reference ? BackendKind::reference : BackendKind::cpu);
-  DenseMatrix<T> p(k, n), g(k, k), gh(k, k);
+  // Data whose squares leave double's range are refused first, as factor() refuses them: their error was
+  // reported as NaN (1e250) or 0 (1e-250) beside correct coefficients.
+  const auto stats = kernels->stats(a);
+  solvers::check_transform_data_scale(stats.squared_norm, stats.sum, static_cast<double>(m) * static_cast<double>(n),
+                                      "A");
+  DenseMatrix<T> p(k, n), g(k, k);
   kernels->multiply(a, backend::Side::H, wt.view(), p.view(), T(0));
   kernels->gram(wt.view(), g.view(), T(0));
   TransformResult<T> result;
   result.H = DenseMatrix<T>(k, n);
-  if (penalty.l1 > 0 || penalty.l2 > 0) {
-    // The penalised normal equations: (G + l2 I) h = p − l1. Copies: the error below needs the plain G and P.
+  const bool penalised = std::any_of(penalty.l1.begin(), penalty.l1.end(), [](double v) { return v > 0; }) ||
+                         std::any_of(penalty.l2.begin(), penalty.l2.end(), [](double v) { return v > 0; });
+  if (penalised) {
+    // The penalised normal equations: (G + diag(l2)) h = p − l1. Copies: the error below needs the plain G and P.
     DenseMatrix<T> gp = g, pp = p;
-    for (index_t l = 0; l < k; ++l) gp(l, l) = solvers::saturated<T>(static_cast<double>(gp(l, l)) + penalty.l2);
-    for (T& v : pp.storage()) v = solvers::saturated<T>(static_cast<double>(v) - penalty.l1);
+    for (index_t l = 0; l < k; ++l) {
+      gp(l, l) = solvers::saturated<T>(static_cast<double>(gp(l, l)) + penalty.l2[to_size(l)]);
+      for (index_t j = 0; j < n; ++j)
+        pp(l, j) = solvers::saturated<T>(static_cast<double>(pp(l, j)) - penalty.l1[to_size(l)]);
+    }
     result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(gp.view(), pp.view(), result.H.view()).rounds_cap_hits);
   } else {
     result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(g.view(), p.view(), result.H.view()).rounds_cap_hits);
   }
-  kernels->gram(result.H.view(), gh.view(), T(0));
-  const auto stats = kernels->stats(a);
-  const double sq =
-      stats.squared_norm - 2 * kernels->dot(p.view(), result.H.view()) + kernels->dot(g.view(), gh.view());
+  // ‖A − WH‖² = ‖A‖² − 2⟨P, H⟩ + Σ_j h_jᵀ G h_j, the last in double: HHᵀ in float32 overflowed for data of 1e20
+  // (an error of inf beside correct coefficients). Summed in fixed blocks of columns: the same bits on any thread
+  // count.
+  const double quad_work = static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(k);
+  const double quad =
+      util::ordered_sums<1>(n, quad_work >= util::kMinParallelMultiplyAdds, [&](index_t j, std::array<double, 1>& acc) {
+        for (index_t l = 0; l < k; ++l) {
+          double gh = 0;
+          for (index_t q = 0; q < k; ++q) gh += static_cast<double>(g(l, q)) * static_cast<double>(result.H(q, j));
+          acc[0] += static_cast<double>(result.H(l, j)) * gh;
+        }
+      })[0];
+  const double sq = stats.squared_norm - 2 * kernels->dot(p.view(), result.H.view()) + quad;
   result.rel_error = stats.squared_norm > 0 ? std::sqrt(std::max(sq, 0.0) / stats.squared_norm) : 0.0;
-  solvers::unscale_coefficients(result.H, scaled.exponent);
+  solvers::unscale_coefficients(result.H, scaled.exponents);
   // Below the identity's noise floor its cancellation leaves rounding only (float32 reported 0 for an error of
   // 1.7e-4): recomputed from the entries, as a fit's final error is.
   if (result.rel_error < solvers::kIdentityNoiseFloor<T> && stats.squared_norm > 0)

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dnmf/error.hpp"
@@ -471,6 +472,83 @@ TEST(MaskedTransform, ABasisOfAnyScaleGivesItsCoefficients) {
   };
   EXPECT_THROW(underflowing(), NumericalError);
   EXPECT_NE(test::error_message(underflowing).find("fall below float64's normal range"), std::string::npos);
+  // One step further every coefficient rounds to zero: refused the same way, not H = 0 with a good error.
+  for (double& v : tiny_a) v *= 1e-120;  // entries near 1e-140, coefficients near 1e-440
+  EXPECT_THROW(underflowing(), NumericalError);
+}
+
+// A basis whose components differ in scale by more than 1/eps (1e-8 in float32, 1e-17 in float64) is solved as
+// the same basis at one scale: each component is scaled by its own power of two. Before, the small component was
+// taken for dead (its coefficients zero) and the others fitted without it (error 0.3 on exact data).
+template <class T>
+void check_mixed_scale_basis(double ratio, double tolerance) {
+  SCOPED_TRACE(::testing::Message() << (std::is_same_v<T, float> ? "float32" : "float64") << ", ratio " << ratio);
+  const Data d = make_data();
+  std::vector<T> a(d.a.begin(), d.a.end()), w(d.w.begin(), d.w.end()), mixed(d.w.size());
+  for (index_t i = 0; i < kM; ++i)
+    for (index_t l = 0; l < kK; ++l)
+      mixed[to_size(i + l * kM)] = static_cast<T>(d.w[to_size(i + l * kM)] * (l == 1 ? ratio : 1.0));
+  const DenseView<const T> av(a.data(), kM, kN);
+  const TransformResult<T> plain = transform<T>(MatrixRef<T>{av}, DenseView<const T>(w.data(), kM, kK));
+  const TransformResult<T> got = transform<T>(MatrixRef<T>{av}, DenseView<const T>(mixed.data(), kM, kK));
+  MissingValues missing;
+  std::vector<T> ones(a.size(), T(1));
+  missing.mask = Source::dense<T>(DenseView<const T>(ones.data(), kM, kN));
+  const TransformResult<T> masked =
+      transform<T>(Source::dense<T>(av), DenseView<const T>(mixed.data(), kM, kK), missing);
+  double largest = 0;
+  for (index_t j = 0; j < kN; ++j)
+    for (index_t l = 0; l < kK; ++l) {
+      const double expected = static_cast<double>(plain.H(l, j));
+      const double back = l == 1 ? ratio : 1.0;  // component 1's coefficients are 1/ratio times larger
+      largest = std::max(largest, expected);
+      EXPECT_NEAR(static_cast<double>(got.H(l, j)) * back, expected, tolerance) << "l=" << l << " j=" << j;
+      EXPECT_NEAR(static_cast<double>(masked.H(l, j)) * back, expected, tolerance) << "l=" << l << " j=" << j;
+    }
+  EXPECT_GT(largest, 0.1);
+  EXPECT_NEAR(got.rel_error, plain.rel_error, tolerance);
+}
+
+TEST(MaskedTransform, ComponentsOfVeryDifferentScalesAreAllFitted) {
+  check_mixed_scale_basis<float>(1e-8, 1e-4);
+  check_mixed_scale_basis<float>(1e12, 1e-4);
+  check_mixed_scale_basis<double>(1e-17, 1e-10);
+  check_mixed_scale_basis<double>(1e-150, 1e-10);
+}
+
+// Data whose squares leave double's range are refused, as factor() refuses them (their error read NaN or 0 beside
+// correct coefficients); float32 data of 1e20, which factor() takes, report their error (it read inf).
+TEST(MaskedTransform, DataOfExtremeScaleAreRefusedOrReportTheirError) {
+  const Data d = make_data();
+  const DenseView<const double> w(d.w.data(), kM, kK);
+  MissingValues missing;
+  missing.mask = Source::dense<double>(DenseView<const double>(d.weight.data(), kM, kN));
+  for (const double s : {1e250, 1e-250, 1e-160}) {
+    SCOPED_TRACE(::testing::Message() << "scale " << s);
+    std::vector<double> a = d.a;
+    for (double& v : a) v *= s;
+    const DenseView<const double> av(a.data(), kM, kN);
+    const std::string what = s > 1 ? "overflow double precision" : "too small";
+    for (const bool with_mask : {false, true}) {
+      const auto run = [&] {
+        if (with_mask)
+          (void)transform<double>(Source::dense<double>(av), w, missing);
+        else
+          (void)transform<double>(MatrixRef<double>{av}, w);
+      };
+      EXPECT_THROW(run(), DataError);
+      EXPECT_NE(test::error_message(run).find(what), std::string::npos) << test::error_message(run);
+    }
+  }
+  std::vector<float> a(d.a.begin(), d.a.end()), big(d.a.size()), wf(d.w.begin(), d.w.end());
+  for (std::size_t e = 0; e < big.size(); ++e) big[e] = static_cast<float>(d.a[e] * 1e20);
+  const DenseView<const float> wv(wf.data(), kM, kK);
+  const TransformResult<float> unit = transform<float>(MatrixRef<float>{DenseView<const float>(a.data(), kM, kN)}, wv);
+  const TransformResult<float> large =
+      transform<float>(MatrixRef<float>{DenseView<const float>(big.data(), kM, kN)}, wv);
+  ASSERT_TRUE(std::isfinite(large.rel_error));
+  EXPECT_NEAR(large.rel_error, unit.rel_error, 1e-4 * unit.rel_error);
+  EXPECT_GT(unit.rel_error, 0.01);
 }
 
 }  // namespace
