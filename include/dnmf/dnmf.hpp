@@ -14,6 +14,8 @@
 #include "dnmf/nmfk.hpp"              // rank selection
 #include "dnmf/nnls.hpp"              // non-negative least squares
 #include "dnmf/options.hpp"           // what a factorisation computes
+#include "dnmf/output_set.hpp"        // a run's output folder, replaced as one
 #include "dnmf/planted.hpp"           // planted factorisations for demos and tests
 #include "dnmf/progress.hpp"          // the progress lines of a factorisation
 #include "dnmf/source.hpp"            // where A comes from: a file or memory
+#include "dnmf/version.hpp"           // dnmf::version() and DNMF_VERSION_*

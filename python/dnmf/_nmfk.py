@@ -195,14 +195,10 @@ class NMFk(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_components(self.components_, X.shape[1])  # named as they are, before the scaling below
         if _BETA_LOSSES[self.beta_loss] == "kl":
             return project_kl(X, self.components_, max_iter=self.max_iter, tol=self.tol, estimator="NMFk")
-        # NMFk's W columns sum to 1, so components_ carry the data's scale, and their Gram overflowed float32 for
-        # data of 1e20 that fit had taken. Each row scaled to a largest entry of 1 gives the same least-squares W
-        # with its columns scaled back (no penalty here to be changed by the scaling).
-        scale = self.components_.max(axis=1) if self.components_.size else np.ones(0, self.components_.dtype)
-        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1).astype(self.components_.dtype)
-        W = project(X, self.components_ / scale[:, None], self.backend, estimator="NMFk",
-                    threads=threads_of(self.n_threads))
-        return (W / scale).astype(W.dtype, copy=False)
+        # NMFk's W columns sum to 1, so components_ carry the data's scale (their Gram overflowed float32 for data
+        # of 1e20 that fit had taken): the library scales each component by a power of two and W back, and
+        # refuses coefficients beyond the type's range (scaled here in numpy, they came back as inf).
+        return project(X, self.components_, self.backend, estimator="NMFk", threads=threads_of(self.n_threads))
 
     def plot(self, ax=None):
         """Silhouettes and relative error against k, the accepted ks and the selected k (matplotlib); with cv,

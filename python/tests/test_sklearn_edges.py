@@ -928,6 +928,18 @@ def test_nmfk_transform_of_float32_data_at_1e20_and_of_a_kl_model():
     assert by_kl < by_least_squares, (by_kl, by_least_squares)
 
 
+def test_nmfk_transform_refuses_coefficients_float32_cannot_hold_as_nmf_does():
+    # NMFk scaled its components in numpy and W back: coefficients beyond float32's range came back as inf with a
+    # RuntimeWarning, where NMF.transform raises. The library scales them now, and refuses such W for both.
+    X = (np.random.default_rng(3).random((30, 2)) @ np.random.default_rng(4).random((2, 20))).astype(np.float32)
+    model = dnmf.NMFk(k_range=(2, 2), n_perturbations=2, max_iter=50, random_state=0, n_threads=1).fit(X)
+    model.components_[1] *= np.float32(1e-30)
+    with pytest.raises(dnmf.NumericalError, match="exceed float32's range"):
+        model.transform(X * np.float32(1e10))
+    W = model.transform(X)  # coefficients of 1e30 fit float32: as large as the component is small
+    assert np.isfinite(W).all() and W[:, 1].max() > 1e28
+
+
 def test_nmfk_transform_names_nmfk_and_the_bad_component_as_it_is():
     X = planted(40, 12, 3, seed=10)
     for loss, solver in (("frobenius", "hals"), ("kullback-leibler", "mu")):

@@ -41,8 +41,9 @@ TransformResult<T> transform(const Source& source, DenseView<const T> w, const M
   // stay in range, and no component is lost beside a much larger one.
   const solvers::ScaledBasis<T> scaled = solvers::scaled_basis_transpose(w, penalty);
   // Data whose squares leave double's range are refused, as factor() refuses them (their error read NaN or 0).
+  const bool weighted = problem.weight_sum != static_cast<double>(problem.observed);  // Σw is the count for 0/1
   solvers::check_transform_data_scale(problem.weighted_squared_norm, problem.observed_sum,
-                                      static_cast<double>(problem.observed), source.name());
+                                      static_cast<double>(problem.observed), source.name(), weighted);
   TransformResult<T> result = solvers::masked_transform<T>(problem, scaled.wt, scaled.penalty);
   solvers::unscale_coefficients(result.H, scaled.exponents);
   return result;

@@ -3,6 +3,7 @@
 
 #include "solvers/masked_transform.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -70,7 +71,8 @@ TransformResult<T> masked_transform(const MaskedProblem<T>& problem, const Dense
         }
         for (index_t l = 0; l < k; ++l) {
           if (!penalty.l2.empty()) g(l, l) += penalty.l2[to_size(l)];
-          if (!penalty.l1.empty()) b(l, 0) -= penalty.l1[to_size(l)];
+          // Not positive: the coefficient is zero at the optimum whatever b is (transform.cpp says why 0).
+          if (!penalty.l1.empty()) b(l, 0) = std::max(b(l, 0) - penalty.l1[to_size(l)], 0.0);
           x(l, 0) = 0.0;
         }
         cap_hits[to_size(j)] = nnls_bpp<double>(g.view(), b.view(), x.view()).rounds_cap_hits;

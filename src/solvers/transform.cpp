@@ -48,7 +48,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   // reported as NaN (1e250) or 0 (1e-250) beside correct coefficients.
   const auto stats = kernels->stats(a);
   solvers::check_transform_data_scale(stats.squared_norm, stats.sum, static_cast<double>(m) * static_cast<double>(n),
-                                      "A");
+                                      "A",
+                                      /*weighted=*/false);
   DenseMatrix<T> p(k, n), g(k, k);
   kernels->multiply(a, backend::Side::H, wt.view(), p.view(), T(0));
   kernels->gram(wt.view(), g.view(), T(0));
@@ -58,11 +59,14 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
                          std::any_of(penalty.l2.begin(), penalty.l2.end(), [](double v) { return v > 0; });
   if (penalised) {
     // The penalised normal equations: (G + diag(l2)) h = p − l1. Copies: the error below needs the plain G and P.
+    // A coefficient whose right-hand side p − l1 is not positive is zero at the optimum (G ≥ 0 entry by entry, as
+    // W ≥ 0), whatever its value: it is set to 0 rather than left at −l1. A small component's scaled l1 (up to
+    // 1e300) made the NNLS's tolerances, relative to the largest |b|, swamp the others: H = 0, exit 0.
     DenseMatrix<T> gp = g, pp = p;
     for (index_t l = 0; l < k; ++l) {
       gp(l, l) = solvers::saturated<T>(static_cast<double>(gp(l, l)) + penalty.l2[to_size(l)]);
       for (index_t j = 0; j < n; ++j)
-        pp(l, j) = solvers::saturated<T>(static_cast<double>(pp(l, j)) - penalty.l1[to_size(l)]);
+        pp(l, j) = static_cast<T>(std::max(static_cast<double>(pp(l, j)) - penalty.l1[to_size(l)], 0.0));
     }
     result.nnls_cap_hits = static_cast<long long>(nnls_bpp<T>(gp.view(), pp.view(), result.H.view()).rounds_cap_hits);
   } else {

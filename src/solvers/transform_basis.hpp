@@ -103,21 +103,27 @@ void unscale_coefficients(DenseMatrix<T>& h, const std::vector<int>& exponents) 
                          "rescale W or A, or lower the penalty");
 }
 
-/// DataError for data whose squares leave double's range, as factor() refuses it: the reported error (and, below
-/// 1e-150, the products) would be meaningless. `squared_norm` and `sum`: Σ a² and Σ a (or Σ w a², Σ w a) over
-/// `count` entries.
-inline void check_transform_data_scale(double squared_norm, double sum, double count, const std::string& name) {
+/// Refuses data whose squares leave double's range, as factor() refuses them: the reported error (and, below
+/// 1e-150, the products) would be meaningless. `squared_norm` and `sum`: Σ a² and Σ a (or Σ w a² and Σ a) over
+/// `count` entries; `weighted`: a mask's weights other than 1 scale the squared norm (then the weights are named
+/// where it overflows, and the entries' own mean, not the weighted squares, says whether they are too small:
+/// ordinary data with weights of 1e-305 solve as well as with weights of 1).
+inline void check_transform_data_scale(double squared_norm, double sum, double count, const std::string& name,
+                                       bool weighted) {
   if (!std::isfinite(squared_norm))
-    throw DataError("transform: " + name +
-                    ": the squares of its entries overflow double precision (entries near 1e154 or above); divide "
-                    "the matrix by a large constant first");
+    throw NumericalError(
+        "transform: " + name +
+        (weighted ? ": the weighted squares w·a² of its observed entries (the mask's weights times the squared "
+                    "entries) overflow double precision; divide the matrix or the weights by a large constant first"
+                  : ": the squares of its entries overflow double precision (entries near 1e154 or above); divide "
+                    "the matrix by a large constant first"));
   if (!(sum > 0 && count > 0)) return;
-  const double rms = std::sqrt(squared_norm / count);
-  if (rms >= 1e-150) return;
+  const double mean = sum / count, rms = std::sqrt(squared_norm / count);
+  // Squares of entries near 1e-250 are zero: then the mean says what the data are.
+  const bool by_mean = weighted || squared_norm == 0;
+  if ((by_mean ? mean : rms) >= 1e-150) return;
   char text[48];
-  // Squares of entries near 1e-250 are zero: the mean says what the data are.
-  std::snprintf(text, sizeof text, squared_norm > 0 ? "root mean square %.3g" : "mean %.3g",
-                squared_norm > 0 ? rms : sum / count);
+  std::snprintf(text, sizeof text, by_mean ? "mean %.3g" : "root mean square %.3g", by_mean ? mean : rms);
   throw DataError("transform: " + name + ": its entries are too small (" + text +
                   "): their squares fall below double's smallest normal number (2.2e-308) and lose digits; multiply "
                   "the matrix by a large constant first");

@@ -13,7 +13,12 @@ int main() {
   std::printf("dnmf %s\n", std::string(dnmf::version()).c_str());
   try {
     // Exactly low-rank, so a converged factorisation leaves only rounding error; bpp gets there in a few sweeps.
-    const auto planted = dnmf::make_planted<double>({.rows = 60, .cols = 40, .rank = 4, .seed = 3});
+    dnmf::PlantedOptions shape;  // C++17, the standard the package asks for (no designated initialisers)
+    shape.rows = 60;
+    shape.cols = 40;
+    shape.rank = 4;
+    shape.seed = 3;
+    const auto planted = dnmf::make_planted<double>(shape);
     dnmf::FactorOptions options;
     options.rank = 4;
     options.algorithm = dnmf::Algorithm::bpp;
