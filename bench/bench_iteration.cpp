@@ -147,12 +147,14 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
   };
   const double floor = flops / (gemm_rate * 1e9);
   for (auto algo : {dnmf::Algorithm::mu, dnmf::Algorithm::kl, dnmf::Algorithm::hals, dnmf::Algorithm::bpp})
-    for (int variant = 0; variant < 4; ++variant) {
-      // Dense: 0 fused; 1 two-pass (mu only); 2 fused with BLAS products; 3 fused, C order (mu and hals).
+    for (int variant = 0; variant < 5; ++variant) {
+      // Dense: 0 fused; 1 two-pass (mu only); 2 fused with BLAS products; 3 fused, C order (mu and hals); 4 fused
+      // without requesting A's columns ahead in WᵀA (mu and hals, where the default requests them).
       // Sparse: 0 the default (gathers over A and its transpose); 1 the fused pass over A alone (scatter).
       const bool fused = planted.sparse || variant != 1;
       if (variant == 1 && algo != dnmf::Algorithm::mu && !planted.sparse) continue;
       if (variant >= 2 && (planted.sparse || (algo != dnmf::Algorithm::mu && algo != dnmf::Algorithm::hals))) continue;
+      if (variant == 4 && dnmf::backend::cpu::column_ahead_bytes<T>() == 0) continue;
       dnmf::FactorOptions o;
       o.rank = k;
       o.algorithm = algo;
@@ -160,10 +162,12 @@ std::vector<Row> run_workload(const std::string& name, const dnmf::PlantedOption
       o.tol = 0;
       o.fused = fused;
       dnmf::backend::cpu::skinny_use_blas(variant == 2);
+      if (variant == 4) dnmf::backend::cpu::skinny_set_column_ahead(0);
       const bool scatter = planted.sparse && variant == 1;
       const double best = per_iteration(o, variant == 3, scatter);
       dnmf::backend::cpu::skinny_use_blas(false);
-      static const char* const suffix[] = {" (fused)", " (two-pass)", " (BLAS prod.)", " (C order)"};
+      dnmf::backend::cpu::skinny_set_column_ahead(-1);
+      static const char* const suffix[] = {" (fused)", " (two-pass)", " (BLAS prod.)", " (C order)", " (no ahead)"};
       static const char* const sparse_suffix[] = {" (gathers)", " (scatter)"};
       const bool one_pass = planted.sparse ? scatter : fused;  // sparse: the gathers read A and its transpose
       const double passes = one_pass ? 1.0 : 2.0;
@@ -227,8 +231,13 @@ int run(int argc, char** argv) {
 
   std::printf("\nthreads=%d  k=16  copy bandwidth (read+write) %.2f GB/s  square GEMM %.1f (f64) %.1f (f32) GFLOP/s\n",
               threads, copy_bw / 1e9, rate64, rate32);
-  std::printf("BLAS: %s; skinny kernels: %s; next tile requested ahead: %s\n", dnmf::blas_summary().c_str(),
-              dnmf::backend::cpu::skinny_isa(), dnmf::backend::cpu::fetch_ahead_pays() ? "yes" : "no");
+  std::printf(
+      "BLAS: %s; skinny kernels: %s; next tile requested ahead: %s; WtA requests A's columns %ld (f64) / %ld "
+      "(f32) bytes ahead\n",
+      dnmf::blas_summary().c_str(), dnmf::backend::cpu::skinny_isa(),
+      dnmf::backend::cpu::fetch_ahead_pays() ? "yes" : "no",
+      static_cast<long>(dnmf::backend::cpu::column_ahead_bytes<double>()),
+      static_cast<long>(dnmf::backend::cpu::column_ahead_bytes<float>()));
   std::printf("%-24s %-18s %12s %10s %16s %14s %12s %10s\n", "workload", "what", "s/iter", "GFLOP/s", "iter/(2 prod)",
               "A bytes/s", "of copy bw", "x floor");
   nlohmann::json out = {{"threads", threads},
@@ -239,6 +248,8 @@ int run(int argc, char** argv) {
                         {"blas", dnmf::blas_summary()},
                         {"skinny_kernels", dnmf::backend::cpu::skinny_isa()},
                         {"fetch_ahead", dnmf::backend::cpu::fetch_ahead_pays()},
+                        {"column_ahead_bytes_f64", dnmf::backend::cpu::column_ahead_bytes<double>()},
+                        {"column_ahead_bytes_f32", dnmf::backend::cpu::column_ahead_bytes<float>()},
                         {"rows", nlohmann::json::array()}};
   for (const auto& r : rows) {
     std::printf("%-24s %-18s %12.5f %10.2f %16.3f %12.2e %11.1f%% %10.2f\n", r.workload.c_str(), r.what.c_str(),

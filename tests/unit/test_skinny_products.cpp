@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -57,6 +58,21 @@ double relative_difference(const std::vector<T>& got, const std::vector<double>&
   return scale > 0 ? diff / scale : diff;
 }
 
+// True when both hold the same values bit for bit (NaN where the other has NaN).
+template <class T>
+bool same_bits(const std::vector<T>& x, const std::vector<T>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+}
+
+// Fixes how far ahead skinny_ya requests A's columns for the guard's lifetime, then restores the choice.
+class ColumnAheadOverride {
+ public:
+  explicit ColumnAheadOverride(index_t bytes) { backend::cpu::skinny_set_column_ahead(bytes); }
+  ~ColumnAheadOverride() { backend::cpu::skinny_set_column_ahead(-1); }
+  ColumnAheadOverride(const ColumnAheadOverride&) = delete;
+  ColumnAheadOverride& operator=(const ColumnAheadOverride&) = delete;
+};
+
 struct Case {
   index_t k, m, n;
 };
@@ -94,13 +110,23 @@ TYPED_TEST(SkinnyTest, YTimesAMatchesFloat64Loops) {
       if (beta == T(0))  // beta 0 overwrites: whatever was there (even NaN) is not read
         for (auto& v : out) v = std::numeric_limits<T>::quiet_NaN();
       const std::vector<T> before = out;
-      backend::cpu::skinny_ya<T>(c.k, c.m, c.n, y.data(), ldy, a.data(), lda, beta, out.data(), ldc);
-      EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>())
-          << "k=" << c.k << " m=" << c.m << " n=" << c.n << " beta=" << beta;
-      for (index_t j = 0; j < c.n; ++j)  // the padding rows of C are never written
-        for (index_t l = c.k; l < ldc; ++l)
-          EXPECT_TRUE(std::isnan(out[l + j * ldc]) == std::isnan(before[l + j * ldc]) &&
-                      (std::isnan(out[l + j * ldc]) || out[l + j * ldc] == before[l + j * ldc]));
+      // Without requests ahead of the column reads, one line ahead and a page ahead: the same sums, bit for bit.
+      std::vector<T> unrequested;
+      for (const index_t ahead : {index_t{0}, index_t{64}, index_t{4096}}) {
+        ColumnAheadOverride forced(ahead);
+        out = before;
+        backend::cpu::skinny_ya<T>(c.k, c.m, c.n, y.data(), ldy, a.data(), lda, beta, out.data(), ldc);
+        EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>())
+            << "k=" << c.k << " m=" << c.m << " n=" << c.n << " beta=" << beta << " ahead=" << ahead;
+        if (ahead == 0)
+          unrequested = out;
+        else
+          EXPECT_TRUE(same_bits(out, unrequested)) << "k=" << c.k << " m=" << c.m << " ahead=" << ahead;
+        for (index_t j = 0; j < c.n; ++j)  // the padding rows of C are never written
+          for (index_t l = c.k; l < ldc; ++l)
+            EXPECT_TRUE(std::isnan(out[l + j * ldc]) == std::isnan(before[l + j * ldc]) &&
+                        (std::isnan(out[l + j * ldc]) || out[l + j * ldc] == before[l + j * ldc]));
+      }
     }
   }
 }
@@ -159,7 +185,10 @@ TYPED_TEST(SkinnyTest, WideVectorKernelsMatchFloat64Loops) {
         for (index_t j = 0; j < c.n; ++j) s += static_cast<double>(x[l + j * padded]) * a[i + j * lda];
         want_t[l + i * c.k] = s;
       }
-    backend::cpu::wide_emulated::ya(c.k, c.m, c.n, y.data(), padded, a.data(), lda, T(0), out.data(), ldc);
+    backend::cpu::wide_emulated::ya(c.k, c.m, c.n, y.data(), padded, a.data(), lda, T(0), out.data(), ldc, 0);
+    std::vector<T> requested(out.size(), T(0));  // requesting each column's line 128 bytes ahead: the same bits
+    backend::cpu::wide_emulated::ya(c.k, c.m, c.n, y.data(), padded, a.data(), lda, T(0), requested.data(), ldc, 128);
+    EXPECT_TRUE(same_bits(out, requested)) << "ya k=" << c.k << " m=" << c.m;
     backend::cpu::wide_emulated::xat(c.k, c.m, c.n, x.data(), padded, a.data(), lda, T(0), out_t.data(), ldc, {});
     EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>()) << "ya k=" << c.k << " m=" << c.m;
     EXPECT_LE(relative_difference(out_t, want_t, c.k, c.m, ldc), tolerance<T>()) << "xat k=" << c.k << " m=" << c.m;

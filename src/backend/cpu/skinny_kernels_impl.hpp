@@ -85,25 +85,44 @@ inline void add_block(const typename Lanes<T, VL>::Vec (&acc)[RV][NC], T* dst, i
     }
 }
 
+// Requests the cache line `bytes` on from `at` (read, into L1). Integer arithmetic: the address may lie past the end
+// of A, where a prefetch does nothing.
+template <class T>
+[[gnu::always_inline]] inline void fetch_at(const T* at, index_t bytes) {
+  __builtin_prefetch(
+      reinterpret_cast<const void*>(reinterpret_cast<__UINTPTR_TYPE__>(at) + static_cast<__UINTPTR_TYPE__>(bytes)), 0,
+      3);
+}
+
 // C(r0 .. r0+RV·VL, j0 .. j0+NC) over i in [i0, i1): acc += P(:, i) · A(i, j). P is k padded to a multiple of VL,
-// column stride ldp. `rows_left` = k - r0 bounds the rows written.
+// column stride ldp. `rows_left` = k - r0 bounds the rows written. With ahead_bytes > 0 the rows go in steps of one
+// cache line of A's columns, each step requesting the line ahead_bytes on in every column (column_ahead_bytes says
+// why); the sums run in the same order either way.
 template <class T, int VL, int RV, int NC>
 void ya_block(const T* p, index_t ldp, const T* a, index_t lda, index_t i0, index_t i1, T* c, index_t ldc,
-              index_t rows_left, bool first, T beta) {
+              index_t rows_left, bool first, T beta, index_t ahead_bytes) {
   using L = Lanes<T, VL>;
   typename L::Vec acc[RV][NC];
   for (int r = 0; r < RV; ++r)
     for (int q = 0; q < NC; ++q) acc[r][q] = typename L::Vec{};
   const T* col[NC];
   for (int q = 0; q < NC; ++q) col[q] = a + q * lda;
-  for (index_t i = i0; i < i1; ++i) {
+  const auto row = [&](index_t i) __attribute__((always_inline)) {
     typename L::Vec y[RV];
     for (int r = 0; r < RV; ++r) y[r] = L::load(p + i * ldp + r * VL);
     for (int q = 0; q < NC; ++q) {
       const typename L::Vec b = L::splat(col[q][i]);
       for (int r = 0; r < RV; ++r) acc[r][q] += y[r] * b;
     }
-  }
+  };
+  constexpr index_t kLineRows = kLineBytes / static_cast<index_t>(sizeof(T));
+  index_t i = i0;
+  if (ahead_bytes > 0)
+    for (; i + kLineRows <= i1; i += kLineRows) {
+      for (int q = 0; q < NC; ++q) fetch_at(col[q] + i, ahead_bytes);
+      for (index_t step = 0; step < kLineRows; ++step) row(i + step);
+    }
+  for (; i < i1; ++i) row(i);
   add_block<T, VL, RV, NC>(acc, c, ldc, rows_left, first, beta);
 }
 
@@ -159,15 +178,15 @@ inline void with_count(int count, F&& f) {
 // any block width.
 template <class T, int VL, int RV>
 void ya_panel(const T* p, index_t ldp, const T* a, index_t lda, index_t n, index_t i0, index_t i1, T* c, index_t ldc,
-              index_t rows_left, bool first, T beta) {
+              index_t rows_left, bool first, T beta, index_t ahead_bytes) {
   constexpr int NC = kAccumulators / RV;
   index_t j = 0;
   for (; j + NC <= n; j += NC)
-    ya_block<T, VL, RV, NC>(p, ldp, a + j * lda, lda, i0, i1, c + j * ldc, ldc, rows_left, first, beta);
+    ya_block<T, VL, RV, NC>(p, ldp, a + j * lda, lda, i0, i1, c + j * ldc, ldc, rows_left, first, beta, ahead_bytes);
   if (j < n)
     with_count<NC>(static_cast<int>(n - j), [&](auto cols) {
       ya_block<T, VL, RV, decltype(cols)::value>(p, ldp, a + j * lda, lda, i0, i1, c + j * ldc, ldc, rows_left, first,
-                                                 beta);
+                                                 beta, ahead_bytes);
     });
 }
 
@@ -341,7 +360,7 @@ inline void with_vectors(index_t rows, F&& f) {
 
 template <class T, int VL>
 void ya_impl(index_t k, index_t m, index_t n, const T* p, index_t ldp, const T* a, index_t lda, T beta, T* c,
-             index_t ldc) {
+             index_t ldc, index_t ahead_bytes) {
   const index_t row_block = k <= 4 * VL ? m : kRowBlock;
   for (index_t i0 = 0; i0 < m; i0 += row_block) {
     const index_t i1 = i0 + row_block < m ? i0 + row_block : m;
@@ -349,7 +368,8 @@ void ya_impl(index_t k, index_t m, index_t n, const T* p, index_t ldp, const T* 
     for (index_t r0 = 0; r0 < k; r0 += 4 * VL) {
       const index_t rows = k - r0;
       with_vectors<VL>(rows, [&](auto rv) {
-        ya_panel<T, VL, decltype(rv)::value>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta);
+        ya_panel<T, VL, decltype(rv)::value>(p + r0, ldp, a, lda, n, i0, i1, c + r0, ldc, rows, first, beta,
+                                             ahead_bytes);
       });
     }
   }
@@ -376,12 +396,12 @@ void xat_impl(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T*
 // The entry points of this instruction set. The k-wide operand (P or X) is packed by the caller: k padded to a
 // multiple of lanes<T>() with zeros, so every vector load is whole; C and D are written only in their k rows.
 void ya(index_t k, index_t m, index_t n, const double* p, index_t ldp, const double* a, index_t lda, double beta,
-        double* c, index_t ldc) {
-  ya_impl<double, kBytes / 8>(k, m, n, p, ldp, a, lda, beta, c, ldc);
+        double* c, index_t ldc, index_t ahead_bytes) {
+  ya_impl<double, kBytes / 8>(k, m, n, p, ldp, a, lda, beta, c, ldc, ahead_bytes);
 }
 void ya(index_t k, index_t m, index_t n, const float* p, index_t ldp, const float* a, index_t lda, float beta, float* c,
-        index_t ldc) {
-  ya_impl<float, kBytes / 4>(k, m, n, p, ldp, a, lda, beta, c, ldc);
+        index_t ldc, index_t ahead_bytes) {
+  ya_impl<float, kBytes / 4>(k, m, n, p, ldp, a, lda, beta, c, ldc, ahead_bytes);
 }
 void ya_pairs(index_t k, index_t pairs, index_t n, const float* p2, const float* a, index_t lda, float beta, float* c,
               index_t ldc) {

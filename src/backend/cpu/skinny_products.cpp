@@ -81,6 +81,29 @@ bool fetch_ahead_pays() {
   return pays;
 }
 
+namespace {
+std::atomic<index_t> column_ahead_forced{-1};
+
+index_t column_ahead_chosen(bool is_double) {
+  static const index_t forced = [] {
+    const char* text = std::getenv("DNMF_COLUMN_AHEAD");
+    return text != nullptr && *text != '\0' ? std::max<index_t>(0, std::atol(text)) : index_t{-1};
+  }();
+  if (forced >= 0) return forced;
+  return is_double && !fetch_ahead_pays() ? index_t{4096} : index_t{0};
+}
+}  // namespace
+
+template <class T>
+index_t column_ahead_bytes() {
+  const index_t forced = column_ahead_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced : column_ahead_chosen(std::is_same_v<T, double>);
+}
+template index_t column_ahead_bytes<float>();
+template index_t column_ahead_bytes<double>();
+
+void skinny_set_column_ahead(index_t bytes) { column_ahead_forced.store(bytes, std::memory_order_relaxed); }
+
 const char* skinny_isa() {
   switch (isa()) {
     case Isa::avx512:
@@ -152,14 +175,15 @@ void skinny_ya(index_t k, index_t m, index_t n, const T* y, index_t ldy, const T
   // Pieces of whole row blocks: where k takes several panels each piece's sums are the kernel's own (the same
   // bits as one call); with one panel a long column is summed per piece, then the pieces in order.
   const index_t chunk = ldy == padded ? m : pack_columns<T>(padded, kRowBlock);
+  const index_t ahead = column_ahead_bytes<T>();
   for (index_t i0 = 0; i0 < m; i0 += chunk) {
     const index_t rows = std::min(m, i0 + chunk) - i0;
     const T* p = packed(k, rows, y + i0 * ldy, ldy, padded, buffer);
     const T part_beta = i0 == 0 ? beta : T(1);
     if (isa() == Isa::avx512)
-      avx512::ya(k, rows, n, p, padded, a + i0, lda, part_beta, c, ldc);
+      avx512::ya(k, rows, n, p, padded, a + i0, lda, part_beta, c, ldc, ahead);
     else
-      avx2::ya(k, rows, n, p, padded, a + i0, lda, part_beta, c, ldc);
+      avx2::ya(k, rows, n, p, padded, a + i0, lda, part_beta, c, ldc, ahead);
   }
 }
 

@@ -69,6 +69,21 @@ bool fetch_ahead_pays();
 /// Bytes per cache line, the unit in which Ahead is requested.
 constexpr index_t kLineBytes = 64;
 
+/// How far ahead of its reads (bytes, 0: not at all) skinny_ya requests each column of A it streams, for precision
+/// T. 4 KiB in float64 on CPUs where the fused pass does not request its next tile (fetch_ahead_pays false: Intel):
+/// the hardware prefetcher starts over at every 4 KiB page of each of the block's NC column streams, and WᵀA, the
+/// product that reads A from memory, ran at 60% of its rate on A in L2 (Emerald Rapids, 4000×3000 f64 k = 16, MU
+/// 7.4–8.1 ms per iteration without, 6.5–6.9 with; AVX2 kernels 9.6–10.3 against 8.9–9.2; C order 6.7 against 6.3;
+/// docs/benchmarks.md, session of 2026-12-07 22:00). Float32's kernel asks half the bytes per multiply-add and ran
+/// 5–12% slower with the requests; on AMD the fused pass's Ahead already brings the tile. DNMF_COLUMN_AHEAD=<bytes>
+/// overrides (decided once); the sums are the same either way.
+template <class T>
+index_t column_ahead_bytes();
+
+/// For tests and benchmarks comparing both in one run: bytes >= 0 replaces column_ahead_bytes's choice for both
+/// precisions until called with a negative value, which restores it.
+void skinny_set_column_ahead(index_t bytes);
+
 /// D (k x m, ldd) = beta·D + X (k x n, ldx) · Aᵀ, A (m x n, column-major, lda). beta == 0 overwrites D.
 template <class T>
 void skinny_xat(index_t k, index_t m, index_t n, const T* x, index_t ldx, const T* a, index_t lda, T beta, T* d,
@@ -110,9 +125,9 @@ void skinny_xat_transposed(index_t k, index_t m, index_t n, const T* x, index_t 
 #define DNMF_SKINNY_DECLARE(isa)                                                                                     \
   namespace isa {                                                                                                    \
   void ya(index_t k, index_t m, index_t n, const double* p, index_t ldp, const double* a, index_t lda, double beta,  \
-          double* c, index_t ldc);                                                                                   \
+          double* c, index_t ldc, index_t ahead_bytes);                                                              \
   void ya(index_t k, index_t m, index_t n, const float* p, index_t ldp, const float* a, index_t lda, float beta,     \
-          float* c, index_t ldc);                                                                                    \
+          float* c, index_t ldc, index_t ahead_bytes);                                                               \
   void xat(index_t k, index_t m, index_t n, const double* x, index_t ldx, const double* a, index_t lda, double beta, \
            double* d, index_t ldd, Ahead ahead);                                                                     \
   void xat(index_t k, index_t m, index_t n, const float* x, index_t ldx, const float* a, index_t lda, float beta,    \
