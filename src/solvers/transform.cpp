@@ -55,9 +55,8 @@ TransformResult<T> transform(const MatrixRef<T>& a, DenseView<const T> w, Backen
   kernels->gram(wt.view(), g.view(), T(0));
   TransformResult<T> result;
   result.H = DenseMatrix<T>(k, n);
-  const bool penalised = std::any_of(penalty.l1.begin(), penalty.l1.end(), [](double v) { return v > 0; }) ||
-                         std::any_of(penalty.l2.begin(), penalty.l2.end(), [](double v) { return v > 0; });
-  if (penalised) {
+  // A scaled penalty that underflowed to 0 leaves the same problem as the unpenalised path (P >= 0).
+  if (given_penalty.l1 > 0 || given_penalty.l2 > 0) {
     // The penalised normal equations: (G + diag(l2)) h = p − l1. Copies: the error below needs the plain G and P.
     // A coefficient whose right-hand side p − l1 is not positive is zero at the optimum (G ≥ 0 entry by entry, as
     // W ≥ 0), whatever its value: it is set to 0 rather than left at −l1. A small component's scaled l1 (up to
