@@ -85,15 +85,6 @@ inline void add_block(const typename Lanes<T, VL>::Vec (&acc)[RV][NC], T* dst, i
     }
 }
 
-// Requests the cache line `bytes` on from `at` (read, into L1). Integer arithmetic: the address may lie past the end
-// of A, where a prefetch does nothing.
-template <class T>
-[[gnu::always_inline]] inline void fetch_at(const T* at, index_t bytes) {
-  __builtin_prefetch(
-      reinterpret_cast<const void*>(reinterpret_cast<__UINTPTR_TYPE__>(at) + static_cast<__UINTPTR_TYPE__>(bytes)), 0,
-      3);
-}
-
 // C(r0 .. r0+RV·VL, j0 .. j0+NC) over i in [i0, i1): acc += P(:, i) · A(i, j). P is k padded to a multiple of VL,
 // column stride ldp. `rows_left` = k - r0 bounds the rows written. With ahead_bytes > 0 the rows go in steps of one
 // cache line of A's columns, each step requesting the line ahead_bytes on in every column (column_ahead_bytes says
@@ -116,10 +107,13 @@ void ya_block(const T* p, index_t ldp, const T* a, index_t lda, index_t i0, inde
     }
   };
   constexpr index_t kLineRows = kLineBytes / static_cast<index_t>(sizeof(T));
+  const index_t ahead_rows = ahead_bytes / static_cast<index_t>(sizeof(T));
   index_t i = i0;
-  if (ahead_bytes > 0)
-    for (; i + kLineRows <= i1; i += kLineRows) {
-      for (int q = 0; q < NC; ++q) fetch_at(col[q] + i, ahead_bytes);
+  // Requests only for rows this block reads: past them lie other rows of A (a stripe's or a grid block's
+  // neighbours), which would be fetched for nothing.
+  if (ahead_rows > 0)
+    for (; i + kLineRows + ahead_rows <= i1; i += kLineRows) {
+      for (int q = 0; q < NC; ++q) __builtin_prefetch(col[q] + i + ahead_rows, 0, 3);
       for (index_t step = 0; step < kLineRows; ++step) row(i + step);
     }
   for (; i < i1; ++i) row(i);

@@ -76,7 +76,8 @@ constexpr index_t kLineBytes = 64;
 /// 7.4–8.1 ms per iteration without, 6.5–6.9 with; AVX2 kernels 9.6–10.3 against 8.9–9.2; C order 6.7 against 6.3;
 /// docs/benchmarks.md, session of 2026-12-07 22:00). Float32's kernel asks half the bytes per multiply-add and ran
 /// 5–12% slower with the requests; on AMD the fused pass's Ahead already brings the tile. DNMF_COLUMN_AHEAD=<bytes>
-/// overrides (decided once); the sums are the same either way.
+/// overrides (decided once); the sums are the same either way. Only rows the call reads are requested (a stripe's
+/// or grid block's neighbouring rows are not), which measured the same as requesting past them.
 template <class T>
 index_t column_ahead_bytes();
 
