@@ -195,6 +195,43 @@ TYPED_TEST(SkinnyTest, WideVectorKernelsMatchFloat64Loops) {
   }
 }
 
+// The AVX2 entry points called directly (an AVX-512 machine otherwise runs only the 512-bit ones) on packed
+// operands: WᵀA without requests ahead and with them 8 and 64 lines ahead, the same bits, and the float64 loops.
+TYPED_TEST(SkinnyTest, Avx2YTimesAMatchesFloat64LoopsWithAndWithoutRequests) {
+  using T = TypeParam;
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+    GTEST_SKIP() << "this CPU has no AVX2 and FMA: the AVX2 kernels cannot run here";
+  const index_t lanes = 32 / static_cast<index_t>(sizeof(T));
+  unsigned seed = 3000;
+  for (const Case& c : kCases) {
+    const index_t padded = (c.k + lanes - 1) / lanes * lanes;
+    const index_t lda = c.m + 1, ldc = c.k + 2;
+    auto y = random_values<T>(static_cast<std::size_t>(padded * c.m), seed++);  // Y packed: k x m, ld padded
+    for (index_t i = 0; i < c.m; ++i)
+      for (index_t l = c.k; l < padded; ++l) y[l + i * padded] = T(0);
+    const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
+    std::vector<double> want(static_cast<std::size_t>(c.k * c.n));
+    for (index_t j = 0; j < c.n; ++j)
+      for (index_t l = 0; l < c.k; ++l) {
+        double sum = 0;
+        for (index_t i = 0; i < c.m; ++i) sum += static_cast<double>(y[l + i * padded]) * a[i + j * lda];
+        want[l + j * c.k] = sum;
+      }
+    std::vector<T> unrequested;
+    for (const index_t ahead : {index_t{0}, index_t{512}, index_t{4096}}) {
+      std::vector<T> out(static_cast<std::size_t>(ldc * c.n), T(0));
+      backend::cpu::avx2::ya(c.k, c.m, c.n, y.data(), padded, a.data(), lda, T(0), out.data(), ldc, ahead);
+      EXPECT_LE(relative_difference(out, want, c.k, c.n, ldc), tolerance<T>())
+          << "k=" << c.k << " m=" << c.m << " ahead=" << ahead;
+      if (ahead == 0)
+        unrequested = out;
+      else
+        EXPECT_TRUE(same_bits(out, unrequested)) << "k=" << c.k << " m=" << c.m << " ahead=" << ahead;
+    }
+  }
+}
+
 // The 512-bit kernel for f32 with k <= 8 (emulated): two rows of Y per 16-float vector, interleaved as skinny_ya
 // packs them (lane 2p + r = Y(p, 2q + r)), the odd last row added after; on even and odd row counts, column counts
 // that leave a partial block, and beta 0 over NaN, 1 and 0.5.
