@@ -53,11 +53,19 @@ struct KlSums {
   /// alike and cancels to first order (from the factors' exact sums it did not, and float32's tol test read noise).
   double model_sum = 0;
   double model_entries = 0;
+  /// Float32 on a sparse A (the cpu backend): Σ over the stored entries of m formed in double, and their number.
+  /// The objective's model term is then Σ m over all cells (from double factor sums) less this, plus model_sum:
+  /// the stored entries' float m cancel their rounding in the log term as on dense input, and the unstored ones
+  /// (a = 0, so m is their whole term) come from the exact sums. 0 where not formed.
+  double model_exact = 0;
+  double model_exact_entries = 0;
   KlSums& operator+=(const KlSums& o) {
     a_log_a_over_m += o.a_log_a_over_m;
     a_times_m += o.a_times_m;
     model_sum += o.model_sum;
     model_entries += o.model_entries;
+    model_exact += o.model_exact;
+    model_exact_entries += o.model_exact_entries;
     return *this;
   }
 };

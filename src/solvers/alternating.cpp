@@ -115,12 +115,15 @@ std::vector<std::size_t> piece_counts(const std::vector<index_t>& sizes, index_t
 }
 
 void allreduce_kl(dist::Communicator& world, backend::KlSums& sums) {
-  double v[4] = {sums.a_log_a_over_m, sums.a_times_m, sums.model_sum, sums.model_entries};
-  world.allreduce_sum(v, 4);
+  double v[6] = {sums.a_log_a_over_m, sums.a_times_m,   sums.model_sum,
+                 sums.model_entries,  sums.model_exact, sums.model_exact_entries};
+  world.allreduce_sum(v, 6);
   sums.a_log_a_over_m = v[0];
   sums.a_times_m = v[1];
   sums.model_sum = v[2];
   sums.model_entries = v[3];
+  sums.model_exact = v[4];
+  sums.model_exact_entries = v[5];
 }
 
 void check_block_shape(index_t m_block, index_t n_block, const dist::Layout& layout) {
@@ -258,6 +261,7 @@ class Iteration {
     if (kl_) {
       kernels_.row_sums(wt_.cview(), w_sums_.data());
       exchange_.allreduce(world_, w_sums_.data(), ku());
+      exact_row_sums(wt_, w_exact_);
     }
   }
 
@@ -449,6 +453,7 @@ class Iteration {
   void sum_h_rows() {
     kernels_.row_sums(h_.cview(), h_sums_.data());
     exchange_.allreduce(world_, h_sums_.data(), ku());
+    exact_row_sums(h_, h_exact_);
   }
 
   // KL keeps last iteration's W sums for the figures of the state its ratio was formed at.
@@ -456,6 +461,19 @@ class Iteration {
     swap(w_sums_, w_sums_prev_);
     kernels_.row_sums(wt_.cview(), w_sums_.data());
     exchange_.allreduce(world_, w_sums_.data(), ku());
+    std::swap(w_exact_, w_exact_prev_);
+    exact_row_sums(wt_, w_exact_);
+  }
+
+  // The row sums of a factor piece in double, world-summed as the backend's are (KlSums::model_exact says what
+  // for): float32 KL with host factors only, since only its sparse passes form model_exact.
+  void exact_row_sums(const Block<T>& x, std::vector<double>& out) {
+    if (!exact_model_) return;
+    out.assign(ku(), 0.0);
+    const CView<T> v = x.cview();
+    for (index_t j = 0; j < v.cols; ++j)
+      for (index_t l = 0; l < k_; ++l) out[to_size(l)] += static_cast<double>(v.data[l + j * v.ld]);
+    world_.allreduce_sum(out.data(), ku());
   }
 
   // Extrapolation's buffers: Ŵ and W_prev beside W's piece, Ĝ = ŴᵀŴ, and, where a W-side pass forms P, P̂ and
@@ -542,8 +560,17 @@ class Iteration {
     if (kl_) {
       f.squared_error = stats_.squared_norm - 2 * sums.kl_sums.a_times_m + kernels_.dot(gw_prev_.cview(), gh_.cview());
       const backend::KlSums& kl = sums.kl_sums;
-      const double model_sum =
-          kl.model_entries == entries_ ? kl.model_sum : kernels_.dot(w_sums_.cview(), h_sums_.cview());
+      double model_sum = 0;
+      if (kl.model_entries == entries_) {
+        model_sum = kl.model_sum;
+      } else if (exact_model_ && kl.model_exact_entries > 0 && kl.model_exact_entries == kl.model_entries) {
+        // Sparse float32: the unstored cells' m from double sums, the stored ones' as the log term saw them.
+        double all = 0;
+        for (index_t l = 0; l < k_; ++l) all += w_exact_[to_size(l)] * h_exact_[to_size(l)];
+        model_sum = all - kl.model_exact + kl.model_sum;
+      } else {
+        model_sum = kernels_.dot(w_sums_.cview(), h_sums_.cview());
+      }
       f.objective = sums.kl_sums.a_log_a_over_m - stats_.sum + model_sum + kl_penalty();
     } else {
       const auto& pen = options_.penalties;
@@ -679,6 +706,9 @@ class Iteration {
   const std::vector<std::size_t> w_counts_, h_counts_;
   Exchange<T> exchange_;
   Block<T> wt_, h_, wt_full_, h_full_, p_full_, qt_full_, p_, qt_, gw_, gh_, gw_prev_, w_sums_, w_sums_prev_, h_sums_;
+  // float32 KL on host factors: the row sums again in double, following w_sums_, w_sums_prev_ and h_sums_.
+  const bool exact_model_ = kl_ && std::is_same_v<T, float> && kernels_.host_memory();
+  std::vector<double> w_exact_, w_exact_prev_, h_exact_;
   bool fused_ = false;
   bool update_pass_h_ = false;  // the H half in one pass (Operand::update_pass), and the W half likewise
   bool update_pass_w_ = false;

@@ -173,9 +173,14 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
   const index_t k = wt.rows;
   KlSums sums;
   std::vector<T> acc(to_size(k));
+  // Float32: the stored entries' m in double for the model term (KlSums::model_exact says why), as w_i · Σ_j h_j per
+  // row: k additions per stored entry and one dot per row, where a dot per entry cost 15% of the iteration.
+  constexpr bool kExactModel = std::is_same_v<T, float>;
+  std::vector<double> h_sum(kExactModel ? to_size(k) : 0);
   for (index_t i = first; i < last; ++i) {
     const T* wc = wt.data + i * wt.ld;
     std::fill(acc.begin(), acc.end(), T(0));
+    if constexpr (kExactModel) std::fill(h_sum.begin(), h_sum.end(), 0.0);
     for (index_t p = s.indptr[i]; p < s.indptr[i + 1]; ++p) {
       const index_t j = s.indices[p];
       const T* hc = h.data + j * h.ld;
@@ -186,6 +191,11 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
       const double md = static_cast<double>(m);
       sums.a_times_m += a * md;
       if (a > 0) sums.a_log_a_over_m += a * std::log(a / std::max(md, kl_model_floor));
+      if constexpr (kExactModel) {
+        sums.model_sum += md;
+#pragma omp simd
+        for (index_t l = 0; l < k; ++l) h_sum[to_size(l)] += static_cast<double>(hc[l]);
+      }
       const T r = static_cast<T>(kl_ratio(a, md));
       if (side == Side::W) {
 #pragma omp simd
@@ -200,6 +210,12 @@ KlSums csr_kl(const CsrView<T>& s, Side side, CView<T> wt, CView<T> h, T* out, i
       T* oc = out + i * ldo;
       for (index_t l = 0; l < k; ++l) oc[l] = (beta == T(0) ? T(0) : beta * oc[l]) + acc[to_size(l)];
     }
+    if constexpr (kExactModel)
+      for (index_t l = 0; l < k; ++l) sums.model_exact += static_cast<double>(wc[l]) * h_sum[to_size(l)];
+  }
+  if constexpr (kExactModel) {
+    sums.model_entries = static_cast<double>(s.indptr[last] - s.indptr[first]);
+    sums.model_exact_entries = sums.model_entries;
   }
   return sums;
 }
