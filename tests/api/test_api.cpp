@@ -631,7 +631,7 @@ TEST(Api, TooSmallDataForKlNamesTheMatrixAlone) {
   DenseMatrix<double> mask = tenth_missing<double>(a.rows(), a.cols());
   for (double& w : mask.storage()) w *= 1e6;
   const CsrMatrix<double> s = test::to_csr(a);
-  const auto message = [](const Source& source, FactorOptions o) {
+  const auto message = [](const Source& source, const FactorOptions& o) {
     try {
       (void)factor<double>(source, o);
     } catch (const Error& e) {
