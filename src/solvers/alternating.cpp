@@ -461,12 +461,11 @@ class Iteration {
     swap(w_sums_, w_sums_prev_);
     kernels_.row_sums(wt_.cview(), w_sums_.data());
     exchange_.allreduce(world_, w_sums_.data(), ku());
-    std::swap(w_exact_, w_exact_prev_);
     exact_row_sums(wt_, w_exact_);
   }
 
   // The row sums of a factor piece in double, world-summed as the backend's are (KlSums::model_exact says what
-  // for): float32 KL with host factors only, since only its sparse passes form model_exact.
+  // for): float32 KL on a sparse A with host factors (exact_model_), whose sparse passes form model_exact.
   void exact_row_sums(const Block<T>& x, std::vector<double>& out) {
     if (!exact_model_) return;
     out.assign(ku(), 0.0);
@@ -706,9 +705,10 @@ class Iteration {
   const std::vector<std::size_t> w_counts_, h_counts_;
   Exchange<T> exchange_;
   Block<T> wt_, h_, wt_full_, h_full_, p_full_, qt_full_, p_, qt_, gw_, gh_, gw_prev_, w_sums_, w_sums_prev_, h_sums_;
-  // float32 KL on host factors: the row sums again in double, following w_sums_, w_sums_prev_ and h_sums_.
-  const bool exact_model_ = kl_ && std::is_same_v<T, float> && kernels_.host_memory();
-  std::vector<double> w_exact_, w_exact_prev_, h_exact_;
+  // float32 KL on a sparse A with host factors: the row sums again in double, following w_sums_ and h_sums_ (the
+  // same on every rank: each holds a block of the same format on the same backend).
+  const bool exact_model_ = kl_ && std::is_same_v<T, float> && kernels_.host_memory() && a_.sparse();
+  std::vector<double> w_exact_, h_exact_;
   bool fused_ = false;
   bool update_pass_h_ = false;  // the H half in one pass (Operand::update_pass), and the W half likewise
   bool update_pass_w_ = false;
