@@ -519,6 +519,41 @@ std::vector<double> relative_falls(const std::vector<double>& objective, std::si
   return out;
 }
 
+/// KL from seed 5 for exactly `iterations` iterations (tol 0).
+FactorOptions kl_for(index_t rank, int iterations) {
+  FactorOptions o;
+  o.rank = rank;
+  o.algorithm = Algorithm::kl;
+  o.max_iterations = iterations;
+  o.tol = 0;
+  o.seed = 5;
+  return o;
+}
+
+/// W·H in float64, and the same product rounded to float32.
+std::pair<DenseMatrix<double>, DenseMatrix<float>> product_in_both(const DenseMatrix<double>& w,
+                                                                   const DenseMatrix<double>& h) {
+  DenseMatrix<double> a64(w.rows(), h.cols(), 0.0);
+  for (index_t j = 0; j < h.cols(); ++j)
+    for (index_t l = 0; l < w.cols(); ++l)
+      for (index_t i = 0; i < w.rows(); ++i) a64(i, j) += w(i, l) * h(l, j);
+  DenseMatrix<float> a32(w.rows(), h.cols());
+  for (std::size_t e = 0; e < a64.storage().size(); ++e) a32.storage()[e] = static_cast<float>(a64.storage()[e]);
+  return {std::move(a64), std::move(a32)};
+}
+
+/// float32's relative falls within 2% of float64's at iterations [first, last) of runs of `last` iterations, or
+/// within `floor` where that is larger; float64 fitted to under 2% error.
+void expect_falls_follow_float64(const FactorResult<double>& r64, const FactorResult<float>& r32, std::size_t first,
+                                 std::size_t last, double floor, const std::string& what) {
+  ASSERT_EQ(r32.objective_history.size(), last) << what;
+  ASSERT_LT(r64.rel_error, 0.02) << what;
+  const std::vector<double> f64 = relative_falls(r64.objective_history, first, last);
+  const std::vector<double> f32 = relative_falls(r32.objective_history, first, last);
+  for (std::size_t t = 0; t < f64.size(); ++t)
+    ASSERT_NEAR(f32[t], f64[t], std::max(0.02 * std::abs(f64[t]), floor)) << what << ", iteration " << first + 1 + t;
+}
+
 // KL's objective in float32: the log term Σ a log(a/m) is summed from the float model m, and its model term Σ m
 // was taken from the factors' exact sums, so m's rounding (~1e-7 of each entry, first order) did not cancel between
 // them: near 1% error the relative fall per iteration read ±3e-3 of noise against a fall of 1.5e-3, and the tol
@@ -530,34 +565,19 @@ TEST(Api, Float32KlObjectiveFallsAsFloat64Does) {
   // iteration there).
   std::mt19937_64 engine(1);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  DenseMatrix<double> w(150, 5), h(5, 100), a64(150, 100, 0.0);
+  DenseMatrix<double> w(150, 5), h(5, 100);
   for (double& v : w.storage()) v = u(engine);
   for (double& v : h.storage()) v = u(engine);
-  for (index_t j = 0; j < 100; ++j)
-    for (index_t l = 0; l < 5; ++l)
-      for (index_t i = 0; i < 150; ++i) a64(i, j) += w(i, l) * h(l, j);
-  DenseMatrix<float> a32(150, 100);
-  for (std::size_t e = 0; e < a64.storage().size(); ++e) a32.storage()[e] = static_cast<float>(a64.storage()[e]);
+  const auto [a64, a32] = product_in_both(w, h);
   const DenseMatrix<double> mask64 = tenth_missing<double>(150, 100);
   const DenseMatrix<float> mask32 = tenth_missing<float>(150, 100);
   for (const bool masked : {false, true}) {
-    FactorOptions o;
-    o.rank = 5;
-    o.algorithm = Algorithm::kl;
-    o.max_iterations = 700;
-    o.tol = 0;
-    o.seed = 5;
+    FactorOptions o = kl_for(5, 700);
     if (masked) o.missing.mask = Source::dense<double>(mask64.view());
     const FactorResult<double> r64 = factor<double>(Source::dense<double>(a64.view()), o).result;
     if (masked) o.missing.mask = Source::dense<float>(mask32.view());
     const FactorResult<float> r32 = factor<float>(Source::dense<float>(a32.view()), o).result;
-    ASSERT_EQ(r32.objective_history.size(), 700U);
-    ASSERT_LT(r64.rel_error, 0.02);
-    const std::vector<double> f64 = relative_falls(r64.objective_history, 600, 700);
-    const std::vector<double> f32 = relative_falls(r32.objective_history, 600, 700);
-    for (std::size_t t = 0; t < f64.size(); ++t)
-      ASSERT_NEAR(f32[t], f64[t], 0.02 * std::abs(f64[t]))
-          << (masked ? "masked" : "dense") << ", iteration " << 601 + t;
+    expect_falls_follow_float64(r64, r32, 600, 700, 0.0, masked ? "masked" : "dense");
   }
 }
 
@@ -568,37 +588,26 @@ TEST(Api, Float32KlObjectiveFallsAsFloat64DoesOnSparseInput) {
   std::mt19937_64 engine(3);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const index_t m = 150, n = 100, k = 5;
-  DenseMatrix<double> w(m, k, 0.0), h(k, n, 0.0), a64(m, n, 0.0);
+  DenseMatrix<double> w(m, k), h(k, n);
   // Each factor entry present with probability 0.4: an entry of the product is zero where its row and column
   // share no component (about 40% of them).
   for (double& v : w.storage()) v = u(engine) < 0.4 ? u(engine) : 0.0;
   for (double& v : h.storage()) v = u(engine) < 0.4 ? u(engine) : 0.0;
-  for (index_t j = 0; j < n; ++j)
-    for (index_t l = 0; l < k; ++l)
-      for (index_t i = 0; i < m; ++i) a64(i, j) += w(i, l) * h(l, j);
-  for (double& v : a64.storage()) v *= 1 + 0.05 * (u(engine) - 0.5);  // 1.4% noise on the stored entries
-  DenseMatrix<float> a32(m, n);
-  for (std::size_t e = 0; e < a64.storage().size(); ++e) a32.storage()[e] = static_cast<float>(a64.storage()[e]);
+  auto [a64, a32] = product_in_both(w, h);
+  for (std::size_t e = 0; e < a64.storage().size(); ++e) {  // 1.4% noise on the stored entries
+    a64.storage()[e] *= 1 + 0.05 * (u(engine) - 0.5);
+    a32.storage()[e] = static_cast<float>(a64.storage()[e]);
+  }
   const CsrMatrix<double> s64 = test::to_csr(a64);
   const CsrMatrix<float> s32 = test::to_csr(a32);
   ASSERT_LT(s64.nnz(), m * n * 7 / 10) << "the product should leave many entries unstored";
-  FactorOptions o;
-  o.rank = k;
-  o.algorithm = Algorithm::kl;
-  o.max_iterations = 160;
-  o.tol = 0;
-  o.seed = 5;
+  const FactorOptions o = kl_for(k, 160);
   const FactorResult<double> r64 = factor<double>(Source::csr<double>(s64.view()), o).result;
   const FactorResult<float> r32 = factor<float>(Source::csr<float>(s32.view()), o).result;
-  ASSERT_EQ(r32.objective_history.size(), 160U);
-  ASSERT_LT(r64.rel_error, 0.02);
   // Iterations 61-160, where float64's relative fall goes from ~1e-3 to ~1e-6: float32's read ±3e-4 of noise there
   // with the model term from the factors' float sums (above float64's fall from about iteration 90). Within 2%, or
   // 3e-7 where float64's fall is below 1.5e-5: float32's own rounding of the iterates is of that order.
-  const std::vector<double> f64 = relative_falls(r64.objective_history, 60, 160);
-  const std::vector<double> f32 = relative_falls(r32.objective_history, 60, 160);
-  for (std::size_t t = 0; t < f64.size(); ++t)
-    ASSERT_NEAR(f32[t], f64[t], std::max(0.02 * std::abs(f64[t]), 3e-7)) << "iteration " << 61 + t;
+  expect_falls_follow_float64(r64, r32, 60, 160, 3e-7, "sparse");
 }
 
 // Subnormal mask weights make the weighted figures too small to fit: the message says the weights may be the cause

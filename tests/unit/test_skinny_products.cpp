@@ -73,6 +73,32 @@ class ColumnAheadOverride {
   ColumnAheadOverride& operator=(const ColumnAheadOverride&) = delete;
 };
 
+// A k-wide operand as the kernels take it: k x cols random values with leading dimension `padded`, rows
+// k..padded zero.
+template <class T>
+std::vector<T> packed_operand(index_t k, index_t padded, index_t cols, unsigned seed) {
+  auto v = random_values<T>(static_cast<std::size_t>(padded * cols), seed);
+  for (index_t c = 0; c < cols; ++c)
+    for (index_t l = k; l < padded; ++l) v[static_cast<std::size_t>(l + c * padded)] = T(0);
+  return v;
+}
+
+// P (k x m, ld padded) times A (m x n, ld lda) in float64 loops, k x n.
+template <class T>
+std::vector<double> packed_times_a(const std::vector<T>& p, index_t k, index_t padded, const std::vector<T>& a,
+                                   index_t lda, index_t m, index_t n) {
+  std::vector<double> out(static_cast<std::size_t>(k * n));
+  for (index_t j = 0; j < n; ++j)
+    for (index_t l = 0; l < k; ++l) {
+      double sum = 0;
+      for (index_t i = 0; i < m; ++i)
+        sum +=
+            static_cast<double>(p[static_cast<std::size_t>(l + i * padded)]) * a[static_cast<std::size_t>(i + j * lda)];
+      out[static_cast<std::size_t>(l + j * k)] = sum;
+    }
+  return out;
+}
+
 struct Case {
   index_t k, m, n;
 };
@@ -164,21 +190,12 @@ TYPED_TEST(SkinnyTest, WideVectorKernelsMatchFloat64Loops) {
   for (const Case& c : kCases) {
     const index_t padded = (c.k + lanes - 1) / lanes * lanes;
     const index_t lda = c.m + 1, ldc = c.k + 2;
-    auto y = random_values<T>(static_cast<std::size_t>(padded * c.m), seed++);  // Y packed: k x m, ld padded
-    auto x = random_values<T>(static_cast<std::size_t>(padded * c.n), seed++);  // X packed: k x n, ld padded
-    for (index_t i = 0; i < c.m; ++i)
-      for (index_t l = c.k; l < padded; ++l) y[l + i * padded] = T(0);
-    for (index_t j = 0; j < c.n; ++j)
-      for (index_t l = c.k; l < padded; ++l) x[l + j * padded] = T(0);
+    const auto y = packed_operand<T>(c.k, padded, c.m, seed++);  // Y: k x m
+    const auto x = packed_operand<T>(c.k, padded, c.n, seed++);  // X: k x n
     const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
     std::vector<T> out(static_cast<std::size_t>(ldc * c.n), T(0)), out_t(static_cast<std::size_t>(ldc * c.m), T(0));
-    std::vector<double> want(static_cast<std::size_t>(c.k * c.n)), want_t(static_cast<std::size_t>(c.k * c.m));
-    for (index_t j = 0; j < c.n; ++j)
-      for (index_t l = 0; l < c.k; ++l) {
-        double s = 0;
-        for (index_t i = 0; i < c.m; ++i) s += static_cast<double>(y[l + i * padded]) * a[i + j * lda];
-        want[l + j * c.k] = s;
-      }
+    const std::vector<double> want = packed_times_a(y, c.k, padded, a, lda, c.m, c.n);
+    std::vector<double> want_t(static_cast<std::size_t>(c.k * c.m));
     for (index_t i = 0; i < c.m; ++i)
       for (index_t l = 0; l < c.k; ++l) {
         double s = 0;
@@ -207,17 +224,9 @@ TYPED_TEST(SkinnyTest, Avx2YTimesAMatchesFloat64LoopsWithAndWithoutRequests) {
   for (const Case& c : kCases) {
     const index_t padded = (c.k + lanes - 1) / lanes * lanes;
     const index_t lda = c.m + 1, ldc = c.k + 2;
-    auto y = random_values<T>(static_cast<std::size_t>(padded * c.m), seed++);  // Y packed: k x m, ld padded
-    for (index_t i = 0; i < c.m; ++i)
-      for (index_t l = c.k; l < padded; ++l) y[l + i * padded] = T(0);
+    const auto y = packed_operand<T>(c.k, padded, c.m, seed++);  // Y: k x m
     const auto a = random_values<T>(static_cast<std::size_t>(lda * c.n), seed++);
-    std::vector<double> want(static_cast<std::size_t>(c.k * c.n));
-    for (index_t j = 0; j < c.n; ++j)
-      for (index_t l = 0; l < c.k; ++l) {
-        double sum = 0;
-        for (index_t i = 0; i < c.m; ++i) sum += static_cast<double>(y[l + i * padded]) * a[i + j * lda];
-        want[l + j * c.k] = sum;
-      }
+    const std::vector<double> want = packed_times_a(y, c.k, padded, a, lda, c.m, c.n);
     std::vector<T> unrequested;
     for (const index_t ahead : {index_t{0}, index_t{512}, index_t{4096}}) {
       std::vector<T> out(static_cast<std::size_t>(ldc * c.n), T(0));
